@@ -1,0 +1,1 @@
+"""Headless estimators: pure Python, pydantic inputs, plain data out. Never imports Qt."""

@@ -1,0 +1,126 @@
+"""``estimate(scenario) -> Report``: every figure of every tab, from one scenario.
+
+Each section is computed by its own estimator module; this module only wires them
+together (which section feeds which) and is the one entry point the GUI and the command
+line call. Sections whose estimator does not exist yet are ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from llm_planner.core.architecture import Architecture, ParameterCount, count_parameters
+from llm_planner.core.figures import Figure
+from llm_planner.core.scenario import Scenario
+
+
+class ModelReport(BaseModel):
+    """The model section: architecture summary and exact parameter breakdown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    params_total: float
+    params_active: float
+    params_exact_total: int
+    params_exact_active: int
+    params_overridden: bool
+    layers: int
+    hidden_size: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn_size: int
+    vocab_size: int
+    max_context: int
+    breakdown: ParameterCount
+
+    def figures(self) -> list[Figure]:
+        src = "exact count, term by term (core.architecture.count_parameters)"
+        figures = [
+            Figure(
+                key="params_total",
+                label="Parameters (total)",
+                value=self.params_total,
+                unit="params",
+                formula="embedding + layers·(attention + FFN + norms) + head",
+                source=src,
+            ),
+            Figure(
+                key="params_active",
+                label="Parameters (active per token)",
+                value=self.params_active,
+                unit="params",
+                formula="total − routed experts a token skips (MoE)",
+                source=src,
+            ),
+        ]
+        if self.params_overridden:
+            figures.append(
+                Figure(
+                    key="params_exact_total",
+                    label="Parameters of the shapes",
+                    value=self.params_exact_total,
+                    unit="params",
+                    formula="the proposed architecture's own exact count",
+                )
+            )
+        return figures
+
+
+class Report(BaseModel):
+    """Everything the window shows and ``llm-planner report`` prints."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    model: ModelReport
+    compute: Any = None
+    inference: Any = None
+    training: Any = None
+    parallelism: Any = None
+
+    def sections(self) -> dict[str, Any]:
+        """The sections that exist, in display order."""
+        names = ("model", "compute", "inference", "training", "parallelism")
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+
+def model_section(scenario: Scenario) -> ModelReport:
+    """Parameter counts; ``params_override`` (``--params``) replaces P, not the shapes."""
+    arch: Architecture = scenario.model.architecture
+    counts = count_parameters(arch)
+    override = scenario.model.params_override
+    total = float(override) if override is not None else float(counts.total)
+    active = total * counts.active / counts.total if override is not None else float(counts.active)
+    return ModelReport(
+        id=scenario.model.preset or arch.name,
+        name=arch.name,
+        params_total=total,
+        params_active=active,
+        params_exact_total=counts.total,
+        params_exact_active=counts.active,
+        params_overridden=override is not None,
+        layers=arch.layers,
+        hidden_size=arch.hidden_size,
+        heads=arch.heads,
+        kv_heads=arch.kv_heads,
+        head_dim=arch.head_dim,
+        ffn_size=arch.ffn_size,
+        vocab_size=arch.vocab_size,
+        max_context=arch.max_context,
+        breakdown=counts,
+    )
+
+
+def estimate(scenario: Scenario) -> Report:
+    """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output."""
+    model = model_section(scenario)
+    return Report(model=model)
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The ``report --json`` object: one key per section, values in SI base units."""
+    return {name: section.model_dump(mode="json") for name, section in report.sections().items()}

@@ -1,0 +1,291 @@
+"""Parse and format human quantities at the edges of ``core``.
+
+Inside ``core`` every quantity is an SI base unit (bytes, FLOP, seconds, USD, FLOP/s).
+This module is the only place where ``7B``, ``80 GiB`` or ``$2.50/h`` are turned into
+numbers, or numbers back into text.
+
+Conventions (stated once, used everywhere):
+
+- Count suffixes are decimal: ``k`` = 1e3, ``M`` = 1e6, ``B`` or ``G`` = 1e9, ``T`` = 1e12,
+  ``P`` = 1e15 (``B`` is the ML habit for "billion parameters").
+- Byte units: ``KB MB GB TB PB`` are decimal (10^3n), ``KiB MiB GiB TiB PiB`` binary
+  (2^10n), per IEC 80000-13. GPU memory is sold in GB and reported in GiB by nvidia-smi and
+  PyTorch; :func:`format_bytes` always prints both.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+GB = 1e9
+"""Bytes in a decimal gigabyte (10^9)."""
+GiB = float(2**30)
+"""Bytes in a binary gibibyte (2^30)."""
+
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86400.0
+
+_COUNT_SUFFIXES: dict[str, float] = {
+    "": 1.0,
+    "k": 1e3,
+    "K": 1e3,
+    "m": 1e6,  # lower-case m is accepted as million for counts (never milli here)
+    "M": 1e6,
+    "b": 1e9,
+    "B": 1e9,
+    "G": 1e9,
+    "g": 1e9,
+    "t": 1e12,
+    "T": 1e12,
+    "P": 1e15,
+    "p": 1e15,
+}
+
+_BYTE_UNITS: dict[str, float] = {
+    "b": 1.0,
+    "byte": 1.0,
+    "bytes": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "pb": 1e15,
+    "kib": 2.0**10,
+    "mib": 2.0**20,
+    "gib": 2.0**30,
+    "tib": 2.0**40,
+    "pib": 2.0**50,
+}
+
+_DURATION_UNITS: dict[str, float] = {
+    "s": 1.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "min": 60.0,
+    "mins": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": SECONDS_PER_HOUR,
+    "hr": SECONDS_PER_HOUR,
+    "hrs": SECONDS_PER_HOUR,
+    "hour": SECONDS_PER_HOUR,
+    "hours": SECONDS_PER_HOUR,
+    "d": SECONDS_PER_DAY,
+    "day": SECONDS_PER_DAY,
+    "days": SECONDS_PER_DAY,
+    "w": 7 * SECONDS_PER_DAY,
+    "week": 7 * SECONDS_PER_DAY,
+    "weeks": 7 * SECONDS_PER_DAY,
+}
+
+_NUMBER = r"[+-]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_COUNT_RE = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*(?P<suffix>[a-zA-Z]?)\s*$")
+_UNIT_RE = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*(?P<unit>[a-zA-Z]*)\s*$")
+_PRICE_RE = re.compile(
+    rf"^\s*\$?\s*(?P<num>{_NUMBER})\s*(?:usd|\$)?\s*(?:(?:/|per)\s*(?:gpu[\s-]*)?(?P<per>[a-z]+))?\s*$",
+    re.IGNORECASE,
+)
+
+
+class UnitError(ValueError):
+    """A human quantity could not be read; the message says what and why."""
+
+
+def _number(text: str, what: str, original: str) -> float:
+    try:
+        value = float(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise UnitError(f"{what}: {original!r} is not a number") from None
+    if not math.isfinite(value):
+        raise UnitError(f"{what}: {original!r} is not a finite number")
+    return value
+
+
+def _check_sign(value: float, what: str, original: str, allow_negative: bool) -> float:
+    if value < 0 and not allow_negative:
+        raise UnitError(f"{what}: {original!r} is negative")
+    return value
+
+
+def parse_count(
+    text: str | float | int, what: str = "value", allow_negative: bool = False
+) -> float:
+    """Read a count such as ``7B``, ``6.7e9``, ``1.4T``, ``2k`` or ``70_000_000_000``.
+
+    Suffixes are decimal (k, M, B/G, T, P). ``what`` names the field in error messages.
+    """
+    if isinstance(text, bool):
+        raise UnitError(f"{what}: {text!r} is not a number")
+    if isinstance(text, int | float):
+        value = float(text)
+        if not math.isfinite(value):
+            raise UnitError(f"{what}: {text!r} is not a finite number")
+        return _check_sign(value, what, str(text), allow_negative)
+    match = _COUNT_RE.match(text)
+    if not match:
+        raise UnitError(
+            f"{what}: cannot read {text!r}; write a number with an optional suffix "
+            "k, M, B, T (e.g. 7B, 1.4T, 6.7e9)"
+        )
+    suffix = match["suffix"]
+    if suffix not in _COUNT_SUFFIXES:
+        raise UnitError(f"{what}: unknown suffix {suffix!r} in {text!r}; use k, M, B, T or P")
+    value = _number(match["num"], what, text) * _COUNT_SUFFIXES[suffix]
+    return _check_sign(value, what, text, allow_negative)
+
+
+def parse_int_count(text: str | float | int, what: str = "value") -> int:
+    """Like :func:`parse_count` but the result must be a whole number (e.g. ``2k`` → 2000)."""
+    value = parse_count(text, what)
+    if value != round(value):
+        raise UnitError(f"{what}: {text!r} is not a whole number")
+    return round(value)
+
+
+def parse_bytes(text: str | float | int, what: str = "memory") -> float:
+    """Read a size such as ``80 GB`` (80e9 bytes), ``80 GiB`` (80·2^30) or ``141GB``.
+
+    A bare number is bytes. Units: B, KB, MB, GB, TB, PB (decimal) and KiB ... PiB (binary).
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return parse_count(text, what)
+    if not isinstance(text, str):
+        raise UnitError(f"{what}: {text!r} is not a size")
+    match = _UNIT_RE.match(text)
+    if not match:
+        raise UnitError(f"{what}: cannot read {text!r}; write e.g. 80 GB or 80 GiB")
+    unit = match["unit"].lower()
+    if unit not in _BYTE_UNITS:
+        raise UnitError(
+            f"{what}: unknown unit {match['unit']!r} in {text!r}; use B, KB, MB, GB, TB "
+            "(decimal) or KiB, MiB, GiB, TiB (binary)"
+        )
+    value = _number(match["num"], what, text) * _BYTE_UNITS[unit]
+    return _check_sign(value, what, text, allow_negative=False)
+
+
+def parse_duration(text: str | float | int, what: str = "duration") -> float:
+    """Read a duration such as ``30 days``, ``12h``, ``90 min`` into seconds (bare number: s)."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return parse_count(text, what)
+    if not isinstance(text, str):
+        raise UnitError(f"{what}: {text!r} is not a duration")
+    match = _UNIT_RE.match(text)
+    if not match:
+        raise UnitError(f"{what}: cannot read {text!r}; write e.g. 30 days, 12 h, 90 min")
+    unit = match["unit"].lower() or "s"
+    if unit not in _DURATION_UNITS:
+        raise UnitError(f"{what}: unknown unit {match['unit']!r} in {text!r}; use s, min, h, d, w")
+    value = _number(match["num"], what, text) * _DURATION_UNITS[unit]
+    return _check_sign(value, what, text, allow_negative=False)
+
+
+def parse_price_per_hour(text: str | float | int, what: str = "price") -> float:
+    """Read a price per GPU-hour such as ``$2.50/h``, ``2.5``, ``2.5 $/h`` into USD per hour.
+
+    A bare number is USD per GPU-hour. ``/s``, ``/min``, ``/day`` are converted to per hour.
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return parse_count(text, what)
+    if not isinstance(text, str):
+        raise UnitError(f"{what}: {text!r} is not a price")
+    match = _PRICE_RE.match(text)
+    if not match:
+        raise UnitError(f"{what}: cannot read {text!r}; write e.g. $2.50/h or 2.5")
+    value = _number(match["num"], what, text)
+    per = (match["per"] or "h").lower()
+    if per not in _DURATION_UNITS:
+        raise UnitError(f"{what}: unknown time unit {per!r} in {text!r}; use /h")
+    value = value * SECONDS_PER_HOUR / _DURATION_UNITS[per]
+    return _check_sign(value, what, text, allow_negative=False)
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant figures, no exponent for ordinary sizes."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{value:,.{decimals}f}"
+
+
+def format_count(value: float, digits: int = 3) -> str:
+    """``6.74e9`` → ``6.74B``; ``1.4e12`` → ``1.4T``; small numbers as they are."""
+    for factor, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            text = f"{value / factor:.{digits}g}"
+            return f"{text}{suffix}"
+    return f"{value:.{digits}g}"
+
+
+def format_flop(value: float, digits: int = 3) -> str:
+    """``3.15e23`` → ``3.15e23 FLOP``."""
+    if value == 0:
+        return "0 FLOP"
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{mantissa}e{int(exponent)} FLOP"
+
+
+def format_flops_rate(value: float, digits: int = 3) -> str:
+    """A rate in FLOP/s as TFLOP/s (or PFLOP/s above 1e15 · 1000): ``4e14`` → ``400 TFLOP/s``."""
+    if abs(value) >= 1e18:
+        return f"{value / 1e18:.{digits}g} EFLOP/s"
+    if abs(value) >= 1e15 * 100:
+        return f"{value / 1e15:.{digits}g} PFLOP/s"
+    return f"{value / 1e12:.{digits}g} TFLOP/s"
+
+
+def format_bytes(value: float, digits: int = 3) -> str:
+    """Both units, explicit: ``80e9`` → ``80.0 GB (74.5 GiB)``; small sizes in MB / MiB."""
+    if abs(value) >= 1e12:
+        return f"{_sig(value / 1e12, digits)} TB ({_sig(value / 2**40, digits)} TiB)"
+    if abs(value) >= 1e8:
+        return f"{_sig(value / GB, digits)} GB ({_sig(value / GiB, digits)} GiB)"
+    if abs(value) >= 1e5:
+        return f"{_sig(value / 1e6, digits)} MB ({_sig(value / 2**20, digits)} MiB)"
+    return f"{value:,.0f} B"
+
+
+def format_gb(value: float, digits: int = 3) -> str:
+    """Decimal gigabytes only, for compact labels: ``80e9`` → ``80.0 GB``."""
+    return f"{_sig(value / GB, digits)} GB"
+
+
+def format_duration(seconds: float) -> str:
+    """Natural unit: ``1.8e6`` → ``20.8 days``; ``5400`` → ``90.0 min``; ``42`` → ``42 s``."""
+    if not math.isfinite(seconds):
+        return "never" if seconds > 0 else f"{seconds}"
+    if abs(seconds) >= 2 * 365 * SECONDS_PER_DAY:
+        return f"{seconds / (365.25 * SECONDS_PER_DAY):.3g} years"
+    if abs(seconds) >= 2 * SECONDS_PER_DAY:
+        return f"{seconds / SECONDS_PER_DAY:.1f} days"
+    if abs(seconds) >= 2 * SECONDS_PER_HOUR:
+        return f"{seconds / SECONDS_PER_HOUR:.1f} h"
+    if abs(seconds) >= 120:
+        return f"{seconds / 60:.1f} min"
+    if abs(seconds) >= 1:
+        return f"{seconds:.3g} s"
+    if seconds == 0:
+        return "0 s"
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def format_usd(value: float) -> str:
+    """``2.9e6`` → ``$2.90M``; ``12345`` → ``$12,345``; ``2.5`` → ``$2.50``."""
+    if not math.isfinite(value):
+        return f"${value}"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    if value >= 1e9:
+        return f"{sign}${value / 1e9:.2f}B"
+    if value >= 1e6:
+        return f"{sign}${value / 1e6:.2f}M"
+    if value >= 100:
+        return f"{sign}${value:,.0f}"
+    return f"{sign}${value:,.2f}"
