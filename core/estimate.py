@@ -115,10 +115,42 @@ def model_section(scenario: Scenario) -> ModelReport:
     )
 
 
+def _training_section(scenario: Scenario, model: ModelReport) -> Any:
+    """Training memory per GPU under the scenario's layout (issue 4)."""
+    return None
+
+
+def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) -> Any:
+    """Layout, communication, step time and MFU (issue 5)."""
+    return None
+
+
+def _compute_section(
+    scenario: Scenario, model: ModelReport, training: Any, parallelism: Any
+) -> Any:
+    """Compute budget: FLOPs, throughput, time, cost, Chinchilla, failures (issue 3)."""
+    return None
+
+
+def _inference_section(scenario: Scenario, model: ModelReport) -> Any:
+    """Inference memory, fit, largest batch/context, decode bound (issue 3)."""
+    return None
+
+
 def estimate(scenario: Scenario) -> Report:
     """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output."""
     model = model_section(scenario)
-    return Report(model=model)
+    training = _training_section(scenario, model)
+    parallelism = _parallelism_section(scenario, model, training)
+    compute = _compute_section(scenario, model, training, parallelism)
+    inference = _inference_section(scenario, model)
+    return Report(
+        model=model,
+        compute=compute,
+        inference=inference,
+        training=training,
+        parallelism=parallelism,
+    )
 
 
 def report_json(report: Report) -> dict[str, Any]:
