@@ -115,24 +115,24 @@ def model_section(scenario: Scenario) -> ModelReport:
     )
 
 
-def _training_section(scenario: Scenario, model: ModelReport) -> Any:
+def _training_section(scenario: Scenario, model: ModelReport) -> Any:  # noqa: ARG001
     """Training memory per GPU under the scenario's layout (issue 4)."""
     return None
 
 
-def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) -> Any:
+def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) -> Any:  # noqa: ARG001
     """Layout, communication, step time and MFU (issue 5)."""
     return None
 
 
 def _compute_section(
     scenario: Scenario, model: ModelReport, training: Any, parallelism: Any
-) -> Any:
+) -> Any:  # noqa: ARG001
     """Compute budget: FLOPs, throughput, time, cost, Chinchilla, failures (issue 3)."""
     return None
 
 
-def _inference_section(scenario: Scenario, model: ModelReport) -> Any:
+def _inference_section(scenario: Scenario, model: ModelReport) -> Any:  # noqa: ARG001
     """Inference memory, fit, largest batch/context, decode bound (issue 3)."""
     return None
 

@@ -157,7 +157,7 @@ def parse_bytes(text: str | float | int, what: str = "memory") -> float:
     match = _UNIT_RE.match(text)
     if not match:
         raise UnitError(f"{what}: cannot read {text!r}; write e.g. 80 GB or 80 GiB")
-    unit = match["unit"].lower()
+    unit = match["unit"].lower() or "b"
     if unit not in _BYTE_UNITS:
         raise UnitError(
             f"{what}: unknown unit {match['unit']!r} in {text!r}; use B, KB, MB, GB, TB "
