@@ -125,9 +125,9 @@ def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) 
     return None
 
 
-def _compute_section(
+def _compute_section(  # noqa: ARG001
     scenario: Scenario, model: ModelReport, training: Any, parallelism: Any
-) -> Any:  # noqa: ARG001
+) -> Any:
     """Compute budget: FLOPs, throughput, time, cost, Chinchilla, failures (issue 3)."""
     return None
 
