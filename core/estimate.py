@@ -115,25 +115,29 @@ def model_section(scenario: Scenario) -> ModelReport:
     )
 
 
-def _training_section(scenario: Scenario, model: ModelReport) -> Any:  # noqa: ARG001
+def _training_section(scenario: Scenario, model: ModelReport) -> Any:
     """Training memory per GPU under the scenario's layout (issue 4)."""
+    del scenario, model  # placeholder until the estimator exists
     return None
 
 
-def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) -> Any:  # noqa: ARG001
+def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) -> Any:
     """Layout, communication, step time and MFU (issue 5)."""
+    del scenario, model, training  # placeholder until the estimator exists
     return None
 
 
-def _compute_section(  # noqa: ARG001
+def _compute_section(
     scenario: Scenario, model: ModelReport, training: Any, parallelism: Any
 ) -> Any:
     """Compute budget: FLOPs, throughput, time, cost, Chinchilla, failures (issue 3)."""
+    del scenario, model, training, parallelism  # placeholder until the estimator exists
     return None
 
 
-def _inference_section(scenario: Scenario, model: ModelReport) -> Any:  # noqa: ARG001
+def _inference_section(scenario: Scenario, model: ModelReport) -> Any:
     """Inference memory, fit, largest batch/context, decode bound (issue 3)."""
+    del scenario, model  # placeholder until the estimator exists
     return None
 
 
