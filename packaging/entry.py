@@ -1,0 +1,5 @@
+"""PyInstaller entry point: the frozen app is the same ``llm-planner`` command."""
+
+from llm_planner.cli import main
+
+raise SystemExit(main())
