@@ -315,6 +315,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     scenario = build_scenario(args)
     report = estimate(scenario)
+    from llm_planner.cli_store import report_output
+
+    if report_output(args, scenario, report):  # --save, --markdown, --csv
+        return 0
     if args.json:
         _print_json(report_json(report))
     else:
@@ -517,6 +521,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 _EXTRA_OPTION_ADDERS: list[Callable[[argparse.ArgumentParser], None]] = []
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+
+from llm_planner import cli_store  # noqa: E402  (scenario files and library, issue 6)
+
+_EXTRA_OPTION_ADDERS.append(cli_store.add_report_options)
+_EXTRA_OPTION_APPLIERS.append(cli_store.apply_report_options)
+_EXTRA_COMMANDS.append(cli_store.register_commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

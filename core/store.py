@@ -1,35 +1,303 @@
-"""Scenario files and the local library (minimal; issue 6 completes it)."""
+"""Scenario files: the one file format, strict loading of untrusted files, durable saves.
+
+Format: one JSON document per scenario, UTF-8, indented by 2 spaces, keys in the models'
+declaration order (stable from one save to the next), no NaN/Infinity, suffix
+``.llmplan.json``. It carries ``schema_version`` and the ``app_version`` that wrote it;
+older versions are migrated (:mod:`llm_planner.core.migrations`) on the raw dict before
+validation. Its JSON Schema, generated from the model, ships as
+``resources/scenario.schema.json``.
+
+Loading treats every file as untrusted: at most :data:`MAX_FILE_BYTES` (1 MB, real
+scenarios are 2-5 kB), regular files only, strict UTF-8 JSON (duplicate keys, NaN and
+Infinity refused), migrated, then validated strictly (no type coercion, no unknown
+fields). Any failure raises :class:`ScenarioFileError` whose one-line message names the
+file and the field. Nothing in a file is ever executed or used as a path.
+
+Saving is atomic and durable: the bytes go to a temporary file in the same folder,
+which is flushed and fsynced, then renamed over the target with ``os.replace`` and the
+folder fsynced, so a crash or kill at any moment leaves the old or the new version.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import stat
+import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from llm_planner.core.scenario import Scenario
+from llm_planner import __version__
+from llm_planner.core.migrations import MigrationError, NewerVersionError, migrate
+from llm_planner.core.scenario import SCHEMA_VERSION, Scenario
+
+SUFFIX = ".llmplan.json"
+"""File name suffix of scenario files."""
 
 MAX_FILE_BYTES = 1_000_000
-"""Largest scenario file accepted (1 MB): real scenarios are a few kB."""
+"""Largest scenario file accepted (1 MB = 10^6 bytes): real scenarios are a few kB."""
+
+TEMP_SUFFIX = ".tmp"
+"""Suffix of the temporary files an atomic write leaves behind only if killed mid-write."""
+
+_MESSAGE_CHARS = 300
 
 
 class ScenarioFileError(ValueError):
-    """A scenario file could not be read; the message names the file and the field."""
+    """A scenario file could not be read; the message names the file and the field.
+
+    ``path`` is the file (as given), ``field`` the dotted path of the offending value or
+    ``"(document)"`` / ``"(file)"``; ``newer`` is true when the file was written by a newer
+    app version (not a damaged file: keep it).
+    """
+
+    def __init__(self, source: str, field: str, detail: str, *, newer: bool = False) -> None:
+        self.source = source
+        self.field = field
+        self.detail = detail
+        self.newer = newer
+        super().__init__(_one_line(f"{source}: {field}: {detail}"))
+
+
+def _one_line(text: str, limit: int = _MESSAGE_CHARS) -> str:
+    """``text`` on one line of printable characters, at most ``limit`` characters."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _field_name(loc: tuple[int | str, ...]) -> str:
+    parts = []
+    for part in loc:
+        text = str(part)
+        if not text.replace("_", "").isalnum() or len(text) > 40:
+            text = repr(text[:40])
+        parts.append(text)
+    return ".".join(parts) or "(document)"
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+# ------------------------------------------------------------------ reading
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed (JSON has no NaN or Infinity)")
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"key {key[:40]!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
+def read_limited(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of regular file ``path``, refusing anything over ``limit`` bytes."""
+    source = str(path)
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ScenarioFileError(source, "(file)", "not a regular file")
+        if info.st_size > limit:
+            raise ScenarioFileError(
+                source, "(file)", f"{info.st_size:,} bytes is over the {limit:,}-byte limit"
+            )
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ScenarioFileError(source, "(file)", f"cannot read ({reason})") from None
+    if len(data) > limit:  # grew after stat
+        raise ScenarioFileError(source, "(file)", f"over the {limit:,}-byte limit")
+    return data
+
+
+def parse_document(data: bytes, source: str) -> dict[str, Any]:
+    """Raw bytes → the JSON object they hold (no schema checks yet)."""
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioFileError(source, "(file)", f"over the {MAX_FILE_BYTES:,}-byte limit")
+    if not data.strip():
+        raise ScenarioFileError(source, "(document)", "the file is empty")
+    try:
+        text = data.decode("utf-8-sig")  # tolerate the BOM some editors add
+    except UnicodeDecodeError as error:
+        raise ScenarioFileError(
+            source, "(file)", f"not UTF-8 text (byte {error.start}); not a scenario file"
+        ) from None
+    try:
+        document = json.loads(
+            text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates
+        )
+    except json.JSONDecodeError as error:
+        raise ScenarioFileError(
+            source,
+            "(document)",
+            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
+        ) from None
+    except RecursionError:
+        raise ScenarioFileError(source, "(document)", "JSON nested too deeply") from None
+    except ValueError as error:  # NaN, duplicate keys, integers too long to convert
+        raise ScenarioFileError(source, "(document)", f"not accepted: {error}") from None
+    if not isinstance(document, dict):
+        raise ScenarioFileError(
+            source, "(document)", f"a scenario is a JSON object, not {type(document).__name__}"
+        )
+    return document
+
+
+def scenario_from_document(document: dict[str, Any], source: str) -> Scenario:
+    """A raw scenario object (any known schema version) → a validated Scenario."""
+    try:
+        migrated = migrate(document, app_version=__version__)
+    except NewerVersionError as error:
+        raise ScenarioFileError(source, error.field, error.message, newer=True) from None
+    except MigrationError as error:
+        raise ScenarioFileError(source, error.field, error.message) from None
+    try:
+        text = json.dumps(migrated, allow_nan=False)
+        return Scenario.model_validate_json(text, strict=True)
+    except ValidationError as error:
+        errors = error.errors(include_url=False)
+        first = errors[0]
+        detail = first["msg"]
+        if first["type"] not in ("missing", "extra_forbidden"):
+            detail += f" (got {_preview(first.get('input'))})"
+        elif first["type"] == "extra_forbidden":
+            detail = "unknown field (not part of the scenario format)"
+        if len(errors) > 1:
+            others = [_field_name(tuple(e["loc"])) for e in errors[1:4]]
+            more = f" and {len(errors) - 4} more" if len(errors) > 4 else ""
+            detail += f"; also invalid: {', '.join(others)}{more}"
+        raise ScenarioFileError(source, _field_name(tuple(first["loc"])), detail) from None
+    except (ValueError, TypeError, RecursionError) as error:
+        raise ScenarioFileError(source, "(document)", f"{type(error).__name__}: {error}") from None
+
+
+def parse_scenario(data: bytes, source: str = "<data>") -> Scenario:
+    """Untrusted bytes → a validated Scenario, or ScenarioFileError naming ``source``."""
+    return scenario_from_document(parse_document(data, source), source)
 
 
 def load_scenario_file(path: Path) -> Scenario:
-    """Read and validate one scenario file."""
+    """Read, migrate and strictly validate one scenario file (untrusted input)."""
+    path = Path(path)
+    return parse_scenario(read_limited(path), str(path))
+
+
+# ------------------------------------------------------------------ writing
+
+
+def scenario_document(scenario: Scenario) -> dict[str, Any]:
+    """The JSON object written for ``scenario``: current schema and this app's version."""
+    document = scenario.model_dump(mode="json")
+    document["schema_version"] = SCHEMA_VERSION
+    document["app_version"] = __version__
+    return document
+
+
+def dumps_scenario(scenario: Scenario) -> str:
+    """The text of a scenario file (UTF-8, indent 2, stable key order, newline-terminated)."""
+    document = scenario_document(scenario)
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def stamped(scenario: Scenario, *, modified: datetime | None = None) -> Scenario:
+    """``scenario`` as it is saved now: ``modified`` set, ``app_version`` this app's."""
+    moment = modified or datetime.now(UTC).replace(microsecond=0)
+    return scenario.model_copy(
+        update={
+            "modified": moment,
+            "app_version": __version__,
+            "schema_version": SCHEMA_VERSION,
+        }
+    )
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (POSIX; Windows has no directory handles)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ScenarioFileError(f"{path}: {size} bytes is over the {MAX_FILE_BYTES} limit")
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ScenarioFileError(f"{path}: cannot read ({error.strerror})") from None
-    except UnicodeDecodeError:
-        raise ScenarioFileError(f"{path}: not UTF-8 text") from None
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers see the old or the new file, never a mix.
+
+    Temporary file in the same folder (same file system, so the rename is atomic), write,
+    flush, fsync, then ``os.replace`` over the target (``os.link`` when ``overwrite`` is
+    false, which fails instead of replacing an existing file), then fsync the folder so
+    the rename itself survives a power cut. FileExistsError when ``overwrite`` is false
+    and ``path`` exists.
+    """
+    path = Path(path)
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    temp = Path(temp_name)
     try:
-        return Scenario.model_validate_json(text)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(document)"
-        raise ScenarioFileError(f"{path}: {field}: {first['msg']}") from None
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(temp, path)
+        else:
+            _link_new(temp, path)
+        _fsync_dir(folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def _link_new(temp: Path, path: Path) -> None:
+    """Move ``temp`` to ``path`` only if ``path`` does not exist (no race, where possible)."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise
+    except OSError:  # file systems without hard links (FAT, some network shares)
+        if path.exists():
+            raise FileExistsError(f"{path} exists") from None
+        os.replace(temp, path)
+        return
+    temp.unlink()
+
+
+def save_scenario_file(
+    scenario: Scenario, path: Path, *, overwrite: bool = True, touch: bool = True
+) -> Scenario:
+    """Write ``scenario`` to ``path`` atomically; returns the scenario as written.
+
+    ``touch`` sets ``modified`` to now. ``overwrite=False`` raises FileExistsError rather
+    than replace an existing file.
+    """
+    written = stamped(scenario) if touch else scenario
+    atomic_write_bytes(Path(path), dumps_scenario(written).encode("utf-8"), overwrite=overwrite)
+    return written
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """The JSON Schema of scenario files (shipped as ``resources/scenario.schema.json``)."""
+    schema = Scenario.model_json_schema(mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "description": (
+            f"LLM Planner scenario file (*{SUFFIX}), schema_version {SCHEMA_VERSION}. "
+            "Generated from the pydantic model by scripts/gen_schema.py; do not edit."
+        ),
+        **{key: value for key, value in schema.items() if key != "description"},
+    }

@@ -1,0 +1,183 @@
+"""Command-line face of scenario files and the library (issue 6).
+
+- ``report ... --save FILE`` writes the resulting scenario (file or default, options
+  applied) so a script can create one; ``--name``/``--notes`` set its name and notes;
+  ``--markdown`` / ``--csv`` print the report in those formats (``--json`` exists).
+- ``list [--search TEXT] [--json]``: the local library.
+- ``import FILE...``: copy scenario files into the library (validated, nothing overwritten).
+- ``export NAME... --to DIR``: write library scenarios to a folder.
+
+Invalid or foreign files exit with status 2 and one line per file naming file and field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_USAGE = 2
+
+
+def _usage_error(message: str) -> Exception:
+    from llm_planner.cli import UsageError
+
+    return UsageError(message)
+
+
+# ------------------------------------------------------------------ report options
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    """``--save``, ``--name``, ``--notes``, ``--markdown``, ``--csv`` on ``report``."""
+    group = parser.add_argument_group("scenario file and report formats")
+    group.add_argument(
+        "--save",
+        metavar="FILE",
+        help="write the resulting scenario to FILE (.llmplan.json), replacing it atomically",
+    )
+    group.add_argument("--name", metavar="TEXT", help="scenario name (with --save)")
+    group.add_argument("--notes", metavar="TEXT", help="scenario notes (with --save)")
+    fmt = group.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    fmt.add_argument("--csv", action="store_true", help="print the report as CSV (SI units)")
+
+
+def apply_report_options(data: dict[str, Any], args: argparse.Namespace) -> None:
+    """Write ``--name`` / ``--notes`` into the scenario dict."""
+    if getattr(args, "name", None) is not None:
+        data["name"] = args.name
+    if getattr(args, "notes", None) is not None:
+        data["notes"] = args.notes
+
+
+def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
+    """Do ``--save``; print ``--markdown``/``--csv``. True when the report was printed."""
+    from llm_planner.core.report_export import report_csv, report_markdown
+    from llm_planner.core.store import save_scenario_file
+
+    if getattr(args, "json", False) and (
+        getattr(args, "markdown", False) or getattr(args, "csv", False)
+    ):
+        raise _usage_error("argument --json: not allowed with --markdown or --csv")
+    if getattr(args, "save", None):
+        path = Path(args.save)
+        try:
+            save_scenario_file(scenario, path)
+        except OSError as error:
+            raise _usage_error(f"{path}: cannot write ({error.strerror or error})") from None
+        sys.stderr.write(f"llm-planner: saved {path}\n")
+    if getattr(args, "markdown", False):
+        sys.stdout.write(report_markdown(report, scenario))
+        return True
+    if getattr(args, "csv", False):
+        sys.stdout.write(report_csv(report))
+        return True
+    return False
+
+
+# ------------------------------------------------------------------ commands
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from llm_planner.core.library import Library
+
+    library = Library()
+    listing = library.listing()
+    entries = listing.entries
+    if args.search:
+        words = args.search.casefold().split()
+        entries = [e for e in entries if all(w in f"{e.name}\n{e.notes}".casefold() for w in words)]
+    for problem in listing.problems:
+        sys.stderr.write(f"llm-planner: warning: {problem.message}\n")
+    if args.json:
+        rows = [
+            {
+                "key": e.key,
+                "name": e.name,
+                "path": str(e.path),
+                "model": e.model,
+                "gpu": e.gpu,
+                "num_gpus": e.num_gpus,
+                "created": e.created.isoformat(),
+                "modified": e.modified.isoformat(),
+            }
+            for e in entries
+        ]
+        json.dump(rows, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    if not entries:
+        print(f"(no scenarios in {library.folder})")
+        return 0
+    width = max(len(e.key) for e in entries)
+    for e in entries:
+        when = e.modified.strftime("%Y-%m-%d %H:%M")
+        print(f"{e.key:<{width}}  {when}  {e.num_gpus:>6} × {e.gpu:<12} {e.model:<16} {e.name}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from llm_planner.core.library import Library
+
+    result = Library().import_files(Path(f) for f in args.files)
+    for source, saved in result.imported:
+        print(f"imported {source} as {saved.key} ({saved.scenario.name})")
+    for _, message in result.failed:
+        sys.stderr.write(f"llm-planner: error: {message}\n")
+    return EXIT_USAGE if result.failed else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from llm_planner.core.library import Library, LibraryError
+    from llm_planner.core.store import ScenarioFileError
+
+    library = Library()
+    try:
+        keys = [library.find(name) for name in args.names]
+        folder = Path(args.to)
+        if folder.exists() and not folder.is_dir():
+            raise _usage_error(f"argument --to: {folder} is not a folder")
+        written = library.export(keys, folder)
+    except (LibraryError, ScenarioFileError) as error:
+        raise _usage_error(str(error)) from None
+    except OSError as error:
+        raise _usage_error(f"{args.to}: cannot write ({error.strerror or error})") from None
+    for path in written:
+        print(path)
+    return 0
+
+
+def register_commands(commands: Any) -> None:
+    """Add ``list``, ``import`` and ``export`` to the subcommand parser."""
+    listing = commands.add_parser(
+        "list",
+        help="list the scenarios of the local library",
+        description="List the scenarios saved in the local library. Unreadable files are "
+        "reported and moved to the library's quarantine folder.",
+    )
+    listing.add_argument("--search", metavar="TEXT", help="only names/notes containing TEXT")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=cmd_list)
+
+    importing = commands.add_parser(
+        "import",
+        help="copy scenario files into the library",
+        description="Copy scenario files into the local library. Each file is validated "
+        "(1 MB limit, strict schema); a name already in use gets a ' (2)' suffix; nothing "
+        "is overwritten. Exit status 2 if any file was refused.",
+    )
+    importing.add_argument("files", nargs="+", metavar="FILE")
+    importing.set_defaults(handler=cmd_import)
+
+    exporting = commands.add_parser(
+        "export",
+        help="write library scenarios to a folder",
+        description="Write library scenarios (by name or key) to a folder as "
+        ".llmplan.json files; existing files are never overwritten.",
+    )
+    exporting.add_argument("names", nargs="+", metavar="NAME")
+    exporting.add_argument("--to", required=True, metavar="DIR", help="destination folder")
+    exporting.set_defaults(handler=cmd_export)

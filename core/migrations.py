@@ -1,0 +1,215 @@
+"""Migrations of scenario files: explicit, ordered steps on the raw JSON dict.
+
+A scenario file carries ``schema_version``. Before validation, :func:`migrate` runs every
+step from the file's version up to :data:`~llm_planner.core.scenario.SCHEMA_VERSION`, in
+order, each on the output of the one before. Each step is a pure function of a dict (it
+gets its own deep copy), so a failing step leaves nothing half-migrated: the caller gets a
+:class:`MigrationError` naming the step, and the file on disk is never rewritten by
+loading.
+
+When to add a step: a change that makes an older file fail validation or mean something
+else (a field renamed, removed, re-typed, or its unit or meaning changed). A new field
+with a default needs no step: older files simply get the default. Each step comes with a
+committed fixture of the old version under ``tests/fixtures/scenarios/``.
+
+Version history:
+
+- **v0** (pre-release drafts): ``title`` and ``description`` instead of ``name`` and
+  ``notes``; ``model`` and ``gpu`` were catalog ids (strings), not inline objects; ``gpus``
+  instead of ``num_gpus``; ``saved_at`` (Unix seconds) instead of ``created``/``modified``.
+- **v1**: the current format (model architecture and GPU inline, so a file is
+  self-contained).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from llm_planner.core.scenario import SCHEMA_VERSION
+
+JsonDict = dict[str, Any]
+
+
+class MigrationError(ValueError):
+    """A document could not be brought to the current schema.
+
+    ``field`` is the dotted path of the offending value (``"schema_version"``,
+    ``"model"``...), ``step`` the migration that failed (None when no step ran).
+    """
+
+    def __init__(self, message: str, *, field: str, step: Migration | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.step = step
+
+
+class NewerVersionError(MigrationError):
+    """The file was written by a newer app whose format this one does not know."""
+
+
+class StepError(ValueError):
+    """Raised inside a step: ``field`` names the value that could not be migrated."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step: a document of ``from_version`` in, a document of ``from_version + 1`` out."""
+
+    from_version: int
+    description: str
+    apply: Callable[[JsonDict], JsonDict]
+
+    @property
+    def to_version(self) -> int:
+        return self.from_version + 1
+
+    @property
+    def label(self) -> str:
+        return f"v{self.from_version}→v{self.to_version} ({self.description})"
+
+
+# ------------------------------------------------------------------ steps
+
+
+def _v0_to_v1(data: JsonDict) -> JsonDict:
+    """v0 → v1: inline the model and GPU; rename title/description/gpus/saved_at.
+
+    The v0 catalog ids are resolved against the catalog shipped with this app (the
+    v0 drafts always referred to presets that still exist under the same id).
+    """
+    from llm_planner.core.gpus import get_gpu
+    from llm_planner.core.presets import get_preset
+
+    out: JsonDict = {}
+    renames = {"title": "name", "description": "notes", "gpus": "num_gpus"}
+    for key, value in data.items():
+        if key in ("schema_version", "saved_at", "model", "gpu"):
+            continue
+        out[renames.get(key, key)] = value
+    out["schema_version"] = 1
+
+    if "saved_at" in data:
+        stamp = data["saved_at"]
+        if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+            raise StepError("saved_at", "must be a number of seconds since 1970")
+        try:
+            moment = datetime.fromtimestamp(stamp, UTC).replace(microsecond=0).isoformat()
+        except (OverflowError, OSError, ValueError):
+            raise StepError("saved_at", f"{stamp!r} is not a representable time") from None
+        out["created"] = moment
+        out["modified"] = moment
+
+    model = data.get("model")
+    if isinstance(model, str):
+        try:
+            preset = get_preset(model)
+        except KeyError:
+            raise StepError("model", f"unknown v0 model id {model[:60]!r}") from None
+        out["model"] = {
+            "preset": preset.id,
+            "architecture": preset.architecture.model_dump(mode="json"),
+            "params_override": None,
+        }
+    elif model is not None:
+        raise StepError("model", "a v0 model must be a catalog id (a string)")
+
+    gpu = data.get("gpu")
+    if isinstance(gpu, str):
+        try:
+            out["gpu"] = get_gpu(gpu).model_dump(mode="json")
+        except KeyError:
+            raise StepError("gpu", f"unknown v0 GPU id {gpu[:60]!r}") from None
+    elif gpu is not None:
+        raise StepError("gpu", "a v0 GPU must be a catalog id (a string)")
+    return out
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(0, "inline model and GPU, rename title/description/gpus", _v0_to_v1),
+)
+"""Every step, in order: ``MIGRATIONS[i]`` takes version ``i`` to ``i + 1``."""
+
+
+# ------------------------------------------------------------------ runner
+
+
+def check_chain(migrations: Sequence[Migration], current: int) -> None:
+    """Raise AssertionError unless the steps go 0→1→…→``current`` with no gap or repeat."""
+    versions = [step.from_version for step in migrations]
+    if versions != list(range(current)):
+        raise AssertionError(f"migration steps {versions} do not cover 0..{current - 1} in order")
+
+
+def document_version(data: JsonDict) -> int:
+    """The ``schema_version`` of a raw document; MigrationError when absent or not an int."""
+    if "schema_version" not in data:
+        raise MigrationError(
+            "missing: this is not an LLM Planner scenario file", field="schema_version"
+        )
+    version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise MigrationError(
+            f"must be a whole number, not {type(version).__name__}", field="schema_version"
+        )
+    return version
+
+
+def migrate(
+    data: JsonDict,
+    *,
+    current: int = SCHEMA_VERSION,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    app_version: str | None = None,
+) -> JsonDict:
+    """``data`` brought to schema ``current`` through each step in turn (input untouched).
+
+    Raises :class:`NewerVersionError` for a version above ``current`` (the message says
+    which app version wrote it when known) and :class:`MigrationError` naming the step
+    and field when a step fails. Either way no partial result escapes.
+    """
+    version = document_version(data)
+    if version > current:
+        writer = data.get("app_version")
+        by = f" by llm-planner {str(writer)[:40]}" if isinstance(writer, str) and writer else ""
+        mine = f" (llm-planner {app_version})" if app_version else ""
+        raise NewerVersionError(
+            f"version {version} was written{by}, newer than this app{mine} understands "
+            f"(up to {current}); update LLM Planner to open it",
+            field="schema_version",
+        )
+    if version < 0:
+        raise MigrationError(f"{version} is not a valid version", field="schema_version")
+    document = copy.deepcopy(data)
+    for step in migrations[version:current]:
+        try:
+            result = step.apply(copy.deepcopy(document))
+        except StepError as error:
+            raise MigrationError(
+                f"migration step {step.label} failed: {error.message}",
+                field=error.field,
+                step=step,
+            ) from None
+        except Exception as error:  # a bug in a step must still name the step
+            raise MigrationError(
+                f"migration step {step.label} failed: {type(error).__name__}: {error}",
+                field="(document)",
+                step=step,
+            ) from None
+        if not isinstance(result, dict) or result.get("schema_version") != step.to_version:
+            raise MigrationError(
+                f"migration step {step.label} did not produce a v{step.to_version} document",
+                field="schema_version",
+                step=step,
+            )
+        document = result
+    return document
