@@ -1,16 +1,57 @@
-"""Parallel layout, communication and step time (stub; issue 5 fills it in)."""
+"""Parallel layout, per-GPU memory under ZeRO, communication, step time and MFU.
+
+A *layout* is dp × tp × pp (= GPUs) with a ZeRO stage, sequence parallelism, expert
+parallelism (MoE), a micro-batch, a pipeline schedule and a recomputation policy. This
+module prices layouts with numpy arrays (:func:`evaluate_layouts`), so the report's one
+layout and the search's millions go through the same arithmetic. Per-GPU memory of the
+reported layout comes from the training-memory estimator (:mod:`.training`), the one
+source of truth for it; the vectorised memory screen of the search mirrors it and every
+row the search returns is re-checked with it.
+
+Every tunable constant lives in :mod:`.comm` (named, documented, editable) and is also a
+field of :class:`ParallelInputs`, so a scenario can override it.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core import comm
+from llm_planner.core.architecture import Architecture, attention_params_per_layer, mlp_params
+from llm_planner.core.architecture import count_parameters as _count_parameters
+from llm_planner.core.figures import Figure
+from llm_planner.core.gpus import GPU
+
+FloatArray = npt.NDArray[np.float64]
+
 Schedule = Literal["gpipe", "1f1b", "interleaved"]
+FSDPStrategy = Literal["NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD"]
+
+FSDP_TO_ZERO: dict[str, int] = {
+    "NO_SHARD": 0,
+    "SHARD_GRAD_OP": 2,
+    "FULL_SHARD": 3,
+    "HYBRID_SHARD": 3,
+}
+"""PyTorch FSDP sharding strategies as ZeRO stages (PyTorch FSDP docs, ShardingStrategy):
+NO_SHARD is DDP, SHARD_GRAD_OP shards gradients and optimizer states (ZeRO-2), FULL_SHARD
+also parameters (ZeRO-3), HYBRID_SHARD is FULL_SHARD inside a node and replication
+(all-reduce) across nodes (Zhao et al. 2023, arXiv:2304.11277 section 3.2.2)."""
+
+RECOMPUTE_CODES: tuple[str, ...] = ("none", "selective", "full")
+"""Recomputation policies the search enumerates, by integer code (index)."""
 
 
 class ParallelInputs(BaseModel):
-    """Inputs of the parallelism tab: cluster shape and layout."""
+    """Inputs of the parallelism tab: cluster shape, network, layout and schedule."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -25,3 +66,1134 @@ class ParallelInputs(BaseModel):
     global_batch: int = Field(default=1024, ge=1, description="sequences per optimizer step")
     schedule: Schedule = "1f1b"
     interleave_chunks: int = Field(default=1, ge=1, description="virtual stages v (interleaved)")
+    # --- added by issue 5
+    fsdp_strategy: FSDPStrategy | None = Field(
+        default=None, description="FSDP name; when set it overrides zero_stage (see FSDP_TO_ZERO)"
+    )
+    expert_parallel: int = Field(
+        default=1, ge=1, description="expert-parallel degree ep (MoE; divides dp)"
+    )
+    intra_node_bandwidth_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="GPU-to-GPU link per GPU, one direction; None: the GPU's"
+    )
+    inter_node_bandwidth_bytes_per_s: float = Field(
+        default=comm.INTER_NODE_BANDWIDTH_BYTES_PER_S_PER_NODE,
+        gt=0,
+        description="network per node, one direction (8 × 400 Gb/s InfiniBand = 400e9 B/s)",
+    )
+    intra_node_efficiency: float = Field(
+        default=comm.INTRA_NODE_ACHIEVED_FRACTION, gt=0, le=1, description="achieved fraction"
+    )
+    inter_node_efficiency: float = Field(
+        default=comm.INTER_NODE_ACHIEVED_FRACTION, gt=0, le=1, description="achieved fraction"
+    )
+    kernel_efficiency: float = Field(
+        default=comm.KERNEL_EFFICIENCY, gt=0, le=1, description="achieved share of peak FLOP/s"
+    )
+    dp_overlap: float = Field(
+        default=comm.DP_OVERLAP_FRACTION, ge=0, le=1, description="backward share hiding DP comm"
+    )
+    tp_overlap: float = Field(
+        default=comm.TP_OVERLAP_FRACTION, ge=0, le=1, description="share of TP comm hidden"
+    )
+    measured_points: list[tuple[int, float]] = Field(
+        default_factory=list, description="user measurements: (GPUs, tokens/s)"
+    )
+
+
+# --------------------------------------------------------------------- the workload
+
+
+def model_flops_per_token(arch: Architecture, seq_len: int, params_matmul: float) -> float:
+    """Model FLOPs per trained token (forward + backward, no recomputation).
+
+    6·N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, arXiv:2204.02311 Appendix B): N the
+    parameters that multiply (active, embedding lookup excluded), L layers, H heads, Q head
+    dimension, T the sequence length (attention scores and weighted sum, not halved for the
+    causal mask, as in Narayanan et al. 2021's count).
+    """
+    head_dim = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
+    return 6.0 * params_matmul + 12.0 * arch.layers * arch.heads * head_dim * seq_len
+
+
+def _attention_score_flops_per_token(arch: Architecture, seq_len: int) -> float:
+    """Forward attention-score FLOPs per token: 4·L·H·Q·T (the part selective recompute replays)."""
+    head_dim = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
+    return 4.0 * arch.layers * arch.heads * head_dim * seq_len
+
+
+def hardware_flops_factor(arch: Architecture, seq_len: int, params_matmul: float, rc: str) -> float:
+    """Hardware FLOPs ÷ model FLOPs for a recomputation policy (used where training has none).
+
+    none: 1. selective: the attention scores are recomputed, +4·L·H·Q·T per token
+    (Korthikanti et al. 2022, arXiv:2205.05198 section 5). full: the whole forward is
+    replayed, +(2N + 4LHQT): exactly 4/3 (section 6, "hardware FLOPs").
+    """
+    model = model_flops_per_token(arch, seq_len, params_matmul)
+    if rc == "full":
+        return 4.0 / 3.0
+    if rc == "selective":
+        return (model + _attention_score_flops_per_token(arch, seq_len)) / model
+    return 1.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The scalars of a model × training setup that layout pricing needs."""
+
+    layers: int
+    hidden: int
+    heads: int
+    seq_len: int
+    global_batch: int
+    params_total: float
+    params_expert: float
+    """Routed-expert parameters (divided by expert parallelism)."""
+    params_largest_layer: float
+    """Parameters of the biggest transformer block (ZeRO-3 gathers a block at a time)."""
+    moe_layers: int
+    top_k: int
+    num_experts: int
+    model_flops_per_token: float
+    hw_flops_factor: tuple[float, float, float]
+    """Hardware/model FLOPs for recompute none, selective, full."""
+
+
+def workload_of(
+    arch: Architecture,
+    seq_len: int,
+    global_batch: int,
+    params_override: float | None = None,
+    hw_factors: tuple[float, float, float] | None = None,
+) -> Workload:
+    """Collect the model's scalars; ``params_override`` rescales every parameter count."""
+    counts = _count_parameters(arch)
+    scale = params_override / counts.total if params_override else 1.0
+    matmul = counts.active_compute * scale
+    largest = attention_params_per_layer(arch) + mlp_params(arch, arch.ffn_size)
+    if arch.moe is not None:
+        moe = arch.moe
+        moe_block = (moe.num_experts + moe.num_shared_experts) * mlp_params(
+            arch, moe.expert_ffn_size
+        )
+        largest = max(largest, attention_params_per_layer(arch) + moe_block)
+    factors = hw_factors or tuple(
+        hardware_flops_factor(arch, seq_len, matmul, rc) for rc in RECOMPUTE_CODES
+    )
+    return Workload(
+        layers=arch.layers,
+        hidden=arch.hidden_size,
+        heads=arch.heads,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        params_total=counts.total * scale,
+        params_expert=counts.experts * scale,
+        params_largest_layer=largest * scale,
+        moe_layers=arch.moe_layers,
+        top_k=arch.moe.experts_per_token if arch.moe else 0,
+        num_experts=arch.moe.num_experts if arch.moe else 0,
+        model_flops_per_token=model_flops_per_token(arch, seq_len, matmul),
+        hw_flops_factor=(float(factors[0]), float(factors[1]), float(factors[2])),
+    )
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The GPU and the network, with every efficiency applied."""
+
+    gpu_id: str
+    memory_bytes: float
+    peak_flops: float
+    """Dense bf16 peak per GPU, FLOP/s."""
+    gpus_per_node: int
+    links: comm.Links
+    kernel_efficiency: float
+    dp_overlap: float
+    tp_overlap: float
+
+
+def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
+    """The cluster of ``inputs`` built on ``gpu`` (intra-node link from the GPU catalog)."""
+    peak = gpu.peak_flops.for_dtype(compute_dtype) or gpu.peak_flops.for_dtype("bf16") or 1.0
+    intra = inputs.intra_node_bandwidth_bytes_per_s or gpu.link_bandwidth_bytes_per_s
+    return Cluster(
+        gpu_id=gpu.id,
+        memory_bytes=gpu.memory_bytes,
+        peak_flops=float(peak),
+        gpus_per_node=inputs.gpus_per_node,
+        links=comm.Links(
+            gpus_per_node=inputs.gpus_per_node,
+            intra_bytes_per_s=intra * inputs.intra_node_efficiency,
+            inter_bytes_per_s_per_node=inputs.inter_node_bandwidth_bytes_per_s
+            * inputs.inter_node_efficiency,
+        ),
+        kernel_efficiency=inputs.kernel_efficiency,
+        dp_overlap=inputs.dp_overlap,
+        tp_overlap=inputs.tp_overlap,
+    )
+
+
+# --------------------------------------------------------------------- memory arithmetic
+
+
+def model_state_bytes_per_gpu(
+    params: npt.ArrayLike,
+    zero_stage: npt.ArrayLike,
+    dp: npt.ArrayLike,
+    *,
+    weight_bytes_per_param: float = 2.0,
+    grad_bytes_per_param: float = 2.0,
+    optimizer_bytes_per_param: float = 12.0,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(weights, gradients, optimizer states) bytes per GPU under ZeRO stage 0-3.
+
+    ``params`` is the GPU's share after tensor/pipeline splitting. Stage 1 divides the
+    optimizer states by the data-parallel degree N_d, stage 2 also the gradients, stage 3
+    also the parameters (Rajbhandari et al. 2019, arXiv:1910.02054 section 5, Figure 1:
+    (2 + 2 + K)·Ψ, 2Ψ + 2Ψ + KΨ/N_d, 2Ψ + (2 + K)Ψ/N_d, (2 + 2 + K)Ψ/N_d with K = 12 for
+    mixed-precision Adam).
+    """
+    p = np.asarray(params, dtype=np.float64)
+    z = np.asarray(zero_stage)
+    n = np.asarray(dp, dtype=np.float64)
+    weights = p * weight_bytes_per_param / np.where(z >= 3, n, 1.0)
+    grads = p * grad_bytes_per_param / np.where(z >= 2, n, 1.0)
+    optim = p * optimizer_bytes_per_param / np.where(z >= 1, n, 1.0)
+    return np.asarray(weights), np.asarray(grads), np.asarray(optim)
+
+
+def korthikanti_activation_bytes_per_layer(
+    seq_len: int,
+    micro_batch: npt.ArrayLike,
+    hidden: int,
+    heads: int,
+    *,
+    tp: npt.ArrayLike,
+    sequence_parallel: npt.ArrayLike,
+    recompute: str,
+) -> FloatArray:
+    """Activation bytes one layer saves (16-bit activations), per GPU.
+
+    Korthikanti et al. 2022 (arXiv:2205.05198) Table 2: no recompute
+    s·b·h·(10 + 24/t + 5·a·s/(h·t)), with sequence parallelism s·b·h/t·(34 + 5·a·s/h);
+    selective recompute drops the 5·a·s/h term; full recompute keeps the layer input,
+    2·s·b·h (÷ t with sequence parallelism). Used only where the training estimator's
+    ``activation_bytes_per_layer`` is unavailable.
+    """
+    b = np.asarray(micro_batch, dtype=np.float64)
+    t = np.asarray(tp, dtype=np.float64)
+    sp = np.asarray(sequence_parallel, dtype=bool)
+    sbh = seq_len * b * hidden
+    score = 5.0 * heads * seq_len / hidden if recompute == "none" else 0.0
+    if recompute == "full":
+        return np.asarray(np.where(sp, 2.0 * sbh / t, 2.0 * sbh))
+    no_sp = sbh * (10.0 + 24.0 / t + score / t)
+    with_sp = sbh / t * (34.0 + score)
+    return np.asarray(np.where(sp, with_sp, no_sp))
+
+
+def microbatches_in_flight(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
+) -> FloatArray:
+    """Micro-batches whose activations the first pipeline stage holds at its peak.
+
+    GPipe: all m (every forward runs before any backward; Huang et al. 2019). 1F1B: p
+    (Narayanan et al. 2021 section 2.2.1). Interleaved with v chunks: p·(1 + (p−1)/(p·v))
+    stage-loads (Korthikanti et al. 2022 section 4.2.3). Never more than m.
+    """
+    p = np.asarray(pp, dtype=np.float64)
+    m = np.asarray(microbatches, dtype=np.float64)
+    v_ = np.asarray(v, dtype=np.float64)
+    interleaved = np.where(v_ > 1, p * (1.0 + (p - 1.0) / (p * v_)), p)
+    return np.asarray(np.where(np.asarray(gpipe, dtype=bool), m, np.minimum(interleaved, m)))
+
+
+# --------------------------------------------------------------------- the training bridge
+
+
+def _training_module() -> Any:
+    from llm_planner.core import training
+
+    return training
+
+
+def training_available() -> bool:
+    """Whether the training-memory estimator (issue 4) provides ``estimate_training``."""
+    return hasattr(_training_module(), "estimate_training")
+
+
+@dataclass(frozen=True)
+class MemoryRecipe:
+    """Bytes per parameter and fixed terms taken from the training estimator (or defaults)."""
+
+    weight_bytes_per_param: float
+    grad_bytes_per_param: float
+    optimizer_bytes_per_param: float
+    overhead_bytes: float
+    temporary_bytes_per_token_hidden: float
+    """Temporaries ÷ (s·b·h/t) at the reference layout, to scale with the micro-batch."""
+    activation_per_layer: Callable[[int, int, bool, str], float]
+    """(micro_batch, tp, sequence_parallel, recompute) → bytes one layer saves."""
+
+    def state_bytes(self) -> dict[str, float]:
+        """Bytes per parameter as keyword arguments of :func:`model_state_bytes_per_gpu`."""
+        return {
+            "weight_bytes_per_param": self.weight_bytes_per_param,
+            "grad_bytes_per_param": self.grad_bytes_per_param,
+            "optimizer_bytes_per_param": self.optimizer_bytes_per_param,
+        }
+
+
+def memory_recipe(
+    arch: Architecture, training_inputs: Any, gpu: GPU, params: float
+) -> MemoryRecipe:
+    """Per-parameter bytes and fixed terms, read off the training estimator at tp=pp=dp=1.
+
+    Falls back to mixed-precision Adam (2 + 2 + 12 bytes, Rajbhandari et al. 2019) and
+    Korthikanti's activations when the training estimator is not available.
+    """
+    training = _training_module()
+    seq_len = int(training_inputs.seq_len)
+    flash = bool(getattr(training_inputs, "flash_attention", True))
+    profile = getattr(training_inputs, "implementation", "megatron")
+    if not training_available():
+
+        def fallback_act(b: int, t: int, sp: bool, rc: str) -> float:
+            return float(
+                korthikanti_activation_bytes_per_layer(
+                    seq_len,
+                    b,
+                    arch.hidden_size,
+                    arch.heads,
+                    tp=t,
+                    sequence_parallel=sp,
+                    recompute=rc,
+                )
+            )
+
+        return MemoryRecipe(2.0, 2.0, 12.0, 0.0, 0.0, fallback_act)
+    ref = training.estimate_training(
+        arch, training_inputs, gpu, params_override=params, tp=1, pp=1, dp=1, zero_stage=0
+    )
+    tokens_hidden = seq_len * training_inputs.micro_batch * arch.hidden_size
+    per_layer = training.activation_bytes_per_layer
+
+    def act(b: int, t: int, sp: bool, rc: str) -> float:
+        return float(per_layer(arch, seq_len, b, t, sp, rc, flash, profile))
+
+    return MemoryRecipe(
+        weight_bytes_per_param=ref.weights_bytes / params,
+        grad_bytes_per_param=ref.gradients_bytes / params,
+        optimizer_bytes_per_param=ref.optimizer_bytes / params,
+        overhead_bytes=float(ref.overhead_bytes),
+        temporary_bytes_per_token_hidden=float(ref.temporary_bytes) / tokens_hidden,
+        activation_per_layer=act,
+    )
+
+
+# --------------------------------------------------------------------- vectorised pricing
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """Candidate layouts as parallel numpy arrays (one entry per candidate)."""
+
+    tp: npt.NDArray[np.int64]
+    pp: npt.NDArray[np.int64]
+    dp: npt.NDArray[np.int64]
+    ep: npt.NDArray[np.int64]
+    zero: npt.NDArray[np.int64]
+    shard: npt.NDArray[np.int64]
+    """ZeRO shard-group size: dp, or the in-node part of dp for HYBRID_SHARD."""
+    micro_batch: npt.NDArray[np.int64]
+    v: npt.NDArray[np.int64]
+    gpipe: npt.NDArray[np.bool_]
+    sp: npt.NDArray[np.bool_]
+    recompute: npt.NDArray[np.int64]
+    """Index into RECOMPUTE_CODES."""
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+    def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Layouts:
+        return Layouts(**{name: getattr(self, name)[index] for name in _LAYOUT_FIELDS})
+
+
+_LAYOUT_FIELDS: tuple[str, ...] = (
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "zero",
+    "shard",
+    "micro_batch",
+    "v",
+    "gpipe",
+    "sp",
+    "recompute",
+)
+
+TIME_PARTS = (
+    "compute",
+    "bubble",
+    "tensor_parallel",
+    "pipeline_p2p",
+    "expert_all_to_all",
+    "data_parallel",
+)
+"""Keys of the step-time breakdown, in display order."""
+
+
+def evaluate_layouts(
+    work: Workload, cluster: Cluster, lay: Layouts, recipe: MemoryRecipe | None = None
+) -> dict[str, FloatArray]:
+    """Price every layout: step time and its breakdown, comm bytes, MFU, HFU, memory screen.
+
+    Step-time model (all per GPU, per optimizer step):
+
+    - one micro-batch's compute on one stage: t_c = hardware FLOPs/token · s·b ÷ (t·p) ÷
+      (peak · kernel efficiency) (layers split evenly over stages);
+    - per micro-batch, exposed tensor-parallel time (1 − TP overlap) · bytes ÷ link, the
+      pipeline point-to-point and the MoE all-to-all, added to t_c: t_mb;
+    - pipeline: (m + (p−1)/v) · t_mb (Narayanan et al. 2021 section 2.2: bubble (p−1)/(v·m)
+      of the ideal time);
+    - data-parallel traffic is hidden behind DP_OVERLAP × the backward compute that runs
+      while it is issued (the last micro-batch for ZeRO-0/1, every micro-batch's backward
+      for ZeRO-2, every micro-batch for ZeRO-3, whose gathers prefetch during the forward);
+      only the rest is exposed.
+
+    tokens/s = global batch · s ÷ step; MFU = model FLOPs/token · tokens/s ÷ (GPUs · peak);
+    HFU the same with hardware FLOPs (Korthikanti et al. 2022 section 6; Chowdhery et al.
+    2022 Appendix B).
+    """
+    f64 = np.float64
+    tp = lay.tp.astype(f64)
+    pp = lay.pp.astype(f64)
+    dp = lay.dp.astype(f64)
+    ep = lay.ep.astype(f64)
+    b = lay.micro_batch.astype(f64)
+    v = lay.v.astype(f64)
+    gpus = tp * pp * dp
+    g = float(cluster.gpus_per_node)
+    m = work.global_batch / (dp * b)
+    tokens_mb = work.seq_len * b
+    hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
+    peak = cluster.peak_flops
+    t_c = work.model_flops_per_token * hw_factor * tokens_mb / (tp * pp)
+    t_c = t_c / (peak * cluster.kernel_efficiency)
+
+    links = cluster.links
+    layers_stage = work.layers / pp
+    full = lay.recompute == 2
+    tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
+        tp, tokens_mb, work.hidden, full
+    )
+    t_tp = tp_bytes_mb / links.group_bandwidth(1.0, tp) * (1.0 - cluster.tp_overlap)
+    pp_bytes_mb = comm.pipeline_p2p_bytes_per_microbatch(pp, tp, tokens_mb, work.hidden, v)
+    pp_inside = tp * dp * pp <= g
+    pp_bw = np.where(pp_inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    t_pp = pp_bytes_mb / pp_bw
+    if work.moe_layers > 0:
+        ep_bytes_mb = (work.moe_layers / pp) * comm.moe_all_to_all_bytes_per_layer(
+            ep, tp, tokens_mb, work.hidden, work.top_k
+        )
+        t_ep = ep_bytes_mb / links.group_bandwidth(tp, ep, False)
+    else:
+        ep_bytes_mb = np.zeros_like(tp)
+        t_ep = np.zeros_like(tp)
+
+    params_gpu_dense, params_gpu_expert, dp_bytes, t_dp = _data_parallel(work, lay, links, m)
+    window_share = np.select(
+        [lay.zero <= 1, lay.zero == 2], [comm.BACKWARD_SHARE, comm.BACKWARD_SHARE * m], m
+    )
+    exposed_dp = np.maximum(0.0, t_dp - cluster.dp_overlap * window_share * t_c)
+
+    t_mb = t_c + t_tp + t_pp + t_ep
+    bubble = comm.pipeline_bubble_fraction(pp, m, v)
+    slots = m + (pp - 1.0) / v
+    step = slots * t_mb + exposed_dp
+    tokens_per_s = work.global_batch * work.seq_len / step
+    mfu = work.model_flops_per_token * tokens_per_s / (gpus * peak)
+    hfu = mfu * hw_factor
+
+    out: dict[str, FloatArray] = {
+        "microbatches": m,
+        "bubble_fraction": bubble,
+        "step_seconds": step,
+        "tokens_per_s": tokens_per_s,
+        "mfu": mfu,
+        "hfu": hfu,
+        "time_compute": m * t_c,
+        "time_bubble": (slots - m) * t_mb,
+        "time_tensor_parallel": m * t_tp,
+        "time_pipeline_p2p": m * t_pp,
+        "time_expert_all_to_all": m * t_ep,
+        "time_data_parallel": exposed_dp,
+        "time_data_parallel_total": t_dp,
+        "comm_tp_bytes": m * tp_bytes_mb,
+        "comm_pp_bytes": m * pp_bytes_mb,
+        "comm_ep_bytes": m * ep_bytes_mb,
+        "comm_dp_bytes": dp_bytes,
+    }
+    out["comm_bytes_per_step"] = (
+        out["comm_tp_bytes"] + out["comm_pp_bytes"] + out["comm_ep_bytes"] + dp_bytes
+    )
+    if recipe is not None:
+        out.update(
+            _memory_screen(
+                work,
+                lay,
+                recipe,
+                params_dense=params_gpu_dense,
+                params_expert=params_gpu_expert,
+                m=m,
+            )
+        )
+    return out
+
+
+def _data_parallel(
+    work: Workload, lay: Layouts, links: comm.Links, m: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Per-GPU params (dense, expert), DP bytes per step and their un-overlapped time.
+
+    Dense parameters are synchronised over the ZeRO shard group (plus an all-reduce of the
+    shards across replicas for HYBRID_SHARD); expert parameters over the expert-data-parallel
+    group dp/ep (Megatron-LM's expert data parallelism).
+    """
+    f64 = np.float64
+    tp = lay.tp.astype(f64)
+    pp = lay.pp.astype(f64)
+    dp = lay.dp.astype(f64)
+    ep = lay.ep.astype(f64)
+    params_gpu_dense = (work.params_total - work.params_expert) / (tp * pp)
+    params_gpu_expert = work.params_expert / (tp * pp * ep)
+    shard = lay.shard.astype(f64)
+    replicas = dp / shard
+    cbytes = comm.COMM_BYTES_PER_ELEMENT
+    dense_bytes = params_gpu_dense * cbytes
+    expert_bytes = params_gpu_expert * cbytes
+    dp_bytes = comm.data_parallel_bytes(lay.zero, shard, dense_bytes, dense_bytes, m)
+    if work.params_expert > 0:
+        expert_dp = np.minimum(np.maximum(dp / ep, 1.0), shard)
+        dp_bytes = dp_bytes + comm.data_parallel_bytes(
+            lay.zero, expert_dp, expert_bytes, expert_bytes, m
+        )
+    t_dp = dp_bytes / links.group_bandwidth(tp, shard)
+    if np.any(replicas > 1):
+        hybrid = np.where(
+            replicas > 1, comm.ring_all_reduce_bytes(replicas, dense_bytes / shard), 0.0
+        )
+        t_dp = t_dp + hybrid / links.group_bandwidth(tp * shard, replicas)
+        dp_bytes = dp_bytes + hybrid
+    return params_gpu_dense, params_gpu_expert, dp_bytes, t_dp
+
+
+def _memory_screen(
+    work: Workload,
+    lay: Layouts,
+    recipe: MemoryRecipe,
+    *,
+    params_dense: FloatArray,
+    params_expert: FloatArray,
+    m: FloatArray,
+) -> dict[str, FloatArray]:
+    """Per-GPU memory of each layout, mirroring the training estimator (search screen)."""
+    shard = lay.shard.astype(np.float64)
+    expert_shard = np.minimum(np.maximum(lay.dp / lay.ep, 1.0), shard)
+    w1, g1, o1 = model_state_bytes_per_gpu(
+        params_dense,
+        lay.zero,
+        shard,
+        **recipe.state_bytes(),
+    )
+    w2, g2, o2 = model_state_bytes_per_gpu(
+        params_expert,
+        lay.zero,
+        expert_shard,
+        **recipe.state_bytes(),
+    )
+    # activations per layer: one training-estimator call per distinct (b, t, sp, recompute)
+    keys = np.stack([lay.micro_batch, lay.tp, lay.sp.astype(np.int64), lay.recompute], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    per_layer_unique = np.array(
+        [
+            recipe.activation_per_layer(int(k[0]), int(k[1]), bool(k[2]), RECOMPUTE_CODES[k[3]])
+            for k in unique
+        ],
+        dtype=np.float64,
+    )
+    per_layer = per_layer_unique[inverse.reshape(-1)]
+    in_flight = microbatches_in_flight(lay.pp, m, lay.gpipe, lay.v)
+    layers_stage = np.ceil(work.layers / lay.pp)
+    activations = per_layer * layers_stage * in_flight
+    tokens_hidden = work.seq_len * lay.micro_batch * work.hidden / lay.tp
+    temporary = recipe.temporary_bytes_per_token_hidden * tokens_hidden
+    gathered = np.where(
+        lay.zero >= 3, 2.0 * work.params_largest_layer / lay.tp * recipe.weight_bytes_per_param, 0
+    )
+    weights = w1 + w2
+    grads = g1 + g2
+    optim = o1 + o2
+    peak = weights + grads + optim + activations + temporary + recipe.overhead_bytes + gathered
+    return {
+        "weights_bytes": weights,
+        "gradients_bytes": grads,
+        "optimizer_bytes": optim,
+        "activations_bytes": activations,
+        "zero3_gathered_bytes": gathered,
+        "peak_bytes": peak,
+    }
+
+
+def bottleneck_of(row: dict[str, float]) -> str:
+    """Name the largest non-compute part of a step, or 'compute' when compute dominates."""
+    parts = {name: row.get(f"time_{name}", 0.0) for name in TIME_PARTS}
+    overhead = {k: v for k, v in parts.items() if k != "compute"}
+    worst = max(overhead, key=lambda k: overhead[k])
+    total = sum(parts.values()) or 1.0
+    if overhead[worst] < 0.05 * total:
+        return "compute"
+    labels = {
+        "bubble": "pipeline bubble",
+        "tensor_parallel": "tensor-parallel all-reduce",
+        "pipeline_p2p": "pipeline send/receive",
+        "expert_all_to_all": "MoE all-to-all",
+        "data_parallel": "data-parallel gradient sync",
+    }
+    return f"{labels[worst]} ({100 * overhead[worst] / total:.0f}% of step)"
+
+
+# --------------------------------------------------------------------- one layout (report)
+
+
+@dataclass(frozen=True)
+class ResolvedLayout:
+    """A layout with every degree decided and the problems found while deciding."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    zero_stage: int
+    shard: int
+    micro_batch: int
+    v: int
+    schedule: str
+    sequence_parallel: bool
+    recompute: str
+    gradient_accumulation_steps: int
+    problems: tuple[str, ...]
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def as_arrays(self) -> Layouts:
+        def i(x: int) -> npt.NDArray[np.int64]:
+            return np.array([x], dtype=np.int64)
+
+        rc = RECOMPUTE_CODES.index(self.recompute) if self.recompute in RECOMPUTE_CODES else 1
+        return Layouts(
+            tp=i(self.tp),
+            pp=i(self.pp),
+            dp=i(self.dp),
+            ep=i(self.ep),
+            zero=i(self.zero_stage),
+            shard=i(self.shard),
+            micro_batch=i(self.micro_batch),
+            v=i(self.v),
+            gpipe=np.array([self.schedule == "gpipe"]),
+            sp=np.array([self.sequence_parallel]),
+            recompute=i(rc),
+        )
+
+
+def resolve_layout(
+    inputs: ParallelInputs, num_gpus: int, micro_batch: int, recompute: str, layers: int
+) -> ResolvedLayout:
+    """Decide dp, ZeRO stage, shard group, v and accumulation steps; list inconsistencies."""
+    problems: list[str] = []
+    tp, pp = inputs.tp, inputs.pp
+    if inputs.dp is not None:
+        dp = inputs.dp
+        if dp * tp * pp != num_gpus:
+            problems.append(
+                f"dp·tp·pp = {dp}·{tp}·{pp} = {dp * tp * pp} GPUs, not the scenario's {num_gpus}"
+            )
+    else:
+        dp = max(1, num_gpus // (tp * pp))
+        if num_gpus % (tp * pp):
+            problems.append(f"{num_gpus} GPUs are not a multiple of tp·pp = {tp * pp}")
+    zero: int = inputs.zero_stage
+    shard = dp
+    if inputs.fsdp_strategy is not None:
+        zero = FSDP_TO_ZERO[inputs.fsdp_strategy]
+        if inputs.fsdp_strategy == "HYBRID_SHARD":
+            in_node = max(1, inputs.gpus_per_node // tp)
+            shard = math.gcd(dp, in_node)
+    ep = inputs.expert_parallel
+    if dp % ep:
+        problems.append(f"expert parallel {ep} does not divide dp = {dp}")
+    per_step = dp * micro_batch
+    accumulation = max(1, math.ceil(inputs.global_batch / per_step))
+    if inputs.global_batch % per_step:
+        problems.append(
+            f"global batch {inputs.global_batch} is not a multiple of dp·micro-batch = {per_step}"
+        )
+    v = inputs.interleave_chunks if inputs.schedule == "interleaved" else 1
+    if pp > layers:
+        problems.append(f"pp = {pp} exceeds the model's {layers} layers")
+    elif layers % (pp * v):
+        problems.append(f"{layers} layers do not split evenly into pp·v = {pp * v} chunks")
+    if inputs.sequence_parallel and tp == 1:
+        problems.append("sequence parallelism has no effect with tp = 1")
+    return ResolvedLayout(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+        zero_stage=zero,
+        shard=shard,
+        micro_batch=micro_batch,
+        v=v,
+        schedule=inputs.schedule,
+        sequence_parallel=inputs.sequence_parallel,
+        recompute=recompute,
+        gradient_accumulation_steps=accumulation,
+        problems=tuple(problems),
+    )
+
+
+class ParallelismReport(BaseModel):
+    """The parallelism section: layout, bubble, communication, step time, MFU, memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    dp: int
+    tp: int
+    pp: int
+    ep: int
+    zero_stage: int
+    fsdp_strategy: str | None
+    sequence_parallel: bool
+    schedule: str
+    interleave_chunks: int
+    micro_batch: int
+    global_batch: int
+    gradient_accumulation_steps: int
+    bubble_fraction: float
+    step_seconds: float
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    comm_bytes_per_step: float
+    comm_bytes_breakdown: dict[str, float]
+    time_breakdown_seconds: dict[str, float]
+    links: dict[str, str]
+    bottleneck: str
+    peak_bytes: float | None
+    fits: bool | None
+    zero3_gathered_bytes: float
+    problems: list[str]
+
+    def figures(self) -> list[Figure]:
+        nar = "Narayanan et al. 2021, arXiv:2104.04473"
+        f = [
+            Figure(
+                key="layout",
+                label="Layout (dp × tp × pp)",
+                value=f"{self.dp} × {self.tp} × {self.pp} = {self.gpus} GPUs on {self.nodes} nodes",
+                unit="text",
+                formula="dp · tp · pp = GPUs",
+            ),
+            Figure(
+                key="zero_stage",
+                label="ZeRO stage",
+                value=self.zero_stage,
+                unit="count",
+                source="Rajbhandari et al. 2019, arXiv:1910.02054",
+            ),
+            Figure(
+                key="gradient_accumulation_steps",
+                label="Micro-batches per step",
+                value=self.gradient_accumulation_steps,
+                unit="count",
+                formula="m = global batch ÷ (dp · micro-batch)",
+            ),
+            Figure(
+                key="bubble_fraction",
+                label="Pipeline bubble",
+                value=self.bubble_fraction,
+                unit="percent",
+                formula="(p − 1) ÷ (v · m) of the ideal compute time",
+                source=f"{nar} section 2.2",
+            ),
+            Figure(
+                key="comm_bytes_per_step",
+                label="Communication per GPU per step",
+                value=self.comm_bytes_per_step,
+                unit="bytes",
+                formula="TP all-reduces + pipeline p2p + MoE all-to-all + DP/ZeRO collectives",
+                source="Shoeybi 2019 §3; Narayanan 2021 §4.1; Rajbhandari 2019 §7",
+            ),
+            Figure(
+                key="step_seconds",
+                label="Step time",
+                value=self.step_seconds,
+                unit="seconds",
+                formula="(m + (p−1)/v)·(compute + TP + p2p + all-to-all) + exposed DP",
+                source=f"{nar} section 2.2; overlap model in core.comm",
+            ),
+            Figure(
+                key="tokens_per_s",
+                label="Throughput",
+                value=self.tokens_per_s,
+                unit="tokens/s",
+                formula="global batch · sequence length ÷ step time",
+            ),
+            Figure(
+                key="mfu",
+                label="MFU",
+                value=self.mfu,
+                unit="percent",
+                formula="(6N + 12·L·H·Q·T) · tokens/s ÷ (GPUs · peak)",
+                source="Chowdhery et al. 2022 (PaLM) Appendix B",
+            ),
+            Figure(
+                key="hfu",
+                label="HFU (with recomputation)",
+                value=self.hfu,
+                unit="percent",
+                formula="hardware FLOPs · tokens/s ÷ (GPUs · peak)",
+                source="Korthikanti et al. 2022, arXiv:2205.05198 section 6",
+            ),
+            Figure(key="bottleneck", label="Bottleneck", value=self.bottleneck, unit="text"),
+        ]
+        for part, seconds in self.time_breakdown_seconds.items():
+            f.append(
+                Figure(
+                    key=f"time_{part}",
+                    label=f"  time: {part.replace('_', ' ')}",
+                    value=seconds,
+                    unit="seconds",
+                )
+            )
+        if self.zero_stage >= 3:
+            f.append(
+                Figure(
+                    key="zero3_gathered_bytes",
+                    label="ZeRO-3 gathered parameters",
+                    value=self.zero3_gathered_bytes,
+                    unit="bytes",
+                    formula="2 blocks (current + prefetched) × block params ÷ tp × bytes/param",
+                )
+            )
+        if self.peak_bytes is not None:
+            f.append(
+                Figure(
+                    key="peak_bytes",
+                    label="Peak memory per GPU",
+                    value=self.peak_bytes,
+                    unit="bytes",
+                    formula="training estimator at this layout",
+                )
+            )
+        f.extend(
+            Figure(key="problem", label="Problem", value=p, unit="text") for p in self.problems
+        )
+        return f
+
+
+def _num(x: float) -> float:
+    """A JSON-safe float (no NaN/inf)."""
+    return float(x) if math.isfinite(x) else 0.0
+
+
+def parallelism_report(
+    arch: Architecture,
+    gpu: GPU,
+    num_gpus: int,
+    inputs: ParallelInputs,
+    training_inputs: Any,
+    *,
+    params_override: float | None = None,
+    training_report: Any = None,
+    compute_dtype: str = "bf16",
+) -> ParallelismReport:
+    """Price the scenario's layout; per-GPU memory from ``training_report`` when given."""
+    lay = resolve_layout(
+        inputs,
+        num_gpus,
+        int(training_inputs.micro_batch),
+        str(training_inputs.recompute),
+        arch.layers,
+    )
+    params = params_override or float(_count_parameters(arch).total)
+    factors = _hw_factors(arch, training_inputs, gpu, params)
+    work = workload_of(arch, int(training_inputs.seq_len), inputs.global_batch, params, factors)
+    cluster = cluster_of(gpu, inputs, compute_dtype)
+    recipe = memory_recipe(arch, training_inputs, gpu, params)
+    out = {
+        k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
+    }
+    problems = list(lay.problems)
+    if training_report is not None:
+        peak: float | None = float(training_report.peak_bytes)
+        fits: bool | None = bool(training_report.fits)
+    else:
+        peak = out["peak_bytes"]
+        fits = peak <= gpu.memory_bytes
+    if lay.ep > 1:
+        problems.append("expert parallelism divides expert weights; the training memory ignores ep")
+    g = inputs.gpus_per_node
+    links = {
+        "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, g)),
+        "data_parallel": _link_name(comm.crosses_nodes(lay.tp, lay.dp, g)),
+        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.dp, lay.pp, g)),
+    }
+    return ParallelismReport(
+        gpus=lay.gpus,
+        nodes=math.ceil(lay.gpus / g),
+        gpus_per_node=g,
+        dp=lay.dp,
+        tp=lay.tp,
+        pp=lay.pp,
+        ep=lay.ep,
+        zero_stage=lay.zero_stage,
+        fsdp_strategy=inputs.fsdp_strategy,
+        sequence_parallel=lay.sequence_parallel,
+        schedule=lay.schedule,
+        interleave_chunks=lay.v,
+        micro_batch=lay.micro_batch,
+        global_batch=inputs.global_batch,
+        gradient_accumulation_steps=lay.gradient_accumulation_steps,
+        bubble_fraction=_num(out["bubble_fraction"]),
+        step_seconds=_num(out["step_seconds"]),
+        tokens_per_s=_num(out["tokens_per_s"]),
+        mfu=_num(out["mfu"]),
+        hfu=_num(out["hfu"]),
+        comm_bytes_per_step=_num(out["comm_bytes_per_step"]),
+        comm_bytes_breakdown={
+            "tensor_parallel": _num(out["comm_tp_bytes"]),
+            "pipeline_p2p": _num(out["comm_pp_bytes"]),
+            "expert_all_to_all": _num(out["comm_ep_bytes"]),
+            "data_parallel": _num(out["comm_dp_bytes"]),
+        },
+        time_breakdown_seconds={p: _num(out[f"time_{p}"]) for p in TIME_PARTS},
+        links=links,
+        bottleneck=bottleneck_of(out),
+        peak_bytes=peak,
+        fits=fits,
+        zero3_gathered_bytes=_num(out["zero3_gathered_bytes"]),
+        problems=problems,
+    )
+
+
+def _link_name(crosses: bool) -> str:
+    return "inter-node" if crosses else "intra-node"
+
+
+def _hw_factors(
+    arch: Architecture, training_inputs: Any, gpu: GPU, params: float
+) -> tuple[float, float, float] | None:
+    """Hardware-FLOPs factors per recompute policy from the training estimator, if any."""
+    if not training_available():
+        return None
+    return _hw_factors_cached(arch, training_inputs, gpu, params)
+
+
+@cache
+def _hw_factors_cached(
+    arch: Architecture, training_inputs: Any, gpu: GPU, params: float
+) -> tuple[float, float, float]:
+    training = _training_module()
+    values = []
+    for rc in RECOMPUTE_CODES:
+        ti = training_inputs.model_copy(update={"recompute": rc})
+        rep = training.estimate_training(arch, ti, gpu, params_override=params)
+        values.append(float(rep.hardware_flops_factor))
+    return (values[0], values[1], values[2])
+
+
+# --------------------------------------------------------------------- GUI series
+
+
+def zero_stage_comparison(
+    arch: Architecture,
+    training_inputs: Any,
+    gpu: GPU,
+    inputs: ParallelInputs,
+    num_gpus: int,
+    *,
+    params_override: float | None = None,
+) -> list[dict[str, float]]:
+    """Per-GPU memory components for ZeRO stages 0-3 at the scenario's tp/pp/dp.
+
+    From the training estimator when available (one source of truth), else from
+    :func:`model_state_bytes_per_gpu` plus Korthikanti activations.
+    """
+    lay = resolve_layout(
+        inputs,
+        num_gpus,
+        int(training_inputs.micro_batch),
+        str(training_inputs.recompute),
+        arch.layers,
+    )
+    rows: list[dict[str, float]] = []
+    params = params_override or float(_count_parameters(arch).total)
+    if training_available():
+        training = _training_module()
+        in_flight = _in_flight_for(lay)
+        for stage in range(4):
+            rep = training.estimate_training(
+                arch,
+                training_inputs,
+                gpu,
+                params_override=params_override,
+                tp=lay.tp,
+                pp=lay.pp,
+                dp=lay.shard,
+                zero_stage=stage,
+                sequence_parallel=lay.sequence_parallel,
+                microbatches_in_flight=in_flight,
+            )
+            rows.append(
+                {
+                    "zero_stage": float(stage),
+                    "weights_bytes": float(rep.weights_bytes),
+                    "gradients_bytes": float(rep.gradients_bytes),
+                    "optimizer_bytes": float(rep.optimizer_bytes),
+                    "activations_bytes": float(rep.activations_bytes),
+                    "temporary_bytes": float(rep.temporary_bytes),
+                    "overhead_bytes": float(rep.overhead_bytes),
+                    "peak_bytes": float(rep.peak_bytes),
+                }
+            )
+        return rows
+    work = workload_of(arch, int(training_inputs.seq_len), inputs.global_batch, params)
+    recipe = memory_recipe(arch, training_inputs, gpu, params)
+    cluster = cluster_of(gpu, inputs)
+    for stage in range(4):
+        one = lay.as_arrays()
+        one = Layouts(**{**{n: getattr(one, n) for n in _LAYOUT_FIELDS}, "zero": np.array([stage])})
+        out = evaluate_layouts(work, cluster, one, recipe)
+        rows.append(
+            {
+                "zero_stage": float(stage),
+                "weights_bytes": float(out["weights_bytes"][0]),
+                "gradients_bytes": float(out["gradients_bytes"][0]),
+                "optimizer_bytes": float(out["optimizer_bytes"][0]),
+                "activations_bytes": float(out["activations_bytes"][0]),
+                "temporary_bytes": float(out["zero3_gathered_bytes"][0]),
+                "overhead_bytes": recipe.overhead_bytes,
+                "peak_bytes": float(out["peak_bytes"][0]),
+            }
+        )
+    return rows
+
+
+def _in_flight_for(lay: ResolvedLayout) -> int:
+    m = lay.gradient_accumulation_steps
+    value = float(microbatches_in_flight(lay.pp, m, lay.schedule == "gpipe", lay.v))
+    return max(1, math.ceil(value))
+
+
+PipelineEvent = tuple[int, int, float, float, str]
+"""(stage, micro-batch, start, end, "forward" | "backward"), times in forward-pass units."""
+
+
+def pipeline_timeline(
+    pp: int,
+    microbatches: int,
+    schedule: str = "1f1b",
+    v: int = 1,
+    *,
+    forward_time: float = 1.0,
+    backward_time: float = 2.0,
+) -> list[PipelineEvent]:
+    """The pipeline schedule as events for drawing, by list scheduling of its dependencies.
+
+    Forward of micro-batch i on (virtual) stage k waits for stage k−1's forward; its
+    backward waits for stage k+1's backward (or its own forward on the last stage). GPipe
+    runs every forward first (Huang et al. 2019); 1F1B starts p − s forwards on stage s and
+    then alternates one forward, one backward (Narayanan et al. 2021 section 2.2.1);
+    interleaved splits each stage into v chunks (device d holds chunks d, d+p, ...), each
+    1/v of the time, with Megatron-LM's warm-up of 2·(p − d − 1) + (v − 1)·p chunk-forwards
+    (section 2.2.2). Makespan of GPipe and 1F1B: (m + p − 1)·(t_f + t_b).
+    """
+    if pp < 1 or microbatches < 1 or v < 1:
+        raise ValueError("pp, microbatches and v must be at least 1")
+    v = v if schedule == "interleaved" else 1
+    chunks = pp * v
+    tf, tb = forward_time / v, backward_time / v
+    fwd_done: dict[tuple[int, int], float] = {}
+    bwd_done: dict[tuple[int, int], float] = {}
+    events: list[PipelineEvent] = []
+    free = [0.0] * pp
+    order = _device_orders(pp, microbatches, schedule, v)
+    nxt = [0] * pp
+    remaining = sum(len(ops) for ops in order)
+    while remaining:
+        # list scheduling: among the devices' next ops, the one that can start earliest runs
+        best: tuple[float, int] | None = None
+        for d in range(pp):
+            if nxt[d] == len(order[d]):
+                continue
+            kind, k, i = order[d][nxt[d]]
+            if kind == "forward":
+                ready = 0.0 if k == 0 else fwd_done.get((k - 1, i), math.inf)
+            elif k == chunks - 1:
+                ready = fwd_done.get((k, i), math.inf)
+            else:
+                ready = bwd_done.get((k + 1, i), math.inf)
+            start = max(ready, free[d])
+            if math.isfinite(start) and (best is None or (start, d) < best):
+                best = (start, d)
+        if best is None:
+            raise RuntimeError("pipeline schedule deadlocked")  # pragma: no cover
+        start, d = best
+        kind, k, i = order[d][nxt[d]]
+        end = start + (tf if kind == "forward" else tb)
+        free[d] = end
+        (fwd_done if kind == "forward" else bwd_done)[(k, i)] = end
+        events.append((d, i, start, end, kind))
+        nxt[d] += 1
+        remaining -= 1
+    events.sort(key=lambda e: (e[0], e[2]))
+    return events
+
+
+def _device_orders(
+    pp: int, microbatches: int, schedule: str, v: int
+) -> list[list[tuple[str, int, int]]]:
+    """Each device's ops in issue order: (kind, virtual stage, micro-batch)."""
+    fwd_queue: list[list[tuple[int, int]]] = [[] for _ in range(pp)]
+    bwd_queue: list[list[tuple[int, int]]] = [[] for _ in range(pp)]
+    group = pp if v > 1 else microbatches  # Megatron issues interleaved chunks p at a time
+    for d in range(pp):
+        for start in range(0, microbatches, group):
+            block = range(start, min(start + group, microbatches))
+            for c in range(v):
+                fwd_queue[d].extend((c * pp + d, i) for i in block)
+            for c in reversed(range(v)):
+                bwd_queue[d].extend((c * pp + d, i) for i in block)
+    order: list[list[tuple[str, int, int]]] = []
+    for d in range(pp):
+        n = len(fwd_queue[d])
+        if schedule == "gpipe":
+            warmup = n
+        elif v > 1:
+            warmup = min(n, 2 * (pp - d - 1) + (v - 1) * pp)
+        else:
+            warmup = min(n, pp - d - 1)
+        ops = [("forward", *fwd_queue[d][j]) for j in range(warmup)]
+        for j in range(warmup, n):  # steady state: one forward, one backward
+            ops.append(("forward", *fwd_queue[d][j]))
+            ops.append(("backward", *bwd_queue[d][j - warmup]))
+        ops.extend(("backward", *bwd_queue[d][j]) for j in range(n - warmup, n))
+        order.append(ops)
+    return order

@@ -1,0 +1,208 @@
+"""Communication volumes, link placement and step time of a 3D-parallel layout (vectorised).
+
+Every function here takes numpy arrays (or scalars) of layout degrees, so one call prices
+one layout for the report or a million for the search: the report and the search use the
+same arithmetic. Bytes are per GPU per optimizer step unless a name says otherwise.
+
+Rank placement follows Megatron-LM's default order (tensor fastest, then data, then
+pipeline): a tensor-parallel group is ``tp`` consecutive GPUs, a data-parallel group has
+stride ``tp``, a pipeline group stride ``tp·dp``. A group stays on the intra-node link
+(NVLink/xGMI) when it fits inside one node, otherwise it crosses the inter-node network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+# --------------------------------------------------------------------- editable constants
+
+INTER_NODE_BANDWIDTH_BYTES_PER_S_PER_NODE = 400e9
+"""Inter-node network per node, one direction: 8 × 400 Gb/s InfiniBand NDR (one NIC per
+GPU, as in DGX H100 / Meta's Llama-3 clusters) = 3.2 Tb/s = 400e9 bytes/s. Editable."""
+
+INTRA_NODE_ACHIEVED_FRACTION = 0.80
+"""Share of the intra-node link's per-direction bandwidth a large NCCL collective reaches
+(NCCL all-reduce bus bandwidth on 8×H100 NVLink 4 is reported around 360-370 of 450 GB/s
+per direction in nccl-tests). Editable assumption."""
+
+INTER_NODE_ACHIEVED_FRACTION = 0.80
+"""Share of the inter-node network's line rate a large collective reaches (protocol and
+congestion losses on a fat-tree InfiniBand fabric). Editable assumption."""
+
+KERNEL_EFFICIENCY = 0.70
+"""Fraction of the GPU's dense peak the training kernels reach while computing (large
+bf16 GEMMs reach ~70-80% of peak on H100; attention, norms and elementwise kernels less).
+Multiplies peak FLOP/s before bubbles and exposed communication. Editable assumption."""
+
+DP_OVERLAP_FRACTION = 0.90
+"""Share of the backward compute that can hide data-parallel gradient traffic (bucketed
+reduce-scatter/all-reduce issued while later layers' gradients are still being computed,
+Li et al. 2020, PyTorch DDP, arXiv:2006.15704 section 3.2.3). Editable assumption."""
+
+TP_OVERLAP_FRACTION = 0.0
+"""Share of tensor-parallel all-reduce time hidden behind compute. Megatron-LM's default
+(no userbuffer overlap) exposes it fully: 0. Editable assumption."""
+
+COMM_BYTES_PER_ELEMENT = 2.0
+"""Activations and gradients travel in 16-bit (bf16/fp16) in every collective modelled."""
+
+BACKWARD_SHARE = 2.0 / 3.0
+"""Backward pass share of one micro-batch's compute: backward costs twice the forward
+(Kaplan et al. 2020 section 2.1; the 2PD + 4PD split of C ≈ 6PD)."""
+
+
+# --------------------------------------------------------------------- formulas
+
+
+def ring_all_reduce_bytes(n: npt.ArrayLike, message_bytes: npt.ArrayLike) -> FloatArray:
+    """Bytes each rank sends in a ring all-reduce of ``message_bytes`` over ``n`` ranks.
+
+    2·(n−1)/n · S: a reduce-scatter then an all-gather, each (n−1)/n · S (Patarasuk & Yuan
+    2009; Rajbhandari et al. 2019, arXiv:1910.02054 section 7.1). 0 when n = 1.
+    """
+    n_ = np.asarray(n, dtype=np.float64)
+    return np.asarray(2.0 * (n_ - 1.0) / n_ * np.asarray(message_bytes, dtype=np.float64))
+
+
+def ring_gather_bytes(n: npt.ArrayLike, message_bytes: npt.ArrayLike) -> FloatArray:
+    """Bytes each rank sends in a ring all-gather or reduce-scatter: (n−1)/n · S."""
+    n_ = np.asarray(n, dtype=np.float64)
+    return np.asarray((n_ - 1.0) / n_ * np.asarray(message_bytes, dtype=np.float64))
+
+
+def data_parallel_bytes(
+    zero_stage: npt.ArrayLike,
+    dp: npt.ArrayLike,
+    grad_bytes: npt.ArrayLike,
+    param_bytes: npt.ArrayLike,
+    microbatches: npt.ArrayLike,
+) -> FloatArray:
+    """Data-parallel bytes sent per GPU per step, by ZeRO stage (ring collectives).
+
+    ``grad_bytes`` / ``param_bytes``: this GPU's model shard (after tp/pp) in 16 bits.
+    Stage 0 (DDP): one all-reduce of the gradients per step, 2·(n−1)/n·Ψ.
+    Stage 1: reduce-scatter of gradients + all-gather of updated parameters: same 2·(n−1)/n·Ψ
+    (Rajbhandari et al. 2019, section 7.2.1). Stage 2: gradients are kept sharded, so each
+    micro-batch's gradients are reduce-scattered ((n−1)/n·Ψ per micro-batch) plus one
+    parameter all-gather: with one micro-batch exactly the 2Ψ of the paper. Stage 3:
+    parameters all-gathered before each micro-batch's forward and again for its backward,
+    gradients reduce-scattered: 3·(n−1)/n·Ψ per micro-batch, i.e. 1.5× DDP with one
+    micro-batch (section 7.2.2). Assumes no parameter caching across micro-batches (the
+    DeepSpeed / FSDP default).
+    """
+    z = np.asarray(zero_stage)
+    m = np.asarray(microbatches, dtype=np.float64)
+    g = np.asarray(grad_bytes, dtype=np.float64)
+    p = np.asarray(param_bytes, dtype=np.float64)
+    ddp = ring_all_reduce_bytes(dp, g)
+    zero1 = ring_gather_bytes(dp, g) + ring_gather_bytes(dp, p)
+    zero2 = m * ring_gather_bytes(dp, g) + ring_gather_bytes(dp, p)
+    zero3 = m * (ring_gather_bytes(dp, g) + 2.0 * ring_gather_bytes(dp, p))
+    return np.asarray(np.select([z == 0, z == 1, z == 2], [ddp, zero1, zero2], zero3))
+
+
+def tensor_parallel_bytes_per_layer(
+    tp: npt.ArrayLike,
+    tokens: npt.ArrayLike,
+    hidden: float,
+    full_recompute: npt.ArrayLike = False,
+) -> FloatArray:
+    """Tensor-parallel bytes sent per GPU per layer per micro-batch.
+
+    Megatron (Shoeybi et al. 2019, arXiv:1909.08053 section 3, Figure 4): each transformer
+    layer does 2 all-reduces in the forward pass (after attention and after the MLP) and 2
+    in the backward, each of the s·b·h activation; full recomputation replays the forward:
+    2 more. With sequence parallelism each all-reduce becomes an all-gather plus a
+    reduce-scatter of the same total volume (Korthikanti et al. 2022, arXiv:2205.05198
+    section 4.2.2), so the bytes are the same. ``tokens`` = s·b.
+    """
+    tp_ = np.asarray(tp, dtype=np.float64)
+    count = np.where(np.asarray(full_recompute, dtype=bool), 6.0, 4.0)
+    message = np.asarray(tokens, dtype=np.float64) * hidden * COMM_BYTES_PER_ELEMENT
+    return np.asarray(count * ring_all_reduce_bytes(tp_, message))
+
+
+def pipeline_p2p_bytes_per_microbatch(
+    pp: npt.ArrayLike, tp: npt.ArrayLike, tokens: npt.ArrayLike, hidden: float, v: npt.ArrayLike
+) -> FloatArray:
+    """Pipeline point-to-point bytes sent per GPU per micro-batch.
+
+    Each stage boundary carries the s·b·h activation forward and its gradient backward;
+    with Megatron's scatter/gather optimisation each tensor-parallel rank sends 1/t of it
+    (Narayanan et al. 2021, arXiv:2104.04473 section 4.1). An interleaved schedule with v
+    chunks crosses v times as many boundaries (section 2.2.2). 0 when pp = 1.
+    """
+    pp_ = np.asarray(pp, dtype=np.float64)
+    message = np.asarray(tokens, dtype=np.float64) * hidden * COMM_BYTES_PER_ELEMENT
+    per = 2.0 * np.asarray(v, dtype=np.float64) * message / np.asarray(tp, dtype=np.float64)
+    return np.asarray(np.where(pp_ > 1, per, 0.0))
+
+
+def moe_all_to_all_bytes_per_layer(
+    ep: npt.ArrayLike, tp: npt.ArrayLike, tokens: npt.ArrayLike, hidden: float, top_k: int
+) -> FloatArray:
+    """Expert-parallel all-to-all bytes sent per GPU per MoE layer per micro-batch.
+
+    Tokens are dispatched to their top-k experts and the results combined back: two
+    all-to-alls forward, two backward, each moving k·s·b·h elements of which (e−1)/e leave
+    the GPU (GShard, Lepikhin et al. 2020, arXiv:2006.16668 section 3.2). Tokens are split
+    over the tensor-parallel ranks (sequence-parallel style dispatch). 0 when ep = 1.
+    """
+    ep_ = np.asarray(ep, dtype=np.float64)
+    elements = top_k * np.asarray(tokens, dtype=np.float64) * hidden
+    message = elements * COMM_BYTES_PER_ELEMENT / np.asarray(tp, dtype=np.float64)
+    return np.asarray(4.0 * ring_gather_bytes(ep_, message))
+
+
+def pipeline_bubble_fraction(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, v: npt.ArrayLike = 1
+) -> FloatArray:
+    """Pipeline bubble as a fraction of the ideal compute time: (p−1)/(v·m).
+
+    GPipe and 1F1B: (p−1)/m; interleaved 1F1B with v model chunks per GPU divides it by v
+    (Narayanan et al. 2021, arXiv:2104.04473 section 2.2, equations (1) and (2)).
+    """
+    p = np.asarray(pp, dtype=np.float64)
+    m = np.asarray(microbatches, dtype=np.float64)
+    return np.asarray((p - 1.0) / (np.asarray(v, dtype=np.float64) * m))
+
+
+@dataclass(frozen=True)
+class Links:
+    """Achieved bandwidths (bytes/s, one direction) of the two kinds of link, per GPU."""
+
+    gpus_per_node: int
+    intra_bytes_per_s: float
+    """Intra-node link per GPU × its achieved fraction."""
+    inter_bytes_per_s_per_node: float
+    """Inter-node network per node × its achieved fraction."""
+
+    def group_bandwidth(
+        self, stride: npt.ArrayLike, size: npt.ArrayLike, hierarchical: bool = True
+    ) -> FloatArray:
+        """Bandwidth per rank of a collective over ``size`` ranks spaced ``stride`` apart.
+
+        Inside one node (stride·size ≤ GPUs per node): the intra-node link. Across nodes,
+        every GPU of a node drives its share of the node's network (all groups of a kind
+        communicate at once); a ring with k members per node crosses each node boundary
+        once per k ranks (NCCL's hierarchical rings), so it gets k × that share, capped by
+        the intra-node link. ``hierarchical=False`` (point-to-point, all-to-all): k = 1.
+        """
+        s = np.asarray(stride, dtype=np.float64)
+        n = np.asarray(size, dtype=np.float64)
+        g = float(self.gpus_per_node)
+        inside = s * n <= g
+        k = np.clip(np.floor(g / s), 1.0, n) if hierarchical else np.ones_like(s * n)
+        across = np.minimum(self.intra_bytes_per_s, k * self.inter_bytes_per_s_per_node / g)
+        return np.asarray(np.where(inside, self.intra_bytes_per_s, across))
+
+
+def crosses_nodes(stride: int, size: int, gpus_per_node: int) -> bool:
+    """Whether a group of ``size`` ranks spaced ``stride`` apart spans more than one node."""
+    return size > 1 and stride * size > gpus_per_node
