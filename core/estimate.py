@@ -131,14 +131,37 @@ def _compute_section(
     scenario: Scenario, model: ModelReport, training: Any, parallelism: Any
 ) -> Any:
     """Compute budget: FLOPs, throughput, time, cost, Chinchilla, failures (issue 3)."""
-    del scenario, model, training, parallelism  # placeholder until the estimator exists
-    return None
+    from llm_planner.core.compute import estimate_compute
+
+    # Hooks for the training/parallelism estimators (None until they provide them):
+    # hardware ÷ model FLOPs of their recompute policy, and GPUs one model instance needs.
+    factor = getattr(training, "hardware_flops_factor", None)
+    instance = getattr(parallelism, "gpus_per_instance", None)
+    return estimate_compute(
+        scenario.model.architecture,
+        model.params_active,
+        model.params_total,
+        scenario.gpu,
+        scenario.num_gpus,
+        inputs=scenario.compute,
+        seq_len=scenario.training.seq_len,
+        recompute=scenario.training.recompute,
+        hardware_flops_factor=factor,
+        gpus_per_instance=instance,
+    )
 
 
 def _inference_section(scenario: Scenario, model: ModelReport) -> Any:
     """Inference memory, fit, largest batch/context, decode bound (issue 3)."""
-    del scenario, model  # placeholder until the estimator exists
-    return None
+    from llm_planner.core.inference import estimate_inference
+
+    return estimate_inference(
+        scenario.model.architecture,
+        model.params_total,
+        model.params_active,
+        scenario.gpu,
+        scenario.inference,
+    )
 
 
 def estimate(scenario: Scenario) -> Report:

@@ -1,8 +1,44 @@
-"""Inference memory: weights, KV cache, overhead, fit and decode bound (stub; issue 3)."""
+"""Inference memory: weights, KV cache, runtime overhead, fit, and speed bounds.
+
+Memory of one serving replica split over ``num_gpus`` GPUs by tensor parallelism:
+weights (bits per weight from :mod:`llm_planner.core.quantization`), the KV cache
+(2 · layers · kv_heads · head_dim · bytes · tokens · batch, aware of GQA/MQA, MLA and
+sliding windows) and runtime overhead as explicit, adjustable items. Speed bounds are
+rooflines: decode is limited by reading the weights and the cache once per step from HBM,
+prefill by the GPUs' peak FLOP/s. SI units throughout (bytes, seconds, FLOP).
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from llm_planner.core.architecture import Architecture, count_parameters
+from llm_planner.core.compute import attention_forward_flops_per_token, windowed_layers
+from llm_planner.core.dtypes import bytes_per_element
+from llm_planner.core.figures import Figure
+from llm_planner.core.gpus import GPU
+from llm_planner.core.quantization import WeightFormat, get_weight_format
+
+GiB = 2.0**30
+
+DEFAULT_CUDA_CONTEXT_BYTES = 1.0 * GiB
+"""Per-GPU memory taken before any tensor: the CUDA context (a few hundred MiB, depending
+on driver and GPU) plus cuBLAS/NCCL workspaces. An assumption, stated and adjustable:
+measure it as the memory ``nvidia-smi`` shows for a process that has only initialised
+CUDA and the libraries it uses."""
+
+DEFAULT_PREFILL_CHUNK_TOKENS = 8192
+"""Tokens processed in one forward step at most. Serving engines split long prompts and
+batches into chunks (vLLM's ``max_num_batched_tokens``); the step with the most tokens
+sets the activation peak. An assumption, adjustable."""
+
+DECODE_SOURCE = "roofline: time per step ≥ bytes read ÷ HBM bandwidth (Williams et al. 2009)"
+KV_SOURCE = "2·L·kv_heads·head_dim·bytes·tokens·batch (Shazeer 2019 MQA; Ainslie et al. 2023 GQA)"
+MLA_SOURCE = "DeepSeek-V2 (arXiv:2405.04434) sec. 2.1: (d_c + d_rope)·L cached per token"
 
 
 class InferenceInputs(BaseModel):
@@ -15,3 +51,414 @@ class InferenceInputs(BaseModel):
     batch: int = Field(default=1, ge=1, description="concurrent sequences")
     context: int = Field(default=8192, ge=1, description="tokens per sequence (prompt + output)")
     num_gpus: int = Field(default=1, ge=1, description="GPUs serving one replica (tensor parallel)")
+    cuda_context_bytes: float = Field(
+        default=DEFAULT_CUDA_CONTEXT_BYTES, ge=0, description="per-GPU runtime baseline, bytes"
+    )
+    prefill_chunk_tokens: int = Field(
+        default=DEFAULT_PREFILL_CHUNK_TOKENS, ge=1, description="most tokens in one step"
+    )
+    activation_dtype: str = Field(default="bf16", description="dtype of activations")
+    logits_dtype: str = Field(default="fp32", description="dtype the logits are kept in")
+
+    @field_validator("weights_format")
+    @classmethod
+    def _known_weight_format(cls, value: str) -> str:
+        return get_weight_format(value).id  # ValueError names the known formats
+
+    @field_validator("kv_dtype", "activation_dtype", "logits_dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        bytes_per_element(value)  # ValueError names the known dtypes
+        return value
+
+    @property
+    def weight_format(self) -> WeightFormat:
+        return get_weight_format(self.weights_format)
+
+
+# ------------------------------------------------------------------ memory items
+
+
+def weights_bytes(params_total: float, fmt: WeightFormat) -> float:
+    """Weight memory: P × bits per weight / 8 (every parameter in the same format).
+
+    Seed check: 70e9 parameters are 280e9 bytes in fp32 and 70e9 bytes at 8 bits.
+    Real checkpoints often keep embeddings and norms in 16 bits; the GGUF mixes' averages
+    already include that.
+    """
+    return params_total * fmt.bits_per_weight / 8.0
+
+
+def kv_elements_per_token_per_layer(arch: Architecture) -> int:
+    """Cached elements per token per layer.
+
+    Standard, GQA, MQA: 2·kv_heads·head_dim (a key and a value per KV head; Shazeer 2019,
+    Ainslie et al. 2023). MLA: kv_lora_rank + qk_rope_head_dim: only the compressed
+    latent and the shared rotary key are cached (DeepSeek-V2, arXiv:2405.04434, sec. 2.1).
+    """
+    if arch.mla is not None:
+        return arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim
+    return 2 * arch.kv_heads * arch.head_dim
+
+
+def kv_cache_bytes(arch: Architecture, context: int, batch: int, kv_dtype: str) -> float:
+    """KV cache of ``batch`` sequences of ``context`` tokens, bytes.
+
+    Σ_layers elements/token/layer × bytes(kv_dtype) × cached tokens × batch, where a
+    sliding-window layer caches at most ``sliding_window`` tokens (Mistral 7B: every
+    layer; Gemma 2: every other layer). Llama-2-7B, 4096 tokens, bf16:
+    2·32·32·128·2·4096 = 2 GiB.
+    """
+    per_token_layer = kv_elements_per_token_per_layer(arch) * bytes_per_element(kv_dtype)
+    windowed = windowed_layers(arch)
+    window_tokens = min(context, arch.sliding_window) if arch.sliding_window else context
+    tokens = windowed * window_tokens + (arch.layers - windowed) * context
+    return per_token_layer * tokens * batch
+
+
+def kv_fraction_per_gpu(arch: Architecture, num_gpus: int) -> float:
+    """Share of the KV cache one of ``num_gpus`` tensor-parallel GPUs holds.
+
+    KV heads are split across GPUs: ⌈kv_heads / N⌉ / kv_heads. With more GPUs than KV
+    heads each head is replicated, so a GPU still holds one whole head (1/kv_heads).
+    MLA's latent is shared by all heads and is replicated on every GPU (fraction 1).
+    """
+    if arch.mla is not None:
+        return 1.0
+    return max(1, math.ceil(arch.kv_heads / num_gpus)) / arch.kv_heads
+
+
+def activation_bytes(
+    arch: Architecture, step_tokens: int, num_gpus: int, activation_dtype: str
+) -> float:
+    """Peak transient activations of the largest forward step on one GPU, bytes.
+
+    step_tokens × (2·h + max(FFN intermediate, QKV width) / N) × bytes: the layer's input
+    and output hidden states (not split by tensor parallelism) plus the widest
+    intermediate (gate and up outputs of a gated FFN, 2·f; the routed and shared experts'
+    for MoE; the q, k, v projections), split over N GPUs. Assumes FlashAttention (no
+    s × s score matrix) and that a layer's inputs are freed once it ends, as in inference.
+    """
+    multiplier = 2 if arch.gated else 1
+    widths = [multiplier * arch.ffn_size, arch.q_size + 2 * arch.kv_size]
+    if arch.moe is not None:
+        moe = arch.moe
+        widths.append(
+            multiplier * moe.expert_ffn_size * (moe.experts_per_token + moe.num_shared_experts)
+        )
+    widest = max(widths) / num_gpus
+    return step_tokens * (2 * arch.hidden_size + widest) * bytes_per_element(activation_dtype)
+
+
+def logits_bytes(arch: Architecture, batch: int, logits_dtype: str) -> float:
+    """Logits of one step: batch × vocabulary × bytes (one row per sequence: the decode
+    token, or the last prompt token at prefill, as serving engines compute them)."""
+    return batch * arch.vocab_size * bytes_per_element(logits_dtype)
+
+
+class MemoryPerGPU(NamedTuple):
+    """Memory of one GPU of the replica, bytes, by item."""
+
+    weights: float
+    kv_cache: float
+    cuda_context: float
+    activations: float
+    logits: float
+
+    @property
+    def overhead(self) -> float:
+        return self.cuda_context + self.activations + self.logits
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.kv_cache + self.overhead
+
+
+def memory_per_gpu(
+    arch: Architecture, params_total: float, inputs: InferenceInputs, batch: int, context: int
+) -> MemoryPerGPU:
+    """Per-GPU memory at ``batch`` × ``context`` under ``inputs`` (TP over num_gpus)."""
+    n = inputs.num_gpus
+    step_tokens = min(batch * context, inputs.prefill_chunk_tokens)
+    return MemoryPerGPU(
+        weights=weights_bytes(params_total, inputs.weight_format) / n,
+        kv_cache=kv_cache_bytes(arch, context, batch, inputs.kv_dtype)
+        * kv_fraction_per_gpu(arch, n),
+        cuda_context=inputs.cuda_context_bytes,
+        activations=activation_bytes(arch, step_tokens, n, inputs.activation_dtype),
+        logits=logits_bytes(arch, batch, inputs.logits_dtype),
+    )
+
+
+def _largest(fits: Callable[[int], bool], upper: int) -> int:
+    """Largest x in [0, upper] with fits(x), for fits true up to a point then false."""
+    check = fits
+    low, high = 0, upper
+    while low < high:
+        middle = (low + high + 1) // 2
+        if check(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+MAX_BATCH_SEARCHED = 1 << 24
+
+
+def max_batch(
+    arch: Architecture, params_total: float, gpu: GPU, inputs: InferenceInputs, context: int
+) -> int:
+    """Largest batch whose per-GPU memory at ``context`` fits the GPU; 0 if none does.
+    Memory grows monotonically with the batch, so a bisection finds it."""
+    return _largest(
+        lambda b: (
+            b == 0
+            or memory_per_gpu(arch, params_total, inputs, b, context).total <= gpu.memory_bytes
+        ),
+        MAX_BATCH_SEARCHED,
+    )
+
+
+def max_context(
+    arch: Architecture, params_total: float, gpu: GPU, inputs: InferenceInputs, batch: int
+) -> int:
+    """Largest context (up to the model's ``max_context``) that fits at ``batch``; 0 if
+    none does. With sliding windows on every layer the cache stops growing, so the
+    model's limit is often the answer."""
+    return _largest(
+        lambda c: (
+            c == 0 or memory_per_gpu(arch, params_total, inputs, batch, c).total <= gpu.memory_bytes
+        ),
+        arch.max_context,
+    )
+
+
+# ------------------------------------------------------------------ speed bounds
+
+
+def weights_read_fraction(arch: Architecture, batch: int) -> float:
+    """Share of the stored weights one decode step reads from memory.
+
+    All but the input embedding table (only ``batch`` rows are read) and, for MoE, the
+    routed experts no token of the batch was sent to: with uniform, independent routing
+    of top-k among E experts, an expert is touched with probability 1 − (1 − k/E)^batch.
+    """
+    counts = count_parameters(arch)
+    untouched = float(counts.positions + (0 if arch.tied_embeddings else counts.embedding))
+    if arch.moe is not None and counts.experts:
+        k, experts = arch.moe.experts_per_token, arch.moe.num_experts
+        touched = 1.0 - (1.0 - k / experts) ** batch
+        untouched += counts.experts * (1.0 - touched)
+    return max(0.0, (counts.total - untouched) / counts.total)
+
+
+def prefill_flops(arch: Architecture, params_active: float, context: int, batch: int) -> float:
+    """Forward FLOPs of prefilling ``batch`` prompts of ``context`` tokens:
+    tokens × (2·P_active + causal attention forward per token) (Kaplan et al. 2020,
+    Table 1, forward = 2N + attention; causal average over positions)."""
+    per_token = 2.0 * params_active + attention_forward_flops_per_token(arch, context, causal=True)
+    return batch * context * per_token
+
+
+# ------------------------------------------------------------------ the report section
+
+
+class InferenceReport(BaseModel):
+    """The inference-memory section (bytes, seconds, tokens/s). Totals are for the whole
+    replica (all ``num_gpus`` GPUs); ``per_gpu_*`` are for one GPU."""
+
+    model_config = ConfigDict(frozen=True)
+
+    weights_format: str
+    bits_per_weight: float
+    kv_dtype: str
+    batch: int
+    context: int
+    num_gpus: int
+    weights_bytes: float
+    kv_cache_bytes: float
+    kv_cache_bytes_per_token: float = Field(description="per sequence token, all layers")
+    overhead_bytes: float = Field(description="runtime overhead summed over the GPUs")
+    total_bytes: float
+    per_gpu_weights_bytes: float
+    per_gpu_kv_cache_bytes: float
+    cuda_context_bytes: float
+    activation_bytes: float
+    logits_bytes: float
+    per_gpu_overhead_bytes: float
+    per_gpu_total_bytes: float
+    gpu_memory_bytes: float
+    memory_fraction_used: float
+    fits: bool
+    max_batch: int
+    max_context: int
+    decode_bytes_per_step: float = Field(description="per GPU, at the full context")
+    decode_step_seconds_bound: float
+    decode_tokens_per_s_bound: float = Field(description="batch ÷ step time, all sequences")
+    prefill_flops: float
+    peak_flops_per_gpu: float | None
+    prefill_seconds_bound: float | None
+    prefill_tokens_per_s_bound: float | None
+
+    def figures(self) -> list[Figure]:
+        """Every figure with its formula and source, in display order."""
+        rows: list[tuple[str, str, str, str, str]] = [
+            ("weights_format", "Weights format", "text", "", ""),
+            (
+                "bits_per_weight",
+                "Bits per weight",
+                "ratio",
+                "bits + scale bits / group",
+                "core.quantization",
+            ),
+            ("weights_bytes", "Weights", "bytes", "P × bits per weight / 8", "core.quantization"),
+            ("kv_cache_bytes", "KV cache", "bytes", "2·L·kv_heads·d·bytes·tokens·batch", KV_SOURCE),
+            (
+                "kv_cache_bytes_per_token",
+                "KV cache per token",
+                "bytes",
+                "Σ_layers 2·kv_heads·d·bytes (MLA: d_c + d_rope)",
+                f"{KV_SOURCE}; {MLA_SOURCE}",
+            ),
+            (
+                "cuda_context_bytes",
+                "CUDA context + workspaces (per GPU)",
+                "bytes",
+                "assumption, adjustable",
+                "",
+            ),
+            (
+                "activation_bytes",
+                "Activations of largest step (per GPU)",
+                "bytes",
+                "tokens·(2h + widest intermediate/N)·bytes",
+                "FlashAttention assumed",
+            ),
+            ("logits_bytes", "Logits (per GPU)", "bytes", "batch × vocab × 4 B", ""),
+            ("overhead_bytes", "Runtime overhead", "bytes", "N × (context + act. + logits)", ""),
+            ("total_bytes", "Total (replica)", "bytes", "weights + KV + overhead", ""),
+            (
+                "per_gpu_total_bytes",
+                "Per GPU",
+                "bytes",
+                "weights/N + KV share + overhead",
+                "tensor-parallel split",
+            ),
+            ("gpu_memory_bytes", "GPU memory", "bytes", "catalog", "GPU datasheet"),
+            ("memory_fraction_used", "Memory used", "percent", "per GPU ÷ capacity", ""),
+            ("fits", "Fits", "bool", "per GPU ≤ capacity", ""),
+            ("max_batch", "Largest batch at this context", "count", "bisection on memory", ""),
+            ("max_context", "Largest context at this batch", "tokens", "≤ model max", ""),
+            (
+                "decode_tokens_per_s_bound",
+                "Decode tokens/s (bandwidth bound)",
+                "tokens/s",
+                "batch × bandwidth ÷ bytes read per step",
+                DECODE_SOURCE,
+            ),
+            (
+                "prefill_seconds_bound",
+                "Prefill time (compute bound)",
+                "seconds",
+                "prefill FLOPs ÷ (N × peak)",
+                "Kaplan et al. 2020, Table 1",
+            ),
+            (
+                "prefill_tokens_per_s_bound",
+                "Prefill tokens/s (compute bound)",
+                "tokens/s",
+                "N × peak ÷ FLOPs per token",
+                "Kaplan et al. 2020, Table 1",
+            ),
+        ]
+        return [
+            Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)  # type: ignore[arg-type]
+            for key, label, unit, f, s in rows
+        ]
+
+
+class MemoryPoint(NamedTuple):
+    """One point of :func:`memory_vs_context`: per-GPU bytes at a context length."""
+
+    context: int
+    weights: float
+    kv_cache: float
+    overhead: float
+    total: float
+
+
+def memory_vs_context(
+    arch: Architecture, params_total: float, inputs: InferenceInputs, contexts: list[int]
+) -> list[MemoryPoint]:
+    """Per-GPU memory at each context length (batch from ``inputs``): the GUI's chart."""
+    points = []
+    for context in contexts:
+        if context < 1:
+            continue
+        memory = memory_per_gpu(arch, params_total, inputs, inputs.batch, context)
+        points.append(
+            MemoryPoint(context, memory.weights, memory.kv_cache, memory.overhead, memory.total)
+        )
+    return points
+
+
+def estimate_inference(
+    arch: Architecture,
+    params_total: float,
+    params_active: float,
+    gpu: GPU,
+    inputs: InferenceInputs,
+) -> InferenceReport:
+    """The inference-memory section for one replica on ``inputs.num_gpus`` GPUs.
+
+    ``params_total`` sizes the weights (exactly the user's P when overridden); ``arch``
+    supplies the shapes of the KV cache and activations; ``params_active`` sets the
+    prefill FLOPs.
+    """
+    fmt = inputs.weight_format
+    n, batch, context = inputs.num_gpus, inputs.batch, inputs.context
+    per_gpu = memory_per_gpu(arch, params_total, inputs, batch, context)
+    weights = weights_bytes(params_total, fmt)
+    kv = kv_cache_bytes(arch, context, batch, inputs.kv_dtype)
+    per_token = kv_cache_bytes(arch, 1, 1, inputs.kv_dtype)
+    overhead = per_gpu.overhead * n
+    capacity = gpu.memory_bytes
+
+    read = per_gpu.weights * weights_read_fraction(arch, batch) + per_gpu.kv_cache
+    step = read / gpu.memory_bandwidth_bytes_per_s
+    flops = prefill_flops(arch, params_active, context, batch)
+    peak = gpu.peak_flops.for_dtype(fmt.compute_dtype) or gpu.peak_flops.for_dtype("bf16")
+    prefill_seconds = flops / (n * peak) if peak else None
+    return InferenceReport(
+        weights_format=fmt.id,
+        bits_per_weight=fmt.bits_per_weight,
+        kv_dtype=inputs.kv_dtype,
+        batch=batch,
+        context=context,
+        num_gpus=n,
+        weights_bytes=weights,
+        kv_cache_bytes=kv,
+        kv_cache_bytes_per_token=per_token,
+        overhead_bytes=overhead,
+        total_bytes=weights + kv + overhead,
+        per_gpu_weights_bytes=per_gpu.weights,
+        per_gpu_kv_cache_bytes=per_gpu.kv_cache,
+        cuda_context_bytes=per_gpu.cuda_context,
+        activation_bytes=per_gpu.activations,
+        logits_bytes=per_gpu.logits,
+        per_gpu_overhead_bytes=per_gpu.overhead,
+        per_gpu_total_bytes=per_gpu.total,
+        gpu_memory_bytes=capacity,
+        memory_fraction_used=per_gpu.total / capacity,
+        fits=per_gpu.total <= capacity,
+        max_batch=max_batch(arch, params_total, gpu, inputs, context),
+        max_context=max_context(arch, params_total, gpu, inputs, batch),
+        decode_bytes_per_step=read,
+        decode_step_seconds_bound=step,
+        decode_tokens_per_s_bound=batch / step if step > 0 else 0.0,
+        prefill_flops=flops,
+        peak_flops_per_gpu=peak,
+        prefill_seconds_bound=prefill_seconds,
+        prefill_tokens_per_s_bound=(batch * context / prefill_seconds if prefill_seconds else None),
+    )
