@@ -1,20 +1,36 @@
 """The GPU catalog: memory, bandwidth, dense peak throughput per dtype, links.
 
-Data lives in ``resources/gpus.json`` (each entry with the datasheet it comes from); this
-module validates it into :class:`GPU` values. Users may add custom GPUs (a scenario carries
-its GPU inline, so a file stays self-contained).
+Data lives in ``resources/gpus.json`` (each entry with the datasheet it comes from and a
+note on how it was checked); this module validates it into :class:`GPU` values. Users add
+custom GPUs with :func:`custom_gpu` or a JSON file that :func:`get_gpu` reads; a scenario
+carries its GPU inline, so a saved file stays self-contained.
 
-Units: memory in bytes *as sold* (decimal GB, e.g. H100 80 GB = 80e9 bytes), bandwidths in
-bytes/s, peak throughput in FLOP/s (or OP/s for int8), dense (without 2:4 sparsity).
+Conventions (``conventions`` in the data file says the same):
+
+* memory in bytes *as sold* (decimal GB: H100 80 GB = 80e9 bytes = 74.5 GiB);
+* bandwidths in bytes/s; the GPU-to-GPU link is one GPU's bandwidth in ONE direction
+  (NVLink 4's quoted 900 GB/s counts both directions: 450e9 per direction);
+* peak throughput in FLOP/s (OP/s for int8), dense: without 2:4 structured sparsity;
+  GeForce tensor rates are those with FP32 accumulate;
+* one entry per package as sold (an MI250X is one entry with both of its dies).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from functools import cache
+from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_planner.core.resources import read_json
+
+PCIE_GEN4_X16_BYTES_PER_S = 32e9
+"""PCIe 4.0 x16, one direction: 16 GT/s × 16 lanes × 128/130 encoding ÷ 8 ≈ 31.5e9 B/s,
+quoted as 32 GB/s (PCI-SIG PCIe 4.0 base specification; NVIDIA datasheets: "64 GB/s
+bidirectional"). The default link of a custom GPU."""
 
 
 class PeakFlops(BaseModel):
@@ -22,7 +38,7 @@ class PeakFlops(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    fp32: float | None = Field(default=None, ge=0, description="non-tensor FP32")
+    fp32: float | None = Field(default=None, ge=0, description="non-tensor (vector) FP32")
     tf32: float | None = Field(default=None, ge=0, description="TF32 tensor core, dense")
     bf16: float | None = Field(default=None, ge=0, description="BF16 tensor core, dense")
     fp16: float | None = Field(default=None, ge=0, description="FP16 tensor core, dense")
@@ -30,11 +46,17 @@ class PeakFlops(BaseModel):
     int8: float | None = Field(default=None, ge=0, description="INT8 tensor core OP/s, dense")
 
     def for_dtype(self, dtype: str) -> float | None:
-        """Peak for ``dtype``; bf16 falls back to fp16 (same rate on every GPU here) if missing."""
-        value = getattr(self, dtype, None)
-        if value is None and dtype == "bf16":
-            return self.fp16
-        return value if isinstance(value, float) else None
+        """Dense peak for math in ``dtype`` (``fp32``, ``tf32``, ``bf16``, ``fp16``, ``fp8``,
+        ``int8``); None where the GPU has no unit for it or the dtype is not a math dtype.
+
+        There is no fallback from one dtype to another: a V100 has FP16 but no BF16 tensor
+        cores, so ``for_dtype("bf16")`` is None there, and a caller must say what it does
+        instead (e.g. ask for fp16) rather than silently get another unit's rate.
+        """
+        if dtype not in type(self).model_fields:
+            return None
+        value = getattr(self, dtype)
+        return None if value is None else float(value)
 
 
 class GPU(BaseModel):
@@ -59,6 +81,22 @@ class GPU(BaseModel):
     notes: str = ""
     custom: bool = Field(default=False, description="entered by the user, not from the catalog")
 
+    @property
+    def memory_gib(self) -> float:
+        """Memory in GiB (2^30 bytes), as nvidia-smi and PyTorch count it."""
+        return self.memory_bytes / 2**30
+
+
+class GPUNotFoundError(KeyError):
+    """No catalog GPU with that id, or a GPU file that cannot be used; the message says why.
+
+    A KeyError, so callers that look ids up keep working; ``str()`` gives the plain message
+    (KeyError's own ``str()`` would quote it).
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
 
 @cache
 def gpu_catalog() -> dict[str, GPU]:
@@ -68,10 +106,116 @@ def gpu_catalog() -> dict[str, GPU]:
     return {gpu.id: gpu for gpu in gpus}
 
 
-def get_gpu(gpu_id: str) -> GPU:
-    """The catalog GPU ``gpu_id``; a KeyError message lists the known ids."""
-    catalog = gpu_catalog()
+def custom_id(name: str) -> str:
+    """The id of a custom GPU called ``name``: ``custom-`` + its name in lower case with runs
+    of other characters as ``-`` (``"My Card 48GB"`` → ``custom-my-card-48gb``), so it never
+    collides with a catalog id."""
+    slug = re.sub(r"[^a-z0-9._]+", "-", name.lower()).strip("-._")
+    return f"custom-{slug}" if slug else "custom"
+
+
+def custom_gpu(
+    name: str,
+    memory_bytes: float,
+    memory_bandwidth_bytes_per_s: float,
+    bf16_flops: float,
+    *,
+    fp16_flops: float | None = None,
+    fp32_flops: float | None = None,
+    tf32_flops: float | None = None,
+    fp8_flops: float | None = None,
+    int8_ops: float | None = None,
+    link_name: str = "PCIe Gen4 x16",
+    link_bandwidth_bytes_per_s: float = PCIE_GEN4_X16_BYTES_PER_S,
+    tdp_watts: float | None = None,
+    vendor: str = "",
+    source: str = "entered by the user",
+    notes: str = "",
+) -> GPU:
+    """A user-defined GPU (``custom=True``, id from :func:`custom_id`).
+
+    Give dense peaks (without sparsity) in FLOP/s and bandwidths in bytes/s, memory in bytes.
+    Assumption: ``fp16_flops`` defaults to ``bf16_flops`` (the same tensor rate on every GPU
+    in the catalog that has both); the other dtypes default to None (no such unit). The link
+    defaults to PCIe Gen4 x16, one direction (:data:`PCIE_GEN4_X16_BYTES_PER_S`).
+    Raises pydantic's ValidationError for non-positive sizes or negative rates.
+    """
+    return GPU(
+        id=custom_id(name),
+        name=name,
+        vendor=vendor,
+        memory_bytes=memory_bytes,
+        memory_bandwidth_bytes_per_s=memory_bandwidth_bytes_per_s,
+        peak_flops=PeakFlops(
+            fp32=fp32_flops,
+            tf32=tf32_flops,
+            bf16=bf16_flops,
+            fp16=bf16_flops if fp16_flops is None else fp16_flops,
+            fp8=fp8_flops,
+            int8=int8_ops,
+        ),
+        link_name=link_name,
+        link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s,
+        tdp_watts=tdp_watts,
+        source=source,
+        notes=notes,
+        custom=True,
+    )
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.lower().endswith(".json") or "/" in text or "\\" in text or Path(text).is_file()
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    return f"{where}: {first['msg']}"
+
+
+def load_gpu_file(path: str | Path) -> GPU:
+    """A custom GPU from a JSON file: either a GPU object (the fields of :class:`GPU`; ``id``
+    may be left out and is then derived from ``name``) or an object with such a GPU under
+    ``"gpu"`` (a saved scenario). The result is marked ``custom=True``.
+
+    Raises :class:`GPUNotFoundError` naming the file and what is wrong with it.
+    """
+    file = Path(path)
     try:
-        return catalog[gpu_id.lower()]
-    except KeyError:
-        raise KeyError(f"unknown GPU {gpu_id!r}; known: {', '.join(catalog)}") from None
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GPUNotFoundError(f"GPU file {str(file)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise GPUNotFoundError(f"cannot read GPU file {str(file)!r}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise GPUNotFoundError(f"GPU file {str(file)!r} is not valid JSON: {error}") from None
+    if isinstance(data, dict) and isinstance(data.get("gpu"), dict):
+        data = data["gpu"]
+    if not isinstance(data, dict):
+        raise GPUNotFoundError(f"GPU file {str(file)!r} must hold a JSON object")
+    entry = dict(data)
+    if "id" not in entry and isinstance(entry.get("name"), str):
+        entry["id"] = custom_id(entry["name"])
+    entry["custom"] = True
+    try:
+        return GPU.model_validate(entry)
+    except ValidationError as error:
+        raise GPUNotFoundError(f"GPU file {str(file)!r}: {_first_error(error)}") from None
+
+
+def get_gpu(gpu_id: str) -> GPU:
+    """The catalog GPU ``gpu_id`` (case-insensitive), or, when ``gpu_id`` is the path of a
+    JSON file (ends in ``.json``, contains a path separator, or names an existing file), the
+    custom GPU in it (:func:`load_gpu_file`).
+
+    Raises :class:`GPUNotFoundError` (a KeyError) whose message lists the known ids.
+    """
+    catalog = gpu_catalog()
+    found = catalog.get(gpu_id.strip().lower())
+    if found is not None:
+        return found
+    if _looks_like_path(gpu_id):
+        return load_gpu_file(gpu_id)
+    raise GPUNotFoundError(
+        f"unknown GPU {gpu_id!r}; known: {', '.join(catalog)} (or the path of a GPU JSON file)"
+    )
