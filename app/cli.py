@@ -203,7 +203,10 @@ def _apply_report_options(data: dict[str, Any], args: argparse.Namespace) -> Non
     if args.params is not None:
         from llm_planner.core.shapes import propose_architecture
 
-        proposal = propose_architecture(args.params)
+        try:
+            proposal = propose_architecture(args.params)
+        except ValueError as error:
+            raise UsageError(f"argument --params: {error}") from None
         data["model"] = {
             "preset": None,
             "architecture": proposal.architecture.model_dump(mode="json"),
@@ -254,7 +257,7 @@ _OPTION_OF_FIELD = {
 }
 
 
-def _resolve_model(text: str) -> tuple[str | None, Any]:
+def _resolve_model(text: str, option: str = "argument --model") -> tuple[str | None, Any]:
     """A preset id or a local config.json / model folder → (preset id or None, Architecture)."""
     from llm_planner.core.presets import get_preset, model_presets
 
@@ -264,13 +267,13 @@ def _resolve_model(text: str) -> tuple[str | None, Any]:
     path = Path(text)
     if not path.exists():
         known = ", ".join(model_presets())
-        raise UsageError(f"argument --model: {text!r} is neither a preset ({known}) nor a path")
+        raise UsageError(f"{option}: {text!r} is neither a preset ({known}) nor a path")
     from llm_planner.core.hf_import import HFImportError, architecture_from_path
 
     try:
         imported = architecture_from_path(path)
-    except HFImportError as error:
-        raise UsageError(f"{path}: {error}") from None
+    except HFImportError as error:  # its message names the file and the field
+        raise UsageError(str(error)) from None
     return None, imported.architecture
 
 
@@ -371,7 +374,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 def cmd_model(args: argparse.Namespace) -> int:
     from llm_planner.core.architecture import count_parameters
 
-    preset, arch = _resolve_model(args.model)
+    preset, arch = _resolve_model(args.model, "argument ID_OR_PATH")
     counts = count_parameters(arch)
     row: dict[str, Any] = {
         "id": preset or arch.name,
@@ -391,6 +394,14 @@ def cmd_model(args: argparse.Namespace) -> int:
         "breakdown": counts.model_dump(mode="json"),
         "architecture": arch.model_dump(mode="json"),
     }
+    if preset is None:  # a local config.json / folder: what its safetensors headers say
+        from llm_planner.core.hf_import import architecture_from_path
+
+        imported = architecture_from_path(Path(args.model))
+        row["model_type"] = imported.model_type
+        row["params_safetensors"] = imported.safetensors_params
+        row["safetensors_dtype"] = imported.safetensors_dtype
+        row["import_notes"] = list(imported.notes)
     if args.json:
         _print_json(row)
         return 0
@@ -409,6 +420,13 @@ def cmd_model(args: argparse.Namespace) -> int:
             f", {moe.num_shared_experts} shared, {moe.first_dense_layers} dense layers first"
         )
     print(f"  parameters: {counts.total:,} total, {counts.active:,} active per token")
+    if row.get("params_safetensors") is not None:
+        print(
+            f"  safetensors: {row['params_safetensors']:,} parameters stored "
+            f"as {row['safetensors_dtype']}"
+        )
+    for note in row.get("import_notes", []):
+        print(f"  note: {note}")
     for name in (
         "embedding",
         "positions",
