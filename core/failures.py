@@ -61,10 +61,12 @@ def job_mtbf_seconds(num_gpus: int, failures: FailureInputs) -> float | None:
     """Mean time between interruptions of a job on ``num_gpus`` GPUs, seconds.
 
     M = 3600 / (N · λ) with λ the per-GPU rate per hour: independent exponential failures,
-    any one of which stops the synchronous job. None when λ = 0 (never interrupted).
+    any one of which stops the synchronous job. None when λ = 0 (never interrupted) or
+    so small that M overflows.
     """
     rate = num_gpus * failures.rate_per_gpu_hour
-    return SECONDS_PER_HOUR / rate if rate > 0 else None
+    mtbf = SECONDS_PER_HOUR / rate if rate > 0 else math.inf
+    return mtbf if math.isfinite(mtbf) else None
 
 
 def young_checkpoint_interval(checkpoint_seconds: float, mtbf_seconds: float) -> float:
