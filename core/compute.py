@@ -25,7 +25,7 @@ from llm_planner.core.failures import (
     FailureInputs,
     estimate_failures,
 )
-from llm_planner.core.figures import Figure
+from llm_planner.core.figures import Figure, Unit
 from llm_planner.core.gpus import GPU
 
 __all__ = ["ComputeInputs", "ComputeReport", "FailureInputs", "estimate_compute"]
@@ -181,9 +181,9 @@ def hardware_flops_factor_for(
       backward pass, so 6·P·D becomes 8·P·D (PaLM Appendix B; Narayanan et al. 2021
       eq. (3) counts 4 passes instead of 3: 96 = 4/3 × 72).
     - selective / threshold: only the attention core (Q·Kᵀ, softmax, A·V) is recomputed
-      (Korthikanti et al. 2022, arXiv:2205.05198, section 4.2): one extra attention
-      forward per token on top of ``model_per_token``. "threshold" is treated the same
-      until the training estimator supplies its own factor.
+      (Korthikanti et al. 2022, arXiv:2205.05198, selective activation recomputation):
+      one extra attention forward per token on top of ``model_per_token``. "threshold" is
+      treated the same until the training estimator supplies its own factor.
     """
     if recompute == "none" or model_per_token <= 0:
         return 1.0
@@ -431,7 +431,7 @@ class ComputeReport(BaseModel):
     def figures(self) -> list[Figure]:
         """Every figure with its formula and source, in display order."""
         flops_formula = "D·(6·P + 12·L·s·d_attn)" if self.flops_total != self.flops_6pd else "6·P·D"
-        rows: list[tuple[str, str, str, str, str]] = [
+        rows: list[tuple[str, str, Unit, str, str]] = [
             ("params", "P (active parameters)", "params", "P", "model section"),
             ("tokens", "Training tokens D", "tokens", "D", "input"),
             ("flops_total", "Training FLOPs (model)", "flop", flops_formula, SEED_SOURCE),
@@ -543,7 +543,7 @@ class ComputeReport(BaseModel):
             ),
         ]
         return [
-            Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)  # type: ignore[arg-type]
+            Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)
             for key, label, unit, f, s in rows
         ]
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from llm_planner.core.architecture import Architecture, count_parameters
 from llm_planner.core.compute import attention_forward_flops_per_token, windowed_layers
 from llm_planner.core.dtypes import bytes_per_element
-from llm_planner.core.figures import Figure
+from llm_planner.core.figures import Figure, Unit
 from llm_planner.core.gpus import GPU
 from llm_planner.core.quantization import WeightFormat, get_weight_format
 
@@ -303,7 +303,7 @@ class InferenceReport(BaseModel):
 
     def figures(self) -> list[Figure]:
         """Every figure with its formula and source, in display order."""
-        rows: list[tuple[str, str, str, str, str]] = [
+        rows: list[tuple[str, str, Unit, str, str]] = [
             ("weights_format", "Weights format", "text", "", ""),
             (
                 "bits_per_weight",
@@ -373,7 +373,7 @@ class InferenceReport(BaseModel):
             ),
         ]
         return [
-            Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)  # type: ignore[arg-type]
+            Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)
             for key, label, unit, f, s in rows
         ]
 

@@ -129,7 +129,7 @@ def test_full_recompute_gives_8pd() -> None:
 
 
 def test_selective_recompute_adds_one_attention_forward() -> None:
-    # Korthikanti et al. 2022 sec. 4.2: only Q·Kᵀ and A·V are recomputed:
+    # Korthikanti et al. 2022 (selective recomputation): only Q·Kᵀ and A·V are recomputed:
     # 4·L·s·d_attn per token on top of 6·P
     report = _compute(tokens=1e9, recompute="selective")
     extra = 4 * 96 * 2048 * 12288
