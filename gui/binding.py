@@ -1,0 +1,306 @@
+"""The one binding recipe between the scenario and every input widget.
+
+- :class:`ScenarioState` holds the current :class:`Scenario` and its :class:`Report`; every
+  change goes through :meth:`ScenarioState.set_field`, which builds a new validated scenario
+  (``model_dump`` → modify → ``Scenario.model_validate``), pushes an undoable command only
+  when a value really changed, re-estimates once, and emits ``changed`` once.
+- :class:`Binder` connects widgets: model → widget with signals blocked; widget → model
+  through :meth:`ScenarioState.set_field`. A value that does not parse or validate marks
+  the field (red border, tooltip, message) and keeps the last valid figures on screen.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
+
+from llm_planner.core import units
+from llm_planner.core.estimate import Report, estimate
+from llm_planner.core.scenario import Scenario
+
+log = logging.getLogger(__name__)
+
+_MISSING = object()
+
+
+def get_path(scenario: Scenario | dict[str, Any], path: str) -> Any:
+    """``scenario.a.b`` for ``path`` "a.b" (attributes or dict keys)."""
+    node: Any = scenario
+    for part in path.split("."):
+        node = node.get(part, None) if isinstance(node, dict) else getattr(node, part, None)
+    return node
+
+
+def with_changes(scenario: Scenario, changes: dict[str, Any]) -> Scenario:
+    """A new validated scenario with ``changes`` ({"a.b": value}) applied."""
+    data = scenario.model_dump()
+    for path, value in changes.items():
+        *parents, leaf = path.split(".")
+        node = data
+        for key in parents:
+            node = node[key]
+        node[leaf] = copy.deepcopy(value) if isinstance(value, dict | list) else value
+    return Scenario.model_validate(data)
+
+
+def validation_message(error: Exception) -> str:
+    """One readable line for a parse or validation error."""
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        msg = str(first["msg"])
+        return msg.removeprefix("Value error, ")
+    return str(error).split(": ", 1)[-1] if isinstance(error, units.UnitError) else str(error)
+
+
+class _Change(QUndoCommand):
+    """One input change; consecutive keystrokes in the same field merge into one step."""
+
+    def __init__(
+        self, state: ScenarioState, old: Scenario, new: Scenario, text: str, merge_id: int
+    ):
+        super().__init__(text)
+        self._state, self._old, self._new, self._merge_id = state, old, new, merge_id
+
+    def id(self) -> int:
+        return self._merge_id
+
+    def mergeWith(self, other: QUndoCommand) -> bool:  # noqa: N802 (Qt API)
+        if (
+            not isinstance(other, _Change)
+            or other._merge_id != self._merge_id
+            or self._merge_id < 0
+        ):
+            return False
+        self._new = other._new
+        return True
+
+    def redo(self) -> None:
+        self._state._apply(self._new)
+
+    def undo(self) -> None:
+        self._state._apply(self._old)
+
+
+class ScenarioState(QObject):
+    """The current scenario and report; the window redraws on ``changed``."""
+
+    changed = Signal(object, object)
+    """(scenario, report) after every change, once."""
+    estimate_failed = Signal(str)
+    """An estimator raised: the message; the last report stays on screen."""
+
+    def __init__(self, scenario: Scenario, parent: QObject | None = None):
+        super().__init__(parent)
+        self.scenario = scenario
+        self.report: Report = estimate(scenario)
+        self.undo_stack = QUndoStack(self)
+        self._merge_ids: dict[str, int] = {}
+        self.path: str | None = None
+
+    # -- changes
+    def set_field(self, path: str, value: Any, text: str | None = None, merge: bool = True) -> bool:
+        """Set one input; raises ValidationError/ValueError for an invalid value.
+
+        Returns whether anything changed (an equal value makes no undo step and no redraw).
+        """
+        return self.set_fields(
+            {path: value}, text or f"Change {path}", merge_key=path if merge else None
+        )
+
+    def set_fields(self, changes: dict[str, Any], text: str, merge_key: str | None = None) -> bool:
+        new = with_changes(self.scenario, changes)
+        if new == self.scenario:
+            return False
+        merge_id = -1
+        if merge_key is not None:
+            merge_id = self._merge_ids.setdefault(merge_key, len(self._merge_ids) + 1)
+        self.undo_stack.push(_Change(self, self.scenario, new, text, merge_id))
+        return True
+
+    def replace(self, scenario: Scenario, text: str) -> None:
+        """Replace the whole scenario as one undoable step (e.g. applying a search row)."""
+        if scenario != self.scenario:
+            self.undo_stack.push(_Change(self, self.scenario, scenario, text, -1))
+
+    def load(self, scenario: Scenario, path: str | None) -> None:
+        """A freshly opened scenario: no undo history, clean."""
+        self.undo_stack.clear()
+        self.path = path
+        self._apply(scenario)
+        self.undo_stack.setClean()
+
+    def refresh(self) -> None:
+        self._apply(self.scenario, force=True)
+
+    def _apply(self, scenario: Scenario, force: bool = False) -> None:
+        if scenario == self.scenario and not force:
+            return
+        self.scenario = scenario
+        try:
+            self.report = estimate(scenario)
+        except Exception as error:  # an estimator bug must not take the window down
+            log.exception("estimate failed")
+            self.estimate_failed.emit(f"{type(error).__name__}: {error}")
+        self.changed.emit(self.scenario, self.report)
+
+
+# ---------------------------------------------------------------- widget bindings
+
+ERROR_STYLE = "border: 2px solid #D62728; border-radius: 3px;"
+
+
+@dataclass
+class Binding:
+    widget: QWidget
+    path: str
+    show: Callable[[Any], None]
+    tooltip: str
+
+
+class Binder(QObject):
+    """Connects input widgets to a :class:`ScenarioState` with one recipe."""
+
+    error_changed = Signal(str)
+    """The latest inline error message ("" when the last edit was valid)."""
+
+    def __init__(self, state: ScenarioState, parent: QObject | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.bindings: list[Binding] = []
+        self.errors: dict[QWidget, str] = {}
+        state.changed.connect(self.refresh)
+
+    # -- model → widgets
+    def refresh(self, scenario: Scenario | None = None, _report: Any = None) -> None:
+        scenario = scenario or self.state.scenario
+        for binding in self.bindings:
+            value = get_path(scenario, binding.path)
+            blocked = binding.widget.blockSignals(True)
+            try:
+                binding.show(value)
+            finally:
+                binding.widget.blockSignals(blocked)
+
+    # -- widget → model
+    def commit(self, widget: QWidget, path: str, make_value: Callable[[], Any], label: str) -> None:
+        """Parse the widget's value and set it; an error marks the field and changes nothing."""
+        try:
+            value = make_value()
+            self.state.set_field(path, value, text=f"Change {label}")
+        except (ValidationError, ValueError) as error:
+            self.mark_error(widget, f"{label}: {validation_message(error)}")
+            return
+        self.clear_error(widget)
+
+    def mark_error(self, widget: QWidget, message: str) -> None:
+        self.errors[widget] = message
+        widget.setStyleSheet(ERROR_STYLE)
+        widget.setToolTip(message)
+        widget.setProperty("inputError", message)
+        self.error_changed.emit(message)
+
+    def clear_error(self, widget: QWidget) -> None:
+        if self.errors.pop(widget, None) is None:
+            return
+        widget.setStyleSheet("")
+        widget.setProperty("inputError", "")
+        for binding in self.bindings:
+            if binding.widget is widget:
+                widget.setToolTip(binding.tooltip)
+        self.error_changed.emit(next(iter(self.errors.values()), ""))
+
+    def _add(self, widget: QWidget, path: str, show: Callable[[Any], None], tooltip: str) -> None:
+        widget.setToolTip(tooltip)
+        self.bindings.append(Binding(widget, path, show, tooltip))
+        blocked = widget.blockSignals(True)
+        show(get_path(self.state.scenario, path))
+        widget.blockSignals(blocked)
+
+    # -- recipes per widget kind
+    def line(  # noqa: PLR0917 (each field names its path, parser, formatter, label)
+        self,
+        edit: QLineEdit,
+        path: str,
+        parse: Callable[[str], Any],
+        fmt: Callable[[Any], str],
+        label: str,
+        tooltip: str = "",
+        optional: bool = False,
+    ) -> None:
+        """A text field holding a human quantity; ``optional``: empty text means None."""
+
+        def value() -> Any:
+            text = edit.text().strip()
+            if optional and not text:
+                return None
+            return parse(text)
+
+        def show(current: Any) -> None:
+            if edit in self.errors:
+                return  # keep what the user typed (and its error) until it is fixed
+            if edit.hasFocus():
+                try:  # do not reformat the text under the cursor if it means the same
+                    if value() == current:
+                        return
+                except (ValueError, ValidationError):
+                    pass
+            edit.setText("" if current is None else fmt(current))
+
+        edit.textEdited.connect(lambda _text: self.commit(edit, path, value, label))
+        edit.editingFinished.connect(lambda: self._tidy(edit, path, fmt))
+        if optional:
+            edit.setPlaceholderText("(none)")
+        self._add(edit, path, show, tooltip)
+
+    def _tidy(self, edit: QLineEdit, path: str, fmt: Callable[[Any], str]) -> None:
+        if edit in self.errors:
+            return
+        current = get_path(self.state.scenario, path)
+        blocked = edit.blockSignals(True)
+        edit.setText("" if current is None else fmt(current))
+        edit.blockSignals(blocked)
+
+    def combo(
+        self,
+        combo: QComboBox,
+        path: str,
+        label: str,
+        tooltip: str = "",
+        editable_values: bool = False,
+    ) -> None:
+        """A picker whose items carry their values as item data."""
+
+        def show(current: Any) -> None:
+            index = combo.findData(current)
+            if index < 0:
+                combo.addItem(str(current), current)
+                index = combo.count() - 1
+            combo.setCurrentIndex(index)
+
+        def changed(index: int) -> None:
+            if index >= 0:
+                self.commit(combo, path, lambda: combo.itemData(index), label)
+
+        combo.currentIndexChanged.connect(changed)
+        del editable_values
+        self._add(combo, path, show, tooltip)
+
+    def spin(self, spin: QSpinBox, path: str, label: str, tooltip: str = "") -> None:
+        spin.valueChanged.connect(lambda v: self.commit(spin, path, lambda: int(v), label))
+        self._add(spin, path, lambda current: spin.setValue(int(current or 0)), tooltip)
+
+    def check(self, box: QCheckBox, path: str, label: str, tooltip: str = "") -> None:
+        box.toggled.connect(lambda on: self.commit(box, path, lambda: bool(on), label))
+        self._add(box, path, lambda current: box.setChecked(bool(current)), tooltip)
+
+
+def ignore_missing(value: Any) -> bool:
+    return value is _MISSING

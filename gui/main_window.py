@@ -1,0 +1,538 @@
+"""The main window: summary strip, model/GPU bar, four live tabs, library panel, menus."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QDragEnterEvent,
+    QDropEvent,
+    QKeySequence,
+)
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llm_planner.core.estimate import Report
+from llm_planner.core.scenario import Scenario, default_scenario
+from llm_planner.gui import settings
+from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.formatting import figure_text
+from llm_planner.gui.widgets.scenario_bar import ScenarioBar
+from llm_planner.gui.widgets.summary import SummaryStrip
+
+log = logging.getLogger(__name__)
+SUFFIX = ".llmplan.json"
+FILE_FILTER = "LLM Planner scenarios (*.llmplan.json);;JSON (*.json);;All files (*)"
+TAB_CLASSES = (
+    ("llm_planner.gui.tabs.compute", "ComputeTab", "Compute budget"),
+    ("llm_planner.gui.tabs.inference", "InferenceTab", "Inference memory"),
+    ("llm_planner.gui.tabs.training", "TrainingTab", "Training memory"),
+    ("llm_planner.gui.tabs.parallelism", "ParallelismTab", "Parallelism"),
+)
+SECTION_TITLES = {
+    "model": "Model",
+    "compute": "Compute budget",
+    "inference": "Inference memory",
+    "training": "Training memory (per GPU)",
+    "parallelism": "Parallelism",
+}
+
+
+class MainWindow(QMainWindow):
+    """Every view is a function of ``self.state.scenario``."""
+
+    def __init__(
+        self, scenario: Scenario | None = None, path: str | None = None, restore: bool = True
+    ):
+        super().__init__()
+        self.setAcceptDrops(True)
+        self.state = ScenarioState(scenario or default_scenario(), self)
+        self.state.path = path
+        self.binder = Binder(self.state, self)
+        self.settings: dict[str, Any] = settings.load() if restore else {}
+        self.ask_before_discard = True
+
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(6, 6, 6, 2)
+        layout.setSpacing(4)
+        self.summary = SummaryStrip()
+        layout.addWidget(self.summary)
+        self.bar = ScenarioBar(self.state, self.binder)
+        self.bar.import_failed.connect(self.show_message)
+        layout.addWidget(self.bar)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.pages: list[Any] = [None] * len(TAB_CLASSES)
+        for _module, _cls, title in TAB_CLASSES:
+            holder = QWidget()
+            QVBoxLayout(holder).setContentsMargins(0, 0, 0, 0)
+            self.tabs.addTab(holder, title)
+        layout.addWidget(self.tabs, 1)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("input_error")
+        self.error_label.setStyleSheet("color: #D62728;")
+        self.error_label.setWordWrap(True)
+        self.error_label.hide()
+        layout.addWidget(self.error_label)
+        self.setCentralWidget(central)
+        self.library = None
+        self._build_library()
+        self._build_menus()
+        self.statusBar()
+
+        self.binder.error_changed.connect(self._show_input_error)
+        self.state.changed.connect(self._changed)
+        self.state.estimate_failed.connect(
+            lambda msg: self.statusBar().showMessage(f"Estimate failed: {msg}", 8000)
+        )
+        self.state.undo_stack.cleanChanged.connect(lambda _clean: self._update_title())
+        self.tabs.currentChanged.connect(self._tab_shown)
+        self._slow_timer = QTimer(self)
+        self._slow_timer.setSingleShot(True)
+        self._slow_timer.setInterval(30)
+        self._slow_timer.timeout.connect(self._redraw_slow)
+        self._stale: set[int] = set()
+
+        self.resize(1366, 820)
+        if restore:
+            self._restore()
+        self._tab_shown(self.tabs.currentIndex())
+        self.summary.update_from(self.state.scenario, self.state.report)
+        self._update_title()
+
+    # ------------------------------------------------------------ tabs
+    def page(self, index: int) -> Any:
+        """Tab ``index``'s page, built on first use (keeps the first paint cheap)."""
+        if self.pages[index] is None:
+            import importlib
+
+            module, cls, _title = TAB_CLASSES[index]
+            tab = getattr(importlib.import_module(module), cls)(self.state, self.binder)
+            tab.setObjectName(tab.section)
+            holder = self.tabs.widget(index)
+            holder.layout().addWidget(tab)
+            self.pages[index] = tab
+            tab.redraw(self.state.scenario, self.state.report)
+        return self.pages[index]
+
+    def build_all_tabs(self) -> list[Any]:
+        return [self.page(i) for i in range(len(TAB_CLASSES))]
+
+    def _tab_shown(self, index: int) -> None:
+        if index < 0:
+            return
+        fresh = self.pages[index] is None
+        page = self.page(index)
+        if index in self._stale and not fresh:
+            page.redraw(self.state.scenario, self.state.report)
+        self._stale.discard(index)
+        self._slow_timer.start()
+
+    def _changed(self, scenario: Scenario, report: Report) -> None:
+        """Redraw what is visible now; the rest when shown. Slow curves shortly after."""
+        self.summary.update_from(scenario, report)
+        current = self.tabs.currentIndex()
+        for index, page in enumerate(self.pages):
+            if page is None:
+                continue
+            if index == current:
+                page.redraw(scenario, report)
+            else:
+                self._stale.add(index)
+        self._update_title()
+        self._slow_timer.start()
+
+    def _redraw_slow(self) -> None:
+        page = self.pages[self.tabs.currentIndex()]
+        if page is not None:
+            page.redraw_slow(self.state.scenario, self.state.report)
+
+    def flush(self) -> None:
+        """Run pending deferred redraws now (tests, screenshots, smoke test)."""
+        if self._slow_timer.isActive():
+            self._slow_timer.stop()
+            self._redraw_slow()
+
+    def _show_input_error(self, message: str) -> None:
+        self.error_label.setText(message)
+        self.error_label.setVisible(bool(message))
+
+    def show_message(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10000)
+        QMessageBox.warning(self, "LLM Planner", message)
+
+    def _update_title(self) -> None:
+        scenario = self.state.scenario
+        name = Path(self.state.path).name if self.state.path else scenario.name
+        self.setWindowTitle(
+            f"LLM Planner — {name}[*] ({scenario.model.architecture.name} on "
+            f"{scenario.num_gpus:,} × {scenario.gpu.name})"
+        )
+        self.setWindowModified(not self.state.undo_stack.isClean())
+
+    # ------------------------------------------------------------ library
+    def _build_library(self) -> None:
+        from llm_planner.gui.widgets.library_panel import LibraryPanel
+
+        self.library = LibraryPanel(self)
+        dock = QDockWidget("Scenarios", self)
+        dock.setObjectName("library_dock")
+        dock.setWidget(self.library)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        self.resizeDocks([dock], [230], Qt.Orientation.Horizontal)
+        self.library_dock = dock
+
+    # ------------------------------------------------------------ menus
+    def _action(
+        self, menu: Any, text: str, slot: Any, shortcut: Any = None, name: str = ""
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        action.setObjectName(name or text)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        S = QKeySequence.StandardKey  # noqa: N806
+        self._action(file, "&New", self.new_scenario, S.New, "new")
+        self._action(file, "&Open…", self.open_dialog, S.Open, "open")
+        self.recent_menu = file.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file.addSeparator()
+        self._action(file, "&Save", self.save, S.Save, "save")
+        self._action(file, "Save &As…", self.save_as, S.SaveAs, "save_as")
+        file.addSeparator()
+        self._action(file, "&Import scenario into library…", self.import_dialog, None, "import")
+        self._action(
+            file, "&Export scenario…", self.export_scenario_dialog, None, "export_scenario"
+        )
+        report = file.addMenu("Export &report")
+        self._action(
+            report, "as &Markdown…", lambda: self.export_report_dialog("md"), None, "export_md"
+        )
+        self._action(
+            report, "as &CSV…", lambda: self.export_report_dialog("csv"), None, "export_csv"
+        )
+        chart = file.addMenu("Export &chart")
+        self._action(chart, "as &PNG…", lambda: self.export_chart_dialog("png"), None, "export_png")
+        self._action(chart, "as &SVG…", lambda: self.export_chart_dialog("svg"), None, "export_svg")
+        file.addSeparator()
+        self._action(file, "&Quit", self.close, S.Quit, "quit")
+
+        edit = bar.addMenu("&Edit")
+        undo = self.state.undo_stack.createUndoAction(self, "&Undo")
+        undo.setShortcut(QKeySequence(S.Undo))
+        redo = self.state.undo_stack.createRedoAction(self, "&Redo")
+        redo.setShortcuts([QKeySequence(S.Redo), QKeySequence("Ctrl+Y")])
+        edit.addAction(undo)
+        edit.addAction(redo)
+        edit.addSeparator()
+        self._action(edit, "&Copy figures", self.copy_figures, "Ctrl+Shift+C", "copy_figures")
+
+        view = bar.addMenu("&View")
+        for index, (_m, _c, title) in enumerate(TAB_CLASSES):
+            self._action(
+                view,
+                title,
+                lambda _=False, i=index: self.tabs.setCurrentIndex(i),
+                f"Ctrl+{index + 1}",
+                f"tab{index}",
+            )
+        view.addSeparator()
+        view.addAction(self.library_dock.toggleViewAction())
+
+        help_menu = bar.addMenu("&Help")
+        self._action(
+            help_menu, "&Formulas and sources", self.show_formulas, S.HelpContents, "formulas"
+        )
+        self._action(help_menu, "&About LLM Planner", self.show_about, None, "about")
+
+    # ------------------------------------------------------------ file actions
+    def confirm_discard(self) -> bool:
+        """True when there is nothing unsaved, or the user saved or chose to discard."""
+        if self.state.undo_stack.isClean() or not self.ask_before_discard:
+            return True
+        answer = QMessageBox.question(
+            self,
+            "Unsaved changes",
+            f"Save the changes to “{self.state.scenario.name}” first?",
+            QMessageBox.StandardButton.Save
+            | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
+        )
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save()
+        return answer == QMessageBox.StandardButton.Discard
+
+    def new_scenario(self) -> None:
+        if self.confirm_discard():
+            self.state.load(default_scenario(), None)
+
+    def open_dialog(self) -> None:
+        if not self.confirm_discard():
+            return
+        path, _ = QFileDialog.getOpenFileName(self, "Open scenario", self._folder(), FILE_FILTER)
+        if path:
+            self.open_file(path, confirm=False)
+
+    def open_file(self, path: str | Path, confirm: bool = True) -> bool:
+        """Open a scenario file; a bad file gets a message naming the field, nothing changes."""
+        if confirm and not self.confirm_discard():
+            return False
+        from llm_planner.core import store
+
+        try:
+            scenario = store.load_scenario_file(Path(path))
+        except (store.ScenarioFileError, OSError, ValueError) as error:
+            self.show_message(str(error))
+            return False
+        self.state.load(scenario, str(path))
+        self._remember(str(path))
+        self.statusBar().showMessage(f"Opened {path}", 5000)
+        return True
+
+    def save(self) -> bool:
+        if not self.state.path:
+            return self.save_as()
+        return self.save_to(self.state.path)
+
+    def save_as(self) -> bool:
+        suggested = str(Path(self._folder()) / f"{_safe_name(self.state.scenario.name)}{SUFFIX}")
+        path, _ = QFileDialog.getSaveFileName(self, "Save scenario", suggested, FILE_FILTER)
+        if not path:
+            return False
+        if not path.endswith(".json"):
+            path += SUFFIX
+        return self.save_to(path)
+
+    def save_to(self, path: str) -> bool:
+        from llm_planner.core import store
+
+        try:
+            written = store.save_scenario_file(self.state.scenario, Path(path))
+        except OSError as error:
+            self.show_message(f"Could not save {path}: {error.strerror or error}")
+            return False
+        self.state.scenario = written  # stamped: modified time and app version; same inputs
+        self.state.path = path
+        self.state.undo_stack.setClean()
+        self._remember(path)
+        if self.library is not None:
+            self.library.reload()
+        self._update_title()
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return True
+
+    def import_dialog(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "Import scenarios into the library", self._folder(), FILE_FILTER
+        )
+        if paths and self.library is not None:
+            self.library.import_files([Path(p) for p in paths])
+
+    def export_scenario_dialog(self) -> None:
+        suggested = str(Path(self._folder()) / f"{_safe_name(self.state.scenario.name)}{SUFFIX}")
+        path, _ = QFileDialog.getSaveFileName(self, "Export scenario", suggested, FILE_FILTER)
+        if path:
+            from llm_planner.core import store
+
+            try:
+                store.save_scenario_file(self.state.scenario, Path(path))
+            except OSError as error:
+                self.show_message(f"Could not export {path}: {error.strerror or error}")
+
+    def report_text(self, kind: str) -> str:
+        """The report as Markdown or CSV, exactly as ``core.report_export`` writes it."""
+        from llm_planner.core.report_export import render_report
+
+        return render_report(
+            self.state.report, "markdown" if kind == "md" else "csv", self.state.scenario
+        )
+
+    def export_report_dialog(self, kind: str) -> None:
+        suffix = ".md" if kind == "md" else ".csv"
+        suggested = str(Path(self._folder()) / f"{_safe_name(self.state.scenario.name)}{suffix}")
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", suggested, f"*{suffix}")
+        if path:
+            self.export_report(path, kind)
+
+    def export_report(self, path: str, kind: str) -> None:
+        from llm_planner.core import store
+
+        store.atomic_write_bytes(Path(path), self.report_text(kind).encode("utf-8"))
+
+    def current_chart(self) -> Any:
+        """The first chart of the visible tab."""
+        page = self.page(self.tabs.currentIndex())
+        for name in ("bars", "time_chart", "zero_bars", "context_chart"):
+            chart = getattr(page, name, None)
+            if chart is not None:
+                return chart
+        return None
+
+    def export_chart_dialog(self, kind: str) -> None:
+        suggested = str(Path(self._folder()) / f"chart.{kind}")
+        path, _ = QFileDialog.getSaveFileName(self, "Export chart", suggested, f"*.{kind}")
+        if path:
+            self.export_chart(path, kind)
+
+    def export_chart(self, path: str, kind: str) -> bool:
+        chart = self.current_chart()
+        if chart is None:
+            return False
+        if kind == "svg":
+            from pyqtgraph.exporters import SVGExporter
+
+            SVGExporter(chart.plot.getPlotItem()).export(path)
+            return True
+        return bool(chart.grab().save(path, "PNG"))
+
+    def copy_figures(self) -> str:
+        lines = []
+        for name, section in self.state.report.sections().items():
+            lines.append(SECTION_TITLES.get(name, name))
+            lines += [f"{f.label}\t{figure_text(f)}" for f in section.figures()]
+            lines.append("")
+        text = "\n".join(lines)
+        QApplication.clipboard().setText(text)
+        self.statusBar().showMessage("Figures copied", 3000)
+        return text
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        recent = [p for p in self.settings.get("recent", []) if isinstance(p, str)]
+        for path in recent:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _=False, p=path: self.open_file(p))
+        if not recent:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def _remember(self, path: str) -> None:
+        settings.add_recent(self.settings, str(Path(path).resolve()))
+        settings.save(self.settings)
+
+    def _folder(self) -> str:
+        if self.state.path:
+            return str(Path(self.state.path).parent)
+        return str(Path.home())
+
+    # ------------------------------------------------------------ help
+    def show_about(self) -> None:
+        from llm_planner import __version__
+
+        QMessageBox.about(
+            self,
+            "About LLM Planner",
+            f"<b>LLM Planner {__version__}</b><p>Plan a large-model training or inference run "
+            "offline: compute, time, cost, memory and parallel layout.</p>"
+            "<p>Every figure has a tooltip with its formula and source.</p>",
+        )
+
+    def formulas_html(self) -> str:
+        import html
+
+        parts = ["<h2>Formulas and sources</h2>"]
+        for name, section in self.state.report.sections().items():
+            parts.append(f"<h3>{SECTION_TITLES.get(name, name)}</h3><ul>")
+            for f in section.figures():
+                parts.append(
+                    f"<li><b>{html.escape(f.label)}</b> = {html.escape(figure_text(f))}"
+                    + (f"<br><i>{html.escape(f.formula)}</i>" if f.formula else "")
+                    + (f"<br><small>{html.escape(f.source)}</small>" if f.source else "")
+                    + "</li>"
+                )
+            parts.append("</ul>")
+        return "".join(parts)
+
+    def show_formulas(self) -> None:
+        from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser
+
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Formulas and sources")
+        layout = QVBoxLayout(dialog)
+        browser = QTextBrowser()
+        browser.setHtml(self.formulas_html())
+        browser.setOpenLinks(False)
+        browser.anchorClicked.connect(lambda url: QDesktopServices.openUrl(QUrl(url)))
+        layout.addWidget(browser)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(dialog.reject)
+        layout.addWidget(buttons)
+        dialog.resize(720, 640)
+        dialog.open()
+
+    # ------------------------------------------------------------ drag and drop
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
+        urls = event.mimeData().urls()
+        if urls and all(u.isLocalFile() and u.toLocalFile().endswith(".json") for u in urls):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt API)
+        for url in event.mimeData().urls():
+            self.open_dropped(url.toLocalFile())
+        event.acceptProposedAction()
+
+    def open_dropped(self, path: str) -> bool:
+        """A dropped ``.llmplan.json`` opens; a ``config.json`` imports a model."""
+        if path.endswith(SUFFIX):
+            return self.open_file(path)
+        return self.bar.import_config(Path(path))
+
+    # ------------------------------------------------------------ window state
+    def _restore(self) -> None:
+        geometry = self.settings.get("geometry")
+        if isinstance(geometry, str):
+            with contextlib.suppress(ValueError):
+                self.restoreGeometry(QByteArray(base64.b64decode(geometry)))
+        tab = self.settings.get("tab")
+        if isinstance(tab, int) and 0 <= tab < self.tabs.count():
+            self.tabs.setCurrentIndex(tab)
+
+    def save_window_state(self) -> None:
+        self.settings["geometry"] = base64.b64encode(bytes(self.saveGeometry().data())).decode(
+            "ascii"
+        )
+        self.settings["tab"] = self.tabs.currentIndex()
+        settings.save(self.settings)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+        if not self.confirm_discard():
+            event.ignore()
+            return
+        self.save_window_state()
+        event.accept()
+
+
+def _safe_name(name: str) -> str:
+    keep = "".join(c if c.isalnum() or c in " -_." else "_" for c in name).strip()
+    return keep or "scenario"
+
+
+__all__ = ["MainWindow", "validation_message"]

@@ -1,0 +1,350 @@
+"""Compute budget: FLOPs, throughput, time and cost; time and cost against GPU count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QLineEdit, QMessageBox, QPushButton, QSplitter
+
+from llm_planner.core import units
+from llm_planner.core.estimate import Report, estimate
+from llm_planner.core.scenario import Scenario
+from llm_planner.gui import colors
+from llm_planner.gui.binding import validation_message, with_changes
+from llm_planner.gui.tabs.base import (
+    Tab,
+    core_attr,
+    field,
+    format_count,
+    format_duration,
+    format_fraction,
+    format_points,
+    format_price,
+    format_tflops,
+    parse_fraction,
+    parse_points,
+    parse_tflops,
+    safe_call,
+)
+
+GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+"""GPU counts of the fallback sweep (only used while core offers no series function)."""
+
+
+class ComputeTab(Tab):
+    title = "Compute budget"
+    section = "compute"
+
+    def build_inputs(self) -> None:
+        data = self.group("Training data")
+        self.tokens = self.line(
+            data,
+            "Tokens",
+            "compute.tokens",
+            units.parse_count,
+            format_count,
+            "Training tokens D, e.g. 15T, 1.4T, 300B",
+        )
+        rate = self.group("Throughput")
+        self.mode = QComboBox()
+        self.mode.setObjectName("compute.throughput_mode")
+        for text, value in (
+            ("MFU × peak", "mfu"),
+            ("measured TFLOP/s per GPU", "tflops"),
+            ("measured tokens/s per GPU", "tokens_per_s"),
+        ):
+            self.mode.addItem(text, value)
+        self.mode.setToolTip(
+            "How throughput is obtained: model FLOPs utilisation of the catalog peak, "
+            "or your own benchmark"
+        )
+        self.mode.currentIndexChanged.connect(self._mode_chosen)
+        rate.addRow("From", self.mode)
+        self.mfu = self.line(
+            rate,
+            "MFU",
+            "compute.mfu",
+            parse_fraction,
+            format_fraction,
+            "Model FLOPs utilisation, 0–1 or a percentage (40%)",
+        )
+        self.tflops = self.line(
+            rate,
+            "TFLOP/s per GPU",
+            "compute.achieved_flops_per_gpu",
+            parse_tflops,
+            format_tflops,
+            "Achieved TFLOP/s per GPU from your own benchmark",
+            optional=True,
+        )
+        self.tokens_per_s = self.line(
+            rate,
+            "Tokens/s per GPU",
+            "compute.tokens_per_s_per_gpu",
+            units.parse_count,
+            format_count,
+            "Training tokens per second per GPU from your own benchmark",
+            optional=True,
+        )
+        self.compute_dtype = self.combo(
+            rate,
+            "Math dtype",
+            "compute.compute_dtype",
+            [(d, d) for d in ("bf16", "fp16", "fp8", "tf32", "fp32")],
+            "Whose catalog peak FLOP/s sets the throughput",
+        )
+        cost = self.group("Cost and schedule")
+        self.price = self.line(
+            cost,
+            "$ per GPU-hour",
+            "compute.price_usd_per_gpu_hour",
+            units.parse_price_per_hour,
+            format_price,
+            "Price per GPU-hour, e.g. 2.5 or $2.50/h",
+        )
+        self.deadline = self.line(
+            cost,
+            "Deadline",
+            "compute.deadline_seconds",
+            units.parse_duration,
+            format_duration,
+            "Wall-clock deadline, e.g. 30 days",
+            optional=True,
+        )
+        self.budget = self.line(
+            cost,
+            "Budget $",
+            "compute.budget_usd",
+            units.parse_count,
+            lambda v: units.format_count(v, 4),
+            "Budget in US dollars, e.g. 2M",
+            optional=True,
+        )
+        failures = self.group("Failures and checkpoints")
+        self.failure_rate = self.line(
+            failures,
+            "Failures /GPU/h",
+            "compute.failures.gpu_failures_per_hour",
+            units.parse_count,
+            lambda v: f"{v:.3g}",
+            "Interruptions per GPU-hour; empty: the cited default",
+            optional=True,
+        )
+        self.checkpoint = self.line(
+            failures,
+            "Checkpoint write",
+            "compute.failures.checkpoint_write_seconds",
+            units.parse_duration,
+            format_duration,
+            "Time to write one checkpoint, e.g. 60 s",
+        )
+        self.restart = self.line(
+            failures,
+            "Restart",
+            "compute.failures.restart_seconds",
+            units.parse_duration,
+            format_duration,
+            "Time lost per interruption to restart, e.g. 10 min",
+        )
+        self.gpt3_button = QPushButton("GPT-3 sanity check…")
+        self.gpt3_button.setToolTip(
+            "6 × 175e9 × 300e9 = 3.15e23 FLOP against 3.14e23 reported (Brown et al. 2020)"
+        )
+        self.gpt3_button.clicked.connect(self.gpt3_check)
+        self.inputs_layout.addWidget(self.gpt3_button)
+        self.measured = QLineEdit()
+        self.measured.setObjectName("parallelism.measured_points")
+        self.binder.line(
+            self.measured,
+            "parallelism.measured_points",
+            parse_points,
+            format_points,
+            "Measured points",
+            "Your own scaling measurements as GPUs: tokens/s pairs, e.g. 64: 1.1M, 256: 4.2M",
+        )
+        self.measured.setPlaceholderText("GPUs: tokens/s, …")
+        rate.addRow("Measured scaling", self.measured)
+        self._enable_rate_fields()
+
+    def _mode_chosen(self, index: int) -> None:
+        """Switching to a measured mode starts from today's estimate, so it is never empty."""
+        mode = self.mode.itemData(index)
+        scenario, compute = self.state.scenario, self.state.report.compute
+        changes: dict[str, Any] = {"compute.throughput_mode": mode}
+        if mode == "tflops" and scenario.compute.achieved_flops_per_gpu is None:
+            changes["compute.achieved_flops_per_gpu"] = field(compute, "flops_per_gpu_per_s")
+        if mode == "tokens_per_s" and scenario.compute.tokens_per_s_per_gpu is None:
+            cluster = field(compute, "tokens_per_s")
+            # per GPU = cluster rate shared by the GPUs (a unit change, not a model)
+            changes["compute.tokens_per_s_per_gpu"] = (
+                cluster / scenario.num_gpus if cluster else None
+            )
+        try:
+            self.state.set_fields(changes, "Change throughput source")
+        except ValueError as error:
+            self.binder.mark_error(self.mode, f"Throughput: {validation_message(error)}")
+            return
+        self.binder.clear_error(self.mode)
+
+    def _enable_rate_fields(self) -> None:
+        mode = self.state.scenario.compute.throughput_mode
+        blocked = self.mode.blockSignals(True)
+        self.mode.setCurrentIndex(max(self.mode.findData(mode), 0))
+        self.mode.blockSignals(blocked)
+        self.mfu.setEnabled(mode == "mfu")
+        self.tflops.setEnabled(mode == "tflops")
+        self.tokens_per_s.setEnabled(mode == "tokens_per_s")
+
+    def build_charts(self) -> None:
+        from llm_planner.gui.widgets.charts import SeriesChart
+
+        row = QSplitter(Qt.Orientation.Horizontal)
+        self.time_chart = SeriesChart(
+            "Time to train against GPUs", "GPUs", "days", log_x=True, log_y=True
+        )
+        self.time_chart.add_line("time", "estimate", colors.SERIES[0], symbol="o")
+        self.time_chart.add_markers("measured", "your measurements", colors.SERIES[1], symbol="s")
+        self.time_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
+        self.time_chart.add_hline("deadline", colors.BAD, "deadline")
+        self.cost_chart = SeriesChart("Cost against GPUs", "GPUs", "US$", log_x=True, log_y=True)
+        self.cost_chart.add_line("cost", "estimate", colors.SERIES[2], symbol="o")
+        self.cost_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
+        self.cost_chart.add_hline("budget", colors.BAD, "budget")
+        self.chinchilla_chart = SeriesChart(
+            "Model size and data (Chinchilla)", "parameters", "tokens", log_x=True, log_y=True
+        )
+        self.chinchilla_chart.add_line("optimal", "compute-optimal D ≈ 20·P", colors.SERIES[3])
+        self.chinchilla_chart.add_markers(
+            "optimum", "optimal for this compute", colors.OK, symbol="d", size=14
+        )
+        self.chinchilla_chart.add_markers(
+            "current", "this scenario", colors.BAD, symbol="star", size=16
+        )
+        row.addWidget(self.time_chart)
+        row.addWidget(self.cost_chart)
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(self.chinchilla_chart)
+        bottom.addWidget(self.figures)
+        self.right.addWidget(row)
+        self.right.addWidget(bottom)
+
+    def redraw(self, scenario: Scenario, report: Report) -> None:
+        super().redraw(scenario, report)
+        self._enable_rate_fields()
+        section = report.compute
+        seconds = field(section, "wall_seconds")
+        cost = field(section, "cost_usd")
+        self.time_chart.set_markers(
+            "current",
+            [scenario.num_gpus] if seconds else [],
+            [seconds / units.SECONDS_PER_DAY] if seconds else [],
+        )
+        self.cost_chart.set_markers(
+            "current", [scenario.num_gpus] if cost else [], [cost] if cost else []
+        )
+        deadline = scenario.compute.deadline_seconds
+        self.time_chart.set_hline(
+            "deadline", deadline / units.SECONDS_PER_DAY if deadline else None
+        )
+        self.cost_chart.set_hline("budget", scenario.compute.budget_usd)
+        self.draw_chinchilla(scenario, report)
+
+    def draw_chinchilla(self, scenario: Scenario, report: Report) -> None:
+        """The D ≈ 20·P line (core.compute.chinchilla_tokens), this run and the optimum."""
+        tokens_for = core_attr("compute", "chinchilla_tokens")
+        section = report.compute
+        params = field(section, "params")
+        if tokens_for is None or params is None:
+            return
+        optimum_p = field(section, "chinchilla_params")
+        anchors = [p for p in (params, optimum_p) if p]
+        low, high = min(anchors) / 30, max(anchors) * 30
+        grid = [low * (high / low) ** (i / 24) for i in range(25)]
+        self.chinchilla_chart.set_line("optimal", grid, [tokens_for(p) for p in grid])
+        self.chinchilla_chart.set_markers("current", [params], [scenario.compute.tokens])
+        if optimum_p:
+            self.chinchilla_chart.set_markers("optimum", [optimum_p], [tokens_for(optimum_p)])
+
+    def redraw_slow(self, scenario: Scenario, report: Report) -> None:
+        points = self.series(scenario, report)
+        if points is None:
+            return
+        gpus, seconds, cost = points
+        self.time_chart.set_line("time", gpus, [s / units.SECONDS_PER_DAY for s in seconds])
+        self.cost_chart.set_line("cost", gpus, cost)
+        measured = self.measured_series(scenario, report)
+        self.time_chart.set_markers("measured", *measured)
+
+    def measured_series(
+        self, scenario: Scenario, report: Report
+    ) -> tuple[list[float], list[float]]:
+        """(GPUs, days) of the user's measurements: the estimator run at each measured rate."""
+        xs: list[float] = []
+        days: list[float] = []
+        for gpus, tokens_per_s in scenario.parallelism.measured_points:
+            try:
+                measured = with_changes(
+                    scenario,
+                    {
+                        "num_gpus": gpus,
+                        "compute.throughput_mode": "tokens_per_s",
+                        # a cluster rate shared by its GPUs (a unit change, not a model)
+                        "compute.tokens_per_s_per_gpu": tokens_per_s / gpus,
+                    },
+                )
+                seconds = field(estimate(measured).compute, "wall_seconds")
+            except Exception:
+                continue
+            if seconds:
+                xs.append(float(gpus))
+                days.append(float(seconds) / units.SECONDS_PER_DAY)
+        del report
+        return xs, days
+
+    def series(
+        self, scenario: Scenario, report: Report
+    ) -> tuple[list[float], list[float], list[float]] | None:
+        """(GPUs, seconds, USD) from ``core.compute.time_and_cost_vs_gpus``."""
+        function = core_attr("compute", "time_and_cost_vs_gpus")
+        section = report.compute
+        flops = field(section, "flops_total")
+        per_gpu = field(section, "flops_per_gpu_per_s")
+        if function is None or flops is None or per_gpu is None:
+            return None
+        counts = sorted({*GPU_COUNTS, scenario.num_gpus})
+        result = safe_call(
+            function,
+            flops,
+            per_gpu,
+            scenario.compute.price_usd_per_gpu_hour,
+            counts,
+            scenario.compute.failures,
+        )
+        if result is None:
+            return None
+        return (
+            [float(p[0]) for p in result],
+            [float(p[1]) for p in result],
+            [float(p[2]) for p in result],
+        )
+
+    def gpt3_check(self) -> None:
+        """GPT-3 (175e9 parameters, 300e9 tokens) through the same estimator as the scenario."""
+        function = core_attr("compute", "gpt3_sanity_check")
+        result: Any = safe_call(function) if function else None
+        if result is None:
+            scenario = with_changes(
+                self.state.scenario, {"model.params_override": 175e9, "compute.tokens": 300e9}
+            )
+            section = estimate(scenario).compute
+            flops = field(section, "flops_total")
+            text = (
+                "The compute estimator is not available yet."
+                if flops is None
+                else f"C = 6 · P · D with P = 175e9, D = 300e9\n= {units.format_flop(flops)}\n"
+                "Reported for GPT-3 (Brown et al. 2020, Table D.1): 3.14e23 FLOP"
+            )
+        else:
+            text = str(result)
+        QMessageBox.information(self, "GPT-3 sanity check", text)

@@ -1,0 +1,161 @@
+"""Inference memory: weights, KV cache, overhead; memory against context length."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter
+
+from llm_planner.core import units
+from llm_planner.core.dtypes import DTYPES
+from llm_planner.core.estimate import Report
+from llm_planner.core.scenario import Scenario
+from llm_planner.gui import colors
+from llm_planner.gui.tabs.base import Tab, choices, core_attr, field, format_int, safe_call
+
+CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+"""Context lengths of the fallback sweep (only while core offers no series function)."""
+
+
+def inference_rows(scenario: Scenario, section: Any) -> tuple[list[Any], float]:
+    """One bar: memory of one GPU of the replica, from the report's per-GPU fields."""
+    from llm_planner.gui.widgets.charts import BarRow
+
+    formulas = {figure.key: figure.formula for figure in section.figures()}
+    explain = {
+        "weights": formulas.get("per_gpu_weights_bytes") or formulas.get("weights_bytes", ""),
+        "kv_cache": formulas.get("per_gpu_kv_cache_bytes") or formulas.get("kv_cache_bytes", ""),
+        "overhead": formulas.get("per_gpu_overhead_bytes") or formulas.get("overhead_bytes", ""),
+    }
+    parts = {
+        "weights": float(field(section, "per_gpu_weights_bytes") or 0.0),
+        "kv_cache": float(field(section, "per_gpu_kv_cache_bytes") or 0.0),
+        "overhead": float(field(section, "per_gpu_overhead_bytes") or 0.0),
+    }
+    total = field(section, "per_gpu_total_bytes")
+    gpus = scenario.inference.num_gpus
+    label = f"each of {gpus} GPUs" if gpus > 1 else "one GPU"
+    capacity = field(section, "gpu_memory_bytes") or scenario.gpu.memory_bytes
+    return [BarRow(label, parts, float(total) if total is not None else None, explain)], float(
+        capacity
+    )
+
+
+class InferenceTab(Tab):
+    title = "Inference memory"
+    section = "inference"
+
+    def build_inputs(self) -> None:
+        form = self.group("Serving")
+        formats = choices("quantization", ("weight_formats",), DTYPES)
+        self.weights = self.combo(
+            form,
+            "Weights",
+            "inference.weights_format",
+            formats,
+            "Weight dtype or quantized format (bits per weight with its overhead)",
+        )
+        self.kv = self.combo(
+            form,
+            "KV cache dtype",
+            "inference.kv_dtype",
+            [(d, d) for d in DTYPES if d != "tf32"],
+            "Element type of the KV cache",
+        )
+        self.batch = self.line(
+            form,
+            "Batch",
+            "inference.batch",
+            units.parse_int_count,
+            format_int,
+            "Concurrent sequences",
+        )
+        self.context = self.line(
+            form,
+            "Context",
+            "inference.context",
+            units.parse_int_count,
+            format_int,
+            "Tokens per sequence (prompt + output), e.g. 8192 or 128k",
+        )
+        self.gpus = self.line(
+            form,
+            "GPUs per replica",
+            "inference.num_gpus",
+            units.parse_int_count,
+            format_int,
+            "GPUs serving one replica (tensor parallel)",
+        )
+
+    def build_charts(self) -> None:
+        from llm_planner.gui.widgets.charts import MemoryBars, SeriesChart
+
+        row = QSplitter(Qt.Orientation.Vertical)
+        self.bars = MemoryBars("Memory per GPU (one replica)", ["weights", "kv_cache", "overhead"])
+        self.bars.setObjectName("inference_bars")
+        self.context_chart = SeriesChart(
+            "Memory against context length", "context (tokens)", "GB", log_x=True
+        )
+        self.context_chart.add_line("total", "total", colors.SERIES[0], symbol="o")
+        self.context_chart.add_line(
+            "kv", "KV cache", colors.COMPONENT_COLOR["kv_cache"], dashed=True
+        )
+        self.context_chart.add_markers(
+            "current", "this scenario", colors.BAD, symbol="star", size=16
+        )
+        self.context_chart.add_hline("capacity", colors.CAPACITY, "capacity")
+        self.context_chart.add_vline("max_context", colors.OK, "largest context that fits")
+        row.addWidget(self.bars)
+        row.addWidget(self.context_chart)
+        self.right.addWidget(row)
+
+    def redraw(self, scenario: Scenario, report: Report) -> None:
+        super().redraw(scenario, report)
+        section = report.inference
+        if section is None:
+            return
+        rows, capacity = inference_rows(scenario, section)
+        self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
+        self.context_chart.set_hline(
+            "capacity", capacity / units.GB, f"capacity {units.format_gb(capacity)}"
+        )
+        total = field(section, "per_gpu_total_bytes")
+        if total is not None:
+            self.context_chart.set_markers(
+                "current", [scenario.inference.context], [total / units.GB]
+            )
+        max_batch = field(section, "max_batch")
+        if max_batch is not None:
+            self.context_chart.plot.setTitle(
+                f"Memory per GPU against context length — largest batch at "
+                f"{scenario.inference.context:,} tokens: {max_batch:,}"
+            )
+        max_context = field(section, "max_context")
+        self.context_chart.set_vline(
+            "max_context",
+            max_context,
+            f"largest context {units.format_count(max_context)}" if max_context else None,
+        )
+
+    def redraw_slow(self, scenario: Scenario, report: Report) -> None:
+        """Per-GPU memory against context from ``core.inference.memory_vs_context``."""
+        function = core_attr("inference", "memory_vs_context")
+        if report.inference is None or function is None:
+            return
+        contexts = sorted({*CONTEXTS, scenario.inference.context})
+        result = safe_call(
+            function,
+            scenario.model.architecture,
+            report.model.params_total,
+            scenario.inference,
+            contexts,
+        )
+        if not result:
+            return
+        self.context_chart.set_line(
+            "total", [p.context for p in result], [p.total / units.GB for p in result]
+        )
+        self.context_chart.set_line(
+            "kv", [p.context for p in result], [p.kv_cache / units.GB for p in result]
+        )

@@ -1,0 +1,363 @@
+"""Parallelism: per-GPU memory under ZeRO 0–3, the pipeline timeline, the ranked search."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llm_planner.core import units
+from llm_planner.core.estimate import Report
+from llm_planner.core.scenario import Scenario
+from llm_planner.gui.binding import with_changes
+from llm_planner.gui.tabs.base import Tab, core_attr, field, format_int, safe_call
+from llm_planner.gui.tabs.training import PARTS
+
+log = logging.getLogger(__name__)
+
+MAX_DRAWN_MICROBATCHES = 32
+"""The timeline draws at most this many micro-batches (readable; the bubble figure is exact)."""
+
+
+def report_stage(report: Report, scenario: Scenario) -> int:
+    stage = field(report.parallelism, "zero_stage")
+    return int(stage) if stage is not None else scenario.parallelism.zero_stage
+
+
+LAYOUT_FIELDS = ("tp", "pp", "dp", "zero_stage", "micro_batch", "recompute", "sequence_parallel")
+
+
+class NumericItem(QTableWidgetItem):
+    """Sorts by the number stored in UserRole, not by the text."""
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        mine = self.data(Qt.ItemDataRole.UserRole)
+        theirs = other.data(Qt.ItemDataRole.UserRole)
+        if isinstance(mine, int | float) and isinstance(theirs, int | float):
+            return mine < theirs
+        return super().__lt__(other)
+
+
+class SearchTable(QWidget):
+    """The ranked layouts; double-click applies a row to the scenario."""
+
+    apply_row = Signal(dict)
+    COLUMNS = (
+        ("tp", "TP"),
+        ("pp", "PP"),
+        ("dp", "DP"),
+        ("zero_stage", "ZeRO"),
+        ("micro_batch", "micro-batch"),
+        ("recompute", "recompute"),
+        ("sequence_parallel", "SP"),
+        ("peak_bytes", "peak / GPU"),
+        ("step_seconds", "step"),
+        ("tokens_per_s", "tokens/s"),
+        ("mfu", "MFU"),
+        ("bottleneck", "bottleneck"),
+    )
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        self.title = QLabel("<b>Ranked layouts that fit</b> (double-click a row to apply it)")
+        self.run_button = QPushButton("Search now")
+        top.addWidget(self.title, 1)
+        top.addWidget(self.run_button)
+        layout.addLayout(top)
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setObjectName("search_table")
+        self.table.setHorizontalHeaderLabels([label for _, label in self.COLUMNS])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.table.itemDoubleClicked.connect(self._double_clicked)
+        layout.addWidget(self.table)
+        self.rows: list[dict[str, Any]] = []
+
+    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, (key, _) in enumerate(self.COLUMNS):
+                value = row.get(key)
+                item = NumericItem(self._text(key, value))
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    item.setData(Qt.ItemDataRole.UserRole, float(value))
+                    item.setTextAlignment(
+                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
+                item.setData(Qt.ItemDataRole.UserRole + 1, r)
+                self.table.setItem(r, c, item)
+        self.table.setSortingEnabled(True)
+
+    @staticmethod
+    def _text(key: str, value: Any) -> str:
+        if value is None:
+            return "—"
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        if key == "peak_bytes":
+            return units.format_gb(float(value))
+        if key == "step_seconds":
+            return units.format_duration(float(value))
+        if key == "tokens_per_s":
+            return units.format_count(float(value))
+        if key == "mfu":
+            return f"{100 * float(value):.1f}%"
+        return str(value)
+
+    def _double_clicked(self, item: QTableWidgetItem) -> None:
+        index = item.data(Qt.ItemDataRole.UserRole + 1)
+        if isinstance(index, int) and 0 <= index < len(self.rows):
+            self.apply_row.emit(self.rows[index])
+
+
+def search_rows(scenario: Scenario, top: int = 50) -> list[dict[str, Any]] | None:
+    """Ranked layouts from core's search, as plain dicts; None while there is no search."""
+    function = core_attr("search", "search_layouts", "search", "ranked_layouts")
+    if function is None:
+        return None
+    result = safe_call(function, scenario)
+    if result is None:
+        return None
+    rows: list[dict[str, Any]] = []
+    entries = (
+        field(result, "rows", "layouts", "results")
+        if not isinstance(result, list | tuple)
+        else result
+    )
+    for entry in list(entries or [])[:top]:
+        data = (
+            entry
+            if isinstance(entry, dict)
+            else (entry.model_dump() if hasattr(entry, "model_dump") else vars(entry))
+        )
+        flat = dict(data)
+        layout = flat.pop("layout", None)
+        if isinstance(layout, dict):
+            flat.update(layout)
+        elif layout is not None and hasattr(layout, "model_dump"):
+            flat.update(layout.model_dump())
+        rows.append(flat)
+    return rows
+
+
+class ParallelismTab(Tab):
+    title = "Parallelism"
+    section = "parallelism"
+
+    def build_inputs(self) -> None:
+        cluster = self.group("Cluster")
+        self.per_node = self.line(
+            cluster,
+            "GPUs per node",
+            "parallelism.gpus_per_node",
+            units.parse_int_count,
+            format_int,
+            "GPUs in one node (NVLink domain)",
+        )
+        layout = self.group("Layout")
+        self.tp = self.line(
+            layout,
+            "Tensor parallel",
+            "parallelism.tp",
+            units.parse_int_count,
+            format_int,
+            "Tensor-parallel degree t",
+        )
+        self.pp = self.line(
+            layout,
+            "Pipeline parallel",
+            "parallelism.pp",
+            units.parse_int_count,
+            format_int,
+            "Pipeline-parallel degree p",
+        )
+        self.dp = self.line(
+            layout,
+            "Data parallel",
+            "parallelism.dp",
+            units.parse_int_count,
+            format_int,
+            "Data-parallel degree; empty: GPUs / (t·p)",
+            optional=True,
+        )
+        self.zero = self.combo(
+            layout,
+            "ZeRO stage",
+            "parallelism.zero_stage",
+            [
+                ("0 — none (NO_SHARD)", 0),
+                ("1 — optimizer states", 1),
+                ("2 — + gradients (SHARD_GRAD_OP)", 2),
+                ("3 — + parameters (FULL_SHARD)", 3),
+            ],
+            "What is sharded across data-parallel ranks",
+        )
+        self.sp = self.check(
+            layout,
+            "Sequence parallel",
+            "parallelism.sequence_parallel",
+            "Split the non-tensor-parallel activations across t (Korthikanti 2022)",
+        )
+        batch = self.group("Batch and schedule")
+        self.global_batch = self.line(
+            batch,
+            "Global batch",
+            "parallelism.global_batch",
+            units.parse_int_count,
+            format_int,
+            "Sequences per optimizer step",
+        )
+        self.schedule = self.combo(
+            batch,
+            "Schedule",
+            "parallelism.schedule",
+            [("GPipe", "gpipe"), ("1F1B", "1f1b"), ("interleaved 1F1B", "interleaved")],
+            "Pipeline schedule",
+        )
+        self.chunks = self.line(
+            batch,
+            "Virtual stages v",
+            "parallelism.interleave_chunks",
+            units.parse_int_count,
+            format_int,
+            "Model chunks per GPU (interleaved schedule)",
+        )
+
+    def build_charts(self) -> None:
+        from llm_planner.gui.widgets.charts import MemoryBars, TimelineChart
+
+        top = QSplitter(Qt.Orientation.Horizontal)
+        self.zero_bars = MemoryBars(
+            "Per-GPU memory (peak) under ZeRO 0–3",
+            ["weights", "gradients", "optimizer", "activations", "temporaries", "overhead"],
+        )
+        self.zero_bars.setObjectName("zero_bars")
+        self.timeline = TimelineChart("Pipeline schedule (micro-batches per stage)")
+        top.addWidget(self.zero_bars)
+        top.addWidget(self.timeline)
+        self.search = SearchTable()
+        self.search.apply_row.connect(self.apply_layout)
+        self.search.run_button.clicked.connect(self.run_search)
+        column = QSplitter(Qt.Orientation.Vertical)
+        column.addWidget(top)
+        column.addWidget(self.search)
+        self.right.addWidget(column)
+        self._searched_for: Scenario | None = None
+
+    def redraw(self, scenario: Scenario, report: Report) -> None:
+        super().redraw(scenario, report)
+        self.chunks.setEnabled(scenario.parallelism.schedule == "interleaved")
+        self.draw_zero(scenario, report)
+        self.draw_timeline(report)
+
+    def draw_zero(self, scenario: Scenario, report: Report) -> None:
+        """ZeRO 0–3 side by side from ``core.parallelism.zero_stage_comparison``."""
+        from llm_planner.gui.widgets.charts import BarRow
+
+        function = core_attr("parallelism", "zero_stage_comparison")
+        if function is None:
+            return
+        result = safe_call(
+            function,
+            scenario.model.architecture,
+            scenario.training,
+            scenario.gpu,
+            scenario.parallelism,
+            scenario.num_gpus,
+            params_override=scenario.model.params_override,
+        )
+        if not result:
+            return
+        rows = []
+        for entry in result:
+            stage = int(entry.get("zero_stage", len(rows)))
+            parts = {name: float(entry.get(key) or 0.0) for name, key in PARTS.items()}
+            mark = "  ◀" if stage == report_stage(report, scenario) else ""
+            rows.append(BarRow(f"ZeRO {stage}{mark}", parts, entry.get("peak_bytes")))
+        self.zero_bars.set_rows(rows, scenario.gpu.memory_bytes)
+
+    def draw_timeline(self, report: Report) -> None:
+        """The schedule from ``core.parallelism.pipeline_timeline``; gaps are bubbles."""
+        from llm_planner.gui.widgets.charts import Block
+
+        function = core_attr("parallelism", "pipeline_timeline")
+        section = report.parallelism
+        if function is None or section is None:
+            return
+        pp = int(section.pp)
+        m = int(section.gradient_accumulation_steps)
+        shown = min(m, MAX_DRAWN_MICROBATCHES)
+        v = int(section.interleave_chunks)
+        events = safe_call(function, pp, shown, str(section.schedule), v)
+        if not events:
+            return
+        end = max(e[3] for e in events)
+        blocks = [Block(stage, 0.0, end, "bubble") for stage in range(pp)]
+        blocks += [
+            Block(stage, start, stop - start, kind, str(micro + 1) if shown <= 16 else "")
+            for stage, micro, start, stop, kind in events
+        ]
+        self.timeline.set_blocks(blocks, pp)
+        more = f" (first {shown} of {m})" if shown < m else ""
+        self.timeline.plot.setTitle(
+            f"Pipeline schedule: {pp} stages × {m} micro-batches{more}, "
+            f"bubble {100 * section.bubble_fraction:.1f}%"
+        )
+
+    def redraw_slow(self, scenario: Scenario, report: Report) -> None:
+        del scenario, report  # the search reads the state's scenario
+        self.run_search()
+
+    def run_search(self) -> None:
+        scenario = self.state.scenario
+        if self._searched_for == scenario:
+            return
+        rows = search_rows(scenario)
+        self._searched_for = scenario
+        if rows is None:
+            self.search.title.setText("<b>Ranked layouts</b>: the search is not available yet")
+            return
+        self.search.title.setText(
+            f"<b>{len(rows)} best layouts that fit</b> (double-click a row to apply it)"
+        )
+        self.search.set_rows(rows)
+
+    def apply_layout(self, row: dict[str, Any]) -> None:
+        """Apply a search row's layout to the scenario as one undoable step."""
+        changes: dict[str, Any] = {}
+        for key in ("tp", "pp", "dp", "zero_stage", "sequence_parallel"):
+            if row.get(key) is not None:
+                changes[f"parallelism.{key}"] = row[key]
+        if row.get("micro_batch") is not None:
+            changes["training.micro_batch"] = row["micro_batch"]
+        if row.get("recompute") is not None:
+            changes["training.recompute"] = row["recompute"]
+        try:
+            scenario = with_changes(self.state.scenario, changes)
+        except Exception as error:
+            log.warning("search row does not apply: %s", error)
+            return
+        self.state.replace(scenario, "Apply layout from search")

@@ -1,0 +1,214 @@
+"""Training memory per GPU: after-load vs peak bars, the activation ledger, the pickers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+)
+
+from llm_planner.core import units
+from llm_planner.core.estimate import Report
+from llm_planner.core.scenario import Scenario
+from llm_planner.gui.tabs.base import Tab, choices, field, format_bytes_input, format_int
+
+PARTS = {
+    "weights": "weights_bytes",
+    "gradients": "gradients_bytes",
+    "optimizer": "optimizer_bytes",
+    "activations": "activations_bytes",
+    "temporaries": "temporary_bytes",
+    "overhead": "overhead_bytes",
+}
+PERSISTENT = ("weights", "gradients", "optimizer")
+
+
+def training_rows(scenario: Scenario, section: Any, label: str = "") -> tuple[list[Any], float]:
+    """After-load and peak rows from the report's per-GPU fields."""
+    from llm_planner.gui.widgets.charts import BarRow
+
+    formulas = {figure.key: figure.formula for figure in section.figures()}
+    values = {name: float(field(section, key) or 0.0) for name, key in PARTS.items()}
+    explain = {name: formulas.get(key, "") for name, key in PARTS.items()}
+    persistent = field(section, "persistent_bytes", "after_load_bytes")
+    peak = field(section, "peak_bytes")
+    capacity = field(section, "capacity_bytes") or scenario.gpu.memory_bytes
+    after_load = BarRow(
+        f"{label}after load",
+        {k: values[k] for k in PERSISTENT},
+        float(persistent) if persistent is not None else None,
+        explain,
+    )
+    peak_row = BarRow(f"{label}peak", values, float(peak) if peak is not None else None, explain)
+    return [after_load, peak_row], float(capacity)
+
+
+class TrainingTab(Tab):
+    title = "Training memory"
+    section = "training"
+
+    def build_inputs(self) -> None:
+        recipe = self.group("Precision and optimizer")
+        self.precision = self.combo(
+            recipe,
+            "Precision",
+            "training.precision",
+            choices(
+                "training", ("precision_recipes", "PRECISIONS", "PRECISION_RECIPES"), ["mixed_bf16"]
+            ),
+            "Bytes per parameter for weights, gradients and optimizer state",
+        )
+        self.optimizer = self.combo(
+            recipe,
+            "Optimizer",
+            "training.optimizer",
+            choices("training", ("optimizers", "OPTIMIZERS"), ["adamw"]),
+            "Optimizer (its state per parameter)",
+        )
+        shape = self.group("Batch")
+        self.seq_len = self.line(
+            shape,
+            "Sequence length",
+            "training.seq_len",
+            units.parse_int_count,
+            format_int,
+            "Training sequence length s, e.g. 4096 or 8k",
+        )
+        self.micro_batch = self.line(
+            shape,
+            "Micro-batch",
+            "training.micro_batch",
+            units.parse_int_count,
+            format_int,
+            "Sequences per micro-batch b",
+        )
+        acts = self.group("Activations")
+        self.recompute = self.combo(
+            acts,
+            "Recompute",
+            "training.recompute",
+            [
+                ("none", "none"),
+                ("selective (attention core)", "selective"),
+                ("full (layer inputs only)", "full"),
+                ("drop tensors above X", "threshold"),
+            ],
+            "Activation recomputation policy",
+        )
+        self.threshold = self.line(
+            acts,
+            "X (threshold)",
+            "training.recompute_threshold_bytes",
+            units.parse_bytes,
+            format_bytes_input,
+            "Drop and recompute every saved tensor larger than this, e.g. 100 MB",
+            optional=True,
+        )
+        self.flash = self.check(
+            acts,
+            "FlashAttention",
+            "training.flash_attention",
+            "No s² score tensors; keeps output and log-sum-exp",
+        )
+        self.implementation = self.combo(
+            acts,
+            "Implementation",
+            "training.implementation",
+            choices(
+                "training",
+                (
+                    "implementation_profiles",
+                    "IMPLEMENTATIONS",
+                    "PROFILES",
+                    "IMPLEMENTATION_PROFILES",
+                ),
+                ["megatron"],
+            ),
+            "Which tensors the training stack saves (activation-ledger profile)",
+        )
+        tune = self.group("Fine-tuning")
+        self.lora = self.line(
+            tune,
+            "LoRA rank",
+            "training.lora_rank",
+            units.parse_int_count,
+            format_int,
+            "LoRA rank; empty: full fine-tuning / pretraining",
+            optional=True,
+        )
+        self.qlora = self.check(
+            tune, "QLoRA (4-bit frozen base)", "training.qlora", "Frozen base weights in 4 bits"
+        )
+
+    def build_charts(self) -> None:
+        from llm_planner.gui.widgets.charts import MemoryBars
+
+        row = QSplitter(Qt.Orientation.Vertical)
+        self.bars = MemoryBars(
+            "Per-GPU memory: after load and at peak",
+            ["weights", "gradients", "optimizer", "activations", "temporaries", "overhead"],
+        )
+        self.bars.setObjectName("training_bars")
+        self.ledger = QTableWidget(0, 4)
+        self.ledger.setObjectName("ledger")
+        self.ledger.setHorizontalHeaderLabels(
+            ["Saved tensor (per layer)", "Shape", "dtype", "Bytes"]
+        )
+        self.ledger.verticalHeader().setVisible(False)
+        self.ledger.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.ledger.setAlternatingRowColors(True)
+        self.ledger.setSortingEnabled(False)
+        header = self.ledger.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in (1, 2, 3):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        self.ledger.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        row.addWidget(self.bars)
+        row.addWidget(self.ledger)
+        self.right.addWidget(row)
+
+    def redraw(self, scenario: Scenario, report: Report) -> None:
+        super().redraw(scenario, report)
+        self.threshold.setEnabled(scenario.training.recompute == "threshold")
+        section = report.training
+        if section is None:
+            return
+        rows, capacity = training_rows(scenario, section)
+        self.bars.set_rows(rows, capacity)
+        self.fill_ledger(field(section, "ledger") or [])
+
+    def fill_ledger(self, ledger: list[Any]) -> None:
+        self.ledger.setRowCount(len(ledger))
+        for row, entry in enumerate(ledger):
+            name = field(entry, "name", "tensor") or ""
+            shape = field(entry, "shape") or ""
+            if isinstance(shape, list | tuple):
+                shape = " × ".join(str(s) for s in shape)
+            dtype = field(entry, "dtype") or ""
+            size = field(entry, "bytes", "size_bytes")
+            texts = [
+                str(name),
+                str(shape),
+                str(dtype),
+                units.format_bytes(float(size)) if size is not None else "—",
+            ]
+            tip = field(entry, "note", "why", "source", "description") or ""
+            for column, text in enumerate(texts):
+                item = self.ledger.item(row, column)
+                if item is None:
+                    item = QTableWidgetItem()
+                    if column == 3:
+                        item.setTextAlignment(
+                            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                        )
+                    self.ledger.setItem(row, column, item)
+                if item.text() != text:
+                    item.setText(text)
+                if tip:
+                    item.setToolTip(str(tip))

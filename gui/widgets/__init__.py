@@ -1,0 +1,1 @@
+"""Reusable widgets: figure tables, memory bars, series charts, the pipeline timeline."""

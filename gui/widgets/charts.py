@@ -1,0 +1,447 @@
+"""pyqtgraph charts, built once and updated in place.
+
+Import PySide6 before pyqtgraph so pyqtgraph binds to it. Backgrounds and axis colours
+follow the application palette (light or dark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import QApplication, QHBoxLayout, QLabel, QToolTip, QVBoxLayout, QWidget
+
+import pyqtgraph as pg  # isort: skip  (after PySide6)
+
+from llm_planner.core import units
+from llm_planner.gui import colors
+from llm_planner.gui.formatting import bytes_tooltip
+
+pg.setConfigOptions(antialias=True, useNumba=False)
+
+
+def palette_colors() -> tuple[QColor, QColor, QColor]:
+    """(background, foreground, grid) from the application palette."""
+    palette = QApplication.palette()
+    background = palette.color(QPalette.ColorRole.Base)
+    foreground = palette.color(QPalette.ColorRole.Text)
+    grid = QColor(foreground)
+    grid.setAlpha(50)
+    return background, foreground, grid
+
+
+class ThemedPlot(pg.PlotWidget):
+    """A PlotWidget whose colours follow the palette, with mouse panning off by default."""
+
+    def __init__(self, parent: QWidget | None = None, interactive: bool = False):
+        super().__init__(parent)
+        self.setMenuEnabled(False)
+        self.getPlotItem().hideButtons()
+        if not interactive:
+            self.setMouseEnabled(x=False, y=False)
+        self.setMinimumHeight(150)
+        self.apply_palette()
+
+    def apply_palette(self) -> None:
+        background, foreground, _grid = palette_colors()
+        self.setBackground(background)
+        plot = self.getPlotItem()
+        for name in ("left", "bottom", "right", "top"):
+            axis = plot.getAxis(name)
+            axis.setPen(pg.mkPen(foreground))
+            axis.setTextPen(pg.mkPen(foreground))
+        plot.titleLabel.setAttr("color", foreground.name())
+        self.foreground = foreground
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.PaletteChange and self.getPlotItem() is not None:
+            self.apply_palette()
+        super().changeEvent(event)
+
+
+def legend_row(entries: Sequence[tuple[str, str]]) -> QWidget:
+    """A row of coloured squares and labels (crisp text, wraps with the window)."""
+    widget = QWidget()
+    layout = QHBoxLayout(widget)
+    layout.setContentsMargins(4, 0, 4, 0)
+    layout.setSpacing(12)
+    for label, colour in entries:
+        swatch = QLabel()
+        size = widget.fontMetrics().height() - 4
+        swatch.setFixedSize(size, size)
+        swatch.setStyleSheet(f"background: {colour}; border-radius: 2px;")
+        text = QLabel(label)
+        pair = QHBoxLayout()
+        pair.setSpacing(4)
+        pair.addWidget(swatch)
+        pair.addWidget(text)
+        layout.addLayout(pair)
+    layout.addStretch(1)
+    return widget
+
+
+@dataclass
+class BarRow:
+    """One stacked bar: bytes per component, the total to print, hover explanations."""
+
+    label: str
+    parts: dict[str, float]
+    total: float | None = None
+    explain: dict[str, str] = field(default_factory=dict)
+
+
+class MemoryBars(QWidget):
+    """Horizontal stacked bars of memory by component, with the capacity line.
+
+    One ``BarGraphItem`` per component holds that component's segment of every row; an
+    update calls ``setOpts`` on them (no items are added or removed). The part of a bar
+    beyond capacity is outlined and shaded red.
+    """
+
+    def __init__(
+        self, title: str, components: Sequence[str] | None = None, parent: QWidget | None = None
+    ):
+        super().__init__(parent)
+        self.components = list(components or [key for key, _, _ in colors.COMPONENTS])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.plot = ThemedPlot()
+        self.plot.setTitle(title)
+        plot = self.plot.getPlotItem()
+        plot.setLabel("bottom", "GB per GPU (10⁹ bytes)")
+        plot.showGrid(x=True, y=False, alpha=0.25)
+        plot.getViewBox().invertY(True)
+        self.items: dict[str, pg.BarGraphItem] = {}
+        empty = np.zeros(0)
+        for key in self.components:
+            colour = QColor(colors.COMPONENT_COLOR[key])
+            item = pg.BarGraphItem(
+                x0=empty,
+                width=empty,
+                y0=empty,
+                height=empty,
+                brush=colour,
+                pen=pg.mkPen(colour.darker(130), width=1),
+            )
+            plot.addItem(item)
+            self.items[key] = item
+        overflow = QColor(colors.BAD)
+        overflow.setAlpha(70)
+        self.overflow = pg.BarGraphItem(
+            x0=empty,
+            width=empty,
+            y0=empty,
+            height=empty,
+            brush=overflow,
+            pen=pg.mkPen(colors.BAD, width=2),
+        )
+        plot.addItem(self.overflow)
+        self.capacity_line = pg.InfiniteLine(
+            angle=90,
+            movable=False,
+            pen=pg.mkPen(colors.CAPACITY, width=2, style=Qt.PenStyle.DashLine),
+        )
+        self.capacity_line.label = pg.InfLineLabel(
+            self.capacity_line, text="", position=0.04, anchor=(0, 0), color=colors.CAPACITY
+        )
+        plot.addItem(self.capacity_line)
+        self.labels: list[pg.TextItem] = []
+        layout.addWidget(self.plot, 1)
+        entries = [(colors.COMPONENT_LABEL[k], colors.COMPONENT_COLOR[k]) for k in self.components]
+        layout.addWidget(legend_row(entries))
+        self.rows: list[BarRow] = []
+        self.capacity: float = 0.0
+        self.plot.scene().sigMouseMoved.connect(self._hover)
+        self.plot.setMinimumHeight(130)
+
+    def set_rows(self, rows: Sequence[BarRow], capacity_bytes: float) -> None:
+        """Redraw in place: ``rows`` top to bottom, capacity line at ``capacity_bytes``."""
+        self.rows = list(rows)
+        self.capacity = capacity_bytes
+        n = len(self.rows)
+        y0 = np.arange(n, dtype=float) - 0.32
+        height = np.full(n, 0.64)
+        left = np.zeros(n)
+        for key in self.components:
+            width = np.array([max(row.parts.get(key, 0.0), 0.0) for row in self.rows]) / units.GB
+            self.items[key].setOpts(x0=left.copy(), width=width, y0=y0, height=height)
+            left += width
+        totals = (
+            np.array(
+                [
+                    row.total if row.total is not None else sum(row.parts.values())
+                    for row in self.rows
+                ]
+            )
+            / units.GB
+        )
+        capacity_gb = capacity_bytes / units.GB
+        over = np.where(totals > capacity_gb)[0]
+        self.overflow.setOpts(
+            x0=np.full(over.size, capacity_gb),
+            width=totals[over] - capacity_gb,
+            y0=y0[over] - 0.04,
+            height=height[over] + 0.08,
+        )
+        self.capacity_line.setValue(capacity_gb)
+        self.capacity_line.label.setText(f"capacity {units.format_gb(capacity_bytes)}")
+        while len(self.labels) < n:
+            text = pg.TextItem(anchor=(0, 0.5))
+            self.plot.addItem(text)
+            self.labels.append(text)
+        _, foreground, _ = palette_colors()
+        for index, label in enumerate(self.labels):
+            if index >= n:
+                label.setText("")
+                continue
+            total = float(totals[index]) * units.GB
+            colour = colors.BAD if totals[index] > capacity_gb else foreground.name()
+            label.setText(self.total_text(index), color=colour)
+            label.setPos(max(float(left[index]), float(totals[index])), float(index))
+            del total
+        plot = self.plot.getPlotItem()
+        plot.getAxis("left").setTicks([[(i, row.label) for i, row in enumerate(self.rows)]])
+        top = max([capacity_gb, *left.tolist(), *totals.tolist()]) if n else capacity_gb
+        plot.setXRange(0, top * 1.32 if top > 0 else 1, padding=0)
+        plot.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
+
+    def total_text(self, index: int) -> str:
+        total = self.rows[index].total
+        if total is None:
+            return ""
+        return f"{total / units.GB:,.1f} GB ({total / units.GiB:,.1f} GiB)"
+
+    def segment_at(self, x_gb: float, y: float) -> tuple[int, str] | None:
+        """(row, component) under data coordinates, or None."""
+        row = round(y)
+        if not 0 <= row < len(self.rows) or abs(y - row) > 0.32:
+            return None
+        left = 0.0
+        for key in self.components:
+            width = max(self.rows[row].parts.get(key, 0.0), 0.0) / units.GB
+            if left <= x_gb < left + width:
+                return row, key
+            left += width
+        return None
+
+    def tooltip_for(self, row: int, key: str) -> str:
+        bar = self.rows[row]
+        return bytes_tooltip(
+            f"{bar.label}: {colors.COMPONENT_LABEL[key]}",
+            bar.parts.get(key, 0.0),
+            bar.explain.get(key, ""),
+        )
+
+    def _hover(self, pos: QPointF) -> None:
+        view = self.plot.getPlotItem().getViewBox()
+        point = view.mapSceneToView(pos)
+        hit = self.segment_at(point.x(), point.y())
+        if hit is None:
+            QToolTip.hideText()
+            return
+        global_pos = self.plot.mapToGlobal(self.plot.mapFromScene(pos))
+        QToolTip.showText(global_pos, self.tooltip_for(*hit), self.plot)
+
+
+class SeriesChart(QWidget):
+    """Lines (``PlotDataItem``), markers and horizontal reference lines, updated in place."""
+
+    def __init__(
+        self,
+        title: str,
+        x_label: str,
+        y_label: str,
+        *,
+        log_x: bool = False,
+        log_y: bool = False,
+        parent: QWidget | None = None,
+    ):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.plot = ThemedPlot()
+        self.plot.setTitle(title)
+        item = self.plot.getPlotItem()
+        item.setLabel("bottom", x_label)
+        item.setLabel("left", y_label)
+        item.setLogMode(x=log_x, y=log_y)
+        for axis in ("left", "bottom"):
+            item.getAxis(axis).enableAutoSIPrefix(False)
+        item.showGrid(x=True, y=True, alpha=0.2)
+        self.legend = item.addLegend(offset=(-10, 10))
+        self.log_x, self.log_y = log_x, log_y
+        self.lines: dict[str, pg.PlotDataItem] = {}
+        self.markers: dict[str, pg.PlotDataItem] = {}
+        self.hlines: dict[str, pg.InfiniteLine] = {}
+        self.vlines: dict[str, pg.InfiniteLine] = {}
+        layout.addWidget(self.plot)
+        self.right_axis: pg.ViewBox | None = None
+
+    def add_line(
+        self, key: str, label: str, colour: str, dashed: bool = False, symbol: str | None = None
+    ) -> None:
+        pen = pg.mkPen(
+            colour, width=2, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
+        )
+        line = self.plot.plot(
+            [],
+            [],
+            pen=pen,
+            name=label,
+            symbol=symbol,
+            symbolBrush=colour,
+            symbolPen=None,
+            symbolSize=6,
+        )
+        self.lines[key] = line
+
+    def add_markers(
+        self, key: str, label: str, colour: str, symbol: str = "o", size: int = 10
+    ) -> None:
+        """Markers as a pen-less ``PlotDataItem`` (so log axes transform them too)."""
+        edge = QColor(colour).darker(140)
+        self.markers[key] = self.plot.plot(
+            [],
+            [],
+            pen=None,
+            name=label,
+            symbol=symbol,
+            symbolBrush=colour,
+            symbolPen=pg.mkPen(edge),
+            symbolSize=size,
+        )
+
+    def add_hline(self, key: str, colour: str, label: str = "") -> None:
+        line = pg.InfiniteLine(
+            angle=0, movable=False, pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine)
+        )
+        line.label = pg.InfLineLabel(line, text=label, position=0.03, anchor=(0, 1), color=colour)
+        self.plot.addItem(line)
+        self.hlines[key] = line
+
+    def add_vline(self, key: str, colour: str, label: str = "") -> None:
+        line = pg.InfiniteLine(
+            angle=90, movable=False, pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DotLine)
+        )
+        line.label = pg.InfLineLabel(line, text=label, position=0.92, anchor=(0, 0), color=colour)
+        self.plot.addItem(line)
+        self.vlines[key] = line
+
+    def set_line(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
+        self.lines[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+
+    def set_markers(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
+        self.markers[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+
+    def set_hline(self, key: str, y: float | None, label: str | None = None) -> None:
+        line = self.hlines[key]
+        if y is None:
+            line.hide()
+            return
+        line.show()
+        line.setValue(np.log10(y) if self.log_y and y > 0 else y)
+        if label is not None:
+            line.label.setText(label)
+
+    def set_vline(self, key: str, x: float | None, label: str | None = None) -> None:
+        line = self.vlines[key]
+        if x is None:
+            line.hide()
+            return
+        line.show()
+        line.setValue(np.log10(x) if self.log_x and x > 0 else x)
+        if label is not None:
+            line.label.setText(label)
+
+
+@dataclass
+class Block:
+    """One block of the pipeline timeline."""
+
+    stage: int
+    start: float
+    duration: float
+    kind: str  # "forward", "backward", "bubble", ...
+    label: str = ""
+
+
+TIMELINE_COLORS = {
+    "forward": "#56B4E9",
+    "backward": "#0072B2",
+    "bubble": "#D9D9D9",
+    "optimizer": "#009E73",
+    "comm": "#E69F00",
+}
+
+
+class TimelineChart(QWidget):
+    """The pipeline schedule: a row per stage, a block per micro-batch pass; gaps are bubbles."""
+
+    def __init__(self, title: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.plot = ThemedPlot()
+        self.plot.setTitle(title)
+        item = self.plot.getPlotItem()
+        item.setLabel("bottom", "time (forward passes of one micro-batch)")
+        item.getViewBox().invertY(True)
+        self.items: dict[str, pg.BarGraphItem] = {}
+        empty = np.zeros(0)
+        for kind, colour in TIMELINE_COLORS.items():
+            pen = pg.mkPen(QColor(colour).darker(150), width=1)
+            bar = pg.BarGraphItem(
+                x0=empty, width=empty, y0=empty, height=empty, brush=colour, pen=pen
+            )
+            item.addItem(bar)
+            self.items[kind] = bar
+        self.texts: list[pg.TextItem] = []
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(
+            legend_row(
+                [
+                    (k.capitalize(), c)
+                    for k, c in TIMELINE_COLORS.items()
+                    if k in ("forward", "backward", "bubble")
+                ]
+            )
+        )
+        self.blocks: list[Block] = []
+        self.max_labels = 200
+
+    def set_blocks(self, blocks: Sequence[Block], stages: int) -> None:
+        self.blocks = list(blocks)
+        for kind, bar in self.items.items():
+            chosen = [b for b in self.blocks if b.kind == kind]
+            bar.setOpts(
+                x0=np.array([b.start for b in chosen], dtype=float),
+                width=np.array([b.duration for b in chosen], dtype=float),
+                y0=np.array([b.stage - 0.4 for b in chosen], dtype=float),
+                height=np.full(len(chosen), 0.8),
+            )
+        labelled = [b for b in self.blocks if b.label][: self.max_labels]
+        while len(self.texts) < len(labelled):
+            text = pg.TextItem(anchor=(0.5, 0.5))
+            font = QFont()
+            font.setPointSizeF(max(font.pointSizeF() - 2, 6))
+            text.setFont(font)
+            self.plot.addItem(text)
+            self.texts.append(text)
+        for index, text in enumerate(self.texts):
+            if index < len(labelled):
+                block = labelled[index]
+                text.setText(block.label, color="#000000")
+                text.setPos(block.start + block.duration / 2, block.stage)
+                text.show()
+            else:
+                text.hide()
+        item = self.plot.getPlotItem()
+        item.getAxis("left").setTicks([[(s, f"stage {s}") for s in range(stages)]])
+        end = max((b.start + b.duration for b in self.blocks), default=1.0)
+        item.setXRange(0, end, padding=0.01)
+        item.setYRange(-0.6, max(stages - 0.4, 0.6), padding=0)

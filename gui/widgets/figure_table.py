@@ -1,0 +1,63 @@
+"""A two-column table of a section's figures; hovering a row explains it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QTableWidget,
+    QTableWidgetItem,
+    QWidget,
+)
+
+from llm_planner.core.figures import Figure
+from llm_planner.gui.formatting import figure_text, figure_tooltip
+
+
+class FigureTable(QTableWidget):
+    """Label | value for each figure, updated in place (items reused)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(0, 2, parent)
+        self.setHorizontalHeaderLabels(["Figure", "Value"])
+        self.verticalHeader().setVisible(False)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.figures: list[Figure] = []
+
+    def set_figures(self, figures: Sequence[Figure]) -> None:
+        self.figures = list(figures)
+        if self.rowCount() != len(self.figures):
+            self.setRowCount(len(self.figures))
+        for row, figure in enumerate(self.figures):
+            tip = figure_tooltip(figure)
+            for column, text in enumerate((figure.label, figure_text(figure))):
+                item = self.item(row, column)
+                if item is None:
+                    item = QTableWidgetItem()
+                    if column == 1:
+                        item.setTextAlignment(
+                            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                        )
+                    self.setItem(row, column, item)
+                if item.text() != text:
+                    item.setText(text)
+                item.setToolTip(tip)
+                item.setData(Qt.ItemDataRole.UserRole, figure.key)
+
+    def value_text(self, key: str) -> str | None:
+        """The text shown for figure ``key`` (for tests and copy)."""
+        for row, figure in enumerate(self.figures):
+            if figure.key == key:
+                item = self.item(row, 1)
+                return item.text() if item else None
+        return None

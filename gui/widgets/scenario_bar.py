@@ -1,0 +1,179 @@
+"""Model and GPU pickers (presets, import config.json, custom size) and the GPU count."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QWidget
+
+from llm_planner.core import units
+from llm_planner.core.gpus import get_gpu, gpu_catalog
+from llm_planner.core.presets import get_preset, model_presets
+from llm_planner.core.scenario import Scenario
+from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+
+log = logging.getLogger(__name__)
+IMPORT = "__import__"
+CUSTOM = "__custom__"
+
+
+class ScenarioBar(QWidget):
+    """Model ▾, size override, GPU ▾, GPU count — shared by every tab."""
+
+    import_failed = Signal(str)
+
+    def __init__(self, state: ScenarioState, binder: Binder, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.binder = binder
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        self.model = QComboBox()
+        self.model.setObjectName("model_picker")
+        self.model.setMinimumContentsLength(18)
+        for preset in model_presets().values():
+            self.model.addItem(preset.architecture.name, preset.id)
+        self.model.insertSeparator(self.model.count())
+        self.model.addItem("Import config.json…", IMPORT)
+        self.model.setToolTip(
+            "Model preset (published architecture), or import a Hugging Face config.json"
+        )
+        self.model.currentIndexChanged.connect(self._model_chosen)
+        self.params = QLineEdit()
+        self.params.setObjectName("model.params_override")
+        self.params.setMaximumWidth(110)
+        binder.line(
+            self.params,
+            "model.params_override",
+            units.parse_count,
+            lambda v: units.format_count(v, 4),
+            "Parameters",
+            "Use exactly this many parameters in every P-based formula (e.g. 13B); "
+            "empty: the architecture's own count",
+            optional=True,
+        )
+        self.params.setPlaceholderText("exact count")
+        self.gpu = QComboBox()
+        self.gpu.setObjectName("gpu_picker")
+        for gpu in gpu_catalog().values():
+            self.gpu.addItem(f"{gpu.name} ({units.format_gb(gpu.memory_bytes)})", gpu.id)
+        self.gpu.setToolTip("GPU model (catalog datasheet figures)")
+        self.gpu.currentIndexChanged.connect(self._gpu_chosen)
+        self.num_gpus = QLineEdit()
+        self.num_gpus.setObjectName("num_gpus")
+        self.num_gpus.setMaximumWidth(90)
+        binder.line(
+            self.num_gpus,
+            "num_gpus",
+            units.parse_int_count,
+            lambda v: str(int(v)),
+            "GPUs",
+            "GPUs used for training, e.g. 512 or 2k",
+        )
+        self.gpu_memory = QLineEdit()
+        self.gpu_memory.setObjectName("gpu.memory_bytes")
+        self.gpu_memory.setMaximumWidth(90)
+        binder.line(
+            self.gpu_memory,
+            "gpu.memory_bytes",
+            units.parse_bytes,
+            lambda v: units.format_gb(v, 4),
+            "GPU memory",
+            "Memory per GPU as sold (e.g. 80 GB, or 80 GiB); edit for a custom GPU",
+        )
+        for text, widget in (
+            ("Model", self.model),
+            ("Params", self.params),
+            ("GPU", self.gpu),
+            ("memory", self.gpu_memory),
+            ("GPUs", self.num_gpus),
+        ):
+            label = QLabel(text)
+            label.setBuddy(widget)
+            layout.addWidget(label)
+            layout.addWidget(widget)
+        layout.addStretch(1)
+        state.changed.connect(self.refresh)
+        self.refresh(state.scenario)
+
+    def refresh(self, scenario: Scenario, _report: Any = None) -> None:
+        blocked = self.model.blockSignals(True)
+        preset = scenario.model.preset
+        index = self.model.findData(preset) if preset else -1
+        if index < 0:
+            custom = self.model.findData(CUSTOM)
+            text = f"{scenario.model.architecture.name} (custom)"
+            if custom < 0:
+                self.model.insertItem(0, text, CUSTOM)
+                custom = 0
+            self.model.setItemText(custom, text)
+            index = custom
+        self.model.setCurrentIndex(index)
+        self.model.blockSignals(blocked)
+        blocked = self.gpu.blockSignals(True)
+        gpu_index = self.gpu.findData(scenario.gpu.id)
+        if gpu_index < 0:
+            self.gpu.addItem(f"{scenario.gpu.name} (custom)", scenario.gpu.id)
+            gpu_index = self.gpu.count() - 1
+        self.gpu.setCurrentIndex(gpu_index)
+        self.gpu.blockSignals(blocked)
+
+    def _model_chosen(self, index: int) -> None:
+        data = self.model.itemData(index)
+        if data == IMPORT:
+            self.refresh(self.state.scenario)
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Import config.json", "", "Model config (*.json);;All files (*)"
+            )
+            if path:
+                self.import_config(Path(path))
+            return
+        if data == CUSTOM or data is None:
+            return
+        preset = get_preset(str(data))
+        self.state.set_fields(
+            {
+                "model": {
+                    "preset": preset.id,
+                    "architecture": preset.architecture.model_dump(),
+                    "params_override": None,
+                }
+            },
+            f"Choose model {preset.architecture.name}",
+        )
+
+    def import_config(self, path: Path) -> bool:
+        """Import a Hugging Face config.json (or model folder) as the model."""
+        try:
+            from llm_planner.core.hf_import import architecture_from_path  # type: ignore[import-not-found]
+        except ImportError:
+            self.import_failed.emit("Importing config.json is not available yet in this build.")
+            return False
+        try:
+            imported = architecture_from_path(path)
+            arch = getattr(imported, "architecture", imported)
+            self.state.set_fields(
+                {
+                    "model": {
+                        "preset": None,
+                        "architecture": arch.model_dump(),
+                        "params_override": None,
+                    }
+                },
+                f"Import model from {path.name}",
+            )
+        except Exception as error:
+            self.import_failed.emit(f"{path.name}: {validation_message(error)}")
+            return False
+        return True
+
+    def _gpu_chosen(self, index: int) -> None:
+        gpu_id = self.gpu.itemData(index)
+        try:
+            gpu = get_gpu(str(gpu_id))
+        except KeyError:
+            return
+        self.state.set_fields({"gpu": gpu.model_dump()}, f"Choose GPU {gpu.name}")

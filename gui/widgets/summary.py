@@ -1,0 +1,122 @@
+"""The summary strip, always visible: model, parameters, tokens, FLOP, days, cost, memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
+
+from llm_planner.core import units
+from llm_planner.core.estimate import Report
+from llm_planner.core.figures import Figure
+from llm_planner.core.scenario import Scenario
+from llm_planner.gui import colors
+from llm_planner.gui.formatting import figure_tooltip
+
+AMBER_SHARE = 0.9
+"""Display rule: peak memory above this share of capacity shows amber (tight), not a formula."""
+
+
+def _figure(section: Any, key: str) -> Figure | None:
+    if section is None:
+        return None
+    for figure in section.figures():
+        if figure.key == key:
+            return figure  # type: ignore[no-any-return]
+    return None
+
+
+class SummaryStrip(QFrame):
+    """One line of the headline figures; each has its tooltip."""
+
+    KEYS = ("model", "params", "tokens", "flops", "days", "cost", "memory")
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("summary")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(6)
+        self.labels: dict[str, QLabel] = {}
+        for index, key in enumerate(self.KEYS):
+            if index:
+                sep = QLabel("·")
+                sep.setEnabled(False)
+                layout.addWidget(sep)
+            label = QLabel()
+            label.setObjectName(f"summary_{key}")
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.labels[key] = label
+            layout.addWidget(label)
+        self.dot = QLabel("●")
+        self.dot.setObjectName("summary_dot")
+        layout.addWidget(self.dot)
+        layout.addStretch(1)
+        font = self.font()
+        font.setPointSizeF(font.pointSizeF() * 1.1)
+        self.setFont(font)
+        self.status = "ok"
+
+    def _set(self, key: str, text: str, figure: Figure | None, fallback_tip: str = "") -> None:
+        label = self.labels[key]
+        label.setText(text)
+        label.setToolTip(figure_tooltip(figure) if figure else fallback_tip)
+        label.setVisible(bool(text))
+
+    def update_from(self, scenario: Scenario, report: Report) -> None:
+        model = report.model
+        self._set(
+            "model",
+            f"<b>{model.name}</b> on {scenario.num_gpus:,} × {scenario.gpu.name}",
+            None,
+            scenario.gpu.source,
+        )
+        self._set(
+            "params",
+            f"{units.format_count(model.params_total)} params",
+            _figure(model, "params_total"),
+        )
+        compute = report.compute
+        tokens_figure = _figure(compute, "tokens")
+        self._set(
+            "tokens",
+            f"{units.format_count(scenario.compute.tokens)} tokens",
+            tokens_figure,
+            "training tokens D (input)",
+        )
+        flops = getattr(compute, "flops_total", None)
+        self._set(
+            "flops", units.format_flop(flops) if flops else "", _figure(compute, "flops_total")
+        )
+        wall = getattr(compute, "wall_seconds", None)
+        self._set(
+            "days",
+            units.format_duration(wall) if wall is not None else "",
+            _figure(compute, "wall_seconds"),
+        )
+        cost = getattr(compute, "cost_usd", None)
+        self._set(
+            "cost", units.format_usd(cost) if cost is not None else "", _figure(compute, "cost_usd")
+        )
+        training = report.training
+        peak = getattr(training, "peak_bytes", None)
+        capacity = getattr(training, "capacity_bytes", None) or scenario.gpu.memory_bytes
+        if peak is None:
+            self._set("memory", "", None)
+            self.dot.setVisible(False)
+            return
+        fits = getattr(training, "fits", None)
+        over = (fits is False) or peak > capacity
+        self.status = "bad" if over else ("warn" if peak > AMBER_SHARE * capacity else "ok")
+        colour = {"ok": colors.OK, "warn": colors.WARN, "bad": colors.BAD}[self.status]
+        text = f"{peak / units.GB:.1f} / {capacity / units.GB:.0f} GB per GPU"
+        self._set("memory", text, _figure(training, "peak_bytes"))
+        self.dot.setVisible(True)
+        self.dot.setStyleSheet(f"color: {colour}; font-size: 16px;")
+        state = {"ok": "fits", "warn": "fits, but tight", "bad": "does not fit"}[self.status]
+        self.dot.setToolTip(
+            f"Peak training memory per GPU {state}: "
+            f"{units.format_bytes(peak)} of {units.format_bytes(capacity)}"
+        )
