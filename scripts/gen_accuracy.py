@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Write docs/ACCURACY.md from the fidelity suite (tests/validation).
+
+Usage: ``.venv/bin/python scripts/gen_accuracy.py`` (``--check`` exits 1 when the page is
+stale instead of writing it). ``tests/validation/test_fidelity.py`` regenerates the page
+in memory and fails when the committed one differs, so CI keeps it up to date.
+
+The page has: the arithmetic checks and the prediction errors (run, published figure, our
+estimate, error), the step-time model's defaults with the justification written next to
+each in ``core/comm.py``, which runs those justifications cite (so which runs informed the
+defaults and which did not), and the training-memory ledger's measured validation when
+``tests/validation/test_torch_activations.py`` publishes it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "ACCURACY.md"
+VALIDATION = ROOT / "tests" / "validation"
+TORCH_TEST = VALIDATION / "test_torch_activations.py"
+
+
+def _fidelity() -> ModuleType:
+    name = "llm_planner_fidelity"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, VALIDATION / "fidelity.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------ formatting
+
+
+def _sig(x: float, digits: int = 4) -> str:
+    return f"{x:.{digits}g}"
+
+
+def _value(x: float | None, unit: str) -> str:
+    if x is None:
+        return "—"
+    if unit == "s":
+        return f"{x / 86400:.2f} days"
+    if unit == "FLOP":
+        return f"{x:.4g} FLOP"
+    if unit == "GPU-h":
+        return f"{x:,.0f} GPU-h"
+    if unit == "USD":
+        return f"${x:,.0f}"
+    if unit == "fraction":
+        return f"{100 * x:.1f}%"
+    if unit == "tokens/s/GPU":
+        return f"{x:,.1f}"
+    return _sig(x)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:+.1f}%"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _published_figure(run: dict[str, Any]) -> str:
+    pub = run["published"]
+    conv = {
+        "megatron_hw_full": "hardware FLOP/s, full recompute (Narayanan eq. 3)",
+        "megatron_model": "model FLOPs (Korthikanti)",
+        "palm_model": "6N + 12LHQT (PaLM)",
+        "tokens": "tokens/s",
+    }.get(pub.get("flop_convention", ""), "")
+    if pub.get("flop_convention") == "tokens":
+        return f"{pub['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU"
+    if "flops_per_gpu_per_s" in pub:
+        return f"{pub['flops_per_gpu_per_s'] / 1e12:.4g} TFLOP/s/GPU ({conv})"
+    return f"MFU {100 * pub['mfu']:.1f}% ({conv})"
+
+
+def _layout(run: dict[str, Any]) -> str:
+    lay = run["layout"]
+    text = f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}"
+    if lay.get("ep", 1) > 1:
+        text += f" ep{lay['ep']}"
+    text += f", b{lay['micro_batch']}/B{lay['global_batch']}, s{lay['seq_len']}, {lay['recompute']}"
+    if lay.get("sequence_parallel"):
+        text += "+SP"
+    if lay.get("zero_stage"):
+        text += f", ZeRO-{lay['zero_stage']}"
+    return text
+
+
+# ------------------------------------------------------------------ defaults and what informed them
+
+
+def _comm_defaults() -> list[tuple[str, str, str]]:
+    """(name, value, justification) of each constant documented in core/comm.py."""
+    from llm_planner.core import comm
+
+    tree = ast.parse(Path(comm.__file__).read_text(encoding="utf-8"))
+    out: list[tuple[str, str, str]] = []
+    body = tree.body
+    for node, following in zip(body, [*body[1:], None], strict=True):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not (isinstance(target, ast.Name) and target.id.isupper()):
+            continue
+        doc = ""
+        if (
+            isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            doc = " ".join(following.value.value.split())
+        value = getattr(comm, target.id)
+        out.append((target.id, _sig(float(value)), doc))
+    return out
+
+
+ARXIV = re.compile(r"arXiv:(\d{4}\.\d{4,5})")
+
+
+def _run_arxiv_ids(run: dict[str, Any], sources: dict[str, str]) -> set[str]:
+    keys = {text.split(":")[0] for text in run["citations"].values()}
+    return {m for key in keys if key in sources for m in ARXIV.findall(sources[key])}
+
+
+def _informed(runs: list[dict[str, Any]], sources: dict[str, str]) -> dict[str, list[str]]:
+    """Run id → the defaults whose written justification cites that run's paper."""
+    defaults = _comm_defaults()
+    cited: dict[str, list[str]] = {}
+    for run in runs:
+        ids = _run_arxiv_ids(run, sources)
+        names = [name for name, _, doc in defaults if any(i in doc for i in ids)]
+        cited[run["id"]] = names
+    return cited
+
+
+# ------------------------------------------------------------------ the training-memory ledger
+
+
+def _memory_validation() -> list[str]:
+    """What the training-memory issue's measured validation reports, read from its test."""
+    if not TORCH_TEST.exists():
+        return [
+            "The measured validation of the activation ledger "
+            "(`tests/validation/test_torch_activations.py`, issue 4) is not in the tree yet.",
+        ]
+    text = TORCH_TEST.read_text(encoding="utf-8")
+    doc = ast.get_docstring(ast.parse(text)) or ""
+    lines = [
+        "From `tests/validation/test_torch_activations.py` (issue 4; needs PyTorch, skipped "
+        "without it). What it measures and the ratios it reports, as its docstring states:",
+        "",
+    ]
+    lines += [f"> {line}" if line else ">" for line in doc.splitlines()]
+    return lines
+
+
+# ------------------------------------------------------------------ the page
+
+
+def _intro(runs: list[dict[str, Any]]) -> list[str]:
+    return [
+        "# How close are the estimates to real runs?",
+        "",
+        "<!-- Generated by scripts/gen_accuracy.py from tests/validation/runs.json; "
+        "do not edit. -->",
+        "",
+        f"This page compares LLM Planner with {len(runs)} published training runs "
+        f"({sum(r['kind'] == 'dense' for r in runs)} dense, "
+        f"{sum(r['kind'] == 'moe' for r in runs)} mixture-of-experts; "
+        f"GPU generations: {', '.join(sorted({r['generation'] for r in runs}))}). "
+        "Each figure's source is in `tests/validation/runs.json` next to it; the tests in "
+        "`tests/validation/test_fidelity.py` fail when an error leaves its bound, and when "
+        "this page is not what `scripts/gen_accuracy.py` writes.",
+        "",
+        "Two kinds of check, kept apart:",
+        "",
+        "- **Arithmetic**: the published throughput goes in; does the app give back the "
+        "published time, GPU-hours, FLOP, cost or utilisation? Tolerances are tight and each "
+        "is justified by how the source rounds.",
+        "- **Prediction**: only the model, the cluster and the layout go in; how far is the "
+        "app's own step-time model from the published throughput? Compared as tokens/s per "
+        "GPU: the published FLOP/s or MFU is turned into tokens/s with the publisher's own "
+        "FLOP formula, so the comparison does not depend on how the app counts FLOPs.",
+        "",
+    ]
+
+
+def _summary(fid: ModuleType, arith: list[Any], pred: list[Any]) -> list[str]:
+    out = ["## Summary", ""]
+    summary = fid.summarise(pred)
+    if summary is not None:
+        out.append(
+            f"- Prediction, tokens/s per GPU over {summary.count} runs: median absolute "
+            f"error **{100 * summary.median_abs_error:.1f}%**, worst "
+            f"**{100 * summary.worst_abs_error:.1f}%** ({summary.worst_run})."
+        )
+        with_error = [r for r in pred if r.error is not None]
+        optimistic = [r for r in with_error if r.error > 0]
+        out.append(
+            f"- The step-time model is optimistic (more throughput than published) on "
+            f"{len(optimistic)} of {len(with_error)} runs."
+        )
+    else:
+        out.append("- Prediction: no step-time model yet (every prediction is skipped).")
+    arith_errors = [r for r in arith if r.error is not None]
+    if arith_errors:
+        worst = max(arith_errors, key=lambda r: abs(r.error))
+        out.append(
+            f"- Arithmetic, {len(arith_errors)} checks: largest error "
+            f"**{_pct(worst.error)}** ({worst.run_id}, {worst.check}); "
+            f"{sum(r.status == 'fail' for r in arith)} outside tolerance."
+        )
+    skipped = [r for r in [*arith, *pred] if r.status == "skip"]
+    out.append(f"- Skipped checks: {len(skipped)}.")
+    out += [f"  - {row.run_id} ({row.check}): {row.note}" for row in skipped]
+    return [*out, ""]
+
+
+def _arithmetic(arith: list[Any]) -> list[str]:
+    out = [
+        "## Arithmetic checks",
+        "",
+        "| Run | Figure | Published | Ours | Error | Tolerance | Status | Why this tolerance |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in arith:
+        tol = "—" if r.tolerance is None else f"±{100 * r.tolerance:.1f}%"
+        why = r.note if r.status != "skip" else f"skipped: {r.note}"
+        out.append(
+            f"| {_cell(r.run_name)} | {r.check} | {_value(r.published, r.unit)} | "
+            f"{_value(r.estimate, r.unit)} | {_pct(r.error)} | {tol} | {r.status} | "
+            f"{_cell(why)} |"
+        )
+    return [
+        *out,
+        "",
+        "Inputs: a measured FLOP/s is given to the app as model FLOP/s (how the app reads it); "
+        "Megatron's published FLOP/s count full recomputation, so they are divided by the "
+        "app's own hardware/model factor (4/3) first. Failures are switched off (the papers' "
+        "estimates are failure-free). Utilisation checks divide the published FLOP/s by the "
+        "catalog's dense bf16/fp16 peak.",
+        "",
+    ]
+
+
+def _prediction(fid: ModuleType, pred: list[Any], by_id: dict[str, Any]) -> list[str]:
+    out = [
+        "## Prediction: tokens/s per GPU from model, cluster and layout",
+        "",
+        "| Run | GPUs | Layout | Published | Published tokens/s/GPU | Ours | Error | "
+        "Our MFU | Our bottleneck | Notes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in pred:
+        run = by_id[r.run_id]
+        extra = dict(r.extra)
+        notes = r.note
+        if extra.get("problems"):
+            notes = (notes + "; " if notes else "") + "app: " + extra["problems"]
+        gpu = fid.gpu_of(run)
+        out.append(
+            f"| {_cell(r.run_name)} | {run['num_gpus']:,} × {_cell(gpu.name)} | "
+            f"{_layout(run)} | {_cell(_published_figure(run))} | "
+            f"{_value(r.published, r.unit)} | {_value(r.estimate, r.unit)} | "
+            f"{_pct(r.error)} | {extra.get('app_mfu', '—')} | "
+            f"{_cell(extra.get('bottleneck', '—'))} | {_cell(notes)} |"
+        )
+    out += [
+        "",
+        "Cluster networks (inter-node, per node, one direction) as published, or assumed "
+        "where the row says so:",
+        "",
+    ]
+    for prefix, (value, why) in fid.CLUSTER_NETWORK_BYTES_PER_S_PER_NODE.items():
+        out.append(f"- `{prefix}*`: {value / 1e9:g} GB/s — {why}")
+    return [
+        *out,
+        "",
+        "Layout fields that the cited source does not give are listed as *assumed* in the "
+        "notes (mostly the micro-batch and the pipeline schedule); they move the prediction, "
+        "and a different but equally plausible choice can move a row by several points.",
+        "",
+    ]
+
+
+def _defaults(runs: list[dict[str, Any]], sources: dict[str, str]) -> list[str]:
+    out = [
+        "## The step-time model's defaults and their justification",
+        "",
+        "Every default is a named constant in `core/comm.py` (editable per scenario in the "
+        "parallelism inputs). The justification below is the one written next to it in the "
+        "source, quoted as is:",
+        "",
+        "| Default | Value | Justification (from core/comm.py) |",
+        "|---|---|---|",
+    ]
+    out += [
+        f"| `{name}` | {value} | {_cell(doc) or '—'} |" for name, value, doc in _comm_defaults()
+    ]
+    cited = {k: v for k, v in _informed(runs, sources).items() if v}
+    out += [
+        "",
+        "## Which runs informed the defaults",
+        "",
+        "A run *informed* a default when that default's justification cites the run's paper "
+        "(checked automatically: the arXiv ids in `runs.json`'s sources against the "
+        "docstrings above). Such a run's error is in-sample and says little about accuracy.",
+        "",
+    ]
+    if cited:
+        out += [
+            f"- {run_id}: cited by {', '.join(f'`{n}`' for n in names)}"
+            for run_id, names in sorted(cited.items())
+        ]
+        uncited = [run["id"] for run in runs if run["id"] not in cited]
+        out.append(f"- Not cited by any default (out of sample): {', '.join(uncited)}.")
+    else:
+        out.append(
+            "- None: no default's justification cites the paper of any run in this suite, "
+            "so every prediction error above is out of sample."
+        )
+    return [*out, ""]
+
+
+def render() -> str:
+    """The whole page, deterministic (no dates), from the suite as it is now."""
+    fid = _fidelity()
+    data = fid.load_runs()
+    runs: list[dict[str, Any]] = data["runs"]
+    sources: dict[str, str] = data["sources"]
+    arith = fid.arithmetic_rows()
+    pred = fid.prediction_rows()
+    out = [
+        *_intro(runs),
+        *_summary(fid, arith, pred),
+        *_arithmetic(arith),
+        *_prediction(fid, pred, {run["id"]: run for run in runs}),
+        *_defaults(runs, sources),
+        "## Training-memory ledger: measured validation",
+        "",
+        *_memory_validation(),
+        "",
+        "## Sources",
+        "",
+        *[f"- `{key}`: {text}" for key, text in sources.items()],
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    page = render()
+    if "--check" in argv:
+        current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+        if current != page:
+            print("docs/ACCURACY.md is stale; run scripts/gen_accuracy.py", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.parent.mkdir(parents=True, exist_ok=True)
+    PAGE.write_text(page, encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,509 @@
+"""The fidelity suite's engine: published runs in, rows of (published, ours, error) out.
+
+Used by ``test_fidelity.py`` (which bounds the errors) and by ``scripts/gen_accuracy.py``
+(which writes ``docs/ACCURACY.md``). Two kinds of check, kept apart:
+
+- **arithmetic**: given a run's published throughput, does the app reproduce the
+  published time, GPU-hours, FLOP, cost or utilisation? Tight tolerances, each justified
+  in ``runs.json`` next to the figure.
+- **prediction**: given only the model, the cluster and the layout, how far is the app's
+  own step-time model from the published throughput? Compared in tokens/s per GPU, the
+  published figure turned into tokens/s with the publisher's own FLOP formula
+  (:func:`published_flops_per_token`), so the comparison does not depend on the app's
+  FLOP counting.
+
+Everything goes through the public APIs: ``core.estimate.estimate(Scenario)`` with a
+scenario built from presets, falling back to the estimator functions directly
+(``core.compute.estimate_compute``, ``core.parallelism.parallelism_report``) while
+``estimate()`` does not wire a section yet. A check whose estimator is missing is a
+``skip`` row carrying the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from llm_planner.core.architecture import Architecture
+from llm_planner.core.gpus import GPU, get_gpu
+from llm_planner.core.presets import get_preset
+
+RUNS_PATH = Path(__file__).with_name("runs.json")
+
+Status = Literal["ok", "fail", "skip"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One comparison: a published figure, the app's figure, their relative error."""
+
+    run_id: str
+    run_name: str
+    kind: str
+    generation: str
+    check: str
+    unit: str
+    published: float | None
+    estimate: float | None
+    tolerance: float | None
+    status: Status
+    note: str = ""
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def error(self) -> float | None:
+        """Signed relative error, estimate / published − 1."""
+        if self.published is None or self.estimate is None or self.published == 0:
+            return None
+        return self.estimate / self.published - 1.0
+
+
+@cache
+def load_runs() -> dict[str, Any]:
+    """The suite's data (``runs.json``)."""
+    data: dict[str, Any] = json.loads(RUNS_PATH.read_text(encoding="utf-8"))
+    return data
+
+
+# ------------------------------------------------------------------ inputs of a run
+
+
+def megatron_gpt(layers: int, hidden: int, heads: int, vocab: int, seq: int) -> Architecture:
+    """The GPT shape of the Megatron-LM papers' model families.
+
+    Narayanan et al. 2021 (arXiv:2104.04473) section 5.1 and Table 1: GPT-3-style blocks,
+    FFN 4·h with GELU, learned positions of the sequence length, LayerNorm, biases, vocab
+    51,200, embeddings shared with the output layer (their parameter formula
+    P = 12·l·h²·(1 + 13/(12h) + (V + s)/(12·l·h)) counts V·h once).
+    """
+    return Architecture(
+        name=f"Megatron GPT {layers}L h{hidden}",
+        layers=layers,
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=hidden // heads,
+        ffn_size=4 * hidden,
+        ffn_kind="gelu_mlp",
+        vocab_size=vocab,
+        max_context=seq,
+        tied_embeddings=True,
+        positions="learned",
+        norm="layernorm",
+        attention_bias="all",
+        mlp_bias=True,
+    )
+
+
+def architecture_of(run: dict[str, Any]) -> tuple[Architecture, str | None, float | None]:
+    """(architecture, preset id or None, P override or None) of a run."""
+    model = run["model"]
+    if "megatron_gpt" in model:
+        return megatron_gpt(**model["megatron_gpt"]), None, None
+    preset = get_preset(model["preset"])
+    return preset.architecture, preset.id, model.get("params_override")
+
+
+def gpu_of(run: dict[str, Any]) -> GPU:
+    """The catalog GPU of a run, with the run's documented overrides (H800, DGX-2H V100)."""
+    spec = run["gpu"]
+    gpu = get_gpu(spec["id"])
+    override = dict(spec.get("override", {}))
+    if not override:
+        return gpu
+    peak = override.pop("peak_flops", None)
+    data = gpu.model_dump()
+    data.update(override)
+    if peak:
+        data["peak_flops"] = {**data["peak_flops"], **peak}
+    return GPU.model_validate(data)
+
+
+CLUSTER_NETWORK_BYTES_PER_S_PER_NODE: dict[str, tuple[float, str]] = {
+    "narayanan2021": (
+        200e9,
+        "Selene DGX A100: 8 × 200 Gb/s HDR InfiniBand per node (arXiv:2104.04473 §5)",
+    ),
+    "korthikanti2022": (200e9, "Selene DGX A100: 8 × 200 Gb/s HDR InfiniBand per node"),
+    "llama3": (400e9, "Llama 3: 400 Gb/s RoCE per GPU, 8 per node (arXiv:2407.21783 §3.3.1)"),
+    "deepseek": (
+        400e9,
+        "DeepSeek-V3: 400 Gb/s InfiniBand (50 GB/s) per GPU (arXiv:2412.19437 §3.1)",
+    ),
+    "opt": (200e9, "assumed 8 × 200 Gb/s per node (not published)"),
+    "bloom": (50e9, "Jean Zay: 4 × 100 Gb/s Omni-Path per node (arXiv:2211.05100 §3.4)"),
+    "gpt-neox": (100e9, "4 × ConnectX-6 (200 Gb/s) per node (arXiv:2204.06745 §2.3)"),
+    "megatron2019": (
+        100e9,
+        "DGX-2H: 8 × 100 Gb/s InfiniBand per 16-GPU node (arXiv:1909.08053 §5)",
+    ),
+}
+"""Inter-node network per node, one direction, bytes/s, of each run's cluster, by run-id prefix."""
+
+
+def network_of(run: dict[str, Any]) -> tuple[float, str] | None:
+    """The inter-node network of the run's cluster, with where it comes from."""
+    for prefix, value in CLUSTER_NETWORK_BYTES_PER_S_PER_NODE.items():
+        if run["id"].startswith(prefix):
+            return value
+    return None
+
+
+def published_flops_per_token(run: dict[str, Any], arch: Architecture) -> float:
+    """FLOPs per token as the publisher counts them, to turn their FLOP/s into tokens/s.
+
+    - ``megatron_hw_full``: Narayanan et al. 2021 eq. (3) per token,
+      96·l·h²·(1 + s/(6h) + V/(16·l·h)) (hardware FLOPs, full recomputation).
+      Also used by Megatron-DeepSpeed (BLOOM), GPT-NeoX and metaseq (OPT) logs.
+    - ``megatron_model``: Korthikanti et al. 2022 Appendix: model FLOPs per token,
+      72·l·h²·(1 + s/(6h) + V/(12·l·h)) (no recomputation counted).
+    - ``palm_model``: Chowdhery et al. 2022 (PaLM) Appendix B, 6·N + 12·L·H·Q·T with the
+      nominal N; assumed for Llama 3's "BF16 MFU" (the paper does not spell its count out).
+    """
+    layout = run["layout"]
+    s = float(layout["seq_len"])
+    layers, h, vocab = arch.layers, float(arch.hidden_size), float(arch.vocab_size)
+    convention = run["published"]["flop_convention"]
+    if convention == "megatron_hw_full":
+        return 96.0 * layers * h * h * (1 + s / (6 * h) + vocab / (16 * layers * h))
+    if convention == "megatron_model":
+        return 72.0 * layers * h * h * (1 + s / (6 * h) + vocab / (12 * layers * h))
+    if convention == "palm_model":
+        return 6.0 * float(run["params"]) + 12.0 * layers * arch.heads * arch.head_dim * s
+    raise ValueError(f"{run['id']}: no FLOP formula for convention {convention!r}")
+
+
+def published_tokens_per_s_per_gpu(run: dict[str, Any], arch: Architecture, gpu: GPU) -> float:
+    """The run's published throughput in tokens/s per GPU (:func:`published_flops_per_token`)."""
+    pub = run["published"]
+    if pub["flop_convention"] == "tokens":
+        return float(pub["tokens_per_s_per_gpu"])
+    if "flops_per_gpu_per_s" in pub:
+        rate = float(pub["flops_per_gpu_per_s"])
+    else:
+        peak = gpu.peak_flops.for_dtype("bf16")
+        assert peak is not None
+        rate = float(pub["mfu"]) * peak
+    return rate / published_flops_per_token(run, arch)
+
+
+# ------------------------------------------------------------------ scenarios and estimators
+
+
+def _fields(model: type[Any]) -> set[str]:
+    return set(getattr(model, "model_fields", {}))
+
+
+_PARALLEL_FIELDS = {
+    "tp": "tp",
+    "pp": "pp",
+    "dp": "dp",
+    "zero_stage": "zero_stage",
+    "sequence_parallel": "sequence_parallel",
+    "global_batch": "global_batch",
+    "schedule": "schedule",
+    "interleave_chunks": "interleave_chunks",
+    "ep": "expert_parallel",
+}
+"""runs.json layout key → ParallelInputs field."""
+
+
+def _layout_args(run: dict[str, Any], with_layout: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(TrainingInputs, ParallelInputs) keyword arguments from the run's layout."""
+    layout = run.get("layout") or {}
+    keys = ("seq_len", "micro_batch", "recompute") if with_layout else ("seq_len", "recompute")
+    training = {key: layout[key] for key in keys if key in layout}
+    if not (with_layout and layout):
+        return training, {}
+    parallel = {field: layout[key] for key, field in _PARALLEL_FIELDS.items() if key in layout}
+    if parallel.get("schedule") == "interleaved":
+        parallel.setdefault("interleave_chunks", 2)
+    if run.get("gpus_per_node"):
+        parallel["gpus_per_node"] = run["gpus_per_node"]
+    network = network_of(run)
+    if network is not None:
+        parallel["inter_node_bandwidth_bytes_per_s"] = network[0]
+    return training, parallel
+
+
+def scenario_for(
+    run: dict[str, Any],
+    *,
+    compute: dict[str, Any] | None = None,
+    with_layout: bool = True,
+) -> Any:
+    """A :class:`Scenario` for ``run``; inputs an estimator does not (yet) take are left out."""
+    from llm_planner.core.compute import ComputeInputs
+    from llm_planner.core.parallelism import ParallelInputs
+    from llm_planner.core.scenario import ModelChoice, Scenario
+    from llm_planner.core.training import TrainingInputs
+
+    arch, preset_id, override = architecture_of(run)
+    layout = run.get("layout") or {}
+    compute_args = dict(compute or {})
+    if "compute_dtype" in layout:
+        compute_args.setdefault("compute_dtype", layout["compute_dtype"])
+    training_args, parallel_args = _layout_args(run, with_layout)
+
+    def known(model: type[Any], args: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in args.items() if k in _fields(model)}
+
+    return Scenario(
+        name=run["name"],
+        model=ModelChoice(preset=preset_id, architecture=arch, params_override=override),
+        gpu=gpu_of(run),
+        num_gpus=run.get("num_gpus") or 1,
+        compute=ComputeInputs(**known(ComputeInputs, compute_args)),
+        training=TrainingInputs(**known(TrainingInputs, training_args)),
+        parallelism=ParallelInputs(**known(ParallelInputs, parallel_args)),
+    )
+
+
+class MissingEstimatorError(Exception):
+    """An estimator the check needs is not there yet (the row is skipped with this reason)."""
+
+
+def _section(scenario: Any, name: str) -> Any:
+    """``estimate(scenario).<name>``, or None when estimate() does not give it (yet).
+
+    An estimator still being written may break ``estimate()`` as a whole (an attribute
+    another module expects is not there yet); the caller then calls the section's own
+    estimator function directly.
+    """
+    from llm_planner.core.estimate import estimate
+
+    try:
+        report = estimate(scenario)
+    except (TypeError, AttributeError, ImportError):
+        return None
+    return getattr(report, name, None)
+
+
+def compute_report(scenario: Any) -> Any:
+    """The compute section: from ``estimate()``, else ``compute.estimate_compute`` directly."""
+    from llm_planner.core import compute
+    from llm_planner.core.estimate import model_section
+
+    section = _section(scenario, "compute")
+    if section is not None:
+        return section
+    if not hasattr(compute, "estimate_compute"):
+        raise MissingEstimatorError("compute estimator (issue 3) not there yet")
+    model = model_section(scenario)
+    try:
+        return compute.estimate_compute(
+            scenario.model.architecture,
+            model.params_active,
+            model.params_total,
+            scenario.gpu,
+            scenario.num_gpus,
+            inputs=scenario.compute,
+            seq_len=scenario.training.seq_len,
+            recompute=scenario.training.recompute,
+        )
+    except (TypeError, AttributeError, ImportError) as exc:  # an API still being written
+        raise MissingEstimatorError(f"compute.estimate_compute call failed: {exc}") from exc
+
+
+def parallelism_report(scenario: Any) -> Any:
+    """The parallelism section: from ``estimate()``, else ``parallelism_report`` directly."""
+    from llm_planner.core import parallelism
+
+    section = _section(scenario, "parallelism")
+    if section is not None:
+        return section
+    if not hasattr(parallelism, "parallelism_report"):
+        raise MissingEstimatorError("step-time model (issue 5) not there yet")
+    try:
+        return parallelism.parallelism_report(
+            scenario.model.architecture,
+            scenario.gpu,
+            scenario.num_gpus,
+            scenario.parallelism,
+            scenario.training,
+            params_override=scenario.model.params_override,
+            compute_dtype=scenario.compute.compute_dtype,
+        )
+    except (TypeError, AttributeError, ImportError) as exc:  # an API still being written
+        raise MissingEstimatorError(f"parallelism.parallelism_report call failed: {exc}") from exc
+
+
+# ------------------------------------------------------------------ arithmetic checks
+
+NO_FAILURES = {"failures": {"gpu_failures_per_hour": 0.0}}
+"""Arithmetic checks compare failure-free figures: the papers' own estimates are."""
+
+_UNITS = {
+    "flops_total": "FLOP",
+    "wall_seconds": "s",
+    "wall_seconds_per_trillion_tokens": "s",
+    "gpu_hours": "GPU-h",
+    "cost_usd": "USD",
+    "percent_of_peak": "fraction",
+}
+
+
+def _throughput_inputs(run: dict[str, Any], hw_factor: float = 1.0) -> dict[str, Any]:
+    """ComputeInputs that state the run's published throughput in the app's terms.
+
+    The app reads an achieved FLOP/s as *model* FLOP/s (counted like ``flops_total``);
+    Megatron's published FLOP/s count full recomputation (hardware FLOPs), so they are
+    divided by the app's own hardware/model factor (4/3 for full recomputation) first.
+    """
+    pub = run["published"]
+    if "tokens_per_s_per_gpu" in pub:
+        return {
+            "throughput_mode": "tokens_per_s",
+            "tokens_per_s_per_gpu": pub["tokens_per_s_per_gpu"],
+        }
+    if "flops_per_gpu_per_s" in pub:
+        rate = float(pub["flops_per_gpu_per_s"])
+        if pub.get("flop_convention") == "megatron_hw_full":
+            rate /= hw_factor
+        return {"throughput_mode": "tflops", "achieved_flops_per_gpu": rate}
+    if "wall_seconds" in pub and run.get("num_gpus"):
+        rate = float(pub["tokens"]) / (run["num_gpus"] * float(pub["wall_seconds"]))
+        return {"throughput_mode": "tokens_per_s", "tokens_per_s_per_gpu": rate}
+    raise ValueError(f"{run['id']}: no throughput to state")
+
+
+def _arith_estimate(run: dict[str, Any], check: str) -> float | None:
+    pub = run["published"]
+    base: dict[str, Any] = {"include_attention_flops": False, **NO_FAILURES}
+    if "price_usd_per_gpu_hour" in pub:
+        base["price_usd_per_gpu_hour"] = pub["price_usd_per_gpu_hour"]
+    if check == "flops_total":
+        report = compute_report(scenario_for(run, compute={**base, "tokens": pub["tokens"]}))
+        return float(report.flops_total)
+    if check == "percent_of_peak":
+        rate = {"throughput_mode": "tflops", "achieved_flops_per_gpu": pub["flops_per_gpu_per_s"]}
+        report = compute_report(scenario_for(run, compute={**base, **rate}, with_layout=False))
+        return None if report.mfu is None else float(report.mfu)
+    tokens = 1e12 if check == "wall_seconds_per_trillion_tokens" else pub["tokens"]
+    first = compute_report(
+        scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run)})
+    )
+    factor = float(getattr(first, "hardware_flops_factor", 1.0) or 1.0)
+    report = compute_report(
+        scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run, factor)})
+    )
+    value = {
+        "wall_seconds": report.wall_seconds,
+        "wall_seconds_per_trillion_tokens": report.wall_seconds,
+        "gpu_hours": report.gpu_hours,
+        "cost_usd": report.cost_usd,
+    }[check]
+    return None if value is None else float(value)
+
+
+def _base_row(
+    run: dict[str, Any], check: str, unit: str, published: float | None
+) -> dict[str, Any]:
+    return {
+        "run_id": run["id"],
+        "run_name": run["name"],
+        "kind": run["kind"],
+        "generation": run["generation"],
+        "check": check,
+        "unit": unit,
+        "published": published,
+    }
+
+
+def arithmetic_rows() -> list[Row]:
+    """Every arithmetic check of every run."""
+    rows: list[Row] = []
+    for run in load_runs()["runs"]:
+        for spec in run.get("arithmetic", []):
+            check = spec["check"]
+            published = float(run["published"][check])
+            base = _base_row(run, check, _UNITS[check], published)
+            try:
+                value = _arith_estimate(run, check)
+            except MissingEstimatorError as exc:
+                rows.append(
+                    Row(
+                        **base,
+                        estimate=None,
+                        tolerance=spec["tolerance"],
+                        status="skip",
+                        note=str(exc),
+                    )
+                )
+                continue
+            row = Row(
+                **base, estimate=value, tolerance=spec["tolerance"], status="ok", note=spec["why"]
+            )
+            error = row.error
+            ok = error is not None and abs(error) <= spec["tolerance"]
+            rows.append(Row(**{**row.__dict__, "status": "ok" if ok else "fail"}))
+    return rows
+
+
+# ------------------------------------------------------------------ prediction
+
+
+def prediction_rows() -> list[Row]:
+    """Predicted against published tokens/s per GPU, for every run with a layout."""
+    rows: list[Row] = []
+    for run in load_runs()["runs"]:
+        if not run.get("prediction"):
+            continue
+        arch, _, _ = architecture_of(run)
+        gpu = gpu_of(run)
+        published = published_tokens_per_s_per_gpu(run, arch, gpu)
+        base = _base_row(run, "tokens_per_s_per_gpu", "tokens/s/GPU", published)
+        try:
+            scenario = scenario_for(run, compute={"include_attention_flops": False})
+            report = parallelism_report(scenario)
+        except MissingEstimatorError as exc:
+            rows.append(Row(**base, estimate=None, tolerance=None, status="skip", note=str(exc)))
+            continue
+        layout = run["layout"]
+        step = float(report.step_seconds)
+        tokens = float(layout["global_batch"]) * float(layout["seq_len"])
+        estimate_ = tokens / step / run["num_gpus"] if step > 0 else None
+        extra = (
+            ("app_mfu", f"{float(report.mfu):.3f}"),
+            ("bottleneck", str(getattr(report, "bottleneck", ""))),
+            ("problems", "; ".join(getattr(report, "problems", []) or [])),
+        )
+        note = run.get("source_quality", "")
+        assumed = run.get("assumed", [])
+        if assumed:
+            note = (note + "; " if note else "") + "assumed: " + ", ".join(assumed)
+        rows.append(
+            Row(**base, estimate=estimate_, tolerance=None, status="ok", note=note, extra=extra)
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Median and worst absolute prediction error over the rows that have one."""
+
+    count: int
+    median_abs_error: float
+    worst_abs_error: float
+    worst_run: str
+
+
+def summarise(rows: list[Row]) -> Summary | None:
+    """The prediction summary, None when no row has an error yet."""
+    errors = [
+        (abs(r.error), r.run_id) for r in rows if r.error is not None and math.isfinite(r.error)
+    ]
+    if not errors:
+        return None
+    worst = max(errors)
+    return Summary(
+        count=len(errors),
+        median_abs_error=statistics.median(e for e, _ in errors),
+        worst_abs_error=worst[0],
+        worst_run=worst[1],
+    )
