@@ -81,9 +81,15 @@ def _sections(report: Report) -> dict[str, list[Figure]]:
 
 
 def _md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell (one line, pipes escaped)."""
-    flat = " ".join(str(text).split())
-    return flat.replace("\\", "\\\\").replace("|", "\\|")
+    """Text safe inside a Markdown table cell (one line, pipes escaped).
+
+    Leading spaces (labels of sub-items are indented) become no-break spaces, which
+    Markdown keeps, so the hierarchy still shows.
+    """
+    text = str(text)
+    indent = len(text) - len(text.lstrip(" "))
+    flat = " ".join(text.split())
+    return "\u00a0" * indent + flat.replace("\\", "\\\\").replace("|", "\\|")
 
 
 def _title(scenario: Scenario | None, report: Report) -> str:

@@ -66,7 +66,8 @@ def test_markdown_has_a_table_per_section_and_escapes_pipes(
     for name in report.sections():
         assert f"\n## {SECTION_TITLES[name]}\n" in text
     for _, figure in _all_figures(report):
-        assert f"| {figure.label} | {readable_value(figure)} |" in text
+        label = "\u00a0" * (len(figure.label) - len(figure.label.lstrip())) + figure.label.strip()
+        assert f"| {label} | {readable_value(figure)} |" in text
     assert "| Parameters (total) | 8.03B |" in text
 
 

@@ -171,6 +171,13 @@ def _error(path: Path) -> ScenarioFileError:
         ('{"schema_version": NaN}', "(document)", "NaN"),
         ('{"a": 1, "a": 2}', "(document)", "appears twice"),
         ("[" * 100_000 + "]" * 100_000, "(document)", "nested too deeply"),
+        ('{"schema_version": 1, "n": ' + "[" * 33 + "]" * 33 + "}", "(document)", "over 32"),
+        (
+            '{"schema_version": 1, "n": ' + "[" * 990 + "]" * 990 + "}",
+            "(document)",
+            "nested too deeply",
+        ),
+        ('{"schema_version": 1, "tokens": 1e400}', "(document)", "1e400 is out of range"),
         ('{"schema_version": ' + "9" * 5000 + "}", "(document)", "not accepted"),
         ('{"architectures": ["LlamaForCausalLM"]}', "schema_version", "not an LLM Planner"),
     ],
