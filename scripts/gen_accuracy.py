@@ -132,20 +132,39 @@ def _comm_defaults() -> list[tuple[str, str, str]]:
 
 ARXIV = re.compile(r"arXiv:(\d{4}\.\d{4,5})")
 
+SOURCE_NAMES: dict[str, tuple[str, ...]] = {
+    "gpt3": ("GPT-3",),
+    "llama1": ("LLaMA",),
+    "narayanan2021": ("Narayanan",),
+    "korthikanti2022": ("Korthikanti",),
+    "megatron_readme_2022": ("Korthikanti",),
+    "shoeybi2019": ("Shoeybi",),
+    "llama3": ("Llama-3", "Llama 3"),
+    "dsv3": ("DeepSeek",),
+    "opt": ("OPT-175B", "metaseq"),
+    "bloom": ("BLOOM", "Jean Zay"),
+    "bloom_page": ("BLOOM",),
+    "neox": ("NeoX",),
+    "mpt7b": ("MPT-7B", "MosaicML"),
+}
+"""Names by which a default's justification may mention a run's paper or cluster."""
 
-def _run_arxiv_ids(run: dict[str, Any], sources: dict[str, str]) -> set[str]:
-    keys = {text.split(":")[0] for text in run["citations"].values()}
-    return {m for key in keys if key in sources for m in ARXIV.findall(sources[key])}
+
+def _run_markers(run: dict[str, Any], sources: dict[str, str]) -> set[str]:
+    """The arXiv ids and names that identify the run's sources in a justification."""
+    keys = {text.split(":")[0] for text in run["citations"].values()} & set(sources)
+    ids = {m for key in keys for m in ARXIV.findall(sources[key])}
+    names = {name for key in keys for name in SOURCE_NAMES.get(key, ())}
+    return ids | names
 
 
 def _informed(runs: list[dict[str, Any]], sources: dict[str, str]) -> dict[str, list[str]]:
-    """Run id → the defaults whose written justification cites that run's paper."""
+    """Run id → the defaults whose written justification mentions that run's paper or cluster."""
     defaults = _comm_defaults()
     cited: dict[str, list[str]] = {}
     for run in runs:
-        ids = _run_arxiv_ids(run, sources)
-        names = [name for name, _, doc in defaults if any(i in doc for i in ids)]
-        cited[run["id"]] = names
+        markers = _run_markers(run, sources)
+        cited[run["id"]] = [name for name, _, doc in defaults if any(m in doc for m in markers)]
     return cited
 
 
@@ -229,6 +248,28 @@ def _summary(fid: ModuleType, arith: list[Any], pred: list[Any]) -> list[str]:
     skipped = [r for r in [*arith, *pred] if r.status == "skip"]
     out.append(f"- Skipped checks: {len(skipped)}.")
     out += [f"  - {row.run_id} ({row.check}): {row.note}" for row in skipped]
+    out += ["", "Prediction error by GPU generation:", ""]
+    out += [
+        "| Generation | Runs | Median abs. error | Worst | Worst run |",
+        "|---|---|---|---|---|",
+    ]
+    for generation in sorted({r.generation for r in pred}):
+        part = fid.summarise([r for r in pred if r.generation == generation])
+        if part is not None:
+            out.append(
+                f"| {generation} | {part.count} | {100 * part.median_abs_error:.1f}% | "
+                f"{100 * part.worst_abs_error:.1f}% | {part.worst_run} |"
+            )
+    out += [
+        "",
+        "The bounds the tests hold the prediction errors to, set after the first run of the "
+        "suite, and why each is reasonable:",
+        "",
+        "| Bound | Value | Why |",
+        "|---|---|---|",
+    ]
+    for name, value in fid.PREDICTION_BOUNDS.items():
+        out.append(f"| {name} | {100 * value:.0f}% | {_cell(fid.BOUND_REASONS[name])} |")
     return [*out, ""]
 
 
@@ -318,22 +359,25 @@ def _defaults(runs: list[dict[str, Any]], sources: dict[str, str]) -> list[str]:
         "",
         "## Which runs informed the defaults",
         "",
-        "A run *informed* a default when that default's justification cites the run's paper "
-        "(checked automatically: the arXiv ids in `runs.json`'s sources against the "
-        "docstrings above). Such a run's error is in-sample and says little about accuracy.",
+        "A run may have informed a default when that default's justification mentions the "
+        "run's paper or cluster (checked automatically: the arXiv ids and names of each run's "
+        "sources against the justifications quoted above). A mention is not necessarily a "
+        "fit: read the quoted justification. Where a run's cluster network is published, the "
+        "suite sets it from the paper, so the network default does not enter that run's "
+        "prediction.",
         "",
     ]
     if cited:
         out += [
-            f"- {run_id}: cited by {', '.join(f'`{n}`' for n in names)}"
+            f"- {run_id}: mentioned by {', '.join(f'`{n}`' for n in names)}"
             for run_id, names in sorted(cited.items())
         ]
         uncited = [run["id"] for run in runs if run["id"] not in cited]
-        out.append(f"- Not cited by any default (out of sample): {', '.join(uncited)}.")
+        out.append(f"- Not mentioned by any default, so out of sample: {', '.join(uncited)}.")
     else:
         out.append(
-            "- None: no default's justification cites the paper of any run in this suite, "
-            "so every prediction error above is out of sample."
+            "- None: no default's justification mentions the paper or cluster of any run in "
+            "this suite, so every prediction error above is out of sample."
         )
     return [*out, ""]
 

@@ -110,32 +110,8 @@ def test_arithmetic(arithmetic: dict, run_id: str, check: str) -> None:
 
 # ------------------------------------------------------------------ prediction
 
-PREDICTION_BOUNDS = {
-    "median": 0.25,
-    "worst_hopper": 0.40,
-    "worst_ampere": 0.70,
-    "worst_volta": 1.30,
-    "llama3": 0.10,
-}
-"""Bounds on |predicted / published − 1| of tokens/s per GPU, set after the first run of
-the suite (median 21%, worst 119%), and why they are reasonable:
-
-- median 25%: the step-time model uses one kernel efficiency for every GPU (0.70 of dense
-  peak, ``core.comm.KERNEL_EFFICIENCY``, justified from H100 GEMM measurements, not fitted
-  to any run here) and has no term for the non-GEMM kernels (norms, softmax, optimizer,
-  data loading) that end-to-end FLOP/s include. Megatron-LM on A100 reached 44-52% of peak
-  end to end (arXiv:2104.04473 Table 1) against the model's ~60% HFU: a systematic ~20%
-  optimism, so a median near 20% is the expected size of the error; 25% fails if it grows.
-- Hopper 40%: DeepSeek-V3 hides its MoE all-to-all behind computation (DualPipe,
-  arXiv:2412.19437 section 3.2.1), which the overlap model does not credit (-37%).
-- Ampere 70%: GPT-NeoX-20B (2022 software, A100-40GB, fp16, +62%) is the outlier; the
-  Megatron runs are within 57% (the 1.7B model without tensor parallelism, whose small
-  GEMMs are far from 70% of peak).
-- Volta 130%: Megatron-LM 2019's own single-GPU baseline reaches 30% of the V100's peak
-  (arXiv:1909.08053 abstract) against the model's 70%: a factor 2.3 by construction.
-- Llama 3 405B 10%: the only runs on the hardware and software generation the defaults
-  were justified for; their errors are +8% and -4%.
-"""
+PREDICTION_BOUNDS = fidelity.PREDICTION_BOUNDS
+"""The bounds and why they are reasonable: ``fidelity.PREDICTION_BOUNDS`` (also on the page)."""
 
 
 @pytest.fixture(scope="module")
