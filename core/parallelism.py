@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -322,18 +322,51 @@ def training_available() -> bool:
     return hasattr(_training_module(), "estimate_training")
 
 
+DDP_BUCKET_BYTES = 25 * 2**20
+"""PyTorch DDP's gradient bucket (``bucket_cap_mb=25``), as the training estimator uses."""
+
+
+@dataclass(frozen=True)
+class StageActivations:
+    """Activation terms of one (micro-batch, tp, sequence parallel, recompute) choice."""
+
+    kept_per_layer: float
+    """Bytes one layer keeps per micro-batch (average over dense and MoE layers)."""
+    recompute_working: float
+    outside_first: float
+    """Tensors saved outside the layers on the first stage, per micro-batch."""
+    outside_last: float
+    outside_only: float
+    logits: float
+
+
 @dataclass(frozen=True)
 class MemoryRecipe:
-    """Bytes per parameter and fixed terms taken from the training estimator (or defaults)."""
+    """What the vectorised memory screen needs, read off the training estimator.
+
+    Mirrors :func:`llm_planner.core.training.estimate_training` term by term (persistent
+    state of the fullest stage ÷ tp and ÷ dp per ZeRO stage, activations × micro-batches in
+    flight, temporaries, overhead) so the search screens millions of layouts without
+    calling it; the rows the search returns are re-checked with the estimator itself.
+    """
 
     weight_bytes_per_param: float
     grad_bytes_per_param: float
     optimizer_bytes_per_param: float
-    overhead_bytes: float
-    temporary_bytes_per_token_hidden: float
-    """Temporaries ÷ (s·b·h/t) at the reference layout, to scale with the micro-batch."""
-    activation_per_layer: Callable[[int, int, bool, str], float]
-    """(micro_batch, tp, sequence_parallel, recompute) → bytes one layer saves."""
+    layer_params: float
+    """All in-layer parameters of the model (scaled by any override)."""
+    outside_first_params: float
+    """Embedding (and learned positions) on the first stage."""
+    outside_last_params: float
+    """Output head (or the tied embedding when pp > 1) and final norm on the last stage."""
+    outside_single_params: float
+    """Everything outside the layers when one stage holds all (a tied head counted once)."""
+    one_layer_params: float
+    cuda_context_bytes: float
+    fragmentation_fraction: float
+    megatron_buckets: bool
+    """Megatron reduces gradients in place: no DDP bucket with ZeRO 0/1."""
+    activations: Callable[[int, int, bool, str], StageActivations]
 
     def state_bytes(self) -> dict[str, float]:
         """Bytes per parameter as keyword arguments of :func:`model_state_bytes_per_gpu`."""
@@ -344,22 +377,51 @@ class MemoryRecipe:
         }
 
 
+def _one_layer_params(arch: Architecture) -> float:
+    """Parameters of the largest layer: attention + FFN (all experts + router) + norms."""
+    norm = (2 if arch.norm == "layernorm" else 1) * arch.hidden_size * arch.norms_per_layer
+    largest = attention_params_per_layer(arch) + mlp_params(arch, arch.ffn_size)
+    if arch.moe is not None:
+        moe = arch.moe
+        ffn = (moe.num_experts + moe.num_shared_experts) * mlp_params(arch, moe.expert_ffn_size)
+        ffn += arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+        largest = (
+            max(largest, attention_params_per_layer(arch) + ffn)
+            if arch.dense_layers
+            else (attention_params_per_layer(arch) + ffn)
+        )
+    return float(largest + norm)
+
+
 def memory_recipe(
     arch: Architecture, training_inputs: Any, gpu: GPU, params: float
 ) -> MemoryRecipe:
-    """Per-parameter bytes and fixed terms, read off the training estimator at tp=pp=dp=1.
+    """The training estimator's bytes per parameter and activation terms for the screen.
 
-    Falls back to mixed-precision Adam (2 + 2 + 12 bytes, Rajbhandari et al. 2019) and
-    Korthikanti's activations when the training estimator is not available.
+    Bytes per parameter come from one call of the estimator at tp = pp = dp = 1, ZeRO 0
+    (so every precision recipe, optimizer and LoRA setting is honoured); activations from
+    the same ledger functions it uses. Without the training estimator: mixed-precision Adam
+    (2 + 2 + 12 bytes, Rajbhandari et al. 2019) and Korthikanti's per-layer formula.
     """
-    training = _training_module()
+    counts = _count_parameters(arch)
+    scale = params / counts.total
+    h = arch.hidden_size
+    norm = (2 if arch.norm == "layernorm" else 1) * h
+    first = counts.embedding + counts.positions + (norm if arch.embedding_norm else 0)
+    last_pp = (counts.head if counts.head else counts.embedding) + norm
+    layer = counts.total - first - counts.head - norm
     seq_len = int(training_inputs.seq_len)
-    flash = bool(getattr(training_inputs, "flash_attention", True))
-    profile = getattr(training_inputs, "implementation", "megatron")
+    common = {
+        "layer_params": layer * scale,
+        "outside_first_params": first * scale,
+        "outside_last_params": last_pp * scale,
+        "outside_single_params": (first + counts.head + norm) * scale,
+        "one_layer_params": _one_layer_params(arch) * scale,
+    }
     if not training_available():
 
-        def fallback_act(b: int, t: int, sp: bool, rc: str) -> float:
-            return float(
+        def fallback(b: int, t: int, sp: bool, rc: str) -> StageActivations:
+            kept = float(
                 korthikanti_activation_bytes_per_layer(
                     seq_len,
                     b,
@@ -370,24 +432,86 @@ def memory_recipe(
                     recompute=rc,
                 )
             )
+            return StageActivations(kept, 0.0, 0.0, 0.0, 0.0, 0.0)
 
-        return MemoryRecipe(2.0, 2.0, 12.0, 0.0, 0.0, fallback_act)
+        return MemoryRecipe(
+            weight_bytes_per_param=2.0,
+            grad_bytes_per_param=2.0,
+            optimizer_bytes_per_param=12.0,
+            cuda_context_bytes=0.0,
+            fragmentation_fraction=0.0,
+            megatron_buckets=True,
+            activations=fallback,
+            **common,
+        )
+    training = _training_module()
+    from llm_planner.core import activations as act_mod
+    from llm_planner.core.optimizers import get_precision
+
+    ti = training_inputs
     ref = training.estimate_training(
-        arch, training_inputs, gpu, params_override=params, tp=1, pp=1, dp=1, zero_stage=0
+        arch, ti, gpu, params_override=params, tp=1, pp=1, dp=1, zero_stage=0
     )
-    tokens_hidden = seq_len * training_inputs.micro_batch * arch.hidden_size
-    per_layer = training.activation_bytes_per_layer
+    act_dtype = get_precision(ti.precision).activations_dtype
+    rank = ti.effective_lora_rank
 
-    def act(b: int, t: int, sp: bool, rc: str) -> float:
-        return float(per_layer(arch, seq_len, b, t, sp, rc, flash, profile))
+    @cache
+    def stage_acts(b: int, t: int, sp: bool, rc: str) -> StageActivations:
+        kw: dict[str, Any] = {
+            "tp": t,
+            "sequence_parallel": sp,
+            "profile": ti.implementation,
+            "dropout": ti.dropout,
+            "activation_dtype": act_dtype,
+        }
+        kinds = [(False, arch.dense_layers), (True, arch.moe_layers)]
+        layers = [
+            (
+                n,
+                act_mod.layer_activations(
+                    arch,
+                    seq_len,
+                    b,
+                    recompute=cast(Any, rc),
+                    threshold_bytes=ti.recompute_threshold_bytes,
+                    flash=ti.flash_attention,
+                    moe_layer=moe,
+                    lora_rank=rank,
+                    lora_targets=ti.lora_targets,
+                    **kw,
+                ),
+            )
+            for moe, n in kinds
+            if n
+        ]
+        kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
+        working = max(la.recompute_working_bytes for _, la in layers)
+
+        def outside(first_stage: bool, last_stage: bool) -> float:
+            ledger = act_mod.outside_layer_ledger(
+                arch, seq_len, b, first_stage=first_stage, last_stage=last_stage, **kw
+            )
+            return float(sum(e.bytes for e in ledger))
+
+        logits = act_mod.logits_working_bytes(arch, seq_len, b, tp=t, activation_dtype=act_dtype)
+        return StageActivations(
+            kept_per_layer=float(kept),
+            recompute_working=float(working),
+            outside_first=outside(True, False),
+            outside_last=outside(False, True),
+            outside_only=outside(True, True),
+            logits=float(logits),
+        )
 
     return MemoryRecipe(
         weight_bytes_per_param=ref.weights_bytes / params,
         grad_bytes_per_param=ref.gradients_bytes / params,
         optimizer_bytes_per_param=ref.optimizer_bytes / params,
-        overhead_bytes=float(ref.overhead_bytes),
-        temporary_bytes_per_token_hidden=float(ref.temporary_bytes) / tokens_hidden,
-        activation_per_layer=act,
+        cuda_context_bytes=float(ti.cuda_context_bytes),
+        fragmentation_fraction=float(ti.fragmentation_fraction),
+        megatron_buckets=ti.implementation == "megatron",
+        activations=stage_acts,
+        **common,
     )
 
 
@@ -452,7 +576,7 @@ def evaluate_layouts(
     Step-time model (all per GPU, per optimizer step):
 
     - one micro-batch's compute on one stage: t_c = hardware FLOPs/token · s·b ÷ (t·p) ÷
-      (peak · kernel efficiency) (layers split evenly over stages);
+      (peak · kernel efficiency) × ⌈L/(p·v)⌉·p·v/L (the fullest stage sets the pace);
     - per micro-batch, exposed tensor-parallel time (1 − TP overlap) · bytes ÷ link, the
       pipeline point-to-point and the MoE all-to-all, added to t_c: t_mb;
     - pipeline: (m + (p−1)/v) · t_mb (Narayanan et al. 2021 section 2.2: bubble (p−1)/(v·m)
@@ -479,7 +603,9 @@ def evaluate_layouts(
     tokens_mb = work.seq_len * b
     hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
     peak = cluster.peak_flops
-    t_c = work.model_flops_per_token * hw_factor * tokens_mb / (tp * pp)
+    # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
+    imbalance = np.ceil(work.layers / (pp * v)) * pp * v / work.layers
+    t_c = work.model_flops_per_token * hw_factor * tokens_mb / (tp * pp) * imbalance
     t_c = t_c / (peak * cluster.kernel_efficiency)
 
     links = cluster.links
@@ -502,7 +628,7 @@ def evaluate_layouts(
         ep_bytes_mb = np.zeros_like(tp)
         t_ep = np.zeros_like(tp)
 
-    params_gpu_dense, params_gpu_expert, dp_bytes, t_dp = _data_parallel(work, lay, links, m)
+    dp_bytes, t_dp = _data_parallel(work, lay, links, m)
     window_share = np.select(
         [lay.zero <= 1, lay.zero == 2], [comm.BACKWARD_SHARE, comm.BACKWARD_SHARE * m], m
     )
@@ -539,23 +665,14 @@ def evaluate_layouts(
         out["comm_tp_bytes"] + out["comm_pp_bytes"] + out["comm_ep_bytes"] + dp_bytes
     )
     if recipe is not None:
-        out.update(
-            _memory_screen(
-                work,
-                lay,
-                recipe,
-                params_dense=params_gpu_dense,
-                params_expert=params_gpu_expert,
-                m=m,
-            )
-        )
+        out.update(_memory_screen(work, lay, recipe, m=m))
     return out
 
 
 def _data_parallel(
     work: Workload, lay: Layouts, links: comm.Links, m: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Per-GPU params (dense, expert), DP bytes per step and their un-overlapped time.
+) -> tuple[FloatArray, FloatArray]:
+    """Data-parallel bytes per GPU per step and their time before overlap.
 
     Dense parameters are synchronised over the ZeRO shard group (plus an all-reduce of the
     shards across replicas for HYBRID_SHARD); expert parameters over the expert-data-parallel
@@ -586,7 +703,7 @@ def _data_parallel(
         )
         t_dp = t_dp + hybrid / links.group_bandwidth(tp * shard, replicas)
         dp_bytes = dp_bytes + hybrid
-    return params_gpu_dense, params_gpu_expert, dp_bytes, t_dp
+    return dp_bytes, t_dp
 
 
 def _memory_screen(
@@ -594,56 +711,93 @@ def _memory_screen(
     lay: Layouts,
     recipe: MemoryRecipe,
     *,
-    params_dense: FloatArray,
-    params_expert: FloatArray,
     m: FloatArray,
 ) -> dict[str, FloatArray]:
-    """Per-GPU memory of each layout, mirroring the training estimator (search screen)."""
-    shard = lay.shard.astype(np.float64)
-    expert_shard = np.minimum(np.maximum(lay.dp / lay.ep, 1.0), shard)
-    w1, g1, o1 = model_state_bytes_per_gpu(
-        params_dense,
-        lay.zero,
-        shard,
-        **recipe.state_bytes(),
-    )
-    w2, g2, o2 = model_state_bytes_per_gpu(
-        params_expert,
-        lay.zero,
-        expert_shard,
-        **recipe.state_bytes(),
-    )
-    # activations per layer: one training-estimator call per distinct (b, t, sp, recompute)
-    keys = np.stack([lay.micro_batch, lay.tp, lay.sp.astype(np.int64), lay.recompute], axis=1)
+    """Per-GPU peak memory of each layout, term by term as the training estimator.
+
+    The fuller of the first stage (embedding, micro-batches in flight) and the last stage
+    (head, logits, one micro-batch in flight for 1F1B) sets the peak. Routed experts are
+    further divided by expert parallelism (which the training estimator does not model).
+    """
+    f64 = np.float64
+    tp = lay.tp.astype(f64)
+    pp = lay.pp.astype(f64)
+    shard = lay.shard.astype(f64)
+    ep = lay.ep.astype(f64)
+    layers_stage = np.ceil(work.layers / pp)
+    share = layers_stage / work.layers
+    expert_saved = work.params_expert * share * (1.0 - 1.0 / ep)
+    in_layers = recipe.layer_params * share - expert_saved
+    multi = pp > 1
+    p_first = in_layers + np.where(multi, recipe.outside_first_params, recipe.outside_single_params)
+    p_last = in_layers + np.where(multi, recipe.outside_last_params, recipe.outside_single_params)
+
+    # every saved tensor is s·b·(something): price b = 1 once per (tp, sp, recompute), × b
+    keys = np.stack([lay.tp, lay.sp.astype(np.int64), lay.recompute], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    per_layer_unique = np.array(
-        [
-            recipe.activation_per_layer(int(k[0]), int(k[1]), bool(k[2]), RECOMPUTE_CODES[k[3]])
-            for k in unique
-        ],
-        dtype=np.float64,
+    acts = [
+        recipe.activations(1, int(k[0]), bool(k[1]), RECOMPUTE_CODES[int(k[2])]) for k in unique
+    ]
+    inv = inverse.reshape(-1)
+    b = lay.micro_batch.astype(f64)
+
+    def field(name: str) -> FloatArray:
+        return np.array([getattr(a, name) for a in acts], dtype=f64)[inv] * b
+
+    kept = field("kept_per_layer")
+    working = field("recompute_working")
+    logits = field("logits")
+    in_flight = training_in_flight(lay.pp, m, lay.gpipe, lay.v)
+    first_flight = np.where(in_flight > 0, in_flight, pp)
+    last_flight = np.where(in_flight > 0, in_flight, 1.0)
+    outside_first = np.where(multi, field("outside_first"), field("outside_only"))
+    outside_last = np.where(multi, field("outside_last"), field("outside_only"))
+    one_layer = recipe.one_layer_params / tp
+    z = lay.zero
+    sharded = shard > 1
+    bucket = np.where(
+        (z >= 2) & sharded,
+        one_layer * recipe.grad_bytes_per_param,
+        np.where(sharded & (not recipe.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
     )
-    per_layer = per_layer_unique[inverse.reshape(-1)]
-    in_flight = microbatches_in_flight(lay.pp, m, lay.gpipe, lay.v)
-    layers_stage = np.ceil(work.layers / lay.pp)
-    activations = per_layer * layers_stage * in_flight
-    tokens_hidden = work.seq_len * lay.micro_batch * work.hidden / lay.tp
-    temporary = recipe.temporary_bytes_per_token_hidden * tokens_hidden
-    gathered = np.where(
-        lay.zero >= 3, 2.0 * work.params_largest_layer / lay.tp * recipe.weight_bytes_per_param, 0
-    )
-    weights = w1 + w2
-    grads = g1 + g2
-    optim = o1 + o2
-    peak = weights + grads + optim + activations + temporary + recipe.overhead_bytes + gathered
+    gather = np.where((z >= 3) & sharded, 2.0 * one_layer * recipe.weight_bytes_per_param, 0.0)
+
+    def stage(
+        params: FloatArray, flight: FloatArray, outside: FloatArray, last: bool
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+        w, g, o = model_state_bytes_per_gpu(params / tp, z, shard, **recipe.state_bytes())
+        activ = kept * layers_stage * flight + outside * flight
+        lg = logits if last else np.where(multi, 0.0, logits)
+        temp = bucket + gather + np.maximum(lg, working)
+        allocated = w + g + o + activ + temp
+        peak = allocated + recipe.cuda_context_bytes + recipe.fragmentation_fraction * allocated
+        return w, g, o, activ, peak
+
+    first = stage(p_first, first_flight, outside_first, last=False)
+    last = stage(p_last, last_flight, outside_last, last=True)
+    use_last = last[4] > first[4]
+    pick = [np.where(use_last, b_, a_) for a_, b_ in zip(first, last, strict=True)]
     return {
-        "weights_bytes": weights,
-        "gradients_bytes": grads,
-        "optimizer_bytes": optim,
-        "activations_bytes": activations,
-        "zero3_gathered_bytes": gathered,
-        "peak_bytes": peak,
+        "weights_bytes": pick[0],
+        "gradients_bytes": pick[1],
+        "optimizer_bytes": pick[2],
+        "activations_bytes": pick[3],
+        "zero3_gathered_bytes": gather,
+        "peak_bytes": pick[4],
     }
+
+
+def training_in_flight(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
+) -> FloatArray:
+    """``microbatches_in_flight`` to pass to the training estimator: 0 means "its default"
+    (pp on the first stage, 1 on the last: plain 1F1B with m ≥ p); otherwise the
+    :func:`microbatches_in_flight` count, rounded up."""
+    p = np.asarray(pp, dtype=np.float64)
+    m = np.asarray(microbatches, dtype=np.float64)
+    value = np.ceil(microbatches_in_flight(pp, microbatches, gpipe, v) - 1e-9)
+    default = ~np.asarray(gpipe, dtype=bool) & (np.asarray(v) <= 1) & (m >= p)
+    return np.asarray(np.where(default, 0.0, value))
 
 
 def bottleneck_of(row: dict[str, float]) -> str:
@@ -921,10 +1075,9 @@ def parallelism_report(
     training_inputs: Any,
     *,
     params_override: float | None = None,
-    training_report: Any = None,
     compute_dtype: str = "bf16",
 ) -> ParallelismReport:
-    """Price the scenario's layout; per-GPU memory from ``training_report`` when given."""
+    """Price the scenario's layout; per-GPU memory from the training estimator."""
     lay = resolve_layout(
         inputs,
         num_gpus,
@@ -941,12 +1094,9 @@ def parallelism_report(
         k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
     }
     problems = list(lay.problems)
-    if training_report is not None:
-        peak: float | None = float(training_report.peak_bytes)
-        fits: bool | None = bool(training_report.fits)
-    else:
-        peak = out["peak_bytes"]
-        fits = peak <= gpu.memory_bytes
+    exact = training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+    peak = float(exact.peak_bytes) if exact is not None else out["peak_bytes"]
+    fits = peak <= gpu.memory_bytes
     if lay.ep > 1:
         problems.append("expert parallelism divides expert weights; the training memory ignores ep")
     g = inputs.gpus_per_node
@@ -990,6 +1140,47 @@ def parallelism_report(
         fits=fits,
         zero3_gathered_bytes=_num(out["zero3_gathered_bytes"]),
         problems=problems,
+    )
+
+
+def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
+    """Keyword arguments of ``estimate_training`` for a resolved layout: the ZeRO stage
+    (FSDP names mapped), the shard group as dp (HYBRID_SHARD shards inside a node only),
+    and the micro-batches in flight of the schedule (None: the estimator's 1F1B default)."""
+    return {
+        "tp": lay.tp,
+        "pp": lay.pp,
+        "dp": lay.shard,
+        "zero_stage": lay.zero_stage,
+        "sequence_parallel": lay.sequence_parallel,
+        "microbatches_in_flight": _in_flight_for(lay),
+    }
+
+
+def scenario_layout(scenario: Any) -> ResolvedLayout:
+    """The scenario's resolved layout (what the training section should pass on)."""
+    return resolve_layout(
+        scenario.parallelism,
+        scenario.num_gpus,
+        int(scenario.training.micro_batch),
+        str(scenario.training.recompute),
+        scenario.model.architecture.layers,
+    )
+
+
+def training_memory(
+    arch: Architecture,
+    gpu: GPU,
+    lay: ResolvedLayout,
+    training_inputs: Any,
+    *,
+    params_override: float | None = None,
+) -> Any:
+    """The training estimator's report for this layout (None if it is not available)."""
+    if not training_available():
+        return None
+    return _training_module().estimate_training(
+        arch, training_inputs, gpu, params_override=params_override, **training_layout_kwargs(lay)
     )
 
 
@@ -1089,17 +1280,18 @@ def zero_stage_comparison(
                 "optimizer_bytes": float(out["optimizer_bytes"][0]),
                 "activations_bytes": float(out["activations_bytes"][0]),
                 "temporary_bytes": float(out["zero3_gathered_bytes"][0]),
-                "overhead_bytes": recipe.overhead_bytes,
+                "overhead_bytes": recipe.cuda_context_bytes,
                 "peak_bytes": float(out["peak_bytes"][0]),
             }
         )
     return rows
 
 
-def _in_flight_for(lay: ResolvedLayout) -> int:
+def _in_flight_for(lay: ResolvedLayout) -> int | None:
+    """The training estimator's ``microbatches_in_flight`` for a layout (None: its default)."""
     m = lay.gradient_accumulation_steps
-    value = float(microbatches_in_flight(lay.pp, m, lay.schedule == "gpipe", lay.v))
-    return max(1, math.ceil(value))
+    value = float(training_in_flight(lay.pp, m, lay.schedule == "gpipe", lay.v))
+    return int(value) if value > 0 else None
 
 
 PipelineEvent = tuple[int, int, float, float, str]

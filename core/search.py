@@ -1,0 +1,581 @@
+"""Ranked layout search, scaling curve and the smallest deployment that meets a schedule.
+
+:func:`search` enumerates every layout (tp, pp, dp, ZeRO stage, micro-batch, recompute,
+sequence parallel, interleaving, expert parallel) for a model, a global batch and a GPU
+count as numpy arrays, prices them all at once with
+:func:`~llm_planner.core.parallelism.evaluate_layouts`, drops those whose screened memory
+exceeds the GPU, ranks by throughput and re-checks the returned rows with the training
+estimator (the one source of truth for per-GPU memory), so a row reported as fitting has
+``peak_bytes`` ≤ the GPU's memory.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_planner.core import parallelism as par
+from llm_planner.core.architecture import Architecture, count_parameters
+from llm_planner.core.figures import Figure
+from llm_planner.core.gpus import GPU
+
+IntArray = npt.NDArray[np.int64]
+
+MAX_EXACT_CHECKS_PER_ROW = 20
+"""How many screened candidates the exact memory check may try per requested row."""
+
+MAX_DEPLOYMENT_GPUS = 1 << 20
+"""Upper bound of the GPU counts the deployment search tries (about a million)."""
+
+
+class SearchOptions(BaseModel):
+    """The space the search enumerates (each value a documented, editable choice)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    recompute: tuple[str, ...] = par.RECOMPUTE_CODES
+    sequence_parallel: tuple[bool, ...] = (False, True)
+    micro_batches: tuple[int, ...] = (1, 2, 4, 8, 16)
+    interleave: tuple[int, ...] = (1, 2, 4)
+    """Virtual stages per GPU tried when pp > 1 (1 = plain 1F1B)."""
+    max_tp: int | None = None
+    """Largest tensor-parallel degree; None: up to the heads (crossing nodes allowed)."""
+    zero_with_pipeline: bool = False
+    """Allow ZeRO-2/3 with pp > 1 (DeepSpeed's pipeline engine supports ZeRO-1 only)."""
+
+
+class SearchRow(BaseModel):
+    """One ranked layout."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    dp: int
+    tp: int
+    pp: int
+    ep: int
+    zero_stage: int
+    micro_batch: int
+    recompute: str
+    sequence_parallel: bool
+    schedule: str
+    interleave_chunks: int
+    gradient_accumulation_steps: int
+    peak_bytes: float
+    step_seconds: float
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    bubble_fraction: float
+    comm_bytes_per_step: float
+    bottleneck: str
+    memory_checked: bool = Field(description="peak_bytes from the training estimator itself")
+
+
+class SearchResult(BaseModel):
+    """The ranked rows and what the search did to find them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    num_gpus: int
+    candidates: int
+    fitting: int
+    seconds: float
+    rows: list[SearchRow]
+
+    def figures(self) -> list[Figure]:
+        return [
+            Figure(key="candidates", label="Layouts tried", value=self.candidates, unit="count"),
+            Figure(key="fitting", label="Layouts that fit", value=self.fitting, unit="count"),
+            Figure(key="seconds", label="Search time", value=self.seconds, unit="seconds"),
+        ]
+
+
+# --------------------------------------------------------------------- enumeration
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
+
+
+def _tp_allowed(arch: Architecture, tp: int, max_tp: int | None) -> bool:
+    """Heads split evenly; key/value heads split or are replicated (Megatron GQA)."""
+    if max_tp is not None and tp > max_tp:
+        return False
+    return arch.heads % tp == 0 and (arch.kv_heads % tp == 0 or tp % arch.kv_heads == 0)
+
+
+def enumerate_layouts(
+    arch: Architecture, num_gpus: int, global_batch: int, options: SearchOptions
+) -> par.Layouts:
+    """Every valid layout for ``num_gpus`` GPUs and ``global_batch`` sequences, as arrays.
+
+    dp = GPUs/(tp·pp) must divide the global batch, the micro-batch must divide the
+    per-replica batch, interleaving needs pp > 1, v·pp ≤ L and m a multiple of pp (Megatron),
+    sequence parallelism needs tp > 1, expert parallelism (MoE) divides dp and the experts.
+    """
+    base: list[tuple[int, int, int, int, int, int]] = []
+    experts = arch.moe.num_experts if arch.moe else 1
+    for tp in _divisors(num_gpus):
+        if not _tp_allowed(arch, tp, options.max_tp):
+            continue
+        for pp in _divisors(num_gpus // tp):
+            if pp > arch.layers:
+                continue
+            dp = num_gpus // (tp * pp)
+            if global_batch % dp:
+                continue
+            per_replica = global_batch // dp
+            eps = [e for e in _divisors(dp) if experts % e == 0] if arch.moe else [1]
+            for b in options.micro_batches:
+                if per_replica % b:
+                    continue
+                m = per_replica // b
+                for v in options.interleave:
+                    if v > 1 and (pp == 1 or m % pp or pp * v > arch.layers):
+                        continue
+                    base.extend((tp, pp, dp, b, v, e) for e in eps)
+    if not base:
+        return _empty_layouts()
+    table = np.array(base, dtype=np.int64)
+    combos = np.array(
+        [
+            (z, rc, sp)
+            for z in options.zero_stages
+            for rc in range(len(par.RECOMPUTE_CODES))
+            if par.RECOMPUTE_CODES[rc] in options.recompute
+            for sp in options.sequence_parallel
+        ],
+        dtype=np.int64,
+    )
+    rows = np.repeat(table, len(combos), axis=0)
+    extra = np.tile(combos, (len(table), 1))
+    tp_, pp_, dp_, b_, v_, ep_ = (rows[:, i] for i in range(6))
+    zero, rc, sp = extra[:, 0], extra[:, 1], extra[:, 2].astype(bool)
+    keep = ~(sp & (tp_ == 1))
+    if not options.zero_with_pipeline:
+        keep &= ~((zero >= 2) & (pp_ > 1))
+    lay = par.Layouts(
+        tp=tp_,
+        pp=pp_,
+        dp=dp_,
+        ep=ep_,
+        zero=zero,
+        shard=dp_,
+        micro_batch=b_,
+        v=v_,
+        gpipe=np.zeros(len(rows), dtype=bool),
+        sp=sp,
+        recompute=rc,
+    )
+    return lay.take(np.flatnonzero(keep))
+
+
+def _empty_layouts() -> par.Layouts:
+    z = np.zeros(0, dtype=np.int64)
+    return par.Layouts(
+        tp=z,
+        pp=z,
+        dp=z,
+        ep=z,
+        zero=z,
+        shard=z,
+        micro_batch=z,
+        v=z,
+        gpipe=np.zeros(0, dtype=bool),
+        sp=np.zeros(0, dtype=bool),
+        recompute=z,
+    )
+
+
+# --------------------------------------------------------------------- the search
+
+
+class _Problem:
+    """Everything fixed during one search: workload, cluster, memory recipe."""
+
+    def __init__(
+        self,
+        arch: Architecture,
+        gpu: GPU,
+        inputs: par.ParallelInputs,
+        training_inputs: Any,
+        *,
+        params_override: float | None,
+        compute_dtype: str = "bf16",
+    ) -> None:
+        self.arch = arch
+        self.gpu = gpu
+        self.training_inputs = training_inputs
+        self.params_override = params_override
+        self.params = params_override or float(count_parameters(arch).total)
+        factors = par._hw_factors(arch, training_inputs, gpu, self.params)
+        self.work = par.workload_of(
+            arch, int(training_inputs.seq_len), inputs.global_batch, self.params, factors
+        )
+        self.cluster = par.cluster_of(gpu, inputs, compute_dtype)
+        self.recipe = par.memory_recipe(arch, training_inputs, gpu, self.params)
+
+    def with_batch(self, global_batch: int) -> _Problem:
+        clone = object.__new__(_Problem)
+        clone.__dict__.update(self.__dict__)
+        clone.work = par.Workload(**{**self.work.__dict__, "global_batch": global_batch})
+        return clone
+
+
+def _exact_peak(problem: _Problem, lay: par.Layouts, i: int, m: float) -> float | None:
+    """Peak bytes of candidate ``i`` from the training estimator (None if unavailable)."""
+    if not par.training_available():
+        return None
+    training = par._training_module()
+    rc = par.RECOMPUTE_CODES[int(lay.recompute[i])]
+    ti = problem.training_inputs.model_copy(
+        update={"micro_batch": int(lay.micro_batch[i]), "recompute": rc}
+    )
+    in_flight = float(par.training_in_flight(lay.pp[i], m, lay.gpipe[i], lay.v[i]))
+    report = training.estimate_training(
+        problem.arch,
+        ti,
+        problem.gpu,
+        params_override=problem.params_override,
+        tp=int(lay.tp[i]),
+        pp=int(lay.pp[i]),
+        dp=int(lay.shard[i]),
+        zero_stage=int(lay.zero[i]),
+        sequence_parallel=bool(lay.sp[i]),
+        microbatches_in_flight=int(in_flight) if in_flight > 0 else None,
+    )
+    return float(report.peak_bytes)
+
+
+def _row(
+    rank: int, lay: par.Layouts, out: dict[str, Any], i: int, *, peak: float, checked: bool
+) -> SearchRow:
+    v = int(lay.v[i])
+    values = {k: float(a[i]) for k, a in out.items()}
+    return SearchRow(
+        rank=rank,
+        dp=int(lay.dp[i]),
+        tp=int(lay.tp[i]),
+        pp=int(lay.pp[i]),
+        ep=int(lay.ep[i]),
+        zero_stage=int(lay.zero[i]),
+        micro_batch=int(lay.micro_batch[i]),
+        recompute=par.RECOMPUTE_CODES[int(lay.recompute[i])],
+        sequence_parallel=bool(lay.sp[i]),
+        schedule="interleaved" if v > 1 else ("1f1b" if int(lay.pp[i]) > 1 else "none"),
+        interleave_chunks=v,
+        gradient_accumulation_steps=round(values["microbatches"]),
+        peak_bytes=peak,
+        step_seconds=values["step_seconds"],
+        tokens_per_s=values["tokens_per_s"],
+        mfu=values["mfu"],
+        hfu=values["hfu"],
+        bubble_fraction=values["bubble_fraction"],
+        comm_bytes_per_step=values["comm_bytes_per_step"],
+        bottleneck=par.bottleneck_of(values),
+        memory_checked=checked,
+    )
+
+
+def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> SearchResult:
+    start = time.perf_counter()
+    lay = enumerate_layouts(problem.arch, num_gpus, problem.work.global_batch, options)
+    candidates = len(lay)
+    rows: list[SearchRow] = []
+    fitting = 0
+    if candidates:
+        out = par.evaluate_layouts(problem.work, problem.cluster, lay, problem.recipe)
+        capacity = problem.cluster.memory_bytes
+        fit = np.flatnonzero(out["peak_bytes"] <= capacity)
+        fitting = int(fit.size)
+        order = fit[np.lexsort((out["peak_bytes"][fit], -out["tokens_per_s"][fit]))]
+        budget = max(top, 1) * MAX_EXACT_CHECKS_PER_ROW
+        seen: set[tuple[Any, ...]] = set()
+        for i in order[:budget]:
+            if len(rows) >= top:
+                break
+            # policies that change nothing here (selective = none with flash attention) → one row
+            same = (
+                *(int(getattr(lay, name)[i]) for name in ("tp", "pp", "dp", "ep", "zero")),
+                *(int(getattr(lay, name)[i]) for name in ("micro_batch", "v", "sp")),
+                round(float(out["peak_bytes"][i])),
+                round(float(out["step_seconds"][i]), 9),
+            )
+            if same in seen:
+                continue
+            seen.add(same)
+            exact = _exact_peak(problem, lay, int(i), float(out["microbatches"][i]))
+            if exact is not None and exact > capacity:
+                continue
+            peak = exact if exact is not None else float(out["peak_bytes"][i])
+            rows.append(_row(len(rows) + 1, lay, out, int(i), peak=peak, checked=exact is not None))
+    return SearchResult(
+        num_gpus=num_gpus,
+        candidates=candidates,
+        fitting=fitting,
+        seconds=time.perf_counter() - start,
+        rows=rows,
+    )
+
+
+def search(
+    arch: Architecture,
+    gpu: GPU,
+    num_gpus: int,
+    inputs: par.ParallelInputs,
+    training_inputs: Any,
+    *,
+    params_override: float | None = None,
+    options: SearchOptions | None = None,
+    top: int = 10,
+) -> SearchResult:
+    """The ``top`` fastest layouts of ``num_gpus`` GPUs that fit, best first."""
+    problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
+    return _run(problem, num_gpus, options or SearchOptions(), top)
+
+
+def search_scenario(
+    scenario: Any, *, options: SearchOptions | None = None, top: int = 10
+) -> SearchResult:
+    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training."""
+    return search(
+        scenario.model.architecture,
+        scenario.gpu,
+        scenario.num_gpus,
+        scenario.parallelism,
+        scenario.training,
+        params_override=scenario.model.params_override,
+        options=options,
+        top=top,
+    )
+
+
+# --------------------------------------------------------------------- deployment
+
+
+def min_gpus_per_instance(
+    arch: Architecture,
+    gpu: GPU,
+    inputs: par.ParallelInputs,
+    training_inputs: Any,
+    *,
+    params_override: float | None = None,
+    options: SearchOptions | None = None,
+    max_gpus: int = MAX_DEPLOYMENT_GPUS,
+) -> int | None:
+    """Fewest GPUs (a power of two) on which one model instance fits in some layout.
+
+    The instance may use tensor, pipeline and ZeRO/FSDP sharding over its GPUs; the global
+    batch is set to the GPU count (one sequence per data-parallel rank at least) so batch
+    divisibility never rules a count out. None if nothing fits up to ``max_gpus``.
+    """
+    problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
+    opts = options or SearchOptions()
+    n = 1
+    while n <= max_gpus:
+        batch = max(n, inputs.global_batch)
+        batch = math.ceil(batch / n) * n
+        if _run(problem.with_batch(batch), n, opts, 1).rows:
+            return n
+        n *= 2
+    return None
+
+
+class DeploymentPlan(BaseModel):
+    """The smallest deployment meeting a deadline: instance size, replicas, layout, cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus_per_instance: int
+    replicas: int
+    total_gpus: int
+    layout: SearchRow | None
+    tokens: float
+    time_seconds: float | None
+    deadline_seconds: float | None
+    meets_deadline: bool
+    gpu_hours: float | None
+    cost_usd: float | None
+
+    def figures(self) -> list[Figure]:
+        return [
+            Figure(
+                key="gpus_per_instance",
+                label="GPUs for one instance",
+                value=self.gpus_per_instance,
+                unit="count",
+            ),
+            Figure(key="replicas", label="Replicas", value=self.replicas, unit="count"),
+            Figure(key="total_gpus", label="Total GPUs", value=self.total_gpus, unit="count"),
+            Figure(
+                key="time_seconds",
+                label="Time to train",
+                value=self.time_seconds,
+                unit="seconds",
+                formula="tokens ÷ searched best tokens/s",
+            ),
+            Figure(key="cost_usd", label="Cost", value=self.cost_usd, unit="usd"),
+        ]
+
+
+def smallest_deployment(
+    arch: Architecture,
+    gpu: GPU,
+    inputs: par.ParallelInputs,
+    training_inputs: Any,
+    *,
+    tokens: float,
+    deadline_seconds: float | None,
+    price_usd_per_gpu_hour: float,
+    params_override: float | None = None,
+    options: SearchOptions | None = None,
+) -> DeploymentPlan | None:
+    """Fewest GPUs for one instance, then replicas until the best layout meets the deadline.
+
+    Replicas double until the estimated time (tokens ÷ the searched best tokens/s at
+    instance × replicas GPUs, same global batch) meets the deadline, then bisect between
+    the last two counts. Cost = GPUs × time ÷ 3600 × price. None when no instance fits.
+    Where the GPUs outnumber the global batch, the batch grows to one sequence per GPU.
+    """
+    instance = min_gpus_per_instance(
+        arch, gpu, inputs, training_inputs, params_override=params_override, options=options
+    )
+    if instance is None:
+        return None
+    problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
+    opts = options or SearchOptions()
+
+    def best(replicas: int) -> SearchRow | None:
+        n = instance * replicas
+        batch = inputs.global_batch if n <= inputs.global_batch else n
+        rows = _run(problem.with_batch(batch), n, opts, 1).rows
+        return rows[0] if rows else None
+
+    def seconds(row: SearchRow | None) -> float:
+        return tokens / row.tokens_per_s if row is not None else math.inf
+
+    replicas, row = 1, best(1)
+    low = 0
+    if deadline_seconds is not None:
+        while seconds(row) > deadline_seconds and instance * replicas * 2 <= MAX_DEPLOYMENT_GPUS:
+            low = replicas
+            replicas *= 2
+            row = best(replicas)
+        if seconds(row) <= deadline_seconds:
+            while replicas - low > 1:
+                mid = (low + replicas) // 2
+                mid_row = best(mid)
+                if seconds(mid_row) <= deadline_seconds:
+                    replicas, row = mid, mid_row
+                else:
+                    low = mid
+    time_s = seconds(row)
+    total = instance * replicas
+    finite = math.isfinite(time_s)
+    hours = total * time_s / 3600.0 if finite else None
+    return DeploymentPlan(
+        gpus_per_instance=instance,
+        replicas=replicas,
+        total_gpus=total,
+        layout=row,
+        tokens=tokens,
+        time_seconds=time_s if finite else None,
+        deadline_seconds=deadline_seconds,
+        meets_deadline=finite and (deadline_seconds is None or time_s <= deadline_seconds),
+        gpu_hours=hours,
+        cost_usd=hours * price_usd_per_gpu_hour if hours is not None else None,
+    )
+
+
+# --------------------------------------------------------------------- scaling
+
+
+class ScalingPoint(BaseModel):
+    """One GPU count of a layout family, or one user measurement (``measured=True``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    tokens_per_s: float
+    time_to_train_seconds: float
+    ideal_time_seconds: float | None
+    """Time if throughput grew linearly from the family's smallest point."""
+    scaling_efficiency: float | None
+    measured: bool = False
+
+
+def scaling_curve(
+    arch: Architecture,
+    gpu: GPU,
+    inputs: par.ParallelInputs,
+    training_inputs: Any,
+    *,
+    tokens: float,
+    params_override: float | None = None,
+    max_points: int = 16,
+) -> list[ScalingPoint]:
+    """Time to train against GPU count for the scenario's layout family, plus measurements.
+
+    The family keeps tp, pp, ZeRO stage, micro-batch, schedule and recompute, and the
+    global batch; dp doubles from 1 while it divides the batch. With a fixed global batch
+    more replicas mean fewer micro-batches each, so the pipeline bubble (p−1)/(v·m) grows
+    and the data-parallel sync is hidden behind less compute: doubling GPUs need not halve
+    time. ``inputs.measured_points`` (GPUs, tokens/s) come back with ``measured=True``.
+    """
+    problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
+    b = int(training_inputs.micro_batch)
+    dps: list[int] = []
+    dp = 1
+    while len(dps) < max_points and dp * b <= inputs.global_batch:
+        if inputs.global_batch % (dp * b) == 0:
+            dps.append(dp)
+        dp *= 2
+    points: list[ScalingPoint] = []
+    if dps:
+        base = par.resolve_layout(
+            inputs, inputs.tp * inputs.pp, b, str(training_inputs.recompute), arch.layers
+        ).as_arrays()
+        n = len(dps)
+        lay = par.Layouts(
+            **{name: np.repeat(getattr(base, name), n) for name in par._LAYOUT_FIELDS}
+        )
+        dp_arr = np.array(dps, dtype=np.int64)
+        lay = par.Layouts(**{**lay.__dict__, "dp": dp_arr, "shard": dp_arr})
+        out = par.evaluate_layouts(problem.work, problem.cluster, lay)
+        first_time = tokens / float(out["tokens_per_s"][0])
+        first_gpus = inputs.tp * inputs.pp * dps[0]
+        for k, d in enumerate(dps):
+            gpus = inputs.tp * inputs.pp * d
+            rate = float(out["tokens_per_s"][k])
+            ideal = first_time * first_gpus / gpus
+            actual = tokens / rate
+            points.append(
+                ScalingPoint(
+                    gpus=gpus,
+                    tokens_per_s=rate,
+                    time_to_train_seconds=actual,
+                    ideal_time_seconds=ideal,
+                    scaling_efficiency=ideal / actual,
+                )
+            )
+    points.extend(
+        ScalingPoint(
+            gpus=g,
+            tokens_per_s=rate,
+            time_to_train_seconds=tokens / rate,
+            ideal_time_seconds=None,
+            scaling_efficiency=None,
+            measured=True,
+        )
+        for g, rate in inputs.measured_points
+        if rate > 0
+    )
+    return points
