@@ -170,6 +170,9 @@ class MainWindow(QMainWindow):
         if self._slow_timer.isActive():
             self._slow_timer.stop()
             self._redraw_slow()
+        page = self.pages[self.tabs.currentIndex()]
+        if page is not None:
+            page.flush()
 
     def _show_input_error(self, message: str) -> None:
         self.error_label.setText(message)

@@ -242,6 +242,8 @@ class Tab(QWidget):
         combo = QComboBox()
         combo.setObjectName(path)
         combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(10)
         for text, value in items:
             combo.addItem(text, value)
         self.binder.combo(combo, path, label, tooltip)
@@ -281,3 +283,6 @@ class Tab(QWidget):
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
         """Curves that cost more than the bars (series sweeps); run after the fast redraw."""
+
+    def flush(self) -> None:
+        """Run this tab's own pending deferred work now."""

@@ -203,11 +203,13 @@ class ComputeTab(Tab):
         self.time_chart = SeriesChart(
             "Time to train against GPUs", "GPUs", "days", log_x=True, log_y=True
         )
-        self.time_chart.add_line("time", "estimate", colors.SERIES[0], symbol="o")
+        self.time_chart.add_line("time", "C/τ (perfect scaling)", colors.SERIES[0], symbol="o")
+        self.time_chart.add_line("family", "this layout family", colors.SERIES[4], dashed=True)
         self.time_chart.add_markers("measured", "your measurements", colors.SERIES[1], symbol="s")
         self.time_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
         self.time_chart.add_hline("deadline", colors.BAD, "deadline")
-        self.cost_chart = SeriesChart("Cost against GPUs", "GPUs", "US$", log_x=True, log_y=True)
+        self.cost_chart = SeriesChart("Cost against GPUs", "GPUs", "US$", log_x=True)
+        self.cost_chart.plot.getPlotItem().getAxis("left").enableAutoSIPrefix(True)
         self.cost_chart.add_line("cost", "estimate", colors.SERIES[2], symbol="o")
         self.cost_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
         self.cost_chart.add_hline("budget", colors.BAD, "budget")
@@ -226,6 +228,7 @@ class ComputeTab(Tab):
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.chinchilla_chart)
         bottom.addWidget(self.figures)
+        bottom.setSizes([500, 420])
         self.right.addWidget(row)
         self.right.addWidget(bottom)
 
@@ -273,34 +276,36 @@ class ComputeTab(Tab):
         gpus, seconds, cost = points
         self.time_chart.set_line("time", gpus, [s / units.SECONDS_PER_DAY for s in seconds])
         self.cost_chart.set_line("cost", gpus, cost)
-        measured = self.measured_series(scenario, report)
+        modelled, measured = self.scaling_series(scenario)
+        self.time_chart.set_line("family", *modelled)
         self.time_chart.set_markers("measured", *measured)
 
-    def measured_series(
-        self, scenario: Scenario, report: Report
-    ) -> tuple[list[float], list[float]]:
-        """(GPUs, days) of the user's measurements: the estimator run at each measured rate."""
-        xs: list[float] = []
-        days: list[float] = []
-        for gpus, tokens_per_s in scenario.parallelism.measured_points:
-            try:
-                measured = with_changes(
-                    scenario,
-                    {
-                        "num_gpus": gpus,
-                        "compute.throughput_mode": "tokens_per_s",
-                        # a cluster rate shared by its GPUs (a unit change, not a model)
-                        "compute.tokens_per_s_per_gpu": tokens_per_s / gpus,
-                    },
-                )
-                seconds = field(estimate(measured).compute, "wall_seconds")
-            except Exception:
-                continue
-            if seconds:
-                xs.append(float(gpus))
-                days.append(float(seconds) / units.SECONDS_PER_DAY)
-        del report
-        return xs, days
+    def scaling_series(
+        self, scenario: Scenario
+    ) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:
+        """((GPUs, days) modelled for the layout family, (GPUs, days) measured), from
+        ``core.search.scaling_curve``."""
+        function = core_attr("search", "scaling_curve")
+        modelled: tuple[list[float], list[float]] = ([], [])
+        measured: tuple[list[float], list[float]] = ([], [])
+        points = (
+            safe_call(
+                function,
+                scenario.model.architecture,
+                scenario.gpu,
+                scenario.parallelism,
+                scenario.training,
+                tokens=scenario.compute.tokens,
+                params_override=scenario.model.params_override,
+            )
+            if function
+            else None
+        )
+        for point in points or []:
+            target = measured if point.measured else modelled
+            target[0].append(float(point.gpus))
+            target[1].append(point.time_to_train_seconds / units.SECONDS_PER_DAY)
+        return modelled, measured
 
     def series(
         self, scenario: Scenario, report: Report

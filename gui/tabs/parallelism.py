@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -28,6 +28,10 @@ from llm_planner.gui.tabs.training import PARTS
 
 log = logging.getLogger(__name__)
 
+SEARCH_DELAY_MS = 250
+"""The search (a fraction of a second) runs once typing pauses this long."""
+SEARCH_TOP = 50
+"""Rows the ranked table shows."""
 MAX_DRAWN_MICROBATCHES = 32
 """The timeline draws at most this many micro-batches (readable; the bubble figure is exact)."""
 
@@ -37,7 +41,16 @@ def report_stage(report: Report, scenario: Scenario) -> int:
     return int(stage) if stage is not None else scenario.parallelism.zero_stage
 
 
-LAYOUT_FIELDS = ("tp", "pp", "dp", "zero_stage", "micro_batch", "recompute", "sequence_parallel")
+APPLIED_FIELDS = (
+    "tp",
+    "pp",
+    "dp",
+    "zero_stage",
+    "sequence_parallel",
+    "schedule",
+    "interleave_chunks",
+)
+"""Search-row fields that are parallelism inputs (micro-batch and recompute are training's)."""
 
 
 class NumericItem(QTableWidgetItem):
@@ -56,11 +69,12 @@ class SearchTable(QWidget):
 
     apply_row = Signal(dict)
     COLUMNS = (
+        ("rank", "#"),
         ("tp", "TP"),
         ("pp", "PP"),
         ("dp", "DP"),
         ("zero_stage", "ZeRO"),
-        ("micro_batch", "micro-batch"),
+        ("micro_batch", "micro"),
         ("recompute", "recompute"),
         ("sequence_parallel", "SP"),
         ("peak_bytes", "peak / GPU"),
@@ -110,6 +124,7 @@ class SearchTable(QWidget):
                 item.setData(Qt.ItemDataRole.UserRole + 1, r)
                 self.table.setItem(r, c, item)
         self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
 
     @staticmethod
     def _text(key: str, value: Any) -> str:
@@ -133,34 +148,13 @@ class SearchTable(QWidget):
             self.apply_row.emit(self.rows[index])
 
 
-def search_rows(scenario: Scenario, top: int = 50) -> list[dict[str, Any]] | None:
-    """Ranked layouts from core's search, as plain dicts; None while there is no search."""
-    function = core_attr("search", "search_layouts", "search", "ranked_layouts")
-    if function is None:
-        return None
-    result = safe_call(function, scenario)
+def search_rows(scenario: Scenario, top: int = SEARCH_TOP) -> list[dict[str, Any]] | None:
+    """Ranked layouts from ``core.search.search_scenario`` as dicts; None without a search."""
+    function = core_attr("search", "search_scenario")
+    result = safe_call(function, scenario, top=top) if function else None
     if result is None:
         return None
-    rows: list[dict[str, Any]] = []
-    entries = (
-        field(result, "rows", "layouts", "results")
-        if not isinstance(result, list | tuple)
-        else result
-    )
-    for entry in list(entries or [])[:top]:
-        data = (
-            entry
-            if isinstance(entry, dict)
-            else (entry.model_dump() if hasattr(entry, "model_dump") else vars(entry))
-        )
-        flat = dict(data)
-        layout = flat.pop("layout", None)
-        if isinstance(layout, dict):
-            flat.update(layout)
-        elif layout is not None and hasattr(layout, "model_dump"):
-            flat.update(layout.model_dump())
-        rows.append(flat)
-    return rows
+    return [row.model_dump() for row in result.rows]
 
 
 class ParallelismTab(Tab):
@@ -258,20 +252,27 @@ class ParallelismTab(Tab):
         self.timeline = TimelineChart("Pipeline schedule (micro-batches per stage)")
         top.addWidget(self.zero_bars)
         top.addWidget(self.timeline)
+        top.setSizes([550, 450])
         self.search = SearchTable()
         self.search.apply_row.connect(self.apply_layout)
         self.search.run_button.clicked.connect(self.run_search)
-        column = QSplitter(Qt.Orientation.Vertical)
-        column.addWidget(top)
-        column.addWidget(self.search)
-        self.right.addWidget(column)
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(self.search)
+        bottom.addWidget(self.figures)
+        bottom.setSizes([700, 320])
+        self.right.addWidget(top)
+        self.right.addWidget(bottom)
         self._searched_for: Scenario | None = None
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DELAY_MS)
+        self._search_timer.timeout.connect(self.run_search)
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
         self.chunks.setEnabled(scenario.parallelism.schedule == "interleaved")
         self.draw_zero(scenario, report)
-        self.draw_timeline(report)
+        self.draw_timeline(scenario, report)
 
     def draw_zero(self, scenario: Scenario, report: Report) -> None:
         """ZeRO 0–3 side by side from ``core.parallelism.zero_stage_comparison``."""
@@ -299,19 +300,29 @@ class ParallelismTab(Tab):
             rows.append(BarRow(f"ZeRO {stage}{mark}", parts, entry.get("peak_bytes")))
         self.zero_bars.set_rows(rows, scenario.gpu.memory_bytes)
 
-    def draw_timeline(self, report: Report) -> None:
+    def draw_timeline(self, scenario: Scenario, report: Report) -> None:
         """The schedule from ``core.parallelism.pipeline_timeline``; gaps are bubbles."""
         from llm_planner.gui.widgets.charts import Block
 
         function = core_attr("parallelism", "pipeline_timeline")
-        section = report.parallelism
-        if function is None or section is None:
+        layout: Any = report.parallelism
+        if layout is None:  # section not wired yet: the layout as core resolves it
+            resolve = core_attr("parallelism", "resolve_layout")
+            layout = safe_call(
+                resolve,
+                scenario.parallelism,
+                scenario.num_gpus,
+                scenario.training.micro_batch,
+                scenario.training.recompute,
+                scenario.model.architecture.layers,
+            )
+        if function is None or layout is None:
             return
-        pp = int(section.pp)
-        m = int(section.gradient_accumulation_steps)
+        pp = int(layout.pp)
+        m = int(layout.gradient_accumulation_steps)
         shown = min(m, MAX_DRAWN_MICROBATCHES)
-        v = int(section.interleave_chunks)
-        events = safe_call(function, pp, shown, str(section.schedule), v)
+        v = int(field(layout, "interleave_chunks", "v") or 1)
+        events = safe_call(function, pp, shown, str(layout.schedule), v)
         if not events:
             return
         end = max(e[3] for e in events)
@@ -322,14 +333,20 @@ class ParallelismTab(Tab):
         ]
         self.timeline.set_blocks(blocks, pp)
         more = f" (first {shown} of {m})" if shown < m else ""
+        bubble = field(layout, "bubble_fraction")
         self.timeline.plot.setTitle(
-            f"Pipeline schedule: {pp} stages × {m} micro-batches{more}, "
-            f"bubble {100 * section.bubble_fraction:.1f}%"
+            f"Pipeline: {pp} stage{'s' if pp > 1 else ''} × {m} micro-batches{more}"
+            + (f", bubble {100 * bubble:.1f}%" if bubble is not None else "")
         )
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
-        del scenario, report  # the search reads the state's scenario
-        self.run_search()
+        del scenario, report  # the search reads the state's scenario when it runs
+        self._search_timer.start()
+
+    def flush(self) -> None:
+        if self._search_timer.isActive():
+            self._search_timer.stop()
+            self.run_search()
 
     def run_search(self) -> None:
         scenario = self.state.scenario
@@ -348,7 +365,7 @@ class ParallelismTab(Tab):
     def apply_layout(self, row: dict[str, Any]) -> None:
         """Apply a search row's layout to the scenario as one undoable step."""
         changes: dict[str, Any] = {}
-        for key in ("tp", "pp", "dp", "zero_stage", "sequence_parallel"):
+        for key in APPLIED_FIELDS:
             if row.get(key) is not None:
                 changes[f"parallelism.{key}"] = row[key]
         if row.get("micro_batch") is not None:
@@ -357,7 +374,7 @@ class ParallelismTab(Tab):
             changes["training.recompute"] = row["recompute"]
         try:
             scenario = with_changes(self.state.scenario, changes)
-        except Exception as error:
+        except ValueError as error:
             log.warning("search row does not apply: %s", error)
             return
         self.state.replace(scenario, "Apply layout from search")

@@ -29,24 +29,30 @@ PARTS = {
 PERSISTENT = ("weights", "gradients", "optimizer")
 
 
-def training_rows(scenario: Scenario, section: Any, label: str = "") -> tuple[list[Any], float]:
-    """After-load and peak rows from the report's per-GPU fields."""
+def training_rows(scenario: Scenario, section: Any) -> tuple[list[Any], float]:
+    """After-load and peak rows from the report's per-GPU fields (no arithmetic here)."""
     from llm_planner.gui.widgets.charts import BarRow
 
     formulas = {figure.key: figure.formula for figure in section.figures()}
     values = {name: float(field(section, key) or 0.0) for name, key in PARTS.items()}
     explain = {name: formulas.get(key, "") for name, key in PARTS.items()}
-    persistent = field(section, "persistent_bytes", "after_load_bytes")
+    after_parts = {k: values[k] for k in PERSISTENT}
+    context = field(section, "cuda_context_bytes")
+    if context is not None:
+        after_parts["overhead"] = float(context)
+    after_total = field(section, "after_load_bytes", "persistent_bytes")
+    after_explain = {**explain, "overhead": formulas.get("cuda_context_bytes", "CUDA context")}
     peak = field(section, "peak_bytes")
     capacity = field(section, "capacity_bytes") or scenario.gpu.memory_bytes
-    after_load = BarRow(
-        f"{label}after load",
-        {k: values[k] for k in PERSISTENT},
-        float(persistent) if persistent is not None else None,
-        explain,
-    )
-    peak_row = BarRow(f"{label}peak", values, float(peak) if peak is not None else None, explain)
-    return [after_load, peak_row], float(capacity)
+    return [
+        BarRow(
+            "after load",
+            after_parts,
+            float(after_total) if after_total is not None else None,
+            after_explain,
+        ),
+        BarRow("peak", values, float(peak) if peak is not None else None, explain),
+    ], float(capacity)
 
 
 class TrainingTab(Tab):
@@ -155,10 +161,10 @@ class TrainingTab(Tab):
             ["weights", "gradients", "optimizer", "activations", "temporaries", "overhead"],
         )
         self.bars.setObjectName("training_bars")
-        self.ledger = QTableWidget(0, 4)
+        self.ledger = QTableWidget(0, 5)
         self.ledger.setObjectName("ledger")
         self.ledger.setHorizontalHeaderLabels(
-            ["Saved tensor (per layer)", "Shape", "dtype", "Bytes"]
+            ["Saved tensor (per layer, per GPU)", "Block", "Shape", "dtype", "Bytes"]
         )
         self.ledger.verticalHeader().setVisible(False)
         self.ledger.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -166,7 +172,7 @@ class TrainingTab(Tab):
         self.ledger.setSortingEnabled(False)
         header = self.ledger.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in (1, 2, 3):
+        for column in (1, 2, 3, 4):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self.ledger.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         row.addWidget(self.bars)
@@ -181,34 +187,37 @@ class TrainingTab(Tab):
             return
         rows, capacity = training_rows(scenario, section)
         self.bars.set_rows(rows, capacity)
-        self.fill_ledger(field(section, "ledger") or [])
+        self.fill_ledger(
+            list(field(section, "ledger") or []) + list(field(section, "outside_ledger") or [])
+        )
 
     def fill_ledger(self, ledger: list[Any]) -> None:
+        """One row per saved tensor, as the training estimator itemises it."""
         self.ledger.setRowCount(len(ledger))
         for row, entry in enumerate(ledger):
-            name = field(entry, "name", "tensor") or ""
-            shape = field(entry, "shape") or ""
-            if isinstance(shape, list | tuple):
-                shape = " × ".join(str(s) for s in shape)
-            dtype = field(entry, "dtype") or ""
-            size = field(entry, "bytes", "size_bytes")
+            size = field(entry, "bytes")
             texts = [
-                str(name),
-                str(shape),
-                str(dtype),
+                str(field(entry, "name") or ""),
+                str(field(entry, "block") or ""),
+                str(field(entry, "shape") or ""),
+                str(field(entry, "dtype") or ""),
                 units.format_bytes(float(size)) if size is not None else "—",
             ]
-            tip = field(entry, "note", "why", "source", "description") or ""
+            dropped = field(entry, "attention_core")
+            tip = (
+                f"{texts[0]}: {texts[2]} elements of {texts[3]}"
+                + (" (dropped by selective recomputation)" if dropped else "")
+                + (f" — sharded over {field(entry, 'shard')}" if field(entry, "shard") else "")
+            )
             for column, text in enumerate(texts):
                 item = self.ledger.item(row, column)
                 if item is None:
                     item = QTableWidgetItem()
-                    if column == 3:
+                    if column == 4:
                         item.setTextAlignment(
                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                         )
                     self.ledger.setItem(row, column, item)
                 if item.text() != text:
                     item.setText(text)
-                if tip:
-                    item.setToolTip(str(tip))
+                item.setToolTip(tip)

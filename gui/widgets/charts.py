@@ -127,6 +127,7 @@ class MemoryBars(QWidget):
                 brush=colour,
                 pen=pg.mkPen(colour.darker(130), width=1),
             )
+            item.setZValue(10)  # above the grid lines
             plot.addItem(item)
             self.items[key] = item
         overflow = QColor(colors.BAD)
@@ -139,6 +140,7 @@ class MemoryBars(QWidget):
             brush=overflow,
             pen=pg.mkPen(colors.BAD, width=2),
         )
+        self.overflow.setZValue(11)
         plot.addItem(self.overflow)
         self.capacity_line = pg.InfiniteLine(
             angle=90,
@@ -204,9 +206,12 @@ class MemoryBars(QWidget):
             label.setPos(max(float(left[index]), float(totals[index])), float(index))
             del total
         plot = self.plot.getPlotItem()
-        plot.getAxis("left").setTicks([[(i, row.label) for i, row in enumerate(self.rows)]])
+        left_axis = plot.getAxis("left")
+        left_axis.setTicks([[(i, row.label) for i, row in enumerate(self.rows)]])
+        widest = max((self.fontMetrics().horizontalAdvance(r.label) for r in self.rows), default=0)
+        left_axis.setWidth(widest + 16)
         top = max([capacity_gb, *left.tolist(), *totals.tolist()]) if n else capacity_gb
-        plot.setXRange(0, top * 1.32 if top > 0 else 1, padding=0)
+        plot.setXRange(0, top * 1.42 if top > 0 else 1, padding=0)
         plot.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
 
     def total_text(self, index: int) -> str:
@@ -398,6 +403,7 @@ class TimelineChart(QWidget):
             bar = pg.BarGraphItem(
                 x0=empty, width=empty, y0=empty, height=empty, brush=colour, pen=pen
             )
+            bar.setZValue(-1 if kind == "bubble" else 1)
             item.addItem(bar)
             self.items[kind] = bar
         self.texts: list[pg.TextItem] = []
@@ -430,12 +436,15 @@ class TimelineChart(QWidget):
             font = QFont()
             font.setPointSizeF(max(font.pointSizeF() - 2, 6))
             text.setFont(font)
+            text.setZValue(5)
             self.plot.addItem(text)
             self.texts.append(text)
         for index, text in enumerate(self.texts):
             if index < len(labelled):
                 block = labelled[index]
-                text.setText(block.label, color="#000000")
+                text.setText(
+                    block.label, color="#FFFFFF" if block.kind == "backward" else "#000000"
+                )
                 text.setPos(block.start + block.duration / 2, block.stage)
                 text.show()
             else:

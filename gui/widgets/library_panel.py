@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
-    QHBoxLayout,
+    QGridLayout,
     QInputDialog,
     QLabel,
     QLineEdit,
@@ -72,9 +72,9 @@ class LibraryPanel(QWidget):
         self.reload()
         self._selection_changed()
 
-    def _buttons(self) -> QHBoxLayout:
-        buttons = QHBoxLayout()
-        self.add_button = QPushButton("Save here")
+    def _buttons(self) -> QGridLayout:
+        buttons = QGridLayout()
+        self.add_button = QPushButton("Save to library")
         self.add_button.setToolTip("Save the current scenario into the library as a new entry")
         self.add_button.clicked.connect(self.save_current)
         self.rename_button = QPushButton("Rename")
@@ -84,13 +84,10 @@ class LibraryPanel(QWidget):
         self.delete_button = QPushButton("Delete")
         self.delete_button.setToolTip("Move to the library's trash (recoverable)")
         self.delete_button.clicked.connect(self.delete_selected)
-        for button in (
-            self.add_button,
-            self.rename_button,
-            self.duplicate_button,
-            self.delete_button,
+        for index, button in enumerate(
+            (self.add_button, self.rename_button, self.duplicate_button, self.delete_button)
         ):
-            buttons.addWidget(button)
+            buttons.addWidget(button, index // 2, index % 2)
         return buttons
 
     # -- listing
