@@ -235,6 +235,12 @@ def _summary(fid: ModuleType, arith: list[Any], pred: list[Any]) -> list[str]:
             f"- The step-time model is optimistic (more throughput than published) on "
             f"{len(optimistic)} of {len(with_error)} runs."
         )
+        no_fit = [r.run_id for r in pred if dict(r.extra).get("fits") == "no"]
+        out.append(
+            f"- Runs that trained on their GPUs but that the memory estimate says do not fit "
+            f"(with the layout as given, assumed fields included): "
+            f"{', '.join(no_fit) if no_fit else 'none'}."
+        )
     else:
         out.append("- Prediction: no step-time model yet (every prediction is skipped).")
     arith_errors = [r for r in arith if r.error is not None]
@@ -305,8 +311,8 @@ def _prediction(fid: ModuleType, pred: list[Any], by_id: dict[str, Any]) -> list
         "## Prediction: tokens/s per GPU from model, cluster and layout",
         "",
         "| Run | GPUs | Layout | Published | Published tokens/s/GPU | Ours | Error | "
-        "Our MFU | Our bottleneck | Notes |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "Our MFU | Our bottleneck | Our peak GB/GPU (fits) | Notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in pred:
         run = by_id[r.run_id]
@@ -320,7 +326,8 @@ def _prediction(fid: ModuleType, pred: list[Any], by_id: dict[str, Any]) -> list
             f"{_layout(run)} | {_cell(_published_figure(run))} | "
             f"{_value(r.published, r.unit)} | {_value(r.estimate, r.unit)} | "
             f"{_pct(r.error)} | {extra.get('app_mfu', '—')} | "
-            f"{_cell(extra.get('bottleneck', '—'))} | {_cell(notes)} |"
+            f"{_cell(extra.get('bottleneck', '—'))} | "
+            f"{extra.get('peak_gb', '—')} ({extra.get('fits', '—')}) | {_cell(notes)} |"
         )
     out += [
         "",
@@ -338,6 +345,30 @@ def _prediction(fid: ModuleType, pred: list[Any], by_id: dict[str, Any]) -> list
         "and a different but equally plausible choice can move a row by several points.",
         "",
     ]
+
+
+def _memory(fid: ModuleType) -> list[str]:
+    rows = fid.memory_rows()
+    out = [
+        "## Memory per GPU where a run publishes it",
+        "",
+        "Few runs publish their per-GPU memory; the table compares those that do with the "
+        "training-memory estimator's peak for the same layout. It is reported, not bounded "
+        "by a test: one data point, with its layout partly assumed, bounds nothing. The "
+        "prediction table above also shows our peak for every run: each of those runs did "
+        "fit on its GPUs, so a 'no' there is a disagreement with reality (or with an assumed "
+        "layout field).",
+        "",
+        "| Run | Published | Ours (peak) | Error | Notes |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        published = "—" if r.published is None else f"{r.published / 1e9:.1f} GB"
+        ours = "—" if r.estimate is None else f"{r.estimate / 1e9:.1f} GB"
+        out.append(
+            f"| {_cell(r.run_name)} | {published} | {ours} | {_pct(r.error)} | {_cell(r.note)} |"
+        )
+    return [*out, ""]
 
 
 def _defaults(runs: list[dict[str, Any]], sources: dict[str, str]) -> list[str]:
@@ -395,6 +426,7 @@ def render() -> str:
         *_summary(fid, arith, pred),
         *_arithmetic(arith),
         *_prediction(fid, pred, {run["id"]: run for run in runs}),
+        *_memory(fid),
         *_defaults(runs, sources),
         "## Training-memory ledger: measured validation",
         "",

@@ -462,10 +462,13 @@ def prediction_rows() -> list[Row]:
         step = float(report.step_seconds)
         tokens = float(layout["global_batch"]) * float(layout["seq_len"])
         estimate_ = tokens / step / run["num_gpus"] if step > 0 else None
+        peak, fits = peak_memory(scenario, report)
         extra = (
             ("app_mfu", f"{float(report.mfu):.3f}"),
             ("bottleneck", str(getattr(report, "bottleneck", ""))),
             ("problems", "; ".join(getattr(report, "problems", []) or [])),
+            ("peak_gb", "—" if peak is None else f"{peak / 1e9:.1f}"),
+            ("fits", "—" if fits is None else ("yes" if fits else "no")),
         )
         note = run.get("source_quality", "")
         assumed = run.get("assumed", [])
@@ -474,6 +477,35 @@ def prediction_rows() -> list[Row]:
         rows.append(
             Row(**base, estimate=estimate_, tolerance=None, status="ok", note=note, extra=extra)
         )
+    return rows
+
+
+def peak_memory(scenario: Any, parallel: Any = None) -> tuple[float | None, bool | None]:
+    """(peak bytes per GPU, fits) from the training-memory estimator, the one source of
+    truth for it; the parallelism section's figure when ``estimate()`` gives no training."""
+    training = _section(scenario, "training")
+    if training is not None:
+        return float(training.peak_bytes), bool(training.fits)
+    if parallel is not None and getattr(parallel, "peak_bytes", None) is not None:
+        return float(parallel.peak_bytes), parallel.fits
+    return None, None
+
+
+def memory_rows() -> list[Row]:
+    """Published per-GPU memory against the app's peak, where a run publishes it."""
+    rows: list[Row] = []
+    for run in load_runs()["runs"]:
+        published = run["published"].get("memory_bytes_per_gpu")
+        if published is None:
+            continue
+        base = _base_row(run, "memory_bytes_per_gpu", "bytes", float(published))
+        peak, fits = peak_memory(scenario_for(run, compute={"include_attention_flops": False}))
+        if peak is None:
+            note = "training-memory estimator (issue 4) not in estimate() yet"
+            rows.append(Row(**base, estimate=None, tolerance=None, status="skip", note=note))
+            continue
+        note = f"fits: {fits}; assumed: " + ", ".join(run.get("assumed", []))
+        rows.append(Row(**base, estimate=peak, tolerance=None, status="ok", note=note))
     return rows
 
 
