@@ -214,7 +214,9 @@ class Cluster:
 
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
     """The cluster of ``inputs`` built on ``gpu`` (intra-node link from the GPU catalog)."""
-    peak = gpu.peak_flops.for_dtype(compute_dtype) or gpu.peak_flops.for_dtype("bf16") or 1.0
+    flops = gpu.peak_flops
+    peak = flops.for_dtype(compute_dtype) or flops.for_dtype("bf16") or flops.for_dtype("fp16")
+    peak = peak or flops.for_dtype("fp32") or 1.0
     intra = inputs.intra_node_bandwidth_bytes_per_s or gpu.link_bandwidth_bytes_per_s
     return Cluster(
         gpu_id=gpu.id,

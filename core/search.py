@@ -296,7 +296,9 @@ def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> 
         capacity = problem.cluster.memory_bytes
         fit = np.flatnonzero(out["peak_bytes"] <= capacity)
         fitting = int(fit.size)
-        order = fit[np.lexsort((out["peak_bytes"][fit], -out["tokens_per_s"][fit]))]
+        # fastest first; among equals, less traffic (robust to the overlap model), then memory
+        keys = (out["peak_bytes"][fit], out["comm_bytes_per_step"][fit], -out["tokens_per_s"][fit])
+        order = fit[np.lexsort(keys)]
         budget = max(top, 1) * MAX_EXACT_CHECKS_PER_ROW
         seen: set[tuple[Any, ...]] = set()
         for i in order[:budget]:

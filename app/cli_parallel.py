@@ -1,0 +1,287 @@
+"""Command-line face of the parallelism tab (issue 5): ``report`` options and ``search``.
+
+``report`` gains ``--zero 0|1|2|3``, ``--fsdp NAME``, ``--tp N``, ``--pp N``, ``--dp N``,
+``--ep N``, ``--sequence-parallel``, ``--global-batch N``, ``--gpus-per-node N``,
+``--schedule gpipe|1f1b|interleaved:V``, ``--inter-node-bandwidth BYTES_PER_S``,
+``--kernel-efficiency F`` and ``--measured GPUS:TOKENS_PER_S`` (repeatable). Each writes
+one field of ``scenario.parallelism``.
+
+``llm-planner search [FILE] [options] [--top N] [--json|--csv]`` prints the ranked layouts
+that fit (JSON: a list of objects with the layout, ``peak_bytes``, ``step_seconds``,
+``tokens_per_s``, ``mfu``, ``bottleneck``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from typing import Any
+
+from llm_planner.core import units
+
+OPTION_OF_FIELD = {
+    "parallelism.zero_stage": "--zero",
+    "parallelism.fsdp_strategy": "--fsdp",
+    "parallelism.tp": "--tp",
+    "parallelism.pp": "--pp",
+    "parallelism.dp": "--dp",
+    "parallelism.expert_parallel": "--ep",
+    "parallelism.sequence_parallel": "--sequence-parallel",
+    "parallelism.global_batch": "--global-batch",
+    "parallelism.gpus_per_node": "--gpus-per-node",
+    "parallelism.schedule": "--schedule",
+    "parallelism.interleave_chunks": "--schedule",
+    "parallelism.inter_node_bandwidth_bytes_per_s": "--inter-node-bandwidth",
+    "parallelism.kernel_efficiency": "--kernel-efficiency",
+    "parallelism.measured_points": "--measured",
+}
+
+FSDP_NAMES = ("NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD")
+
+
+def _schedule(text: str) -> tuple[str, int]:
+    """``gpipe``, ``1f1b`` or ``interleaved:V`` (V ≥ 2 virtual stages per GPU)."""
+    kind, _, chunks = text.strip().lower().partition(":")
+    if kind in ("gpipe", "1f1b") and not chunks:
+        return kind, 1
+    if kind == "interleaved" and chunks:
+        try:
+            v = int(chunks)
+        except ValueError:
+            v = 0
+        if v >= 2:
+            return kind, v
+        raise argparse.ArgumentTypeError(f"interleaved needs V ≥ 2 chunks, got {chunks!r}")
+    raise argparse.ArgumentTypeError(f"{text!r} is not one of gpipe, 1f1b, interleaved:V")
+
+
+def _bandwidth(text: str) -> float:
+    """Bytes per second: ``400GB``, ``400 GB/s``, ``3.2e12`` (a bare number is bytes/s)."""
+    cleaned = text.strip()
+    for suffix in ("/s", "ps", "/sec"):
+        if cleaned.lower().endswith(suffix):
+            cleaned = cleaned[: -len(suffix)]
+    try:
+        value = units.parse_bytes(cleaned)
+    except (units.UnitError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def _measured(text: str) -> tuple[int, float]:
+    """``GPUS:TOKENS_PER_S``, e.g. ``512:1.2M``."""
+    gpus, sep, rate = text.partition(":")
+    try:
+        n = units.parse_int_count(gpus)
+        r = units.parse_count(rate)
+    except (units.UnitError, ValueError):
+        n, r = 0, 0.0
+    if not sep or n < 1 or r <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not GPUS:TOKENS_PER_S (e.g. 512:1.2M)")
+    return n, r
+
+
+def _zero(text: str) -> int:
+    if text.strip() not in ("0", "1", "2", "3"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of 0, 1, 2, 3")
+    return int(text)
+
+
+def _fsdp(text: str) -> str:
+    name = text.strip().upper()
+    if name not in FSDP_NAMES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(FSDP_NAMES)}")
+    return name
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The parallelism option group (report and search)."""
+    from llm_planner.cli import FRACTION, INT
+
+    group = parser.add_argument_group("parallelism")
+    group.add_argument("--zero", type=_zero, metavar="0|1|2|3", help="ZeRO stage")
+    group.add_argument(
+        "--fsdp", type=_fsdp, metavar="NAME", help=f"FSDP strategy: {', '.join(FSDP_NAMES)}"
+    )
+    group.add_argument("--tp", type=INT, metavar="N", help="tensor-parallel degree")
+    group.add_argument("--pp", type=INT, metavar="N", help="pipeline-parallel degree")
+    group.add_argument("--dp", type=INT, metavar="N", help="data-parallel degree")
+    group.add_argument("--ep", type=INT, metavar="N", help="expert-parallel degree (MoE)")
+    group.add_argument(
+        "--sequence-parallel",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Megatron sequence parallelism (with tp > 1)",
+    )
+    group.add_argument("--global-batch", type=INT, metavar="N", help="sequences per optimizer step")
+    group.add_argument("--gpus-per-node", type=INT, metavar="N", help="GPUs in one node")
+    group.add_argument(
+        "--schedule",
+        type=_schedule,
+        metavar="gpipe|1f1b|interleaved:V",
+        help="pipeline schedule",
+    )
+    group.add_argument(
+        "--inter-node-bandwidth",
+        type=_bandwidth,
+        metavar="BYTES_PER_S",
+        help="network per node, one direction (default 400GB/s = 8 × 400 Gb/s)",
+    )
+    group.add_argument(
+        "--kernel-efficiency",
+        type=FRACTION,
+        metavar="F",
+        help="share of peak FLOP/s the kernels reach (default 0.70)",
+    )
+    group.add_argument(
+        "--measured",
+        type=_measured,
+        action="append",
+        metavar="GPUS:TOKENS_PER_S",
+        help="a measured point for the scaling curve (repeatable)",
+    )
+
+
+def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
+    """Write the given parallelism options into the scenario dict."""
+    par: dict[str, Any] = data.setdefault("parallelism", {})
+    simple = {
+        "zero": "zero_stage",
+        "fsdp": "fsdp_strategy",
+        "tp": "tp",
+        "pp": "pp",
+        "dp": "dp",
+        "ep": "expert_parallel",
+        "sequence_parallel": "sequence_parallel",
+        "global_batch": "global_batch",
+        "gpus_per_node": "gpus_per_node",
+        "inter_node_bandwidth": "inter_node_bandwidth_bytes_per_s",
+        "kernel_efficiency": "kernel_efficiency",
+    }
+    for option, field in simple.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            par[field] = value
+    schedule = getattr(args, "schedule", None)
+    if schedule is not None:
+        par["schedule"], par["interleave_chunks"] = schedule
+    measured = getattr(args, "measured", None)
+    if measured:
+        par["measured_points"] = [list(point) for point in measured]
+
+
+# ------------------------------------------------------------------ search command
+
+SEARCH_COLUMNS = (
+    "rank",
+    "dp",
+    "tp",
+    "pp",
+    "ep",
+    "zero_stage",
+    "micro_batch",
+    "recompute",
+    "sequence_parallel",
+    "schedule",
+    "interleave_chunks",
+    "gradient_accumulation_steps",
+    "peak_bytes",
+    "step_seconds",
+    "tokens_per_s",
+    "mfu",
+    "hfu",
+    "bubble_fraction",
+    "comm_bytes_per_step",
+    "bottleneck",
+)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from llm_planner.cli import _print_json, build_scenario
+    from llm_planner.core.search import SearchOptions, search_scenario
+
+    scenario = build_scenario(args)
+    options = SearchOptions(max_tp=args.max_tp) if args.max_tp else SearchOptions()
+    result = search_scenario(scenario, options=options, top=args.top)
+    rows = [row.model_dump(mode="json") for row in result.rows]
+    if args.json:
+        _print_json(rows)
+        return 0
+    if args.csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(SEARCH_COLUMNS), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        return 0
+    sys.stdout.write(format_search_text(scenario, result))
+    return 0
+
+
+def format_search_text(scenario: Any, result: Any) -> str:
+    """The ranked layouts as an aligned table, one line per layout."""
+    head = (
+        f"{scenario.model.architecture.name} on {scenario.num_gpus} × {scenario.gpu.name}, "
+        f"global batch {scenario.parallelism.global_batch} × {scenario.training.seq_len} tokens: "
+        f"{result.candidates:,} layouts tried, {result.fitting:,} fit "
+        f"({result.seconds * 1000:.0f} ms)"
+    )
+    lines = [head, ""]
+    if not result.rows:
+        lines.append("No layout fits: more GPUs, a smaller micro-batch or more sharding needed.")
+        return "\n".join(lines) + "\n"
+    header = (
+        f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3} {'ep':>3} {'ZeRO':>4} {'b':>3} "
+        f"{'recompute':<9} {'SP':<3} {'sched':<11} {'peak/GPU':>9} {'step':>8} "
+        f"{'tokens/s':>9} {'MFU':>6}  bottleneck"
+    )
+    lines.append(header)
+    for r in result.rows:
+        sched = f"interl:{r.interleave_chunks}" if r.interleave_chunks > 1 else r.schedule
+        lines.append(
+            f"{r.rank:>3} {r.dp:>5} {r.tp:>3} {r.pp:>3} {r.ep:>3} {r.zero_stage:>4} "
+            f"{r.micro_batch:>3} {r.recompute:<9} {'yes' if r.sequence_parallel else 'no':<3} "
+            f"{sched:<11} {units.format_gb(r.peak_bytes):>9} "
+            f"{units.format_duration(r.step_seconds):>8} "
+            f"{units.format_count(r.tokens_per_s):>9} {100 * r.mfu:5.1f}%  {r.bottleneck}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def register_commands(commands: Any) -> None:
+    """Add the ``search`` subcommand (called by build_parser via _EXTRA_COMMANDS)."""
+    from llm_planner import cli
+
+    parser = commands.add_parser(
+        "search",
+        help="rank the parallel layouts that fit",
+        description="Enumerate every layout (tp, pp, dp, ZeRO stage, micro-batch, recompute, "
+        "sequence parallel, interleaving) for the scenario's model, GPU count and global "
+        "batch; drop those that do not fit; print the fastest first.",
+    )
+    parser.add_argument("file", nargs="?", metavar="SCENARIO_FILE")
+    parser.add_argument("--top", type=cli.INT, default=10, metavar="N", help="rows (default 10)")
+    parser.add_argument(
+        "--max-tp", type=cli.INT, metavar="N", help="largest tensor-parallel degree tried"
+    )
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="a JSON list, values in SI units")
+    out.add_argument("--csv", action="store_true", help="CSV with a header row")
+    cli._add_report_options(parser)
+    for add in cli._EXTRA_OPTION_ADDERS:
+        # the scenario-file group brings report formats (--csv, --markdown) search has its own
+        if getattr(add, "__module__", "") != "llm_planner.cli_store":
+            add(parser)
+    parser.set_defaults(handler=cmd_search)
+
+
+def register() -> None:
+    """Append this group and command to the CLI's hook lists (once, from cli.py)."""
+    from llm_planner import cli
+
+    if add_options not in cli._EXTRA_OPTION_ADDERS:
+        cli._EXTRA_OPTION_ADDERS.append(add_options)
+        cli._EXTRA_OPTION_APPLIERS.append(apply_options)
+        cli._OPTION_OF_FIELD.update(OPTION_OF_FIELD)
+        cli._EXTRA_COMMANDS.append(register_commands)
