@@ -34,6 +34,10 @@ DEFAULT_FAILURE_SOURCE = (
 )
 
 
+NEVER_SECONDS = 1e20
+"""A mean time between failures beyond this (3e12 years) counts as "never fails"."""
+
+
 class FailureInputs(BaseModel):
     """Failure and checkpoint settings that turn compute time into wall-clock time."""
 
@@ -61,12 +65,12 @@ def job_mtbf_seconds(num_gpus: int, failures: FailureInputs) -> float | None:
     """Mean time between interruptions of a job on ``num_gpus`` GPUs, seconds.
 
     M = 3600 / (N · λ) with λ the per-GPU rate per hour: independent exponential failures,
-    any one of which stops the synchronous job. None when λ = 0 (never interrupted) or
-    so small that M overflows.
+    any one of which stops the synchronous job. None when λ = 0 or M exceeds
+    :data:`NEVER_SECONDS` (never interrupted in practice; keeps the arithmetic finite).
     """
     rate = num_gpus * failures.rate_per_gpu_hour
     mtbf = SECONDS_PER_HOUR / rate if rate > 0 else math.inf
-    return mtbf if math.isfinite(mtbf) else None
+    return mtbf if mtbf <= NEVER_SECONDS else None
 
 
 def young_checkpoint_interval(checkpoint_seconds: float, mtbf_seconds: float) -> float:
