@@ -409,6 +409,7 @@ def _base_row(
     }
 
 
+@cache
 def arithmetic_rows() -> list[Row]:
     """Every arithmetic check of every run."""
     rows: list[Row] = []
@@ -442,6 +443,7 @@ def arithmetic_rows() -> list[Row]:
 # ------------------------------------------------------------------ prediction
 
 
+@cache
 def prediction_rows() -> list[Row]:
     """Predicted against published tokens/s per GPU, for every run with a layout."""
     rows: list[Row] = []
@@ -491,6 +493,7 @@ def peak_memory(scenario: Any, parallel: Any = None) -> tuple[float | None, bool
     return None, None
 
 
+@cache
 def memory_rows() -> list[Row]:
     """Published per-GPU memory against the app's peak, where a run publishes it."""
     rows: list[Row] = []
