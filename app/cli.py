@@ -546,6 +546,14 @@ _EXTRA_OPTION_ADDERS.append(cli_store.add_report_options)
 _EXTRA_OPTION_APPLIERS.append(cli_store.apply_report_options)
 _EXTRA_COMMANDS.append(cli_store.register_commands)
 
+from llm_planner import cli_training  # noqa: E402  (training memory options, issue 4)
+
+cli_training.register()
+
+from llm_planner import cli_parallel  # noqa: E402  (parallelism options and search, issue 5)
+
+cli_parallel.register()
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``llm-planner``. Returns the exit status."""

@@ -117,14 +117,38 @@ def model_section(scenario: Scenario) -> ModelReport:
 
 def _training_section(scenario: Scenario, model: ModelReport) -> Any:
     """Training memory per GPU under the scenario's layout (issue 4)."""
-    del scenario, model  # placeholder until the estimator exists
-    return None
+    from llm_planner.core.training import estimate_training
+
+    par = scenario.parallelism
+    tp, pp = par.tp, par.pp
+    dp = par.dp if par.dp is not None else max(1, scenario.num_gpus // (tp * pp))
+    return estimate_training(
+        scenario.model.architecture,
+        scenario.training,
+        scenario.gpu,
+        params_override=model.params_total if model.params_overridden else None,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        zero_stage=par.zero_stage,
+        sequence_parallel=par.sequence_parallel,
+    )
 
 
 def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) -> Any:
     """Layout, communication, step time and MFU (issue 5)."""
-    del scenario, model, training  # placeholder until the estimator exists
-    return None
+    del training  # per-GPU memory: the parallelism estimator asks training for its own layout
+    from llm_planner.core.parallelism import parallelism_report
+
+    return parallelism_report(
+        scenario.model.architecture,
+        scenario.gpu,
+        scenario.num_gpus,
+        scenario.parallelism,
+        scenario.training,
+        params_override=model.params_total if model.params_overridden else None,
+        compute_dtype=scenario.compute.compute_dtype,
+    )
 
 
 def _compute_section(

@@ -1,12 +1,73 @@
-"""Training memory per GPU (stub; issue 4 fills it in)."""
+"""Training memory per GPU: persistent state, activations, temporaries, peak and fit.
+
+A model can load and still run out of memory during an iteration: persistent state
+(weights, gradients, optimizer) stays resident; activations grow during the forward pass;
+temporaries peak on top. :func:`estimate_training` reports both "after load" and "peak"
+for one GPU of a (tp, pp, dp, ZeRO) layout:
+
+* persistent = weights + gradients + optimizer state (:mod:`.optimizers`), divided by
+  tp·pp (the first pipeline stage also holds the embedding, the last the output head and
+  final norm) and by dp per ZeRO stage (Rajbhandari et al. 2019, Figure 1 and section 5:
+  stage 1 shards optimizer state, 2 also gradients, 3 also weights);
+* activations = the per-layer ledger (:mod:`.activations`) × layers on the stage ×
+  micro-batches in flight (1F1B: the first stage holds pp of them, Narayanan et al. 2021,
+  arXiv:2104.04473 section 2.2.1; Korthikanti et al. 2022 section 4.2.3) + tensors
+  outside the layers;
+* temporaries = gradient buckets + ZeRO-3 gathered weights + QLoRA dequantised weight +
+  the larger of the logits working set and one layer's recompute working set;
+* overhead = CUDA context allowance + allocator-fragmentation allowance (stated
+  assumptions, user-settable).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from llm_planner.core.activations import (
+    ALL_LINEAR,
+    PROFILES,
+    LayerActivations,
+    LedgerEntry,
+    layer_activations,
+    logits_working_bytes,
+    outside_layer_ledger,
+)
+from llm_planner.core.architecture import (
+    Architecture,
+    attention_params_per_layer,
+    count_parameters,
+    mlp_params,
+)
+from llm_planner.core.figures import Figure, Unit
+from llm_planner.core.gpus import GPU
+from llm_planner.core.optimizers import (
+    OPTIMIZERS,
+    PRECISIONS,
+    factored_state_values,
+    get_optimizer,
+    get_precision,
+)
 
 Recompute = Literal["none", "selective", "full", "threshold"]
+
+NF4_DOUBLE_QUANT_BITS = 4 + 8 / 64 + 32 / (64 * 256)
+"""QLoRA's frozen base: 4-bit NF4 with blocks of 64 weights, each block's fp32 constant
+double-quantised to 8 bits with one fp32 constant per 256 blocks: 4 + 8/64 + 32/(64·256)
+≈ 4.127 bits per parameter (Dettmers et al. 2023, arXiv:2305.14314, section 3, "Double
+Quantization": 0.127 bits of constants instead of 0.5)."""
+
+QLORA_DEFAULT_RANK = 64
+"""QLoRA's rank when ``--qlora`` is given without ``--lora-rank`` (Dettmers et al. 2023
+use r = 64 on all linear layers)."""
+
+DDP_BUCKET_BYTES = 25 * 2**20
+"""PyTorch DDP's gradient bucket, ``bucket_cap_mb=25`` (MiB)."""
+
+LORA_TARGETS = ALL_LINEAR
+"""q, k, v, o (attention) and gate, up, down (MLP; a GeLU MLP has no gate)."""
 
 
 class TrainingInputs(BaseModel):
@@ -24,3 +85,699 @@ class TrainingInputs(BaseModel):
     implementation: str = Field(default="megatron", description="activation-ledger profile")
     lora_rank: int | None = Field(default=None, ge=1)
     qlora: bool = False
+    lora_targets: tuple[str, ...] = Field(
+        default=LORA_TARGETS, description="matrices LoRA adapts: q, k, v, o, gate, up, down"
+    )
+    dropout: bool = Field(
+        default=False,
+        description="dropout on attention probabilities and residuals (GPT-3 style); modern "
+        "pretraining recipes (Llama) use none",
+    )
+    cuda_context_bytes: float = Field(
+        default=1e9,
+        ge=0,
+        description="allowance for the CUDA context, cuBLAS/NCCL workspaces (typically "
+        "0.5-1 GB with lazy module loading; an assumption, not derived)",
+    )
+    fragmentation_fraction: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="allocator fragmentation allowance as a fraction of allocated bytes "
+        "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
+    )
+
+    @field_validator("precision")
+    @classmethod
+    def _known_precision(cls, value: str) -> str:
+        if value not in PRECISIONS:
+            raise ValueError(f"unknown precision {value!r}; known: {', '.join(PRECISIONS)}")
+        return value
+
+    @field_validator("optimizer")
+    @classmethod
+    def _known_optimizer(cls, value: str) -> str:
+        if value not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {value!r}; known: {', '.join(OPTIMIZERS)}")
+        return value
+
+    @field_validator("implementation")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            raise ValueError(f"unknown implementation {value!r}; known: {', '.join(PROFILES)}")
+        return value
+
+    @field_validator("lora_targets")
+    @classmethod
+    def _known_targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [t for t in value if t not in LORA_TARGETS]
+        if unknown or not value:
+            raise ValueError(f"LoRA targets must be among {', '.join(LORA_TARGETS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _threshold_given(self) -> Self:
+        if self.recompute == "threshold" and self.recompute_threshold_bytes is None:
+            raise ValueError("recompute 'threshold' needs recompute_threshold_bytes")
+        return self
+
+    @property
+    def effective_lora_rank(self) -> int | None:
+        """The LoRA rank in use: given, or QLoRA's default, or None for full fine-tuning."""
+        if self.lora_rank is not None:
+            return self.lora_rank
+        return QLORA_DEFAULT_RANK if self.qlora else None
+
+
+# ------------------------------------------------------------------ parameter structure
+
+
+def _layer_matrices(arch: Architecture, moe_layer: bool) -> list[tuple[str, int, int, int]]:
+    """(LoRA target, rows, cols, count) of every weight matrix of one layer."""
+    h = arch.hidden_size
+    mats: list[tuple[str, int, int, int]] = []
+    if arch.mla is not None:
+        m = arch.mla
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank is None:
+            mats.append(("q", h, arch.heads * qk, 1))
+        else:
+            mats += [("q", h, m.q_lora_rank, 1), ("q", m.q_lora_rank, arch.heads * qk, 1)]
+        mats.append(("k", h, m.kv_lora_rank + m.qk_rope_head_dim, 1))
+        mats.append(("v", m.kv_lora_rank, arch.heads * (m.qk_nope_head_dim + m.v_head_dim), 1))
+        mats.append(("o", arch.heads * m.v_head_dim, h, 1))
+    else:
+        mats += [
+            ("q", h, arch.q_size, 1),
+            ("k", h, arch.kv_size, 1),
+            ("v", h, arch.kv_size, 1),
+            ("o", arch.q_size, h, 1),
+        ]
+
+    def mlp(f: int, count: int) -> list[tuple[str, int, int, int]]:
+        out = [("up", h, f, count), ("down", f, h, count)]
+        return ([("gate", h, f, count)] if arch.gated else []) + out
+
+    if moe_layer and arch.moe is not None:
+        moe = arch.moe
+        mats += mlp(moe.expert_ffn_size, moe.num_experts + moe.num_shared_experts)
+        mats.append(("router", h, moe.num_experts, 1))
+    else:
+        mats += mlp(arch.ffn_size, 1)
+    return mats
+
+
+def _layer_params(arch: Architecture, moe_layer: bool) -> int:
+    """All parameters of one layer (matrices, biases, norms)."""
+    norm = (2 if arch.norm == "layernorm" else 1) * arch.hidden_size * arch.norms_per_layer
+    if moe_layer and arch.moe is not None:
+        moe = arch.moe
+        ffn = (moe.num_experts + moe.num_shared_experts) * mlp_params(arch, moe.expert_ffn_size)
+        ffn += arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+    else:
+        ffn = mlp_params(arch, arch.ffn_size)
+    return attention_params_per_layer(arch) + ffn + norm
+
+
+class _StageParams(BaseModel):
+    """Parameters held by one pipeline stage before tp/ZeRO sharding."""
+
+    model_config = ConfigDict(frozen=True)
+
+    layer_params: float  # in-layer parameters of the stage's layers
+    layer_matrix_params: float  # of which in weight matrices (QLoRA quantises these)
+    outside_params: float  # embedding / head / final norm on this stage
+    factored_values: float  # Adafactor second-moment values for all of the above
+    lora_params: float  # LoRA adapter parameters on this stage
+    lora_factored_values: float
+    largest_matrix: int  # elements of the largest single layer matrix
+    one_layer_params: float  # the largest layer's parameters (ZeRO-3 gather, buckets)
+
+
+def _stage_params(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    *,
+    layers_on_stage: int,
+    first: bool,
+    last: bool,
+    pp: int,
+    scale: float,
+) -> _StageParams:
+    counts = count_parameters(arch)
+    kinds = [(False, arch.dense_layers), (True, arch.moe_layers)]
+    share = layers_on_stage / arch.layers
+    layer_params = matrix_params = factored = 0.0
+    lora = lora_factored = 0.0
+    largest = one_layer = 0
+    rank = inputs.effective_lora_rank
+    for moe_layer, n in kinds:
+        if n == 0:
+            continue
+        mats = _layer_matrices(arch, moe_layer)
+        total = _layer_params(arch, moe_layer)
+        mat = sum(r * c * k for _, r, c, k in mats)
+        layer_params += n * share * total
+        matrix_params += n * share * mat
+        factored += (
+            n
+            * share
+            * factored_state_values([(r, c) for _, r, c, k in mats for _ in range(k)], total - mat)
+        )
+        largest = max(largest, *(r * c for _, r, c, _ in mats))
+        one_layer = max(one_layer, total)
+        if rank is not None:
+            adapted = [(r, c, k) for t, r, c, k in mats if t in inputs.lora_targets]
+            lora += n * share * sum(rank * (r + c) * k for r, c, k in adapted)
+            lora_factored += n * share * sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+    h = arch.hidden_size
+    norm = (2 if arch.norm == "layernorm" else 1) * h
+    outside = 0.0
+    outside_factored = 0.0
+    if first:
+        outside += counts.embedding + counts.positions + (norm if arch.embedding_norm else 0)
+        outside_factored += arch.vocab_size + h
+        if counts.positions:
+            outside_factored += counts.positions // h + h
+    if last:
+        head = counts.head if counts.head else (counts.embedding if pp > 1 else 0)
+        outside += head + norm
+        outside_factored += (arch.vocab_size + h if head else 0) + norm
+    return _StageParams(
+        layer_params=layer_params * scale,
+        layer_matrix_params=matrix_params * scale,
+        outside_params=outside * scale,
+        factored_values=(factored + outside_factored) * scale,
+        lora_params=lora,
+        lora_factored_values=lora_factored,
+        largest_matrix=largest,
+        one_layer_params=one_layer * scale,
+    )
+
+
+# ------------------------------------------------------------------ report
+
+
+class TrainingReport(BaseModel):
+    """Training memory for one GPU (bytes), for the most loaded pipeline stage."""
+
+    model_config = ConfigDict(frozen=True)
+
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    temporary_bytes: float
+    overhead_bytes: float
+    persistent_bytes: float
+    peak_bytes: float
+    fits: bool
+    max_micro_batch: int = Field(description="largest micro-batch whose peak fits; 0 if none")
+    capacity_bytes: float
+    after_load_bytes: float = Field(description="persistent state + CUDA context")
+    hardware_flops_factor: float = Field(
+        description="hardware FLOPs / model FLOPs from recomputation (full ≈ 8/6)"
+    )
+    ledger: list[LedgerEntry] = Field(description="one layer's saved tensors, bytes per GPU")
+    outside_ledger: list[LedgerEntry] = Field(description="saved tensors outside the layers")
+    # context
+    precision: str
+    optimizer: str
+    implementation: str
+    recompute: str
+    stage: Literal["only", "first", "last"]
+    layers_on_stage: int
+    microbatches_in_flight: int
+    trainable_params: float = Field(description="trained parameters, whole model")
+    frozen_params: float = Field(description="frozen parameters, whole model (LoRA base)")
+    activations_per_layer_bytes: float = Field(description="kept per layer per micro-batch")
+    outside_activations_bytes: float
+    logits_bytes: float = Field(description="logits working set (last stage)")
+    recompute_working_bytes: float
+    gradient_bucket_bytes: float
+    zero3_gather_bytes: float
+    dequant_bytes: float
+    cuda_context_bytes: float
+    fragmentation_bytes: float
+
+    def figures(self) -> list[Figure]:
+        zero = "ZeRO (Rajbhandari et al. 2019, Figure 1)"
+        kor = "Korthikanti et al. 2022 (arXiv:2205.05198) section 4"
+        rows: list[tuple[str, str, float | int | bool, Unit, str, str]] = [
+            (
+                "weights_bytes",
+                "Weights",
+                self.weights_bytes,
+                "bytes",
+                "P_stage·bytes/(tp[·dp])",
+                zero,
+            ),
+            (
+                "gradients_bytes",
+                "Gradients",
+                self.gradients_bytes,
+                "bytes",
+                "trainable·bytes/(tp[·dp])",
+                zero,
+            ),
+            (
+                "optimizer_bytes",
+                "Optimizer state",
+                self.optimizer_bytes,
+                "bytes",
+                "trainable·(master + moments)/(tp[·dp])",
+                zero,
+            ),
+            (
+                "persistent_bytes",
+                "Persistent state",
+                self.persistent_bytes,
+                "bytes",
+                "weights + gradients + optimizer",
+                zero,
+            ),
+            (
+                "after_load_bytes",
+                "After load",
+                self.after_load_bytes,
+                "bytes",
+                "persistent + CUDA context",
+                "",
+            ),
+            (
+                "activations_bytes",
+                "Activations",
+                self.activations_bytes,
+                "bytes",
+                "ledger per layer × layers on stage × micro-batches in flight + outside layers",
+                kor,
+            ),
+            (
+                "temporary_bytes",
+                "Temporaries",
+                self.temporary_bytes,
+                "bytes",
+                "buckets + ZeRO-3 gather + dequant + max(logits, recompute working set)",
+                "",
+            ),
+            (
+                "logits_bytes",
+                "  logits working set",
+                self.logits_bytes,
+                "bytes",
+                "(act + 4)·s·b·V/t",
+                kor,
+            ),
+            (
+                "recompute_working_bytes",
+                "  recompute working set",
+                self.recompute_working_bytes,
+                "bytes",
+                "one layer's regenerated tensors",
+                kor,
+            ),
+            (
+                "overhead_bytes",
+                "Overhead allowance",
+                self.overhead_bytes,
+                "bytes",
+                "CUDA context + fragmentation fraction × allocated",
+                "assumption",
+            ),
+            (
+                "peak_bytes",
+                "Peak per GPU",
+                self.peak_bytes,
+                "bytes",
+                "persistent + activations + temporaries + overhead",
+                "",
+            ),
+            (
+                "capacity_bytes",
+                "GPU memory",
+                self.capacity_bytes,
+                "bytes",
+                "as sold",
+                "GPU catalog",
+            ),
+            ("fits", "Fits", self.fits, "bool", "peak ≤ GPU memory", ""),
+            (
+                "max_micro_batch",
+                "Largest micro-batch that fits",
+                self.max_micro_batch,
+                "count",
+                "largest b with peak(b) ≤ memory",
+                "",
+            ),
+            (
+                "hardware_flops_factor",
+                "Hardware/model FLOPs (recompute)",
+                self.hardware_flops_factor,
+                "ratio",
+                "(3F + recomputed forward)/3F",
+                kor + " section 5",
+            ),
+            (
+                "trainable_params",
+                "Trainable parameters",
+                self.trainable_params,
+                "params",
+                "all, or LoRA r·(d_in + d_out) per adapted matrix",
+                "Hu et al. 2021",
+            ),
+        ]
+        return [
+            Figure(key=k, label=label, value=v, unit=unit, formula=f, source=src)
+            for k, label, v, unit, f, src in rows
+        ]
+
+
+class _StageResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    outside_activations: float
+    logits: float
+    recompute_working: float
+    bucket: float
+    gather: float
+    dequant: float
+    context: float
+    fragmentation: float
+    per_layer: float
+
+    @property
+    def persistent(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def temporary(self) -> float:
+        return self.bucket + self.gather + self.dequant + max(self.logits, self.recompute_working)
+
+    @property
+    def overhead(self) -> float:
+        return self.context + self.fragmentation
+
+    @property
+    def peak(self) -> float:
+        return self.persistent + self.activations + self.temporary + self.overhead
+
+
+def _layer_acts(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    moe_layer: bool,
+) -> LayerActivations:
+    recipe = get_precision(inputs.precision)
+    return layer_activations(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        recompute=inputs.recompute,
+        threshold_bytes=inputs.recompute_threshold_bytes,
+        flash=inputs.flash_attention,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=recipe.activations_dtype,
+        moe_layer=moe_layer,
+        lora_rank=inputs.effective_lora_rank,
+        lora_targets=inputs.lora_targets,
+    )
+
+
+def _stage(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    scale: float,
+    tp: int,
+    pp: int,
+    dp: int,
+    zero_stage: int,
+    sequence_parallel: bool,
+    first: bool,
+    last: bool,
+    in_flight: int,
+) -> _StageResult:
+    recipe = get_precision(inputs.precision)
+    opt = get_optimizer(inputs.optimizer)
+    layers_on_stage = math.ceil(arch.layers / pp)
+    params = _stage_params(
+        arch, inputs, layers_on_stage=layers_on_stage, first=first, last=last, pp=pp, scale=scale
+    )
+    lora = inputs.effective_lora_rank is not None
+    base = params.layer_params + params.outside_params
+    trainable = params.lora_params if lora else base
+    factored = params.lora_factored_values if lora else params.factored_values
+    # weights: the trained weights in the recipe's dtype; a LoRA base frozen in it, or
+    # (QLoRA) its layer matrices in NF4 with double-quantised constants
+    w_bytes = recipe.weights_bytes
+    if not lora:
+        weights = base * w_bytes
+    elif inputs.qlora:
+        nf4 = NF4_DOUBLE_QUANT_BITS / 8
+        weights = (
+            params.layer_matrix_params * nf4
+            + (base - params.layer_matrix_params) * w_bytes
+            + trainable * w_bytes
+        )
+    else:
+        weights = (base + trainable) * w_bytes
+    gradients = trainable * recipe.gradients_bytes
+    moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
+    optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
+    weights, gradients, optimizer = weights / tp, gradients / tp, optimizer / tp
+    if zero_stage >= 1:
+        optimizer /= dp
+    if zero_stage >= 2:
+        gradients /= dp
+    if zero_stage >= 3:
+        weights /= dp
+
+    # activations: average layer kind on the stage, × micro-batches in flight
+    kinds = [(False, arch.dense_layers), (True, arch.moe_layers)]
+    acts = {
+        moe: _layer_acts(
+            arch, inputs, micro_batch, tp=tp, sequence_parallel=sequence_parallel, moe_layer=moe
+        )
+        for moe, n in kinds
+        if n
+    }
+    share = layers_on_stage / arch.layers
+    kept_stage = sum(n * share * acts[moe].kept_bytes for moe, n in kinds if n)
+    per_layer = kept_stage / layers_on_stage
+    outside = outside_layer_ledger(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=recipe.activations_dtype,
+        first_stage=first,
+        last_stage=last,
+    )
+    outside_bytes = sum(e.bytes for e in outside) * in_flight
+    activations = kept_stage * in_flight + outside_bytes
+
+    logits = (
+        logits_working_bytes(
+            arch, inputs.seq_len, micro_batch, tp=tp, activation_dtype=recipe.activations_dtype
+        )
+        if last
+        else 0.0
+    )
+    working = max(a.recompute_working_bytes for a in acts.values())
+    one_layer = params.one_layer_params / tp
+    bucket = 0.0
+    if zero_stage >= 2 and dp > 1:
+        bucket = one_layer * recipe.gradients_bytes  # one layer's unsharded gradients
+    elif dp > 1 and inputs.implementation != "megatron":
+        bucket = DDP_BUCKET_BYTES  # Megatron reduces in place in its contiguous grad buffer
+    gather = 2 * one_layer * w_bytes if zero_stage >= 3 and dp > 1 else 0.0
+    dequant = params.largest_matrix / tp * w_bytes if inputs.qlora else 0.0
+    allocated = weights + gradients + optimizer + activations
+    allocated += bucket + gather + dequant + max(logits, working)
+    return _StageResult(
+        weights=weights,
+        gradients=gradients,
+        optimizer=optimizer,
+        activations=activations,
+        outside_activations=outside_bytes,
+        logits=logits,
+        recompute_working=working,
+        bucket=bucket,
+        gather=gather,
+        dequant=dequant,
+        context=inputs.cuda_context_bytes,
+        fragmentation=inputs.fragmentation_fraction * allocated,
+        per_layer=per_layer,
+    )
+
+
+def _hardware_flops_factor(arch: Architecture, inputs: TrainingInputs) -> float:
+    """(3·F + R)/(3·F): F the model's forward FLOPs (layers + output head 2·s·h·V per
+    sequence), R the forward FLOPs recomputation repeats (full: every layer's forward, so
+    ≈ 8/6; selective: the attention core, Korthikanti 2022 section 5)."""
+    model = 2.0 * inputs.seq_len * arch.hidden_size * arch.vocab_size
+    extra = 0.0
+    for moe_layer, n in ((False, arch.dense_layers), (True, arch.moe_layers)):
+        if n:
+            la = _layer_acts(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=moe_layer)
+            model += n * la.forward_flops
+            extra += n * la.recompute_flops
+    return (3 * model + extra) / (3 * model)
+
+
+def estimate_training(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    gpu: GPU,
+    *,
+    params_override: float | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    zero_stage: int = 0,
+    sequence_parallel: bool = False,
+    microbatches_in_flight: int | None = None,
+) -> TrainingReport:
+    """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout.
+
+    Reports the most loaded pipeline stage: the first (embedding; ``microbatches_in_flight``
+    defaults to pp there, as 1F1B holds pp micro-batches on the first stage — Narayanan et
+    al. 2021) or the last (output head, final norm, logits; 1 micro-batch in flight unless
+    given). ``params_override`` scales every parameter count so the total equals it.
+    """
+    total = count_parameters(arch).total
+    scale = params_override / total if params_override is not None else 1.0
+    if pp > 1:
+        stages: list[tuple[Literal["only", "first", "last"], bool, bool, int]] = [
+            ("first", True, False, microbatches_in_flight or pp),
+            ("last", False, True, microbatches_in_flight or 1),
+        ]
+    else:
+        stages = [("only", True, True, microbatches_in_flight or 1)]
+
+    def worst(b: int) -> tuple[Literal["only", "first", "last"], int, _StageResult]:
+        results = [
+            (
+                name,
+                n,
+                _stage(
+                    arch,
+                    inputs,
+                    b,
+                    scale=scale,
+                    tp=tp,
+                    pp=pp,
+                    dp=dp,
+                    zero_stage=zero_stage,
+                    sequence_parallel=sequence_parallel,
+                    first=f,
+                    last=last,
+                    in_flight=n,
+                ),
+            )
+            for name, f, last, n in stages
+        ]
+        return max(results, key=lambda r: r[2].peak)
+
+    stage_name, in_flight, result = worst(inputs.micro_batch)
+    capacity = gpu.memory_bytes
+
+    def fits(b: int) -> bool:
+        return worst(b)[2].peak <= capacity
+
+    max_b = 0
+    if fits(1):
+        lo, hi = 1, 2
+        while hi <= 2**20 and fits(hi):
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        max_b = lo
+
+    recipe = get_precision(inputs.precision)
+    main_moe = arch.moe is not None
+    la = layer_activations(
+        arch,
+        inputs.seq_len,
+        inputs.micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        recompute=inputs.recompute,
+        threshold_bytes=inputs.recompute_threshold_bytes,
+        flash=inputs.flash_attention,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=recipe.activations_dtype,
+        moe_layer=main_moe,
+        lora_rank=inputs.effective_lora_rank,
+        lora_targets=inputs.lora_targets,
+    )
+    outside = outside_layer_ledger(
+        arch,
+        inputs.seq_len,
+        inputs.micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=recipe.activations_dtype,
+        first_stage=stage_name in ("only", "first"),
+        last_stage=stage_name in ("only", "last"),
+    )
+    whole = _stage_params(
+        arch, inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=scale
+    )
+    lora = inputs.effective_lora_rank is not None
+    base_total = whole.layer_params + whole.outside_params
+    return TrainingReport(
+        weights_bytes=result.weights,
+        gradients_bytes=result.gradients,
+        optimizer_bytes=result.optimizer,
+        activations_bytes=result.activations,
+        temporary_bytes=result.temporary,
+        overhead_bytes=result.overhead,
+        persistent_bytes=result.persistent,
+        peak_bytes=result.peak,
+        fits=result.peak <= capacity,
+        max_micro_batch=max_b,
+        capacity_bytes=capacity,
+        after_load_bytes=result.persistent + result.context,
+        hardware_flops_factor=_hardware_flops_factor(arch, inputs),
+        ledger=la.ledger,
+        outside_ledger=outside,
+        precision=inputs.precision,
+        optimizer=inputs.optimizer,
+        implementation=inputs.implementation,
+        recompute=inputs.recompute,
+        stage=stage_name,
+        layers_on_stage=math.ceil(arch.layers / pp),
+        microbatches_in_flight=in_flight,
+        trainable_params=whole.lora_params if lora else base_total,
+        frozen_params=base_total if lora else 0.0,
+        activations_per_layer_bytes=result.per_layer,
+        outside_activations_bytes=result.outside_activations,
+        logits_bytes=result.logits,
+        recompute_working_bytes=result.recompute_working,
+        gradient_bucket_bytes=result.bucket,
+        zero3_gather_bytes=result.gather,
+        dequant_bytes=result.dequant,
+        cuda_context_bytes=result.context,
+        fragmentation_bytes=result.fragmentation,
+    )

@@ -1,0 +1,135 @@
+"""Command-line options of the training-memory tab (issue 4), registered into ``report``.
+
+``--precision P``, ``--optimizer O``, ``--seq-len N``, ``--micro-batch N``,
+``--recompute none|selective|full|threshold:BYTES``, ``--flash-attention`` /
+``--no-flash-attention``, ``--lora-rank N``, ``--qlora``, ``--lora-targets q,v,...``,
+``--dropout`` / ``--no-dropout``, ``--implementation NAME``. Each writes one field of
+``scenario.training``; the scenario is validated as a whole afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from llm_planner.core import units
+
+OPTION_OF_FIELD = {
+    "training.precision": "--precision",
+    "training.optimizer": "--optimizer",
+    "training.seq_len": "--seq-len",
+    "training.micro_batch": "--micro-batch",
+    "training.recompute": "--recompute",
+    "training.recompute_threshold_bytes": "--recompute",
+    "training.flash_attention": "--flash-attention",
+    "training.lora_rank": "--lora-rank",
+    "training.qlora": "--qlora",
+    "training.lora_targets": "--lora-targets",
+    "training.dropout": "--dropout",
+    "training.implementation": "--implementation",
+}
+
+
+def _recompute(text: str) -> tuple[str, float | None]:
+    """``none``, ``selective``, ``full`` or ``threshold:BYTES`` (e.g. threshold:64MiB)."""
+    kind, _, size = text.partition(":")
+    kind = kind.strip().lower()
+    if kind in ("none", "selective", "full") and not size:
+        return kind, None
+    if kind == "threshold" and size:
+        try:
+            value = units.parse_bytes(size)
+        except (units.UnitError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"threshold {size!r} must be positive")
+        return kind, value
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not one of none, selective, full, threshold:BYTES"
+    )
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().lower() for part in text.split(",") if part.strip())
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The training-memory option group of ``report``."""
+    from llm_planner.cli import INT
+    from llm_planner.core.activations import PROFILES
+    from llm_planner.core.optimizers import OPTIMIZERS, PRECISIONS
+
+    group = parser.add_argument_group("training memory")
+    group.add_argument(
+        "--precision", metavar="P", help=f"precision recipe: {', '.join(PRECISIONS)}"
+    )
+    group.add_argument("--optimizer", metavar="O", help=f"optimizer: {', '.join(OPTIMIZERS)}")
+    group.add_argument("--seq-len", type=INT, metavar="N", help="training sequence length")
+    group.add_argument("--micro-batch", type=INT, metavar="N", help="sequences per micro-batch")
+    group.add_argument(
+        "--recompute",
+        type=_recompute,
+        metavar="none|selective|full|threshold:BYTES",
+        help="activation recomputation policy",
+    )
+    group.add_argument(
+        "--flash-attention",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fused attention kernel (no s² tensors saved)",
+    )
+    group.add_argument(
+        "--dropout",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="dropout on attention probabilities and residuals",
+    )
+    group.add_argument("--lora-rank", type=INT, metavar="N", help="LoRA fine-tuning rank")
+    group.add_argument(
+        "--lora-targets",
+        type=_targets,
+        metavar="LIST",
+        help="matrices LoRA adapts, comma-separated among q,k,v,o,gate,up,down",
+    )
+    group.add_argument(
+        "--qlora", action="store_true", default=None, help="4-bit NF4 frozen base (QLoRA)"
+    )
+    group.add_argument(
+        "--implementation",
+        metavar="NAME",
+        help=f"activation-ledger profile: {', '.join(PROFILES)}",
+    )
+
+
+def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
+    """Write the given training options into the scenario dict."""
+    training: dict[str, Any] = data.setdefault("training", {})
+    simple = {
+        "precision": "precision",
+        "optimizer": "optimizer",
+        "seq_len": "seq_len",
+        "micro_batch": "micro_batch",
+        "flash_attention": "flash_attention",
+        "dropout": "dropout",
+        "lora_rank": "lora_rank",
+        "lora_targets": "lora_targets",
+        "qlora": "qlora",
+        "implementation": "implementation",
+    }
+    for option, field in simple.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            training[field] = list(value) if isinstance(value, tuple) else value
+    recompute = getattr(args, "recompute", None)
+    if recompute is not None:
+        training["recompute"], training["recompute_threshold_bytes"] = recompute
+
+
+def register() -> None:
+    """Append this group to the CLI's hook lists (called once at the bottom of cli.py)."""
+    from llm_planner import cli
+
+    if add_options not in cli._EXTRA_OPTION_ADDERS:
+        cli._EXTRA_OPTION_ADDERS.append(add_options)
+        cli._EXTRA_OPTION_APPLIERS.append(apply_options)
+        cli._OPTION_OF_FIELD.update(OPTION_OF_FIELD)

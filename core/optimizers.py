@@ -1,0 +1,263 @@
+"""Precision recipes and optimizers: bytes per parameter of the persistent training state.
+
+A training step keeps, per trained parameter: the weights the forward pass reads, their
+gradients, and the optimizer's state (its moments and, under mixed precision, an fp32
+master copy of the weights). ZeRO (Rajbhandari et al. 2019, arXiv:1910.02054, section 3.1)
+writes this as (2 + 2 + K)·Ψ bytes with K = 12 for mixed-precision Adam: 16 bytes per
+parameter. Frozen parameters (LoRA's base) keep only their weights.
+
+Every byte count comes from :mod:`llm_planner.core.dtypes`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_planner.core.dtypes import bytes_per_element
+
+
+class PrecisionRecipe(BaseModel):
+    """Which dtype each piece of the training state is stored in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    weights_dtype: str = Field(description="the copy the forward and backward passes read")
+    gradients_dtype: str
+    master_dtype: str | None = Field(
+        description="fp32 master copy the optimizer updates (None: it updates the weights)"
+    )
+    state_dtype: str = Field(description="dtype of the optimizer's moments")
+    activations_dtype: str
+    source: str
+
+    @property
+    def weights_bytes(self) -> float:
+        return bytes_per_element(self.weights_dtype)
+
+    @property
+    def gradients_bytes(self) -> float:
+        return bytes_per_element(self.gradients_dtype)
+
+    @property
+    def master_bytes(self) -> float:
+        return 0.0 if self.master_dtype is None else bytes_per_element(self.master_dtype)
+
+    @property
+    def state_bytes(self) -> float:
+        return bytes_per_element(self.state_dtype)
+
+
+PRECISIONS: dict[str, PrecisionRecipe] = {
+    r.id: r
+    for r in (
+        PrecisionRecipe(
+            id="fp32",
+            name="fp32 (weights 4 + gradients 4 + Adam 8)",
+            weights_dtype="fp32",
+            gradients_dtype="fp32",
+            master_dtype=None,
+            state_dtype="fp32",
+            activations_dtype="fp32",
+            source="Rajbhandari et al. 2019 section 3.1 (fp32 baseline: 16 bytes with Adam)",
+        ),
+        PrecisionRecipe(
+            id="mixed_bf16",
+            name="mixed bf16 + fp32 master (2 + 2 + 12)",
+            weights_dtype="bf16",
+            gradients_dtype="bf16",
+            master_dtype="fp32",
+            state_dtype="fp32",
+            activations_dtype="bf16",
+            source="Micikevicius et al. 2017 (arXiv:1710.03740); Rajbhandari et al. 2019 "
+            "section 3.1: 2Ψ + 2Ψ + KΨ, K = 12 for Adam",
+        ),
+        PrecisionRecipe(
+            id="mixed_fp16",
+            name="mixed fp16 + fp32 master (2 + 2 + 12)",
+            weights_dtype="fp16",
+            gradients_dtype="fp16",
+            master_dtype="fp32",
+            state_dtype="fp32",
+            activations_dtype="fp16",
+            source="Micikevicius et al. 2017; Rajbhandari et al. 2019 section 3.1",
+        ),
+        PrecisionRecipe(
+            id="mixed_bf16_fp32_grads",
+            name="Megatron bf16 + fp32 main grads (2 + 4 + 12 = 18)",
+            weights_dtype="bf16",
+            gradients_dtype="fp32",
+            master_dtype="fp32",
+            state_dtype="fp32",
+            activations_dtype="bf16",
+            source="Megatron-LM distributed optimizer docs: bf16 params with fp32 gradient "
+            "accumulation (main_grad), 18 bytes per parameter without sharding",
+        ),
+        PrecisionRecipe(
+            id="bf16",
+            name="pure bf16, bf16 optimizer states (2 + 2 + 4)",
+            weights_dtype="bf16",
+            gradients_dtype="bf16",
+            master_dtype=None,
+            state_dtype="bf16",
+            activations_dtype="bf16",
+            source="pure bf16 training (no master copy; e.g. Kalamkar et al. 2019 discuss "
+            "the rounding risk); Adam moments in bf16",
+        ),
+    )
+}
+
+BNB_BLOCK = 2048
+"""bitsandbytes blockwise 8-bit optimizers: one fp32 absmax per 2048 values per state
+(``bitsandbytes/optim/optimizer.py``, ``blocks = n // 2048`` + remainder; Dettmers et al.
+2021, arXiv:2110.02861, section 2.1). Tensors under 4096 elements stay 32-bit there
+(``min_8bit_size``); ignored here (norms and biases, well under 0.1% of a model)."""
+
+
+class Optimizer(BaseModel):
+    """An optimizer's state: how many full-size moments, in which dtype, and whether the
+    second moment is factored (Adafactor)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    full_states: int = Field(ge=0, description="moments as large as the parameters")
+    quantized_state_bytes: float | None = Field(
+        default=None, description="bytes per state value when the optimizer quantizes (8-bit)"
+    )
+    factored_second_moment: bool = Field(
+        default=False,
+        description="second moment kept as row and column sums per matrix (rows + cols "
+        "values), full only for vectors",
+    )
+    source: str
+
+    def state_bytes_per_value(self, recipe: PrecisionRecipe) -> float:
+        """Bytes of one state value: the recipe's state dtype, or the quantized size."""
+        if self.quantized_state_bytes is not None:
+            return self.quantized_state_bytes
+        return recipe.state_bytes
+
+
+_EIGHT_BIT = bytes_per_element("int8") + bytes_per_element("fp32") / BNB_BLOCK
+
+OPTIMIZERS: dict[str, Optimizer] = {
+    o.id: o
+    for o in (
+        Optimizer(
+            id="adamw",
+            name="AdamW (m and v)",
+            full_states=2,
+            source="Loshchilov & Hutter 2017 (arXiv:1711.05101); Kingma & Ba 2014",
+        ),
+        Optimizer(
+            id="adam",
+            name="Adam (m and v)",
+            full_states=2,
+            source="Kingma & Ba 2014 (arXiv:1412.6980)",
+        ),
+        Optimizer(
+            id="adam8bit",
+            name="8-bit Adam, blockwise (bitsandbytes)",
+            full_states=2,
+            quantized_state_bytes=_EIGHT_BIT,
+            source="Dettmers et al. 2021 (arXiv:2110.02861): 1 byte per state value + one "
+            "fp32 absmax per 2048-value block",
+        ),
+        Optimizer(
+            id="sgd",
+            name="SGD (no state)",
+            full_states=0,
+            source="plain SGD keeps no state",
+        ),
+        Optimizer(
+            id="sgd_momentum",
+            name="SGD with momentum (one buffer)",
+            full_states=1,
+            source="torch.optim.SGD momentum_buffer",
+        ),
+        Optimizer(
+            id="adafactor",
+            name="Adafactor (factored second moment, no momentum)",
+            full_states=0,
+            factored_second_moment=True,
+            source="Shazeer & Stern 2018 (arXiv:1804.04235) section 3: row and column "
+            "accumulators, O(n + m) per n×m matrix; β1 = 0 by default",
+        ),
+        Optimizer(
+            id="adafactor_momentum",
+            name="Adafactor with momentum (β1 > 0)",
+            full_states=1,
+            factored_second_moment=True,
+            source="Shazeer & Stern 2018 section 5 (first moment kept in full)",
+        ),
+        Optimizer(
+            id="lion",
+            name="Lion (one momentum)",
+            full_states=1,
+            source="Chen et al. 2023 (arXiv:2302.06675): tracks only momentum",
+        ),
+    )
+}
+OPTIMIZERS["adamw8bit"] = OPTIMIZERS["adam8bit"].model_copy(update={"id": "adamw8bit"})
+
+
+def get_precision(recipe_id: str) -> PrecisionRecipe:
+    """The recipe ``recipe_id``; a ValueError lists the known ones."""
+    try:
+        return PRECISIONS[recipe_id]
+    except KeyError:
+        raise ValueError(
+            f"unknown precision {recipe_id!r}; known: {', '.join(PRECISIONS)}"
+        ) from None
+
+
+def get_optimizer(optimizer_id: str) -> Optimizer:
+    """The optimizer ``optimizer_id``; a ValueError lists the known ones."""
+    try:
+        return OPTIMIZERS[optimizer_id]
+    except KeyError:
+        raise ValueError(
+            f"unknown optimizer {optimizer_id!r}; known: {', '.join(OPTIMIZERS)}"
+        ) from None
+
+
+class StateBytesPerParam(BaseModel):
+    """Persistent bytes per trained parameter (non-factored optimizers)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    weights: float
+    gradients: float
+    optimizer: float = Field(description="master copy + moments")
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+
+def state_bytes_per_param(
+    recipe: PrecisionRecipe, optimizer: Optimizer, *, weights_dtype: str | None = None
+) -> StateBytesPerParam:
+    """Bytes per trained parameter: weights + gradients + (master + moments).
+
+    Mixed precision with Adam: 2 + 2 + (4 + 4 + 4) = 16 (Rajbhandari et al. 2019, section
+    3.1, K = 12). 8-bit Adam: moments 2·(1 + 4/2048) bytes. ``weights_dtype`` overrides the
+    stored weights' dtype (e.g. int8) to compare savings. A factored second moment is not
+    per parameter: see :func:`factored_state_values`.
+    """
+    weights = bytes_per_element(weights_dtype) if weights_dtype else recipe.weights_bytes
+    moments = optimizer.full_states * optimizer.state_bytes_per_value(recipe)
+    return StateBytesPerParam(
+        weights=weights,
+        gradients=recipe.gradients_bytes,
+        optimizer=recipe.master_bytes + moments,
+    )
+
+
+def factored_state_values(matrices: list[tuple[int, int]], vector_params: int) -> int:
+    """Values in Adafactor's factored second moment: rows + cols for each n×m matrix, the
+    full size for vectors (Shazeer & Stern 2018, section 3 and Algorithm 4)."""
+    return sum(n + m for n, m in matrices) + vector_params

@@ -1,0 +1,351 @@
+"""Training memory per GPU: recipes, optimizers, LoRA/QLoRA, ZeRO, peak, fit, CLI.
+
+Expected values are published figures (ZeRO paper, QLoRA paper, PEFT's printed count) or
+hand computations written out next to the assertion.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from llm_planner.cli import main
+from llm_planner.core.activations import layer_activations, outside_layer_ledger
+from llm_planner.core.architecture import count_parameters
+from llm_planner.core.gpus import get_gpu
+from llm_planner.core.optimizers import (
+    BNB_BLOCK,
+    factored_state_values,
+    get_optimizer,
+    get_precision,
+    state_bytes_per_param,
+)
+from llm_planner.core.presets import get_preset
+from llm_planner.core.training import (
+    NF4_DOUBLE_QUANT_BITS,
+    TrainingInputs,
+    estimate_training,
+)
+
+H100 = get_gpu("h100-sxm")
+LLAMA8B = get_preset("llama-3.1-8b").architecture
+LLAMA2_7B = get_preset("llama-2-7b").architecture
+
+NO_EXTRAS = {"cuda_context_bytes": 0.0, "fragmentation_fraction": 0.0}
+
+
+# ------------------------------------------------------------------ bytes per parameter
+
+
+def test_mixed_precision_adam_is_16_bytes_per_param() -> None:
+    """The seed's figure; ZeRO (Rajbhandari et al. 2019) section 3.1: 2Ψ + 2Ψ + 12Ψ."""
+    per = state_bytes_per_param(get_precision("mixed_bf16"), get_optimizer("adamw"))
+    assert (per.weights, per.gradients, per.optimizer) == (2, 2, 12)
+    assert per.total == 16
+    p = 7e9
+    report = estimate_training(
+        LLAMA8B, TrainingInputs(**NO_EXTRAS), H100, params_override=p, zero_stage=0
+    )
+    assert report.persistent_bytes == pytest.approx(16 * p, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "expected"),
+    [
+        ("fp32", (4, 4, 8)),  # fp32 weights, grads, two fp32 moments
+        ("mixed_fp16", (2, 2, 12)),  # + fp32 master
+        ("mixed_bf16_fp32_grads", (2, 4, 12)),  # Megatron main grads: 18
+        ("bf16", (2, 2, 4)),  # pure bf16, bf16 moments
+    ],
+)
+def test_precision_recipes_with_adam(recipe: str, expected: tuple[int, int, int]) -> None:
+    per = state_bytes_per_param(get_precision(recipe), get_optimizer("adam"))
+    assert (per.weights, per.gradients, per.optimizer) == expected
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "moments"),
+    [
+        ("sgd", 0.0),
+        ("sgd_momentum", 4.0),
+        ("lion", 4.0),  # Chen et al. 2023: one momentum
+        ("adam8bit", 2 * (1 + 4 / 2048)),  # 1 byte + one fp32 absmax per 2048-value block
+    ],
+)
+def test_optimizer_moments_under_mixed_precision(optimizer: str, moments: float) -> None:
+    per = state_bytes_per_param(get_precision("mixed_bf16"), get_optimizer(optimizer))
+    assert per.optimizer == pytest.approx(4 + moments, rel=1e-12)  # fp32 master + moments
+    assert BNB_BLOCK == 2048
+
+
+def test_int8_weights_save_one_byte_8bit_adam_saves_more_on_7b() -> None:
+    """The seed's argument on a 7B model: quantising the weights to INT8 saves 1 byte per
+    parameter (2 → 1); 8-bit Adam states save 2·(4 − 1 − 4/2048) ≈ 6 bytes per parameter."""
+    p = 7e9
+    mixed, adam = get_precision("mixed_bf16"), get_optimizer("adamw")
+    base = state_bytes_per_param(mixed, adam).total * p
+    int8_weights = state_bytes_per_param(mixed, adam, weights_dtype="int8").total * p
+    eight_bit = state_bytes_per_param(mixed, get_optimizer("adam8bit")).total * p
+    assert base - int8_weights == pytest.approx(1 * p)
+    assert base - eight_bit == pytest.approx(2 * (4 - 1 - 4 / 2048) * p)
+    assert base - eight_bit > 5 * (base - int8_weights)
+
+
+def test_adafactor_factored_second_moment() -> None:
+    """Shazeer & Stern 2018: an n×m matrix keeps n + m values; vectors in full."""
+    assert factored_state_values([(4096, 11008), (4096, 4096)], 4096) == 4096 + 11008 + 8192 + 4096
+    inputs = TrainingInputs(optimizer="adafactor", **NO_EXTRAS)
+    ada = estimate_training(LLAMA8B, inputs, H100)
+    adam = estimate_training(LLAMA8B, TrainingInputs(**NO_EXTRAS), H100)
+    p = count_parameters(LLAMA8B).total
+    # fp32 master 4·P plus a factored state of well under 0.1% of P
+    assert 4 * p < ada.optimizer_bytes < 4 * p * 1.001
+    assert adam.optimizer_bytes == pytest.approx(12 * p, rel=1e-12)
+
+
+# ------------------------------------------------------------------ ZeRO
+
+
+@pytest.mark.parametrize(("stage", "gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_figure_1_example(stage: int, gb: float) -> None:
+    """Rajbhandari et al. 2019, Figure 1: Ψ = 7.5B, Nd = 64, K = 12 →
+    120 GB, 31.4 GB, 16.6 GB, 1.9 GB per device."""
+    report = estimate_training(
+        LLAMA8B, TrainingInputs(**NO_EXTRAS), H100, params_override=7.5e9, dp=64, zero_stage=stage
+    )
+    assert report.persistent_bytes / 1e9 == pytest.approx(gb, rel=0.02)
+
+
+def test_tensor_and_pipeline_sharding() -> None:
+    """tp·pp divide the layers; the first stage adds the embedding, the last the head and
+    final norm. Llama-3.1-8B, tp 2, pp 4: first stage = (8 layers + embedding)/2."""
+    arch = LLAMA8B
+    h, kv, f, v = 4096, 1024, 14336, 128256
+    per_layer = (2 * h * h + 2 * h * kv) + 3 * h * f + 2 * h  # attention + SwiGLU + 2 RMSNorms
+    assert per_layer == 218_112_000
+    first = (8 * per_layer + v * h) / 2  # embedding on the first stage
+    last = (8 * per_layer + v * h + h) / 2  # untied head + final norm on the last
+    inputs = TrainingInputs(**NO_EXTRAS)
+    report = estimate_training(arch, inputs, H100, tp=2, pp=4, dp=1, zero_stage=0)
+    assert report.stage in ("first", "last")
+    expected = first if report.stage == "first" else last
+    assert report.weights_bytes == pytest.approx(2 * expected, rel=1e-9)
+    assert report.microbatches_in_flight == (4 if report.stage == "first" else 1)
+
+
+def test_first_stage_holds_pp_microbatches() -> None:
+    """1F1B: the first stage keeps pp micro-batches of its L/pp layers (Korthikanti 2022
+    section 4.2.3), i.e. L layers' worth of activations, plus the embedding's tensors."""
+    arch = LLAMA8B
+    inputs = TrainingInputs(recompute="none", flash_attention=True, **NO_EXTRAS)
+    la = layer_activations(arch, inputs.seq_len, 1, tp=1, flash=True, dropout=False)
+    emb = outside_layer_ledger(arch, inputs.seq_len, 1, dropout=False, last_stage=False)
+    report = estimate_training(arch, inputs, H100, pp=4)  # in flight: default pp
+    assert report.stage == "first"
+    assert report.microbatches_in_flight == 4
+    assert report.activations_bytes == pytest.approx(
+        4 * (8 * la.kept_bytes + sum(e.bytes for e in emb)), rel=1e-12
+    )
+
+
+# ------------------------------------------------------------------ LoRA / QLoRA
+
+
+def test_lora_rank8_q_v_on_llama2_7b_matches_peft_count() -> None:
+    """PEFT prints "trainable params: 4,194,304" for Llama-2-7B, r = 8 on q_proj and v_proj:
+    32 layers · 2 matrices · 8·(4096 + 4096)."""
+    inputs = TrainingInputs(lora_rank=8, lora_targets=("q", "v"), **NO_EXTRAS)
+    report = estimate_training(LLAMA2_7B, inputs, H100)
+    assert report.trainable_params == 32 * 2 * 8 * (4096 + 4096) == 4_194_304
+    assert report.frozen_params == count_parameters(LLAMA2_7B).total
+    # frozen base in bf16; adapters 2 + 2 + 12
+    p, lora = count_parameters(LLAMA2_7B).total, 4_194_304
+    assert report.weights_bytes == 2 * (p + lora)
+    assert report.gradients_bytes == 2 * lora
+    assert report.optimizer_bytes == 12 * lora
+
+
+def test_qlora_base_is_4_127_bits() -> None:
+    """Dettmers et al. 2023, section 3: NF4 blocks of 64, fp8 block constants, one fp32
+    constant per 256 blocks: 4 + 8/64 + 32/(64·256) ≈ 4.127 bits per parameter."""
+    assert pytest.approx(4.127, abs=5e-4) == NF4_DOUBLE_QUANT_BITS
+    arch = LLAMA2_7B
+    counts = count_parameters(arch)
+    inputs = TrainingInputs(lora_rank=64, qlora=True, **NO_EXTRAS)
+    report = estimate_training(arch, inputs, H100)
+    h, f, layers = 4096, 11008, 32
+    matrices = layers * (4 * h * h + 3 * h * f)
+    lora = layers * 64 * (4 * (h + h) + 2 * (h + f) + (f + h))
+    assert report.trainable_params == lora
+    expected = matrices * NF4_DOUBLE_QUANT_BITS / 8 + (counts.total - matrices) * 2 + lora * 2
+    assert report.weights_bytes == pytest.approx(expected, rel=1e-12)
+    assert report.dequant_bytes == h * f * 2  # one matrix dequantised to bf16 at a time
+
+
+# ------------------------------------------------------------------ peak and fit
+
+
+def test_peak_is_the_labelled_sum_and_overhead_is_stated() -> None:
+    inputs = TrainingInputs(cuda_context_bytes=1e9, fragmentation_fraction=0.05)
+    r = estimate_training(LLAMA8B, inputs, H100, dp=8, zero_stage=1)
+    allocated = r.persistent_bytes + r.activations_bytes + r.temporary_bytes
+    assert r.overhead_bytes == pytest.approx(1e9 + 0.05 * allocated)
+    assert r.peak_bytes == pytest.approx(allocated + r.overhead_bytes)
+    assert r.persistent_bytes == r.weights_bytes + r.gradients_bytes + r.optimizer_bytes
+    assert r.after_load_bytes == r.persistent_bytes + 1e9
+    assert r.after_load_bytes < r.peak_bytes
+    assert r.fits == (r.peak_bytes <= H100.memory_bytes)
+
+
+def test_max_micro_batch_is_the_largest_that_fits() -> None:
+    base = TrainingInputs(recompute="full", seq_len=4096)
+    r = estimate_training(LLAMA8B, base, H100, dp=8, zero_stage=1)
+    assert r.max_micro_batch >= 1
+    at = estimate_training(
+        LLAMA8B,
+        base.model_copy(update={"micro_batch": r.max_micro_batch}),
+        H100,
+        dp=8,
+        zero_stage=1,
+    )
+    above = estimate_training(
+        LLAMA8B,
+        base.model_copy(update={"micro_batch": r.max_micro_batch + 1}),
+        H100,
+        dp=8,
+        zero_stage=1,
+    )
+    assert at.fits
+    assert not above.fits
+
+
+def test_nothing_fits_gives_zero() -> None:
+    arch = get_preset("llama-3.1-405b").architecture
+    r = estimate_training(arch, TrainingInputs(), H100)
+    assert not r.fits
+    assert r.max_micro_batch == 0
+
+
+def test_logits_can_set_the_peak() -> None:
+    """The logits working set is (2 + 4)·s·b·V/t bytes (bf16 logits + fp32 copy/gradient)."""
+    r = estimate_training(LLAMA8B, TrainingInputs(recompute="full", seq_len=8192), H100)
+    assert r.logits_bytes == 6 * 8192 * LLAMA8B.vocab_size
+    assert r.logits_bytes > r.recompute_working_bytes
+
+
+def test_hardware_flops_factor_full_is_about_8_over_6() -> None:
+    """Full recomputation repeats every layer's forward: (3F + F_layers)/(3F), just under
+    8/6 because the output head is not recomputed; none gives 1."""
+    gpt3 = get_preset("gpt-3-175b").architecture
+    full = estimate_training(gpt3, TrainingInputs(recompute="full", seq_len=2048), H100)
+    s, h, layers, v = 2048, 12288, 96, gpt3.vocab_size
+    f_layer = 24 * s * h * h + 4 * s * s * h  # Korthikanti 2022 section 5, per sequence
+    f_head = 2 * s * h * v
+    expected = (3 * (layers * f_layer + f_head) + layers * f_layer) / (
+        3 * (layers * f_layer + f_head)
+    )
+    assert full.hardware_flops_factor == pytest.approx(expected, rel=1e-9)
+    assert 1.3 < full.hardware_flops_factor < 8 / 6
+    none = estimate_training(gpt3, TrainingInputs(recompute="none"), H100)
+    assert none.hardware_flops_factor == 1.0
+
+
+def test_report_figures_have_the_contract_keys() -> None:
+    r = estimate_training(LLAMA8B, TrainingInputs(), H100)
+    keys = {f.key for f in r.figures()}
+    contract = {
+        "weights_bytes",
+        "gradients_bytes",
+        "optimizer_bytes",
+        "activations_bytes",
+        "temporary_bytes",
+        "overhead_bytes",
+        "persistent_bytes",
+        "peak_bytes",
+        "fits",
+        "max_micro_batch",
+    }
+    assert contract <= keys
+    dumped = r.model_dump(mode="json")
+    assert contract <= set(dumped)
+    assert all(not (isinstance(v, float) and not math.isfinite(v)) for v in dumped.values())
+
+
+def test_inputs_validate() -> None:
+    with pytest.raises(ValueError, match="precision"):
+        TrainingInputs(precision="fp7")
+    with pytest.raises(ValueError, match="threshold"):
+        TrainingInputs(recompute="threshold")
+    with pytest.raises(ValueError, match="implementation"):
+        TrainingInputs(implementation="jax")
+
+
+# ------------------------------------------------------------------ command line
+
+
+def test_cli_report_json_training_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "report",
+            "--json",
+            "--precision",
+            "fp32",
+            "--optimizer",
+            "sgd_momentum",
+            "--seq-len",
+            "2048",
+            "--micro-batch",
+            "2",
+            "--recompute",
+            "threshold:64MiB",
+            "--no-flash-attention",
+            "--implementation",
+            "pytorch",
+        ]
+    )
+    assert code == 0
+    training = json.loads(capsys.readouterr().out)["training"]
+    for key in ("weights_bytes", "peak_bytes", "fits", "max_micro_batch", "temporary_bytes"):
+        assert key in training
+    assert training["precision"] == "fp32"
+    assert training["recompute"] == "threshold"
+
+
+def test_cli_lora_and_qlora(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "report",
+                "--json",
+                "--model",
+                "llama-2-7b",
+                "--qlora",
+                "--lora-rank",
+                "8",
+                "--lora-targets",
+                "q,v",
+            ]
+        )
+        == 0
+    )
+    training = json.loads(capsys.readouterr().out)["training"]
+    assert training["trainable_params"] == 4_194_304
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--optimizer", "adamax"], "--optimizer"),
+        (["--recompute", "sometimes"], "--recompute"),
+        (["--implementation", "jax"], "--implementation"),
+        (["--seq-len", "0"], "--seq-len"),
+    ],
+)
+def test_cli_bad_training_options_exit_2(
+    args: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", *args]) == 2
+    err = capsys.readouterr().err
+    assert option in err
