@@ -1,0 +1,400 @@
+"""Parallelism: ZeRO memory, communication volumes, pipeline bubble, step time, report.
+
+Expected values are published figures or hand computations written out next to the
+assertion, each with its source.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_planner.core import comm
+from llm_planner.core import parallelism as par
+from llm_planner.core.gpus import get_gpu
+from llm_planner.core.presets import get_preset
+from llm_planner.core.training import TrainingInputs
+
+H100 = get_gpu("h100-sxm")
+needs_training = pytest.mark.skipif(
+    not par.training_available(), reason="training estimator (issue 4) not available"
+)
+
+
+def _layout(**kw: object) -> par.Layouts:
+    base: dict[str, object] = {
+        "tp": 1,
+        "pp": 1,
+        "dp": 1,
+        "ep": 1,
+        "zero": 0,
+        "micro_batch": 1,
+        "v": 1,
+        "gpipe": False,
+        "sp": False,
+        "recompute": 0,
+    }
+    base.update(kw)
+    base.setdefault("shard", base["dp"])  # ZeRO shards over all of dp unless told
+    arrays = {
+        k: np.array([v], dtype=bool if k in ("gpipe", "sp") else np.int64) for k, v in base.items()
+    }
+    return par.Layouts(**arrays)
+
+
+# --------------------------------------------------------------------- ZeRO memory
+
+
+@pytest.mark.parametrize(
+    ("stage", "published_gb"),
+    # Rajbhandari et al. 2019, arXiv:1910.02054, Figure 1: Ψ = 7.5B, K = 12, N_d = 64
+    [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)],
+)
+def test_zero_paper_figure_1(stage: int, published_gb: float) -> None:
+    w, g, o = par.model_state_bytes_per_gpu(7.5e9, stage, 64)
+    total_gb = float(w + g + o) / 1e9
+    assert total_gb == pytest.approx(published_gb, rel=0.02)
+
+
+@needs_training
+@pytest.mark.parametrize(("stage", "published_gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_figure_1_through_training_estimator(stage: int, published_gb: float) -> None:
+    """The same figure from the training estimator's persistent state (mixed-precision Adam)."""
+    from llm_planner.core.training import estimate_training
+
+    arch = get_preset("llama-2-7b").architecture
+    rep = estimate_training(
+        arch, TrainingInputs(), H100, params_override=7.5e9, dp=64, zero_stage=stage
+    )
+    assert rep.persistent_bytes / 1e9 == pytest.approx(published_gb, rel=0.02)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    params=st.floats(1e6, 1e12),
+    dp=st.integers(1, 4096),
+    weight=st.sampled_from([2.0, 4.0]),
+    optim=st.sampled_from([0.0, 4.0, 8.0, 12.0]),
+)
+def test_more_zero_sharding_never_raises_state(
+    params: float, dp: int, weight: float, optim: float
+) -> None:
+    totals = [
+        sum(
+            float(x)
+            for x in par.model_state_bytes_per_gpu(
+                params,
+                z,
+                dp,
+                weight_bytes_per_param=weight,
+                grad_bytes_per_param=weight,
+                optimizer_bytes_per_param=optim,
+            )
+        )
+        for z in range(4)
+    ]
+    assert all(b <= a * (1 + 1e-12) for a, b in itertools.pairwise(totals))
+
+
+@needs_training
+@settings(max_examples=25, deadline=None)
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "mixtral-8x7b", "gpt-3-175b"]),
+    tp=st.sampled_from([1, 2, 8]),
+    pp=st.sampled_from([1, 2, 4]),
+    dp=st.sampled_from([1, 2, 64]),
+)
+def test_more_zero_sharding_never_raises_state_in_training_estimator(
+    model: str, tp: int, pp: int, dp: int
+) -> None:
+    from llm_planner.core.training import estimate_training
+
+    arch = get_preset(model).architecture
+    persistent = [
+        estimate_training(
+            arch, TrainingInputs(), H100, tp=tp, pp=pp, dp=dp, zero_stage=z
+        ).persistent_bytes
+        for z in range(4)
+    ]
+    assert all(b <= a for a, b in itertools.pairwise(persistent))
+
+
+def test_korthikanti_activation_formula() -> None:
+    """Korthikanti et al. 2022 Table 2 written out for s=2048, b=1, h=12288, a=96, t=8."""
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    none = par.korthikanti_activation_bytes_per_layer(
+        s, b, h, a, tp=t, sequence_parallel=False, recompute="none"
+    )
+    assert float(none) == pytest.approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)))
+    with_sp = par.korthikanti_activation_bytes_per_layer(
+        s, b, h, a, tp=t, sequence_parallel=True, recompute="none"
+    )
+    assert float(with_sp) == pytest.approx(s * b * h / t * (34 + 5 * a * s / h))
+    full = par.korthikanti_activation_bytes_per_layer(
+        s, b, h, a, tp=t, sequence_parallel=True, recompute="full"
+    )
+    assert float(full) == pytest.approx(2 * s * b * h / t)
+
+
+def test_microbatches_in_flight() -> None:
+    # 1F1B: the first stage holds p micro-batches (Narayanan 2021 section 2.2.1)
+    assert float(par.microbatches_in_flight(8, 32, False, 1)) == 8
+    # GPipe holds all m
+    assert float(par.microbatches_in_flight(8, 32, True, 1)) == 32
+    # interleaved: p·(1 + (p−1)/(p·v)) (Korthikanti 2022 section 4.2.3): 8·(1 + 7/16) = 11.5
+    assert float(par.microbatches_in_flight(8, 32, False, 2)) == pytest.approx(11.5)
+    # never more than m
+    assert float(par.microbatches_in_flight(8, 4, False, 1)) == 4
+
+
+# --------------------------------------------------------------------- communication
+
+
+def test_ring_all_reduce_volume() -> None:
+    # Patarasuk & Yuan 2009 / ZeRO section 7.1: 2·(n−1)/n × message
+    assert float(comm.ring_all_reduce_bytes(8, 1e9)) == pytest.approx(2 * 7 / 8 * 1e9)
+    assert float(comm.ring_all_reduce_bytes(1, 1e9)) == 0.0
+
+
+def test_zero_communication_volumes() -> None:
+    """ZeRO section 7.2: stage 1/2 move the same 2Ψ as DDP, stage 3 1.5× (one micro-batch)."""
+    n, psi = 64, 2 * 7.5e9  # 16-bit gradients of 7.5B parameters
+    ddp = 2 * (n - 1) / n * psi
+    volumes = [float(comm.data_parallel_bytes(z, n, psi, psi, 1)) for z in range(4)]
+    assert volumes[0] == pytest.approx(ddp)
+    assert volumes[1] == pytest.approx(ddp)
+    assert volumes[2] == pytest.approx(ddp)
+    assert volumes[3] == pytest.approx(1.5 * ddp)
+    # with 4 micro-batches ZeRO-2 reduce-scatters each one: 4·(n−1)/n·Ψ + (n−1)/n·Ψ
+    assert float(comm.data_parallel_bytes(2, n, psi, psi, 4)) == pytest.approx(
+        5 * (n - 1) / n * psi
+    )
+
+
+def test_tensor_parallel_volume_per_layer() -> None:
+    """Megatron: 4 all-reduces of s·b·h (2 forward, 2 backward) per layer (Shoeybi 2019 §3)."""
+    t, s, b, h = 8, 2048, 1, 12288
+    expected = 4 * 2 * (t - 1) / t * s * b * h * 2  # bf16 bytes
+    assert float(comm.tensor_parallel_bytes_per_layer(t, s * b, h)) == pytest.approx(expected)
+    # full recomputation replays the forward: 6 all-reduces
+    replay = float(comm.tensor_parallel_bytes_per_layer(t, s * b, h, True))
+    assert replay == pytest.approx(1.5 * expected)
+    assert float(comm.tensor_parallel_bytes_per_layer(1, s * b, h)) == 0.0
+
+
+def test_pipeline_p2p_volume() -> None:
+    """Forward activation + backward gradient of s·b·h per boundary, ÷ t with the
+    scatter/gather optimisation (Narayanan 2021 section 4.1), × v when interleaved."""
+    s, b, h, t = 2048, 1, 12288, 8
+    assert float(comm.pipeline_p2p_bytes_per_microbatch(4, t, s * b, h, 1)) == pytest.approx(
+        2 * s * b * h * 2 / t
+    )
+    assert float(comm.pipeline_p2p_bytes_per_microbatch(4, t, s * b, h, 2)) == pytest.approx(
+        2 * 2 * s * b * h * 2 / t
+    )
+    assert float(comm.pipeline_p2p_bytes_per_microbatch(1, t, s * b, h, 1)) == 0.0
+
+
+def test_moe_all_to_all_volume() -> None:
+    """Dispatch + combine, forward and backward: 4 all-to-alls of k·s·b·h, (e−1)/e leaves."""
+    e, s, b, h, k = 8, 4096, 1, 4096, 2
+    expected = 4 * (e - 1) / e * k * s * b * h * 2
+    assert float(comm.moe_all_to_all_bytes_per_layer(e, 1, s * b, h, k)) == pytest.approx(expected)
+
+
+def test_link_placement() -> None:
+    links = comm.Links(gpus_per_node=8, intra_bytes_per_s=400e9, inter_bytes_per_s_per_node=320e9)
+    # tp = 8 fits a node: NVLink
+    assert float(links.group_bandwidth(1, 8)) == 400e9
+    assert not comm.crosses_nodes(1, 8, 8)
+    # tp = 16 spans two nodes: 8 ranks per node share the node's network, 8 × 320/8
+    assert comm.crosses_nodes(1, 16, 8)
+    assert float(links.group_bandwidth(1, 16)) == pytest.approx(320e9)
+    # a data-parallel group of stride 8 has one rank per node: one GPU's share, 320/8
+    assert float(links.group_bandwidth(8, 4)) == pytest.approx(40e9)
+    # point-to-point across nodes: one GPU's share
+    assert float(links.group_bandwidth(8, 2, False)) == pytest.approx(40e9)
+
+
+# --------------------------------------------------------------------- bubble and timeline
+
+
+def test_bubble_fraction_narayanan() -> None:
+    # Narayanan et al. 2021 section 2.2: (p−1)/m; interleaved (p−1)/(v·m)
+    assert float(comm.pipeline_bubble_fraction(8, 32)) == pytest.approx(7 / 32)
+    assert float(comm.pipeline_bubble_fraction(8, 32, 2)) == pytest.approx(7 / 64)
+    assert float(comm.pipeline_bubble_fraction(1, 32)) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("schedule", "p", "m", "v"),
+    [
+        ("1f1b", 4, 8, 1),
+        ("1f1b", 8, 32, 1),
+        ("1f1b", 4, 2, 1),
+        ("gpipe", 4, 8, 1),
+        ("interleaved", 4, 8, 2),
+        ("interleaved", 4, 16, 4),
+        ("interleaved", 8, 32, 2),
+    ],
+)
+def test_timeline_makespan_matches_bubble_formula(schedule: str, p: int, m: int, v: int) -> None:
+    """Total time = (m + (p−1)/v)·(t_f + t_b) (Narayanan 2021 section 2.2, t_b = 2·t_f)."""
+    events = par.pipeline_timeline(p, m, schedule, v)
+    makespan = max(e[3] for e in events)
+    assert makespan == pytest.approx((m + (p - 1) / v) * 3.0)
+    per_device = v * m * 2 if schedule == "interleaved" else m * 2
+    assert len(events) == p * per_device
+    for stage in range(p):  # no device runs two things at once
+        spans = sorted((e[2], e[3]) for e in events if e[0] == stage)
+        assert all(a[1] <= b[0] + 1e-9 for a, b in itertools.pairwise(spans))
+
+
+def test_timeline_gpipe_runs_all_forwards_first() -> None:
+    events = par.pipeline_timeline(4, 8, "gpipe")
+    stage0 = [e for e in events if e[0] == 0]
+    kinds = [e[4] for e in stage0]
+    assert kinds == ["forward"] * 8 + ["backward"] * 8
+
+
+# --------------------------------------------------------------------- step time
+
+
+def _work(arch_id: str = "llama-3.1-8b", batch: int = 8) -> par.Workload:
+    arch = get_preset(arch_id).architecture
+    return par.workload_of(arch, 4096, batch, hw_factors=(1.0, 1.0, 4 / 3))
+
+
+def test_single_gpu_step_is_pure_compute() -> None:
+    """One GPU: step = m · hardware FLOPs per micro-batch ÷ (peak · efficiency), MFU = eff."""
+    work = _work(batch=8)
+    cluster = par.cluster_of(H100, par.ParallelInputs())
+    out = par.evaluate_layouts(work, cluster, _layout(micro_batch=2))
+    peak = 989.4e12
+    expected = 8 * 4096 * work.model_flops_per_token / (peak * 0.70)
+    assert float(out["step_seconds"][0]) == pytest.approx(expected)
+    assert float(out["mfu"][0]) == pytest.approx(0.70)
+    assert float(out["comm_bytes_per_step"][0]) == 0.0
+    # full recomputation: same model FLOPs, 4/3 the hardware FLOPs → MFU 0.70·3/4, HFU 0.70
+    full = par.evaluate_layouts(work, cluster, _layout(micro_batch=2, recompute=2))
+    assert float(full["mfu"][0]) == pytest.approx(0.70 * 3 / 4)
+    assert float(full["hfu"][0]) == pytest.approx(0.70)
+
+
+def test_model_flops_per_token_palm() -> None:
+    """6·N + 12·L·H·Q·T (Chowdhery et al. 2022 Appendix B), Llama-3.1-8B at T = 4096."""
+    arch = get_preset("llama-3.1-8b").architecture
+    n = 1e9
+    expected = 6 * n + 12 * 32 * 32 * 128 * 4096
+    assert par.model_flops_per_token(arch, 4096, n) == pytest.approx(expected)
+
+
+def test_pipeline_bubble_in_step_time() -> None:
+    """pp = 4, m = 8 on one node, no TP: step = (m + p − 1)·(t_c + p2p) exactly."""
+    work = _work(batch=8)
+    inputs = par.ParallelInputs(gpus_per_node=8)
+    cluster = par.cluster_of(H100, inputs)
+    out = par.evaluate_layouts(work, cluster, _layout(pp=4))
+    t_c = 4096 * work.model_flops_per_token / 4 / (989.4e12 * 0.70)
+    p2p = 2 * 4096 * 4096 * 2 / (450e9 * 0.80)  # s·h bf16, forward + backward, NVLink
+    assert float(out["step_seconds"][0]) == pytest.approx((8 + 3) * (t_c + p2p))
+    assert float(out["bubble_fraction"][0]) == pytest.approx(3 / 8)
+
+
+def test_dp_overlap_model() -> None:
+    """Exposed DP time = max(0, t_dp − overlap · backward of the last micro-batch)."""
+    work = _work(batch=64)
+    inputs = par.ParallelInputs(gpus_per_node=8)
+    cluster = par.cluster_of(H100, inputs)
+    out = par.evaluate_layouts(work, cluster, _layout(dp=64, shard=64))
+    t_dp = float(out["time_data_parallel_total"][0])
+    t_c = 4096 * work.model_flops_per_token / (989.4e12 * 0.70)
+    assert float(out["time_data_parallel"][0]) == pytest.approx(max(0.0, t_dp - 0.9 * 2 / 3 * t_c))
+    # no overlap at all: everything exposed
+    blocking = par.cluster_of(H100, par.ParallelInputs(dp_overlap=0.0))
+    out0 = par.evaluate_layouts(work, blocking, _layout(dp=64, shard=64))
+    assert float(out0["time_data_parallel"][0]) == pytest.approx(t_dp)
+
+
+def test_more_gpus_need_not_halve_time() -> None:
+    """Fixed global batch: doubling dp halves m, so the bubble share (p−1)/m grows."""
+    work = _work(batch=64)
+    cluster = par.cluster_of(H100, par.ParallelInputs())
+    a = par.evaluate_layouts(work, cluster, _layout(pp=4, dp=4, shard=4))
+    b = par.evaluate_layouts(work, cluster, _layout(pp=4, dp=8, shard=8))
+    assert float(b["step_seconds"][0]) > 0.5 * float(a["step_seconds"][0])
+
+
+# --------------------------------------------------------------------- layout and report
+
+
+def test_resolve_layout_problems_and_fsdp() -> None:
+    lay = par.resolve_layout(par.ParallelInputs(tp=8, pp=3), 64, 1, "selective", 32)
+    assert any("multiple of tp·pp" in p for p in lay.problems)
+    hybrid = par.ParallelInputs(tp=2, fsdp_strategy="HYBRID_SHARD")
+    lay = par.resolve_layout(hybrid, 64, 1, "selective", 32)
+    # HYBRID_SHARD = ZeRO-3 inside a node (8/2 = 4 data-parallel ranks), replicated across
+    assert (lay.zero_stage, lay.dp, lay.shard) == (3, 32, 4)
+    assert par.FSDP_TO_ZERO["SHARD_GRAD_OP"] == 2
+    assert par.FSDP_TO_ZERO["NO_SHARD"] == 0
+
+
+def test_report_section_json_is_finite() -> None:
+    arch = get_preset("llama-3.1-70b").architecture
+    inputs = par.ParallelInputs(tp=8, pp=4, zero_stage=1, sequence_parallel=True, global_batch=512)
+    rep = par.parallelism_report(arch, H100, 512, inputs, TrainingInputs())
+    data = rep.model_dump(mode="json")
+    for key in ("dp", "tp", "pp", "zero_stage", "bubble_fraction", "step_seconds"):
+        assert key in data
+    assert data["dp"] == 16
+    assert data["links"]["tensor_parallel"] == "intra-node"
+    assert data["links"]["data_parallel"] == "inter-node"
+    assert rep.gradient_accumulation_steps == 512 // 16
+    numbers = [v for v in data.values() if isinstance(v, float)]
+    assert all(math.isfinite(v) for v in numbers)
+    assert rep.figures()
+
+
+@needs_training
+def test_memory_screen_mirrors_training_estimator() -> None:
+    """The search's vectorised memory equals the training estimator, layout by layout."""
+    from llm_planner.core.training import estimate_training
+
+    for model in ("llama-3.1-8b", "mixtral-8x7b", "gpt-3-175b"):
+        arch = get_preset(model).architecture
+        ti = TrainingInputs(seq_len=2048)
+        params = float(par._count_parameters(arch).total)
+        work = par.workload_of(arch, 2048, 256, params)
+        recipe = par.memory_recipe(arch, ti, H100, params)
+        cluster = par.cluster_of(H100, par.ParallelInputs())
+        grid = itertools.product([1, 8], [1, 4], range(4), [1, 4], range(3), [False, True])
+        for tp, pp, z, b, rc, sp in grid:
+            if sp and tp == 1:
+                continue
+            lay = _layout(tp=tp, pp=pp, dp=8, zero=z, micro_batch=b, recompute=rc, sp=sp)
+            out = par.evaluate_layouts(work, cluster, lay, recipe)
+            update = {"micro_batch": b, "recompute": par.RECOMPUTE_CODES[rc]}
+            exact = estimate_training(
+                arch,
+                ti.model_copy(update=update),
+                H100,
+                tp=tp,
+                pp=pp,
+                dp=8,
+                zero_stage=z,
+                sequence_parallel=sp,
+            )
+            assert float(out["peak_bytes"][0]) == pytest.approx(exact.peak_bytes, rel=1e-6)
+
+
+def test_zero_stage_comparison_series() -> None:
+    arch = get_preset("llama-3.1-8b").architecture
+    rows = par.zero_stage_comparison(arch, TrainingInputs(), H100, par.ParallelInputs(), 64)
+    assert [r["zero_stage"] for r in rows] == [0, 1, 2, 3]
+    states = [r["weights_bytes"] + r["gradients_bytes"] + r["optimizer_bytes"] for r in rows]
+    assert all(b <= a for a, b in itertools.pairwise(states))
