@@ -180,10 +180,12 @@ def migrate(
     version = document_version(data)
     if version > current:
         writer = data.get("app_version")
-        by = f" by llm-planner {str(writer)[:40]}" if isinstance(writer, str) and writer else ""
+        by = (
+            f" (written by llm-planner {writer[:40]})" if isinstance(writer, str) and writer else ""
+        )
         mine = f" (llm-planner {app_version})" if app_version else ""
         raise NewerVersionError(
-            f"version {version} was written{by}, newer than this app{mine} understands "
+            f"version {version}{by} is newer than this app{mine} understands "
             f"(up to {current}); update LLM Planner to open it",
             field="schema_version",
         )

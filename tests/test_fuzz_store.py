@@ -151,3 +151,13 @@ def test_the_unmutated_file_loads() -> None:
     """The fuzzers' starting point is valid, so a mutation is what makes a file fail."""
     assert _outcome(VALID) is not None
     assert _outcome(json.dumps(LEGACY_DOC).encode("utf-8")) is not None
+
+
+@FUZZ
+@given(st.integers(min_value=1, max_value=3000), st.sampled_from(["[", '{"a":']), st.data())
+def test_deep_nesting_anywhere(depth: int, opener: str, data: st.DataObject) -> None:
+    closer = "]" if opener == "[" else "}"
+    nested = opener * depth + "0" + closer * depth
+    key = data.draw(st.sampled_from(["name", "model", "compute", "extra"]))
+    document = json.dumps({**VALID_DOC, key: 0}).replace(f'"{key}": 0', f'"{key}": {nested}')
+    assert _outcome(document.encode("utf-8")) is None

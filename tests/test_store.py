@@ -341,23 +341,18 @@ def test_overwrite_false_never_replaces(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["s.llmplan.json"]
 
 
-KILLS = 50
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
-def test_saves_killed_at_random_moments_never_tear_or_lose_the_file(tmp_path: Path) -> None:
-    """A child process saves new versions in a loop; it is SIGKILLed 50 times at random delays.
+def _kill_saves(path: Path, kills: int, seed: int) -> tuple[int, int]:
+    """A child process saves new versions of ``path`` in a loop; SIGKILL it ``kills`` times.
 
     After each kill the file must exist, parse and validate completely, and hold a
-    version no older than before the kill. Leftover temporary files show kills that
-    landed mid-write.
+    version no older than before the kill. Returns (kills that landed mid-write, as
+    shown by a leftover temporary file; the last version saved).
     """
-    path = tmp_path / "s.llmplan.json"
     save_scenario_file(_marked(0), path)
-    rng = random.Random(20261129)
+    rng = random.Random(seed)
     last = 0
     mid_write = 0
-    for _ in range(KILLS):
+    for _ in range(kills):
         ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child: save versions last+1, last+2, ... until killed
@@ -379,12 +374,20 @@ def test_saves_killed_at_random_moments_never_tear_or_lose_the_file(tmp_path: Pa
         version = _version_of(path)
         assert version >= last
         last = version
-        temps = [p for p in tmp_path.iterdir() if p.name.endswith(store.TEMP_SUFFIX)]
+        temps = [p for p in path.parent.iterdir() if p.name.endswith(store.TEMP_SUFFIX)]
         mid_write += bool(temps)
         for temp in temps:
             temp.unlink()
+    return mid_write, last
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_saves_killed_at_random_moments_never_tear_or_lose_the_file(tmp_path: Path) -> None:
+    """50 kills by default; LLM_PLANNER_KILLS=1000 for a longer run."""
+    kills = int(os.environ.get("LLM_PLANNER_KILLS", "50"))
+    mid_write, last = _kill_saves(tmp_path / "s.llmplan.json", kills, seed=20261129 + kills)
+    print(f"kills={kills} mid_write={mid_write} versions_saved={last}")
     assert last > 0  # the children did get to save
-    print(f"kills={KILLS} mid_write={mid_write} last_version={last}")
     assert mid_write > 0, "no kill landed mid-write: the test did not exercise anything"
 
 
