@@ -411,9 +411,20 @@ class MainWindow(QMainWindow):
         if chart is None:
             return False
         if kind == "svg":
-            from pyqtgraph.exporters import SVGExporter
+            from PySide6.QtCore import QPoint, QRect, QSize
+            from PySide6.QtGui import QPainter
+            from PySide6.QtSvg import QSvgGenerator
 
-            SVGExporter(chart.plot.getPlotItem()).export(path)
+            generator = QSvgGenerator()
+            generator.setFileName(path)
+            generator.setSize(QSize(chart.width(), chart.height()))
+            generator.setViewBox(QRect(0, 0, chart.width(), chart.height()))
+            generator.setTitle(self.state.scenario.name)
+            painter = QPainter(generator)
+            try:
+                chart.render(painter, QPoint(0, 0))
+            finally:
+                painter.end()
             return True
         return bool(chart.grab().save(path, "PNG"))
 

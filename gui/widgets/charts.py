@@ -342,6 +342,15 @@ class SeriesChart(QWidget):
     def set_markers(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
         self.markers[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
 
+    def data(self, key: str) -> tuple[list[float], list[float]]:
+        """The (x, y) given to line or markers ``key``, before any log transform."""
+        item = self.lines.get(key) or self.markers[key]
+        xs, ys = item.getOriginalDataset()
+        return (
+            [] if xs is None else list(map(float, xs)),
+            [] if ys is None else list(map(float, ys)),
+        )
+
     def set_hline(self, key: str, y: float | None, label: str | None = None) -> None:
         line = self.hlines[key]
         if y is None:

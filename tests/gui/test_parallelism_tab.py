@@ -1,0 +1,65 @@
+"""Parallelism tab: ZeRO 0-3 bars, pipeline timeline, ranked search applied on double-click."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llm_planner.core.parallelism import zero_stage_comparison
+from llm_planner.gui.main_window import MainWindow
+
+from .helpers import choose, type_into
+
+pytestmark = pytest.mark.gui
+
+
+def test_zero_bars_match_core(qtbot: Any, window: MainWindow) -> None:
+    window.tabs.setCurrentIndex(3)
+    tab = window.page(3)
+    choose(window, tab.zero, 2)
+    s = window.state.scenario
+    expected = zero_stage_comparison(
+        s.model.architecture, s.training, s.gpu, s.parallelism, s.num_gpus
+    )
+    assert [r.total for r in tab.zero_bars.rows] == [row["peak_bytes"] for row in expected]
+    assert tab.zero_bars.rows[2].label.startswith("ZeRO 2")
+    # ZeRO sharding never raises per-GPU state (Rajbhandari et al. 2019, Figure 1)
+    totals = [r.total for r in tab.zero_bars.rows]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_pipeline_timeline_draws_every_stage(qtbot: Any, window: MainWindow) -> None:
+    window.tabs.setCurrentIndex(3)
+    tab = window.page(3)
+    type_into(qtbot, window, tab.pp, "4")
+    assert window.state.scenario.parallelism.pp == 4
+    stages = {b.stage for b in tab.timeline.blocks if b.kind == "forward"}
+    assert stages == {0, 1, 2, 3}
+    bubbles = [b for b in tab.timeline.blocks if b.kind == "bubble"]
+    assert len(bubbles) == 4
+
+
+def test_search_row_double_click_applies_and_undoes(qtbot: Any, window: MainWindow) -> None:
+    window.tabs.setCurrentIndex(3)
+    tab = window.page(3)
+    tab.run_search()
+    table = tab.search.table
+    assert table.rowCount() > 0
+    row = tab.search.rows[-1]
+    item = next(
+        table.item(r, 1)
+        for r in range(table.rowCount())
+        if table.item(r, 0).text() == str(row["rank"])
+    )
+    original = window.state.scenario
+    tab.search.table.itemDoubleClicked.emit(item)
+    s = window.state.scenario
+    assert (s.parallelism.tp, s.parallelism.pp, s.parallelism.zero_stage) == (
+        row["tp"],
+        row["pp"],
+        row["zero_stage"],
+    )
+    assert s.training.micro_batch == row["micro_batch"]
+    window.state.undo_stack.undo()
+    assert window.state.scenario == original

@@ -1,0 +1,54 @@
+"""Training memory tab: after-load and peak bars, ledger and pickers equal core's report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llm_planner.core.estimate import estimate
+from llm_planner.gui.main_window import MainWindow
+
+from .helpers import bar_widths_gb, choose, type_into
+
+pytestmark = pytest.mark.gui
+
+
+def test_bars_and_ledger_follow_micro_batch(qtbot: Any, window: MainWindow) -> None:
+    window.tabs.setCurrentIndex(2)
+    tab = window.page(2)
+    type_into(qtbot, window, tab.micro_batch, "2")
+    assert window.state.scenario.training.micro_batch == 2
+    section = estimate(window.state.scenario).training
+    rows = tab.bars.rows
+    assert [r.label for r in rows] == ["after load", "peak"]
+    assert rows[0].total == section.after_load_bytes
+    assert rows[1].total == section.peak_bytes
+    assert bar_widths_gb(tab.bars, "activations")[1] == pytest.approx(
+        section.activations_bytes / 1e9
+    )
+    assert (
+        bar_widths_gb(tab.bars, "optimizer") == [pytest.approx(section.optimizer_bytes / 1e9)] * 2
+    )
+    assert tab.ledger.rowCount() == len(section.ledger) + len(section.outside_ledger)
+    assert tab.ledger.item(0, 0).text() == section.ledger[0].name
+    assert tab.figures.value_text("peak_bytes") is not None
+    assert window.summary.labels["memory"].text().startswith(f"{section.peak_bytes / 1e9:.1f}")
+
+
+def test_recompute_and_optimizer_pickers(qtbot: Any, window: MainWindow) -> None:
+    window.tabs.setCurrentIndex(2)
+    tab = window.page(2)
+    before = estimate(window.state.scenario).training.activations_bytes
+    choose(window, tab.recompute, "full")
+    assert window.state.scenario.training.recompute == "full"
+    after = estimate(window.state.scenario).training.activations_bytes
+    assert after < before  # full recomputation keeps only layer inputs (Korthikanti 2022)
+    assert tab.bars.rows[1].parts["activations"] == after
+    offered = [tab.optimizer.itemData(i) for i in range(tab.optimizer.count())]
+    assert len(offered) > 1
+    choose(window, tab.optimizer, offered[-1])
+    assert window.state.scenario.training.optimizer == offered[-1]
+    assert tab.bars.rows[0].parts["optimizer"] == (
+        estimate(window.state.scenario).training.optimizer_bytes
+    )

@@ -1,0 +1,173 @@
+"""The window as a whole: undo/redo, inline errors, files, library, settings, errors, smoke."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_planner.core.estimate import estimate, report_json
+from llm_planner.core.store import load_scenario_file
+from llm_planner.gui import settings
+from llm_planner.gui.app import run_smoke_test
+from llm_planner.gui.errors import ExceptionHook, log_path
+from llm_planner.gui.main_window import MainWindow
+
+from .helpers import type_into
+
+pytestmark = pytest.mark.gui
+
+
+def test_undo_redo_restore_inputs_and_figures(qtbot: Any, window: MainWindow) -> None:
+    tab = window.page(0)
+    original_text = tab.figures.value_text("flops_total")
+    type_into(qtbot, window, tab.tokens, "2T")
+    changed_text = tab.figures.value_text("flops_total")
+    assert changed_text != original_text
+    # keystrokes into one field merge into one undo step
+    window.state.undo_stack.undo()
+    assert window.state.scenario.compute.tokens == 15e12
+    assert tab.figures.value_text("flops_total") == original_text
+    assert tab.tokens.text() == "15T"
+    window.state.undo_stack.redo()
+    assert window.state.scenario.compute.tokens == 2e12
+    assert tab.figures.value_text("flops_total") == changed_text
+
+
+def test_bad_input_marks_the_field_and_keeps_last_figures(qtbot: Any, window: MainWindow) -> None:
+    tab = window.page(0)
+    before = window.state.scenario
+    shown = tab.figures.value_text("wall_seconds")
+    type_into(qtbot, window, tab.tokens, "lots")
+    assert window.state.scenario == before
+    assert tab.tokens.property("inputError")
+    assert "D62728" in tab.tokens.styleSheet()
+    assert window.error_label.isVisibleTo(window)
+    assert "Tokens" in window.error_label.text()
+    assert tab.figures.value_text("wall_seconds") == shown
+    # a value the model refuses (MFU above 1) is an inline error too, not a traceback
+    type_into(qtbot, window, tab.mfu, "1.5")
+    assert tab.mfu.property("inputError")
+    type_into(qtbot, window, tab.tokens, "3T")
+    assert not tab.tokens.property("inputError")
+    assert window.state.scenario.compute.tokens == 3e12
+
+
+def test_save_open_round_trip_gives_identical_figures(
+    qtbot: Any, window: MainWindow, tmp_path: Path
+) -> None:
+    type_into(qtbot, window, window.bar.num_gpus, "2048")
+    path = tmp_path / "run.llmplan.json"
+    assert window.save_to(str(path))
+    assert window.state.undo_stack.isClean()
+    saved = load_scenario_file(path)
+    type_into(qtbot, window, window.bar.num_gpus, "64")
+    assert window.open_file(path, confirm=False)
+    assert window.state.scenario == saved
+    assert window.bar.num_gpus.text() == "2048"
+    assert report_json(window.state.report) == report_json(estimate(saved))
+
+
+def test_bad_file_gets_a_message_and_nothing_changes(
+    window: MainWindow, tmp_path: Path, messages: list[str]
+) -> None:
+    bad = tmp_path / "bad.llmplan.json"
+    document = json.loads(json.dumps(window.state.scenario.model_dump(mode="json")))
+    document["num_gpus"] = -3
+    bad.write_text(json.dumps(document), encoding="utf-8")
+    before = window.state.scenario
+    assert not window.open_file(bad, confirm=False)
+    assert window.state.scenario == before
+    assert messages
+    assert "num_gpus" in messages[-1]
+
+
+def test_export_report_and_charts(window: MainWindow, tmp_path: Path) -> None:
+    md, csv = tmp_path / "r.md", tmp_path / "r.csv"
+    window.export_report(str(md), "md")
+    window.export_report(str(csv), "csv")
+    assert "Training FLOPs" in md.read_text(encoding="utf-8")
+    assert "flops_total" in csv.read_text(encoding="utf-8")
+    for index in range(4):
+        window.tabs.setCurrentIndex(index)
+        png = tmp_path / f"chart{index}.png"
+        assert window.export_chart(str(png), "png")
+        assert png.stat().st_size > 1000
+    svg = tmp_path / "chart.svg"
+    assert window.export_chart(str(svg), "svg")
+    assert "<svg" in svg.read_text(encoding="utf-8")
+    text = window.copy_figures()
+    assert "Compute budget" in text
+    assert "Inference memory" in text
+
+
+def test_drop_scenario_file_opens_it(qtbot: Any, window: MainWindow, tmp_path: Path) -> None:
+    path = tmp_path / "dropped.llmplan.json"
+    type_into(qtbot, window, window.bar.num_gpus, "256")
+    window.save_to(str(path))
+    window.state.load(window.state.scenario.model_copy(update={"num_gpus": 8}), None)
+    assert window.open_dropped(str(path))
+    assert window.state.scenario.num_gpus == 256
+
+
+def test_library_panel_operations(qtbot: Any, window: MainWindow) -> None:
+    panel = window.library
+    assert panel is not None
+    assert panel.keys() == []
+    panel.save_current()
+    assert len(panel.keys()) == 1
+    panel.list.setCurrentRow(0)
+    panel.duplicate_selected()
+    assert len(panel.keys()) == 2
+    panel.list.setCurrentRow(0)
+    panel.rename_selected("Renamed plan")
+    names = [panel.list.item(i).text() for i in range(panel.list.count())]
+    assert "Renamed plan" in names
+    qtbot.keyClicks(panel.search, "renamed")
+    assert panel.list.count() == 1
+    panel.search.clear()
+    panel.list.setCurrentRow(0)
+    panel.delete_selected(confirm=False)
+    assert len(panel.keys()) == 1
+    key = panel.keys()[0]
+    assert panel.open_key(key)
+    assert window.state.path is not None
+
+
+def test_notes_edit_the_scenario(qtbot: Any, window: MainWindow) -> None:
+    panel = window.library
+    assert panel is not None
+    panel.notes.setPlainText("Assume 40% MFU from the pilot run")
+    panel._commit_notes()
+    assert window.state.scenario.notes == "Assume 40% MFU from the pilot run"
+    window.state.undo_stack.undo()
+    assert window.state.scenario.notes == ""
+
+
+def test_geometry_and_tab_are_restored(qtbot: Any, window: MainWindow) -> None:
+    window.tabs.setCurrentIndex(2)
+    window.resize(1200, 700)
+    window.save_window_state()
+    assert settings.load()["tab"] == 2
+    again = MainWindow(restore=True)
+    qtbot.addWidget(again)
+    assert again.tabs.currentIndex() == 2
+    again.ask_before_discard = False
+
+
+def test_unexpected_error_is_logged_and_app_keeps_running(window: MainWindow) -> None:
+    hook = ExceptionHook(lambda: window)
+    hook.show_dialogs = False
+    try:
+        raise RuntimeError("boom in a slot")
+    except RuntimeError as error:
+        hook(type(error), error, error.__traceback__)
+    assert "boom in a slot" in hook.reports[0]
+    assert "boom in a slot" in log_path().read_text(encoding="utf-8")
+    assert window.state.scenario is not None
+
+
+def test_smoke_test_visits_every_tab(window: MainWindow) -> None:
+    assert run_smoke_test(window) == 0
