@@ -541,6 +541,13 @@ class Layouts:
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
+    def as_float(self, name: str) -> FloatArray:
+        """A field as float64, converted once per Layouts (the evaluator reads each often)."""
+        cache: dict[str, FloatArray] = self.__dict__.setdefault("_float_cache", {})
+        if name not in cache:
+            cache[name] = getattr(self, name).astype(np.float64)
+        return cache[name]
+
     def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Layouts:
         return Layouts(**{name: getattr(self, name)[index] for name in _LAYOUT_FIELDS})
 
@@ -593,12 +600,12 @@ def evaluate_layouts(
     2022 Appendix B).
     """
     f64 = np.float64
-    tp = lay.tp.astype(f64)
-    pp = lay.pp.astype(f64)
-    dp = lay.dp.astype(f64)
-    ep = lay.ep.astype(f64)
-    b = lay.micro_batch.astype(f64)
-    v = lay.v.astype(f64)
+    tp = lay.as_float("tp")
+    pp = lay.as_float("pp")
+    dp = lay.as_float("dp")
+    ep = lay.as_float("ep")
+    b = lay.as_float("micro_batch")
+    v = lay.as_float("v")
     gpus = tp * pp * dp
     g = float(cluster.gpus_per_node)
     m = work.global_batch / (dp * b)
@@ -680,14 +687,13 @@ def _data_parallel(
     shards across replicas for HYBRID_SHARD); expert parameters over the expert-data-parallel
     group dp/ep (Megatron-LM's expert data parallelism).
     """
-    f64 = np.float64
-    tp = lay.tp.astype(f64)
-    pp = lay.pp.astype(f64)
-    dp = lay.dp.astype(f64)
-    ep = lay.ep.astype(f64)
+    tp = lay.as_float("tp")
+    pp = lay.as_float("pp")
+    dp = lay.as_float("dp")
+    ep = lay.as_float("ep")
     params_gpu_dense = (work.params_total - work.params_expert) / (tp * pp)
     params_gpu_expert = work.params_expert / (tp * pp * ep)
-    shard = lay.shard.astype(f64)
+    shard = lay.as_float("shard")
     replicas = dp / shard
     cbytes = comm.COMM_BYTES_PER_ELEMENT
     dense_bytes = params_gpu_dense * cbytes
@@ -722,10 +728,10 @@ def _memory_screen(
     further divided by expert parallelism (which the training estimator does not model).
     """
     f64 = np.float64
-    tp = lay.tp.astype(f64)
-    pp = lay.pp.astype(f64)
-    shard = lay.shard.astype(f64)
-    ep = lay.ep.astype(f64)
+    tp = lay.as_float("tp")
+    pp = lay.as_float("pp")
+    shard = lay.as_float("shard")
+    ep = lay.as_float("ep")
     layers_stage = np.ceil(work.layers / pp)
     share = layers_stage / work.layers
     expert_saved = work.params_expert * share * (1.0 - 1.0 / ep)
@@ -735,16 +741,21 @@ def _memory_screen(
     p_last = in_layers + np.where(multi, recipe.outside_last_params, recipe.outside_single_params)
 
     # every saved tensor is s·b·(something): price b = 1 once per (tp, sp, recompute), × b
-    keys = np.stack([lay.tp, lay.sp.astype(np.int64), lay.recompute], axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    # dense integer code per (tp, sp, recompute): O(n) grouping, no sort
+    n_rc = len(RECOMPUTE_CODES)
+    code = (lay.tp * 2 + lay.sp) * n_rc + lay.recompute
+    present = np.zeros(int(code.max(initial=0)) + 1, dtype=bool)
+    present[code] = True
+    unique = np.flatnonzero(present)
+    inv = (np.cumsum(present) - 1)[code]
     acts = [
-        recipe.activations(1, int(k[0]), bool(k[1]), RECOMPUTE_CODES[int(k[2])]) for k in unique
+        recipe.activations(1, k // n_rc // 2, bool(k // n_rc % 2), RECOMPUTE_CODES[k % n_rc])
+        for k in unique.tolist()
     ]
-    inv = inverse.reshape(-1)
-    b = lay.micro_batch.astype(f64)
+    b = lay.as_float("micro_batch")
 
     def field(name: str) -> FloatArray:
-        return np.array([getattr(a, name) for a in acts], dtype=f64)[inv] * b
+        return np.asarray(np.array([getattr(a, name) for a in acts], dtype=f64)[inv] * b)
 
     kept = field("kept_per_layer")
     working = field("recompute_working")
