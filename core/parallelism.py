@@ -965,6 +965,8 @@ class ParallelismReport(BaseModel):
     peak_bytes: float | None
     fits: bool | None
     zero3_gathered_bytes: float
+    gpus_per_instance: int | None
+    """Fewest GPUs (a power of two) on which one model instance fits in some layout."""
     problems: list[str]
 
     def figures(self) -> list[Figure]:
@@ -1057,6 +1059,16 @@ class ParallelismReport(BaseModel):
                     value=self.zero3_gathered_bytes,
                     unit="bytes",
                     formula="2 blocks (current + prefetched) × block params ÷ tp × bytes/param",
+                )
+            )
+        if self.gpus_per_instance is not None:
+            f.append(
+                Figure(
+                    key="gpus_per_instance",
+                    label="Fewest GPUs for one instance",
+                    value=self.gpus_per_instance,
+                    unit="count",
+                    formula="smallest power of two with a fitting layout (search)",
                 )
             )
         if self.peak_bytes is not None:
@@ -1152,6 +1164,9 @@ def parallelism_report(
         peak_bytes=peak,
         fits=fits,
         zero3_gathered_bytes=_num(out["zero3_gathered_bytes"]),
+        gpus_per_instance=_gpus_per_instance(
+            arch, gpu, inputs, training_inputs, params_override=params_override
+        ),
         problems=problems,
     )
 
@@ -1194,6 +1209,22 @@ def training_memory(
         return None
     return _training_module().estimate_training(
         arch, training_inputs, gpu, params_override=params_override, **training_layout_kwargs(lay)
+    )
+
+
+def _gpus_per_instance(
+    arch: Architecture,
+    gpu: GPU,
+    inputs: ParallelInputs,
+    training_inputs: Any,
+    *,
+    params_override: float | None,
+) -> int | None:
+    """:func:`llm_planner.core.search.min_gpus_per_instance` for the report (feeds compute)."""
+    from llm_planner.core.search import min_gpus_per_instance
+
+    return min_gpus_per_instance(
+        arch, gpu, inputs, training_inputs, params_override=params_override, max_gpus=1 << 16
     )
 
 
