@@ -297,7 +297,7 @@ class Library:
         if not self.folder.is_dir():
             return
         now = time.time()
-        for path in self.folder.glob(f".*{TEMP_SUFFIX}"):
+        for path in self.folder.glob(f".*{SUFFIX}.*{TEMP_SUFFIX}"):
             with contextlib.suppress(OSError):
                 if now - path.stat().st_mtime > STALE_TEMP_SECONDS:
                     path.unlink()
