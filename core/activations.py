@@ -100,6 +100,11 @@ class ImplementationProfile(BaseModel):
         default=True, description="cross-entropy saves fp32 (log-)softmax of the logits"
     )
     embedding_ids: bool = Field(description="embedding backward saves the int64 token ids")
+    rotary_tables: bool = Field(
+        default=False,
+        description="RoPE's cos and sin tables (b·s·d each, activation dtype) are saved by "
+        "the multiplications that apply them; computed once per forward, shared by layers",
+    )
     source: str
 
 
@@ -132,15 +137,17 @@ PROFILES: dict[str, ImplementationProfile] = {
                 "nn.LayerNorm (input + fp32 mean/rstd), HF LlamaRMSNorm (fp32 copy of the "
                 "input, normalised value, fp32 rstd), HF eager attention (fp32 softmax then "
                 "cast; repeat_kv for GQA), unfused SiLU(gate)·up, native_dropout 1-byte masks, "
-                "SDPA flash (saves q, k, v, output and fp32 log-sum-exp; output copied into "
-                "o_proj's input), cross-entropy on fp32 logits."
+                "SDPA flash (saves q, k, v, output and fp32 log-sum-exp; the output is laid "
+                "out so that o_proj's input is a view of it), RoPE cos/sin tables, "
+                "cross-entropy on fp32 logits."
             ),
             norm_stats=True,
             hf_rmsnorm=True,
             softmax_fp32=True,
             fused_swiglu=False,
             flash_repeat_kv=True,
-            flash_output_copy=True,
+            flash_output_copy=False,
+            rotary_tables=True,
             embedding_ids=True,
             source="PyTorch autograd formulas (derivatives.yaml), transformers "
             "modeling_llama/eager_attention_forward; measured in tests/validation",
@@ -159,7 +166,8 @@ PROFILES: dict[str, ImplementationProfile] = {
             mask_in_activation_dtype=True,
             fused_swiglu=False,
             flash_repeat_kv=True,
-            flash_output_copy=True,
+            flash_output_copy=False,
+            rotary_tables=True,
             embedding_ids=True,
             source="measured with torch.autograd.graph.saved_tensors_hooks "
             "(tests/validation/test_torch_activations.py)",
@@ -877,6 +885,23 @@ def outside_layer_ledger(
                     "sp",
                 )
             )
+    if first_stage and arch.positions == "learned" and p.embedding_ids:
+        tensors.append(
+            _Tensor("position ids (int64)", "s", "int64", s, INDEX_BYTES, "outside", "none")
+        )
+    if arch.positions == "rotary" and p.rotary_tables:
+        d = arch.head_dim
+        tensors.append(
+            _Tensor(
+                "rotary cos and sin (shared by layers)",
+                "2·b·s·d",
+                cfg.act_dtype,
+                2 * sd * d,
+                cfg.act,
+                "outside",
+                "none",
+            )
+        )
     if last_stage:
         tensors += [replace(t, block="outside") for t in _norm_tensors(arch, cfg, "final norm")]
         tensors.append(
@@ -890,6 +915,18 @@ def outside_layer_ledger(
                 "sp",
             )
         )
+        if p.embedding_ids:
+            tensors.append(
+                _Tensor(
+                    "cross-entropy targets (int64)",
+                    "s·b",
+                    "int64",
+                    sd,
+                    INDEX_BYTES,
+                    "outside",
+                    "none",
+                )
+            )
         if p.logits_fp32_saved:
             tensors.append(
                 _Tensor(
