@@ -161,3 +161,29 @@ def test_deep_nesting_anywhere(depth: int, opener: str, data: st.DataObject) -> 
     key = data.draw(st.sampled_from(["name", "model", "compute", "extra"]))
     document = json.dumps({**VALID_DOC, key: 0}).replace(f'"{key}": 0', f'"{key}": {nested}')
     assert _outcome(document.encode("utf-8")) is None
+
+
+@settings(max_examples=40, deadline=timedelta(seconds=5))
+@given(
+    st.lists(
+        st.binary(max_size=2000) | json_values.map(lambda v: json.dumps(v).encode()), max_size=6
+    )
+)
+def test_a_library_of_random_files_lists_every_good_one(junk: list[bytes]) -> None:
+    import tempfile
+
+    from llm_planner.core.library import Library
+    from llm_planner.core.store import SUFFIX
+
+    with tempfile.TemporaryDirectory() as folder:
+        library = Library(Path(folder))
+        library.folder.mkdir(parents=True)
+        for i in range(2):
+            (library.folder / f"good-{i}{SUFFIX}").write_bytes(VALID)
+        for i, data in enumerate(junk):
+            (library.folder / f"junk-{i}{SUFFIX}").write_bytes(data)
+        listing = library.listing()
+        assert {"good-0", "good-1"} <= {e.key for e in listing.entries}
+        assert len(listing.entries) + len(listing.problems) == 2 + len(junk)
+        kept = len(list(library.folder.iterdir())) + len(list(library.quarantine_folder.glob("*")))
+        assert kept == 2 + len(junk)  # nothing deleted
