@@ -100,10 +100,8 @@ class MainWindow(QMainWindow):
 
         self.binder.error_changed.connect(self._show_input_error)
         self.state.changed.connect(self._changed)
-        self.state.estimate_failed.connect(
-            lambda msg: self.statusBar().showMessage(f"Estimate failed: {msg}", 8000)
-        )
-        self.state.undo_stack.cleanChanged.connect(lambda _clean: self._update_title())
+        self.state.estimate_failed.connect(self._estimate_failed)
+        self.state.undo_stack.cleanChanged.connect(self._clean_changed)
         self.tabs.currentChanged.connect(self._tab_shown)
         self._slow_timer = QTimer(self)
         self._slow_timer.setSingleShot(True)
@@ -181,6 +179,12 @@ class MainWindow(QMainWindow):
     def show_message(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
         QMessageBox.warning(self, "LLM Planner", message)
+
+    def _estimate_failed(self, message: str) -> None:
+        self.statusBar().showMessage(f"Estimate failed: {message}", 8000)
+
+    def _clean_changed(self, _clean: bool) -> None:
+        self._update_title()
 
     def _update_title(self) -> None:
         scenario = self.state.scenario

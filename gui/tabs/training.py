@@ -173,7 +173,7 @@ class TrainingTab(Tab):
         header = self.ledger.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in (1, 2, 3, 4):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
         self.ledger.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         row.addWidget(self.bars)
         row.addWidget(self.ledger)
@@ -193,6 +193,7 @@ class TrainingTab(Tab):
 
     def fill_ledger(self, ledger: list[Any]) -> None:
         """One row per saved tensor, as the training estimator itemises it."""
+        resize = self.ledger.rowCount() != len(ledger)
         self.ledger.setRowCount(len(ledger))
         for row, entry in enumerate(ledger):
             size = field(entry, "bytes")
@@ -221,3 +222,6 @@ class TrainingTab(Tab):
                 if item.text() != text:
                     item.setText(text)
                 item.setToolTip(tip)
+        if resize:
+            for column in (1, 2, 3, 4):
+                self.ledger.resizeColumnToContents(column)

@@ -6,6 +6,7 @@ follow the application palette (light or dark).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -20,7 +21,7 @@ from llm_planner.core import units
 from llm_planner.gui import colors
 from llm_planner.gui.formatting import bytes_tooltip
 
-pg.setConfigOptions(antialias=True, useNumba=False)
+pg.setConfigOptions(antialias=False, useNumba=False)
 
 
 def palette_colors() -> tuple[QColor, QColor, QColor]:
@@ -47,6 +48,7 @@ class ThemedPlot(pg.PlotWidget):
 
     def apply_palette(self) -> None:
         background, foreground, _grid = palette_colors()
+        self.foreground = foreground
         self.setBackground(background)
         plot = self.getPlotItem()
         for name in ("left", "bottom", "right", "top"):
@@ -81,6 +83,16 @@ def legend_row(entries: Sequence[tuple[str, str]]) -> QWidget:
         layout.addLayout(pair)
     layout.addStretch(1)
     return widget
+
+
+def nice_ceiling(value: float) -> float:
+    """``value`` rounded up to 1, 2 or 5 × 10^k: the axis stays still while bars move."""
+    exponent = math.floor(math.log10(value))
+    for step in (1.0, 2.0, 5.0, 10.0):
+        candidate = step * 10.0**exponent
+        if candidate >= value:
+            return candidate
+    return 10.0 ** (exponent + 1)
 
 
 @dataclass
@@ -157,6 +169,8 @@ class MemoryBars(QWidget):
         layout.addWidget(legend_row(entries))
         self.rows: list[BarRow] = []
         self.capacity: float = 0.0
+        self._last: dict[str, object] = {}
+        self._label_state: dict[int, tuple[str, str]] = {}
         self.plot.scene().sigMouseMoved.connect(self._hover)
         self.plot.setMinimumHeight(130)
 
@@ -189,30 +203,46 @@ class MemoryBars(QWidget):
             y0=y0[over] - 0.04,
             height=height[over] + 0.08,
         )
-        self.capacity_line.setValue(capacity_gb)
-        self.capacity_line.label.setText(f"capacity {units.format_gb(capacity_bytes)}")
+        if self._last.get("capacity") != capacity_bytes:
+            self._last["capacity"] = capacity_bytes
+            self.capacity_line.setValue(capacity_gb)
+            self.capacity_line.label.setText(f"capacity {units.format_gb(capacity_bytes)}")
         while len(self.labels) < n:
             text = pg.TextItem(anchor=(0, 0.5))
+            text.setZValue(12)
             self.plot.addItem(text)
             self.labels.append(text)
-        _, foreground, _ = palette_colors()
+        foreground = self.plot.foreground.name()
         for index, label in enumerate(self.labels):
             if index >= n:
-                label.setText("")
-                continue
-            total = float(totals[index]) * units.GB
-            colour = colors.BAD if totals[index] > capacity_gb else foreground.name()
-            label.setText(self.total_text(index), color=colour)
-            label.setPos(max(float(left[index]), float(totals[index])), float(index))
-            del total
+                wanted: tuple[str, str] = ("", foreground)
+            else:
+                over_capacity = totals[index] > capacity_gb
+                wanted = (self.total_text(index), colors.BAD if over_capacity else foreground)
+                label.setPos(max(float(left[index]), float(totals[index])), float(index))
+            if self._label_state.get(index) != wanted:  # setText re-lays out HTML: only on change
+                self._label_state[index] = wanted
+                label.setText(wanted[0], color=wanted[1])
         plot = self.plot.getPlotItem()
-        left_axis = plot.getAxis("left")
-        left_axis.setTicks([[(i, row.label) for i, row in enumerate(self.rows)]])
-        widest = max((self.fontMetrics().horizontalAdvance(r.label) for r in self.rows), default=0)
-        left_axis.setWidth(widest + 16)
+        names = tuple(row.label for row in self.rows)
+        if self._last.get("names") != names:
+            self._last["names"] = names
+            left_axis = plot.getAxis("left")
+            left_axis.setTicks([list(enumerate(names))])
+            widest = max((self.fontMetrics().horizontalAdvance(name) for name in names), default=0)
+            left_axis.setWidth(widest + 16)
         top = max([capacity_gb, *left.tolist(), *totals.tolist()]) if n else capacity_gb
-        plot.setXRange(0, top * 1.42 if top > 0 else 1, padding=0)
-        plot.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
+        x_range = (0.0, nice_ceiling(top * 1.42) if top > 0 else 1.0, n)
+        if self._last.get("range") != x_range:
+            self._last["range"] = x_range
+            plot.setXRange(x_range[0], x_range[1], padding=0)
+            plot.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.rows:
+            self._label_state.clear()
+            self.set_rows(self.rows, self.capacity)
 
     def total_text(self, index: int) -> str:
         total = self.rows[index].total
@@ -295,6 +325,7 @@ class SeriesChart(QWidget):
         line = self.plot.plot(
             [],
             [],
+            antialias=True,
             pen=pen,
             name=label,
             symbol=symbol,

@@ -30,7 +30,10 @@ class FigureTable(QTableWidget):
         self.setWordWrap(False)
         header = self.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        # Interactive, sized on demand: ResizeToContents re-measures every row on every
+        # setText, which costs milliseconds per change
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        self._widest = 0
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.figures: list[Figure] = []
 
@@ -38,6 +41,7 @@ class FigureTable(QTableWidget):
         self.figures = list(figures)
         if self.rowCount() != len(self.figures):
             self.setRowCount(len(self.figures))
+        widest = self._widest
         for row, figure in enumerate(self.figures):
             tip = figure_tooltip(figure)
             for column, text in enumerate((figure.label, figure_text(figure))):
@@ -51,8 +55,13 @@ class FigureTable(QTableWidget):
                     self.setItem(row, column, item)
                 if item.text() != text:
                     item.setText(text)
+                if column == 1:
+                    widest = max(widest, len(text))
                 item.setToolTip(tip)
                 item.setData(Qt.ItemDataRole.UserRole, figure.key)
+        if widest > self._widest:
+            self._widest = widest
+            self.resizeColumnToContents(1)
 
     def value_text(self, key: str) -> str | None:
         """The text shown for figure ``key`` (for tests and copy)."""

@@ -1,0 +1,140 @@
+"""GUI benchmark: input change → redrawn bars latency, and cold start to the first paint.
+
+Run: ``QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_gui.py [--changes N]``.
+Not a timed test: it prints figures (median and p95 latency in ms; cold start in s).
+
+- Latency: a value typed into a real input field (``textEdited``, as a keystroke sends)
+  → one validated scenario → ``estimate`` → the visible tab's bars and figures redrawn
+  → the paint events processed. Measured on the training tab (after-load/peak bars,
+  ledger) and the inference tab, alternating values so every change is a real change.
+- Cold start: a fresh interpreter, from process launch to the first paint event of the
+  main window (the median of several launches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def latency(changes: int) -> dict[str, dict[str, float]]:
+    from PySide6.QtWidgets import QApplication
+
+    from llm_planner.gui.app import make_application
+    from llm_planner.gui.main_window import MainWindow
+
+    app = make_application()
+    assert isinstance(app, QApplication)
+    window = MainWindow(restore=False)
+    window.ask_before_discard = False
+    window.resize(1366, 768)
+    window.show()
+    app.processEvents()
+    results: dict[str, dict[str, float]] = {}
+    cases = (
+        (2, "micro_batch", ("1", "2", "3", "4")),
+        (1, "context", ("4096", "8192", "16384", "32768")),
+        (2, "seq_len", ("2048", "4096", "8192")),
+    )
+    for tab_index, attribute, values in cases:
+        window.tabs.setCurrentIndex(tab_index)
+        window.flush()
+        app.processEvents()
+        tab = window.page(tab_index)
+        edit = getattr(tab, attribute)
+        samples: list[float] = []
+        for i in range(changes):
+            text = values[i % len(values)]
+            start = time.perf_counter()
+            edit.setText(text)
+            edit.textEdited.emit(text)  # what a keystroke sends
+            app.processEvents()  # paint
+            samples.append((time.perf_counter() - start) * 1e3)
+        window._slow_timer.stop()
+        warm = samples[5:]
+        results[f"{tab.title}: {attribute}"] = {
+            "median_ms": statistics.median(warm),
+            "p95_ms": _percentile(warm, 0.95),
+            "max_ms": max(warm),
+            "n": float(len(warm)),
+        }
+    window.close()
+    return results
+
+
+def _child_first_paint() -> None:
+    """In a fresh interpreter: build the window and print the wall clock at its first paint."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from llm_planner.gui.app import make_application
+    from llm_planner.gui.main_window import MainWindow
+
+    app = make_application()
+
+    class FirstPaint(QObject):
+        def eventFilter(self, _obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+            if event.type() == QEvent.Type.Paint:
+                print(f"{time.time():.6f}", flush=True)
+                os._exit(0)  # measured; skip teardown
+            return False
+
+    window = MainWindow(restore=False)
+    window.ask_before_discard = False
+    watcher = FirstPaint()
+    window.installEventFilter(watcher)
+    window.show()
+    app.exec()  # type: ignore[attr-defined]
+
+
+def cold_start(runs: int) -> dict[str, float]:
+    samples = []
+    for _ in range(runs):
+        launched = time.time()
+        out = subprocess.run(
+            [sys.executable, __file__, "--child-first-paint"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "QT_QPA_PLATFORM": os.environ["QT_QPA_PLATFORM"]},
+        ).stdout
+        painted = float(out.strip().splitlines()[-1])
+        samples.append(painted - launched)
+    return {"median_s": statistics.median(samples), "min_s": min(samples), "max_s": max(samples)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=200)
+    parser.add_argument("--launches", type=int, default=5)
+    parser.add_argument("--child-first-paint", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_first_paint:
+        _child_first_paint()
+        return 0
+    start = cold_start(args.launches)
+    print(
+        f"cold start to first paint: median {start['median_s']:.3f} s "
+        f"(min {start['min_s']:.3f}, max {start['max_s']:.3f}; {args.launches} launches)"
+    )
+    for name, figures in latency(args.changes).items():
+        print(
+            f"input change → redrawn bars, {name}: median {figures['median_ms']:.2f} ms, "
+            f"p95 {figures['p95_ms']:.2f} ms, max {figures['max_ms']:.2f} ms "
+            f"({figures['n']:.0f} changes)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
