@@ -213,6 +213,9 @@ def scenario_from_document(document: dict[str, Any], source: str) -> Scenario:
             others = [_field_name(tuple(e["loc"])) for e in errors[1:4]]
             more = f" and {len(errors) - 4} more" if len(errors) > 4 else ""
             detail += f"; also invalid: {', '.join(others)}{more}"
+        version = document.get("schema_version")
+        if isinstance(version, int) and version < SCHEMA_VERSION:
+            detail += f" (after migrating the v{version} file to v{SCHEMA_VERSION})"
         raise ScenarioFileError(source, _field_name(tuple(first["loc"])), detail) from None
     except Exception as error:  # a validator's own bug must not escape as another type
         raise ScenarioFileError(

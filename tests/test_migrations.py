@@ -162,3 +162,14 @@ def test_v0_step_rejects_bad_values(key: str, value: Any, field: str) -> None:
         migrate(data)
     assert caught.value.field == field
     assert caught.value.step is migrations.MIGRATIONS[0]
+
+
+def test_a_v0_file_invalid_after_migration_says_so(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "v0-legacy.llmplan.json").read_text(encoding="utf-8"))
+    data["gpus"] = 0  # renamed to num_gpus by the step, then refused by validation
+    path = tmp_path / "old.llmplan.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenario_file(path)
+    assert caught.value.field == "num_gpus"
+    assert "after migrating the v0 file to v1" in str(caught.value)
