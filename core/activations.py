@@ -577,8 +577,10 @@ def _ffn_tensors(arch: Architecture, cfg: _Config, moe_layer: bool) -> list[_Ten
     s, b, act, dt, h = cfg.s, cfg.b, cfg.act, cfg.act_dtype, arch.hidden_size
     sd = s * b
     out: list[_Tensor] = []
-    if _trains_input(cfg, "gate", "up") or (moe_layer and cfg.lora_rank is not None):
-        out.append(_Tensor("fc1 input (norm output)", "s·b·h", dt, sd * h, act, "mlp", "sp"))
+    fc1_trained = _trains_input(cfg, "gate", "up")
+    if fc1_trained:
+        name = "router and fc1 input (norm output)" if moe_layer else "fc1 input (norm output)"
+        out.append(_Tensor(name, "s·b·h", dt, sd * h, act, "mlp", "sp"))
     for target in ("gate", "up"):
         if target == "gate" and not arch.gated:
             continue
@@ -587,17 +589,18 @@ def _ffn_tensors(arch: Architecture, cfg: _Config, moe_layer: bool) -> list[_Ten
         moe = arch.moe
         k, e = moe.experts_per_token, moe.num_experts
         out.append(_Tensor("router probabilities", "s·b·E", "fp32", sd * e, FP32, "moe", "sp"))
-        out.append(
-            _Tensor(
-                "routed tokens (k copies, expert fc1 input)",
-                "k·s·b·h",
-                dt,
-                k * sd * h,
-                act,
-                "moe",
-                "sp",
+        if fc1_trained:
+            out.append(
+                _Tensor(
+                    "routed tokens (k copies, expert fc1 input)",
+                    "k·s·b·h",
+                    dt,
+                    k * sd * h,
+                    act,
+                    "moe",
+                    "sp",
+                )
             )
-        )
         out += [
             replace(t, block="moe")
             for t in _mlp_tensors(

@@ -218,3 +218,14 @@ def test_parallel_attention_keeps_one_norm_for_gptj_style() -> None:
     )
     la = layer_activations(arch, 64, 1, profile="megatron", dropout=False)
     assert sum(1 for e in la.ledger if e.block == "norm") == 1
+
+
+def test_lora_frozen_linears_do_not_save_their_inputs() -> None:
+    """A frozen linear's backward needs only its weight. LoRA r = 8 on q and v of GPT-3
+    (Korthikanti's layer, dropout, no flash): the out-projection input (2sbh), fc1 input
+    (2sbh) and fc2 input (8sbh) are no longer saved; the GeLU still saves its input (8sbh),
+    and each adapter saves x·A (s·b·r, 2 bytes): s·b·h·(22 + 5as/h) + 2·(2·s·b·8)."""
+    la = layer_activations(
+        GPT3, S, B, profile="megatron", dropout=True, lora_rank=8, lora_targets=("q", "v")
+    )
+    assert la.kept_bytes == S * B * H * (22 + 5 * A * S / H) + 2 * (2 * S * B * 8)
