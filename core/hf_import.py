@@ -37,6 +37,12 @@ SAFETENSORS_HEADER_MAX_BYTES = 100_000_000
 
 SAFETENSORS_MAX_FILES = 4096
 
+MAX_DIMENSION = 2**31 - 1
+"""Largest width, vocabulary or context accepted from a config (an untrusted file)."""
+MAX_LAYERS = 10_000
+"""Largest depth accepted: estimators may work layer by layer."""
+_LAYER_FIELDS = {"num_hidden_layers", "n_layer", "first_k_dense_replace"}
+
 SAFETENSORS_DTYPES: dict[str, tuple[str, int | None]] = {
     # safetensors dtype → (our name, bytes per element; None: sub-byte, size not checked)
     "BF16": ("bf16", 2),
@@ -175,6 +181,9 @@ class _Config:
             raise self.error(f"field {name!r} must be an integer, got {value!r}")
         if value < minimum:
             raise self.error(f"field {name!r} must be at least {minimum}, got {value}")
+        limit = MAX_LAYERS if name in _LAYER_FIELDS else MAX_DIMENSION
+        if value > limit:
+            raise self.error(f"field {name!r} is implausibly large ({value:,} > {limit:,})")
         return value
 
     def bool_(self, *names: str, default: bool) -> bool:
@@ -693,6 +702,10 @@ def architecture_from_path(path: Path) -> ImportedModel:
         if not config_path.is_file():
             raise HFImportError(f"{path}: no config.json in this folder")
     elif path.is_file():
+        if path.suffix == ".safetensors" or path.name.endswith(".index.json"):
+            raise HFImportError(
+                f"{path}: give the model folder (or its config.json), not a weights file"
+            )
         folder, config_path = path.parent, path
     else:
         raise HFImportError(f"{path}: no such file or folder")

@@ -317,6 +317,8 @@ def test_missing_field_names_file_field_and_type():
         ({"hidden_size": "4096"}, "field 'hidden_size' must be an integer"),
         ({"hidden_size": True}, "field 'hidden_size' must be an integer"),
         ({"num_hidden_layers": 0}, "field 'num_hidden_layers' must be at least 1"),
+        ({"num_hidden_layers": 10**6}, "field 'num_hidden_layers' is implausibly large"),
+        ({"vocab_size": 2**40}, "field 'vocab_size' is implausibly large"),
         ({"tie_word_embeddings": "no"}, "field 'tie_word_embeddings' must be true or false"),
         ({"num_key_value_heads": 3}, "heads (4) must be a multiple of kv_heads (3)"),
         ({"hidden_size": 66}, "not a multiple of num_attention_heads"),
@@ -366,6 +368,12 @@ def test_folder_without_config_and_missing_path(tmp_path):
         architecture_from_path(tmp_path)
     with pytest.raises(HFImportError, match="no such file or folder"):
         architecture_from_path(tmp_path / "nope")
+
+
+def test_weights_file_instead_of_folder(tmp_path):
+    write_safetensors(tmp_path / "model.safetensors", {"w": ("BF16", [4])})
+    with pytest.raises(HFImportError, match="give the model folder"):
+        architecture_from_path(tmp_path / "model.safetensors")
 
 
 def test_remote_code_is_never_run(tmp_path):
