@@ -913,6 +913,11 @@ def resolve_layout(
         problems.append(f"pp = {pp} exceeds the model's {layers} layers")
     elif layers % (pp * v):
         problems.append(f"{layers} layers do not split evenly into pp·v = {pp * v} chunks")
+    if v > 1 and accumulation % pp:
+        problems.append(
+            f"the interleaved schedule needs micro-batches ({accumulation}) to be a multiple "
+            f"of pp = {pp} (Megatron-LM)"
+        )
     if inputs.sequence_parallel and tp == 1:
         problems.append("sequence parallelism has no effect with tp = 1")
     return ResolvedLayout(

@@ -170,3 +170,17 @@ def test_cli_bad_parallel_options_exit_2(
 ) -> None:
     assert main(["report", option, value]) == 2
     assert option in capsys.readouterr().err
+
+
+def test_report_carries_gpus_per_instance_into_compute() -> None:
+    """The report's fewest GPUs per instance is the searched one, and compute uses it."""
+    from llm_planner.core.estimate import estimate
+    from llm_planner.core.scenario import default_scenario
+
+    scenario = default_scenario()
+    report = estimate(scenario)
+    expected = srch.min_gpus_per_instance(
+        scenario.model.architecture, scenario.gpu, scenario.parallelism, scenario.training
+    )
+    assert report.parallelism.gpus_per_instance == expected
+    assert report.compute.gpus_per_instance == expected
