@@ -3,7 +3,8 @@
 ``--precision P``, ``--optimizer O``, ``--seq-len N``, ``--micro-batch N``,
 ``--recompute none|selective|full|threshold:BYTES``, ``--flash-attention`` /
 ``--no-flash-attention``, ``--lora-rank N``, ``--qlora``, ``--lora-targets q,v,...``,
-``--dropout`` / ``--no-dropout``, ``--implementation NAME``. Each writes one field of
+``--dropout`` / ``--no-dropout``, ``--implementation NAME``, ``--cuda-context BYTES``,
+``--fragmentation F``. Each writes one field of
 ``scenario.training``; the scenario is validated as a whole afterwards.
 """
 
@@ -27,6 +28,8 @@ OPTION_OF_FIELD = {
     "training.lora_targets": "--lora-targets",
     "training.dropout": "--dropout",
     "training.implementation": "--implementation",
+    "training.cuda_context_bytes": "--cuda-context",
+    "training.fragmentation_fraction": "--fragmentation",
 }
 
 
@@ -47,6 +50,24 @@ def _recompute(text: str) -> tuple[str, float | None]:
     raise argparse.ArgumentTypeError(
         f"{text!r} is not one of none, selective, full, threshold:BYTES"
     )
+
+
+def _allowance(text: str) -> float:
+    """A fraction in [0, 1], or a percentage (5%)."""
+    try:
+        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in [0, 1] (or a percentage)")
+    return value
+
+
+def _size(text: str) -> float:
+    try:
+        return units.parse_bytes(text)
+    except (units.UnitError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -99,6 +120,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help=f"activation-ledger profile: {', '.join(PROFILES)}",
     )
+    group.add_argument(
+        "--cuda-context",
+        type=_size,
+        metavar="BYTES",
+        help="allowance for the CUDA context and workspaces per GPU (default 1 GB)",
+    )
+    group.add_argument(
+        "--fragmentation",
+        type=_allowance,
+        metavar="F",
+        help="allocator fragmentation allowance, fraction of allocated bytes (default 0.05)",
+    )
 
 
 def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
@@ -115,6 +148,8 @@ def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
         "lora_targets": "lora_targets",
         "qlora": "qlora",
         "implementation": "implementation",
+        "cuda_context": "cuda_context_bytes",
+        "fragmentation": "fragmentation_fraction",
     }
     for option, field in simple.items():
         value = getattr(args, option, None)

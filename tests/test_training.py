@@ -349,3 +349,15 @@ def test_cli_bad_training_options_exit_2(
     assert main(["report", *args]) == 2
     err = capsys.readouterr().err
     assert option in err
+
+
+def test_cli_allowances(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["report", "--json", "--cuda-context", "0", "--fragmentation", "0"]
+    assert main(args) == 0
+    training = json.loads(capsys.readouterr().out)["training"]
+    assert training["overhead_bytes"] == 0
+    assert training["peak_bytes"] == pytest.approx(
+        training["persistent_bytes"] + training["activations_bytes"] + training["temporary_bytes"]
+    )
+    assert main(["report", "--fragmentation", "150%"]) == 2
+    assert "--fragmentation" in capsys.readouterr().err
