@@ -136,6 +136,11 @@ def test_fixtures_validate_against_the_shipped_schema() -> None:
     schema = json.loads((ROOT / "resources" / "scenario.schema.json").read_text("utf-8"))
     for name in ("v1-default.llmplan.json", "v1-custom.llmplan.json"):
         jsonschema.validate(json.loads((FIXTURES / name).read_text("utf-8")), schema)
+    jsonschema.validate(json.loads(dumps_scenario(default_scenario())), schema)
+    doc = _valid_doc()
+    doc["compute"]["not_a_field"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema)
 
 
 # ------------------------------------------------------------------ untrusted input
