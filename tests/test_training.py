@@ -128,11 +128,18 @@ def test_tensor_and_pipeline_sharding() -> None:
     first = (8 * per_layer + v * h) / 2  # embedding on the first stage
     last = (8 * per_layer + v * h + h) / 2  # untied head + final norm on the last
     inputs = TrainingInputs(**NO_EXTRAS)
+    # 1F1B default: the first stage holds 4 micro-batches and is the most loaded
     report = estimate_training(arch, inputs, H100, tp=2, pp=4, dp=1, zero_stage=0)
-    assert report.stage in ("first", "last")
-    expected = first if report.stage == "first" else last
-    assert report.weights_bytes == pytest.approx(2 * expected, rel=1e-9)
-    assert report.microbatches_in_flight == (4 if report.stage == "first" else 1)
+    assert report.stage == "first"
+    assert report.weights_bytes == pytest.approx(2 * first, rel=1e-9)
+    assert report.microbatches_in_flight == 4
+    # one micro-batch everywhere: the last stage (head, logits) is the most loaded
+    one = estimate_training(
+        arch, inputs, H100, tp=2, pp=4, dp=1, zero_stage=0, microbatches_in_flight=1
+    )
+    assert one.stage == "last"
+    assert one.weights_bytes == pytest.approx(2 * last, rel=1e-9)
+    assert one.logits_bytes == 6 * 4096 * v / 2
 
 
 def test_first_stage_holds_pp_microbatches() -> None:
