@@ -362,6 +362,11 @@ def search_scenario(
 
 # --------------------------------------------------------------------- deployment
 
+FRUGAL_OPTIONS = SearchOptions(micro_batches=(1,), recompute=("full",), interleave=(1,))
+"""Only the least memory-hungry choices (one sequence per micro-batch, full recompute, no
+interleaving): whether *some* layout fits is decided by these alone, since a larger
+micro-batch, less recomputation or more virtual stages never lowers memory."""
+
 
 def min_gpus_per_instance(
     arch: Architecture,
@@ -382,7 +387,7 @@ def min_gpus_per_instance(
     divisibility never rules a count out. None if nothing fits up to ``max_gpus``.
     """
     problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
-    opts = options or SearchOptions()
+    opts = options or FRUGAL_OPTIONS
     # no layout fits below the fully sharded model state: start at that power of two
     recipe = problem.recipe
     state = problem.params * sum(recipe.state_bytes().values())
