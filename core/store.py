@@ -49,6 +49,12 @@ MAX_NESTING = 32
 """Deepest nesting of objects/arrays accepted (a scenario is about 5 levels deep)."""
 
 _MESSAGE_CHARS = 300
+
+# The process umask, read once at import (reading it means setting it: not thread-safe
+# later). mkstemp creates files 0600; a saved or exported file gets the usual 0666 & ~umask
+# so a teammate on a shared folder can read it.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 _PREVIEW = reprlib.Repr()
 _PREVIEW.maxlevel, _PREVIEW.maxstring, _PREVIEW.maxother = 2, 40, 40
 _PREVIEW.maxlist = _PREVIEW.maxdict = 4
@@ -289,6 +295,12 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> No
     fd, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     temp = Path(temp_name)
     try:
+        if hasattr(os, "fchmod"):
+            try:
+                mode = path.stat().st_mode & 0o777
+            except OSError:
+                mode = 0o666 & ~_UMASK
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

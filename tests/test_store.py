@@ -449,3 +449,15 @@ def test_report_markdown_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "report", "--csv", "--json")
     assert code == 2
     assert "--json" in err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_saved_files_get_normal_permissions_not_the_temp_files_0600(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    path = tmp_path / "s.llmplan.json"
+    save_scenario_file(default_scenario(), path)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    path.chmod(0o640)
+    save_scenario_file(default_scenario(), path)  # overwriting keeps the file's mode
+    assert path.stat().st_mode & 0o777 == 0o640
