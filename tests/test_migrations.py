@@ -173,3 +173,13 @@ def test_a_v0_file_invalid_after_migration_says_so(tmp_path: Path) -> None:
         load_scenario_file(path)
     assert caught.value.field == "num_gpus"
     assert "after migrating the v0 file to v1" in str(caught.value)
+
+
+def test_every_schema_version_has_a_committed_fixture_that_loads() -> None:
+    """Bumping SCHEMA_VERSION needs a migration step and a fixture of the old version."""
+    for version in range(SCHEMA_VERSION + 1):
+        found = sorted(FIXTURES.glob(f"v{version}-*.llmplan.json"))
+        assert found, f"no fixture for schema v{version} in {FIXTURES}"
+        for path in found:
+            assert json.loads(path.read_text("utf-8"))["schema_version"] == version
+            assert load_scenario_file(path).schema_version == SCHEMA_VERSION
