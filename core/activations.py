@@ -200,6 +200,7 @@ class LedgerEntry(BaseModel):
     attention_core: bool = Field(
         default=False, description="dropped and recomputed by selective recomputation"
     )
+    kept: bool = Field(default=True, description="kept for backward under the recomputation policy")
 
 
 @dataclass(frozen=True)
@@ -816,21 +817,44 @@ def layer_activations(
         tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
     )
     fwd = float(layer_forward_flops(arch, seq_len, micro_batch, moe)) / tp
-    ledger = [
-        LedgerEntry(
-            name=t.name,
-            shape=t.shape,
-            dtype=t.dtype,
-            bytes=float(_bytes(t, tp, sequence_parallel)),
-            block=t.block,
-            shard=t.shard,
-            attention_core=t.attention_core,
+
+    def keeps(t: _Tensor, size: float) -> bool:
+        if recompute == "selective":
+            return not t.attention_core
+        if recompute == "threshold":
+            return size <= x
+        return recompute == "none"
+
+    ledger = []
+    for t in tensors:
+        size = float(_bytes(t, tp, sequence_parallel))
+        ledger.append(
+            LedgerEntry(
+                name=t.name,
+                shape=t.shape,
+                dtype=t.dtype,
+                bytes=size,
+                block=t.block,
+                shard=t.shard,
+                attention_core=t.attention_core,
+                kept=keeps(t, size),
+            )
         )
-        for t in tensors
-    ]
+    saved = float(sum(e.bytes for e in ledger))
+    if recompute == "full":
+        ledger.append(
+            LedgerEntry(
+                name="layer input (full-recomputation checkpoint)",
+                shape="s·b·h",
+                dtype=activation_dtype,
+                bytes=float(kept),
+                block="checkpoint",
+                shard="sp",
+            )
+        )
     return LayerActivations(
         ledger=ledger,
-        saved_bytes=float(sum(e.bytes for e in ledger)),
+        saved_bytes=saved,
         kept_bytes=float(kept),
         recompute_working_bytes=float(working),
         recompute_flops=fwd if flops == -1.0 else float(flops),

@@ -229,3 +229,18 @@ def test_lora_frozen_linears_do_not_save_their_inputs() -> None:
         GPT3, S, B, profile="megatron", dropout=True, lora_rank=8, lora_targets=("q", "v")
     )
     assert la.kept_bytes == S * B * H * (22 + 5 * A * S / H) + 2 * (2 * S * B * 8)
+
+
+@pytest.mark.parametrize("policy", ["none", "selective", "full", "threshold"])
+def test_kept_entries_sum_to_the_kept_total(policy: str) -> None:
+    """The ledger marks what each policy keeps; the kept lines add up to the kept bytes."""
+    la = layer_activations(
+        GPT3,
+        S,
+        B,
+        recompute=policy,  # type: ignore[arg-type]
+        threshold_bytes=3 * S * B * H,
+        profile="megatron",
+        dropout=True,
+    )
+    assert sum(e.bytes for e in la.ledger if e.kept) == la.kept_bytes
