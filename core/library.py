@@ -211,9 +211,11 @@ class Library:
             if path.name.endswith(SUFFIX) and _valid_key(path.name[: -len(SUFFIX)])
         )
 
-    def _free_key(self, name: str) -> str:
+    def _free_key(self, name: str, also_taken: set[str] | None = None) -> str:
+        """A key from ``name`` that no file uses (compared case-insensitively, as on macOS
+        and Windows file systems)."""
         base = slugify(name)
-        taken = set(self._keys())
+        taken = {key.casefold() for key in self._keys()} | (also_taken or set())
         if base not in taken:
             return base
         n = 2
@@ -236,12 +238,14 @@ class Library:
 
     def _write_new(self, scenario: Scenario, *, touch: bool = True) -> Saved:
         """Write ``scenario`` under a fresh key from its name; never replaces a file."""
+        clashed: set[str] = set()
         for _ in range(100):
-            key = self._free_key(scenario.name)
+            key = self._free_key(scenario.name, clashed)
             path = self.path_of(key)
             try:
                 written = save_scenario_file(scenario, path, overwrite=False, touch=touch)
             except FileExistsError:  # another process took the key meanwhile
+                clashed.add(key)
                 continue
             return Saved(key, path, written)
         raise LibraryError(f"cannot find a free file name for {scenario.name!r}")

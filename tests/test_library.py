@@ -315,3 +315,12 @@ def test_cli_list_reports_problems_on_stderr(capsys: pytest.CaptureFixture[str])
     assert "ok" in out
     assert "warning" in err
     assert "bad" in err
+
+
+def test_new_keys_avoid_files_that_differ_only_in_case() -> None:
+    library = Library()
+    library.folder.mkdir(parents=True)
+    save_scenario_file(_scenario("Plan"), library.folder / f"Plan{SUFFIX}")  # dropped in by hand
+    saved = library.save(_scenario("plan"))
+    assert saved.key == "plan-2"
+    assert {e.key for e in library.listing().entries} == {"Plan", "plan-2"}
