@@ -263,7 +263,11 @@ def register_commands(commands: Any) -> None:
     parser.add_argument("file", nargs="?", metavar="SCENARIO_FILE")
     parser.add_argument("--top", type=cli.INT, default=10, metavar="N", help="rows (default 10)")
     parser.add_argument(
-        "--max-tp", type=cli.INT, metavar="N", help="largest tensor-parallel degree tried"
+        "--max-tp",
+        type=cli.INT,
+        metavar="N",
+        help="largest tensor-parallel degree tried (default: GPUs per node, "
+        "so tensor parallelism stays inside a node)",
     )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="a JSON list, values in SI units")

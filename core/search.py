@@ -45,7 +45,12 @@ class SearchOptions(BaseModel):
     interleave: tuple[int, ...] = (1, 2, 4)
     """Virtual stages per GPU tried when pp > 1 (1 = plain 1F1B)."""
     max_tp: int | None = None
-    """Largest tensor-parallel degree; None: up to the heads (crossing nodes allowed)."""
+    """Largest tensor-parallel degree; None: the GPUs per node (:func:`search_scenario`).
+
+    Narayanan et al. 2021 (arXiv:2104.04473, section 3.3, takeaway #1): tensor parallelism
+    should be used up to the GPUs of one server and pipeline parallelism across servers,
+    because its all-reduces on the critical path are latency-bound across nodes, which the
+    bandwidth-only link model here does not see. Set it higher to explore anyway."""
     zero_with_pipeline: bool = False
     """Allow ZeRO-2/3 with pp > 1 (DeepSpeed's pipeline engine supports ZeRO-1 only)."""
 
@@ -347,7 +352,12 @@ def search(
 def search_scenario(
     scenario: Any, *, options: SearchOptions | None = None, top: int = 10
 ) -> SearchResult:
-    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training."""
+    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training.
+
+    Unless ``options.max_tp`` says otherwise, tensor parallelism stays inside a node."""
+    options = options or SearchOptions()
+    if options.max_tp is None:
+        options = options.model_copy(update={"max_tp": scenario.parallelism.gpus_per_node})
     return search(
         scenario.model.architecture,
         scenario.gpu,
