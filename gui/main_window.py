@@ -16,6 +16,8 @@ from PySide6.QtGui import (
     QDragEnterEvent,
     QDropEvent,
     QKeySequence,
+    QPaintEvent,
+    QShowEvent,
 )
 from PySide6.QtWidgets import (
     QApplication,
@@ -62,6 +64,8 @@ class MainWindow(QMainWindow):
         self, scenario: Scenario | None = None, path: str | None = None, restore: bool = True
     ):
         super().__init__()
+        self._starting = True  # the first page defers its charts until after the first paint
+        self._painted = False
         self.setAcceptDrops(True)
         self.state = ScenarioState(scenario or default_scenario(), self)
         self.state.path = path
@@ -69,6 +73,32 @@ class MainWindow(QMainWindow):
         self.settings: dict[str, Any] = settings.load() if restore else {}
         self.ask_before_discard = True
 
+        self.setCentralWidget(self._build_central())
+        self.library = None
+        self._build_library()
+        self._build_menus()
+        self.statusBar()
+
+        self.binder.error_changed.connect(self._show_input_error)
+        self.state.changed.connect(self._changed)
+        self.state.estimate_failed.connect(self._estimate_failed)
+        self.state.undo_stack.cleanChanged.connect(self._clean_changed)
+        self.tabs.currentChanged.connect(self._tab_shown)
+        self._slow_timer = QTimer(self)
+        self._slow_timer.setSingleShot(True)
+        self._slow_timer.setInterval(30)
+        self._slow_timer.timeout.connect(self._redraw_slow)
+        self._stale: set[int] = set()
+
+        self.resize(1366, 820)
+        if restore:
+            self._restore()
+        self._tab_shown(self.tabs.currentIndex())
+        self._starting = False
+        self.summary.update_from(self.state.scenario, self.state.report)
+        self._update_title()
+
+    def _build_central(self) -> QWidget:
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(6, 6, 6, 2)
@@ -92,29 +122,7 @@ class MainWindow(QMainWindow):
         self.error_label.setWordWrap(True)
         self.error_label.hide()
         layout.addWidget(self.error_label)
-        self.setCentralWidget(central)
-        self.library = None
-        self._build_library()
-        self._build_menus()
-        self.statusBar()
-
-        self.binder.error_changed.connect(self._show_input_error)
-        self.state.changed.connect(self._changed)
-        self.state.estimate_failed.connect(self._estimate_failed)
-        self.state.undo_stack.cleanChanged.connect(self._clean_changed)
-        self.tabs.currentChanged.connect(self._tab_shown)
-        self._slow_timer = QTimer(self)
-        self._slow_timer.setSingleShot(True)
-        self._slow_timer.setInterval(30)
-        self._slow_timer.timeout.connect(self._redraw_slow)
-        self._stale: set[int] = set()
-
-        self.resize(1366, 820)
-        if restore:
-            self._restore()
-        self._tab_shown(self.tabs.currentIndex())
-        self.summary.update_from(self.state.scenario, self.state.report)
-        self._update_title()
+        return central
 
     # ------------------------------------------------------------ tabs
     def page(self, index: int) -> Any:
@@ -123,16 +131,40 @@ class MainWindow(QMainWindow):
             import importlib
 
             module, cls, _title = TAB_CLASSES[index]
-            tab = getattr(importlib.import_module(module), cls)(self.state, self.binder)
+            tab = getattr(importlib.import_module(module), cls)(
+                self.state, self.binder, defer_charts=self._starting
+            )
             tab.setObjectName(tab.section)
             holder = self.tabs.widget(index)
             holder.layout().addWidget(tab)
             self.pages[index] = tab
-            tab.redraw(self.state.scenario, self.state.report)
         return self.pages[index]
 
     def build_all_tabs(self) -> list[Any]:
-        return [self.page(i) for i in range(len(TAB_CLASSES))]
+        pages = [self.page(i) for i in range(len(TAB_CLASSES))]
+        for page in pages:
+            page.ensure_charts()
+        return pages
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt API)
+        super().paintEvent(event)
+        if not self._painted:  # the first paint is on screen: now the charts
+            self._painted = True
+            QTimer.singleShot(0, self._after_first_paint)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if not self._painted:  # in case the frame itself gets no paint event
+            QTimer.singleShot(100, self._after_first_paint)
+
+    def _after_first_paint(self) -> None:
+        self._painted = True
+        page = self.pages[self.tabs.currentIndex()]
+        if page is not None:
+            page.ensure_charts()
+        self._slow_timer.start()
+        if self.library is not None:
+            self.library.reload()
 
     def _tab_shown(self, index: int) -> None:
         if index < 0:
@@ -140,7 +172,7 @@ class MainWindow(QMainWindow):
         fresh = self.pages[index] is None
         page = self.page(index)
         if index in self._stale and not fresh:
-            page.redraw(self.state.scenario, self.state.report)
+            page.update_view(self.state.scenario, self.state.report)
         self._stale.discard(index)
         self._slow_timer.start()
 
@@ -152,7 +184,7 @@ class MainWindow(QMainWindow):
             if page is None:
                 continue
             if index == current:
-                page.redraw(scenario, report)
+                page.update_view(scenario, report)
             else:
                 self._stale.add(index)
         self._update_title()
@@ -161,7 +193,7 @@ class MainWindow(QMainWindow):
     def _redraw_slow(self) -> None:
         page = self.pages[self.tabs.currentIndex()]
         if page is not None:
-            page.redraw_slow(self.state.scenario, self.state.report)
+            page.update_slow(self.state.scenario, self.state.report)
 
     def flush(self) -> None:
         """Run pending deferred redraws now (tests, screenshots, smoke test)."""
@@ -170,6 +202,7 @@ class MainWindow(QMainWindow):
             self._redraw_slow()
         page = self.pages[self.tabs.currentIndex()]
         if page is not None:
+            page.ensure_charts()
             page.flush()
 
     def _show_input_error(self, message: str) -> None:

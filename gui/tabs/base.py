@@ -170,7 +170,14 @@ class Tab(QWidget):
     title = ""
     section = ""
 
-    def __init__(self, state: ScenarioState, binder: Binder, parent: QWidget | None = None):
+    def __init__(
+        self,
+        state: ScenarioState,
+        binder: Binder,
+        parent: QWidget | None = None,
+        *,
+        defer_charts: bool = False,
+    ):
         super().__init__(parent)
         self.state = state
         self.binder = binder
@@ -199,11 +206,37 @@ class Tab(QWidget):
         self.figures.setObjectName(f"{self.section}_figures")
         self.build_inputs()
         self.inputs_layout.addStretch(1)
+        splitter.setSizes([330, 1000])
+        self.charts_ready = False
+        self.placeholder: QLabel | None = None
+        if defer_charts:  # first paint without importing pyqtgraph; charts right after
+            self.placeholder = QLabel("Drawing charts…")
+            self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.right.addWidget(self.placeholder)
+        else:
+            self.ensure_charts()
+
+    def ensure_charts(self) -> None:
+        """Build the charts (once) and draw them."""
+        if self.charts_ready:
+            return
+        if self.placeholder is not None:
+            self.placeholder.hide()
+            self.placeholder.deleteLater()
+            self.placeholder = None
         self.build_charts()
         if self.figures.parent() is None:  # a tab may have placed it itself
             self.right.addWidget(self.figures)
-        splitter.setSizes([330, 1000])
-        self.placeholder: QLabel | None = None
+        self.charts_ready = True
+        self.redraw(self.state.scenario, self.state.report)
+
+    def update_view(self, scenario: Scenario, report: Report) -> None:
+        if self.charts_ready:
+            self.redraw(scenario, report)
+
+    def update_slow(self, scenario: Scenario, report: Report) -> None:
+        if self.charts_ready:
+            self.redraw_slow(scenario, report)
 
     # -- form helpers
     def group(self, title: str) -> QFormLayout:

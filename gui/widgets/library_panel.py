@@ -68,8 +68,7 @@ class LibraryPanel(QWidget):
         layout.addWidget(self.problems)
         window.state.changed.connect(self._scenario_changed)
         self._scenario_changed(window.state.scenario)
-        self.setMinimumWidth(200)
-        self.reload()
+        self.setMinimumWidth(200)  # listing: after the first paint (MainWindow)
         self._selection_changed()
 
     def _buttons(self) -> QGridLayout:
