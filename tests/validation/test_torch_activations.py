@@ -24,6 +24,7 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
+checkpoint = pytest.importorskip("torch.utils.checkpoint").checkpoint
 
 from llm_planner.core.activations import layer_activations, outside_layer_ledger  # noqa: E402
 from llm_planner.core.architecture import Architecture  # noqa: E402
@@ -64,6 +65,18 @@ def _attention(
     return torch.matmul(probs, v)
 
 
+def _core(block: Any) -> Callable[..., Any]:
+    """The attention core, or (``block.selective``) the attention core under
+    torch.utils.checkpoint: Megatron's selective recomputation in plain PyTorch."""
+    if not getattr(block, "selective", False):
+        return _attention
+
+    def checkpointed(*args: Any, **kwargs: Any) -> Any:
+        return checkpoint(_attention, *args, use_reentrant=False, **kwargs)
+
+    return checkpointed
+
+
 class GPTBlock(nn.Module):  # type: ignore[misc]
     """GPT-2 layout: LayerNorm, fused QKV with bias, GeLU MLP, residual dropout."""
 
@@ -78,7 +91,7 @@ class GPTBlock(nn.Module):  # type: ignore[misc]
         b, s, h = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(h, dim=2)
         q, k, v = (t.view(b, s, self.a, h // self.a).transpose(1, 2) for t in (q, k, v))
-        y = _attention(
+        y = _core(self)(
             q,
             k,
             v,
@@ -144,7 +157,7 @@ class LlamaBlock(nn.Module):  # type: ignore[misc]
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
         rep = self.a // self.kv
-        o = _attention(
+        o = _core(self)(
             q,
             _repeat_kv(k, rep),
             _repeat_kv(v, rep),
@@ -195,14 +208,19 @@ class Model(nn.Module):  # type: ignore[misc]
     def forward(self, ids: Any, labels: Any) -> Any:
         b, s = ids.shape
         x = self.embed(ids)
+        full = getattr(self, "recompute", "none") == "full"
+
+        def run(block: Any, *args: Any) -> Any:
+            return checkpoint(block, *args, use_reentrant=False) if full else block(*args)
+
         if self.gpt:
             x = _dropout(x + self.wpe(torch.arange(s)), self.dropout, self.training, self.fused)
             for block in self.blocks:
-                x = block(x)
+                x = run(block, x)
         else:
             cos, sin = _rope(s, self.arch.head_dim, b, x.dtype)
             for block in self.blocks:
-                x = block(x, cos, sin)
+                x = run(block, x, cos, sin)
         logits = self.head(self.norm(x))
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
 
@@ -371,3 +389,29 @@ def test_parameter_gradient_and_adam_state_bytes(
         _ratio(f"{arch.name} {recipe} AdamW states", states, report.optimizer_bytes),
     ]
     assert all(math.isclose(r, 1.0, rel_tol=1e-9) for r in ratios)
+
+
+@pytest.mark.parametrize("policy", ["selective", "full"])
+@pytest.mark.parametrize(("arch", "dropout"), [(GPT, True), (LLAMA, False)], ids=["gpt", "llama"])
+def test_recomputation_policies_match_the_ledger(
+    policy: str, arch: Architecture, dropout: bool
+) -> None:
+    """Selective: the attention core (QK^T, softmax, dropout, P·V) under
+    torch.utils.checkpoint keeps its inputs Q, K, V only (Korthikanti 2022 section 5);
+    full: each layer under checkpoint keeps its input. Whole model, bf16, eager."""
+    torch.manual_seed(0)
+    model = Model(arch, 0.1 if dropout else 0.0, flash=False).to(torch.bfloat16).train()
+    if policy == "selective":
+        for block in model.blocks:
+            block.selective = True
+    else:
+        model.recompute = "full"
+    ids = torch.randint(0, arch.vocab_size, (B, S))
+    labels = torch.randint(0, arch.vocab_size, (B, S))
+    whole = saved_bytes(lambda: model(ids, labels), list(model.parameters()))
+    common: dict[str, Any] = {"profile": "pytorch-cpu", "dropout": dropout}
+    la = layer_activations(arch, S, B, recompute=policy, **common)
+    outside = outside_layer_ledger(arch, S, B, **common)
+    predicted = arch.layers * la.kept_bytes + sum(e.bytes for e in outside)
+    ratio = _ratio(f"{arch.name}-bf16 {policy} recomputation, whole model", whole, predicted)
+    assert abs(ratio - 1) <= TOLERANCE
