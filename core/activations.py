@@ -257,6 +257,8 @@ def _norm_tensors(arch: Architecture, cfg: _Config, where: str) -> list[_Tensor]
         out.append(
             _Tensor(f"{where}: fp32 copy of input", "s·b·h", "fp32", s * b * h, FP32, "norm", "sp")
         )
+    if arch.norm == "rmsnorm" and p.hf_rmsnorm and cfg.lora_rank is None:
+        # weight·x̂ saves x̂ for the weight's gradient; a frozen weight (LoRA) needs none
         out.append(
             _Tensor(
                 f"{where}: normalised x (before ·weight)",
@@ -268,7 +270,7 @@ def _norm_tensors(arch: Architecture, cfg: _Config, where: str) -> list[_Tensor]
                 "sp",
             )
         )
-    else:
+    if not (arch.norm == "rmsnorm" and p.hf_rmsnorm):
         out.append(_Tensor(f"{where}: input", "s·b·h", cfg.act_dtype, s * b * h, act, "norm", "sp"))
     if p.norm_stats:
         stat_bytes, stat_dtype = (
@@ -874,12 +876,17 @@ def outside_layer_ledger(
     activation_dtype: str = "bf16",
     first_stage: bool = True,
     last_stage: bool = True,
+    lora: bool = False,
 ) -> list[LedgerEntry]:
     """Tensors saved outside the layers (Korthikanti 2022 section 4.3, equation 5):
     embedding (its dropout mask; the int64 token ids in PyTorch), final norm, output
     projection input, and the cross-entropy's fp32 softmax of the logits, 4·s·b·V/t
     bytes (vocabulary-parallel). The first pipeline stage holds the first, the last
-    stage the rest."""
+    stage the rest.
+
+    ``lora``: embedding, norms and head are frozen, so nothing upstream of the first
+    adapter needs a gradient (no ids, masks), and the head saves no input. (The first
+    layer's first norm then saves nothing either; that one norm is not subtracted.)"""
     cfg = _config(
         seq_len=seq_len,
         micro_batch=micro_batch,
@@ -888,13 +895,13 @@ def outside_layer_ledger(
         flash=False,
         dropout=dropout,
         activation_dtype=activation_dtype,
-        lora_rank=None,
+        lora_rank=1 if lora else None,
         lora_targets=(),
     )
     s, b, sd = seq_len, micro_batch, seq_len * micro_batch
     p = cfg.profile
     tensors: list[_Tensor] = []
-    if first_stage:
+    if first_stage and not lora:
         if p.embedding_ids:
             tensors.append(
                 _Tensor("token ids (int64)", "s·b", "int64", sd, INDEX_BYTES, "outside", "none")
@@ -912,7 +919,7 @@ def outside_layer_ledger(
                     "sp",
                 )
             )
-    if first_stage and arch.positions == "learned" and p.embedding_ids:
+    if first_stage and arch.positions == "learned" and p.embedding_ids and not lora:
         tensors.append(
             _Tensor("position ids (int64)", "s", "int64", s, INDEX_BYTES, "outside", "none")
         )
@@ -931,17 +938,18 @@ def outside_layer_ledger(
         )
     if last_stage:
         tensors += [replace(t, block="outside") for t in _norm_tensors(arch, cfg, "final norm")]
-        tensors.append(
-            _Tensor(
-                "output projection input",
-                "s·b·h",
-                cfg.act_dtype,
-                sd * arch.hidden_size,
-                cfg.act,
-                "outside",
-                "sp",
+        if not lora:
+            tensors.append(
+                _Tensor(
+                    "output projection input",
+                    "s·b·h",
+                    cfg.act_dtype,
+                    sd * arch.hidden_size,
+                    cfg.act,
+                    "outside",
+                    "sp",
+                )
             )
-        )
         if p.embedding_ids:
             tensors.append(
                 _Tensor(

@@ -588,6 +588,7 @@ def _stage(
         activation_dtype=recipe.activations_dtype,
         first_stage=first,
         last_stage=last,
+        lora=inputs.effective_lora_rank is not None,
     )
     outside_bytes = sum(e.bytes for e in outside) * in_flight
     activations = kept_stage * in_flight + outside_bytes
@@ -740,6 +741,7 @@ def estimate_training(
         activation_dtype=recipe.activations_dtype,
         first_stage=stage_name in ("only", "first"),
         last_stage=stage_name in ("only", "last"),
+        lora=inputs.effective_lora_rank is not None,
     )
     whole = _stage_params(
         arch, inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=scale
