@@ -629,9 +629,11 @@ def _stage(
 
 
 def _hardware_flops_factor(arch: Architecture, inputs: TrainingInputs) -> float:
-    """(3·F + R)/(3·F): F the model's forward FLOPs (layers + output head 2·s·h·V per
+    """(k·F + R)/(k·F): F the model's forward FLOPs (layers + output head 2·s·h·V per
     sequence), R the forward FLOPs recomputation repeats (full: every layer's forward, so
-    ≈ 8/6; selective: the attention core, Korthikanti 2022 section 5)."""
+    ≈ 8/6; selective: the attention core, Korthikanti 2022 section 5). k = 3 (forward +
+    backward for inputs and weights); k = 2 under LoRA, whose frozen weights need no
+    weight gradients (the adapters' own FLOPs neglected)."""
     model = 2.0 * inputs.seq_len * arch.hidden_size * arch.vocab_size
     extra = 0.0
     for moe_layer, n in ((False, arch.dense_layers), (True, arch.moe_layers)):
@@ -639,7 +641,8 @@ def _hardware_flops_factor(arch: Architecture, inputs: TrainingInputs) -> float:
             la = _layer_acts(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=moe_layer)
             model += n * la.forward_flops
             extra += n * la.recompute_flops
-    return (3 * model + extra) / (3 * model)
+    k = 2 if inputs.effective_lora_rank is not None else 3
+    return (k * model + extra) / (k * model)
 
 
 def estimate_training(
