@@ -197,12 +197,11 @@ class MainWindow(QMainWindow):
 
     def flush(self) -> None:
         """Run pending deferred redraws now (tests, screenshots, smoke test)."""
-        if self._slow_timer.isActive():
-            self._slow_timer.stop()
-            self._redraw_slow()
+        self._slow_timer.stop()
         page = self.pages[self.tabs.currentIndex()]
         if page is not None:
             page.ensure_charts()
+            self._redraw_slow()
             page.flush()
 
     def _show_input_error(self, message: str) -> None:

@@ -208,8 +208,9 @@ class ComputeTab(Tab):
         self.time_chart.add_markers("measured", "your measurements", colors.SERIES[1], symbol="s")
         self.time_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
         self.time_chart.add_hline("deadline", colors.BAD, "deadline")
-        self.cost_chart = SeriesChart("Cost against GPUs", "GPUs", "US$", log_x=True)
-        self.cost_chart.plot.getPlotItem().getAxis("left").enableAutoSIPrefix(True)
+        self.cost_chart = SeriesChart(
+            "Cost against GPUs", "GPUs", "US$", log_x=True, y_format=units.format_usd
+        )
         self.cost_chart.add_line("cost", "estimate", colors.SERIES[2], symbol="o")
         self.cost_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
         self.cost_chart.add_hline("budget", colors.BAD, "budget")

@@ -95,7 +95,7 @@ class InferenceTab(Tab):
         self.bars = MemoryBars("Memory per GPU (one replica)", ["weights", "kv_cache", "overhead"])
         self.bars.setObjectName("inference_bars")
         self.context_chart = SeriesChart(
-            "Memory against context length", "context (tokens)", "GB", log_x=True
+            "Memory per GPU against context", "context (tokens)", "GB", log_x=True
         )
         self.context_chart.add_line("total", "total", colors.SERIES[0], symbol="o")
         self.context_chart.add_line(
@@ -108,6 +108,7 @@ class InferenceTab(Tab):
         self.context_chart.add_vline("max_context", colors.OK, "largest context that fits")
         row.addWidget(self.bars)
         row.addWidget(self.context_chart)
+        row.setSizes([220, 380])
         self.right.addWidget(row)
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
@@ -127,10 +128,10 @@ class InferenceTab(Tab):
             )
         max_batch = field(section, "max_batch")
         if max_batch is not None:
-            self.context_chart.plot.setTitle(
-                f"Memory per GPU against context length — largest batch at "
-                f"{scenario.inference.context:,} tokens: {max_batch:,}"
+            self.context_chart.info.setText(
+                f"Largest batch that fits at {scenario.inference.context:,} tokens: {max_batch:,}"
             )
+            self.context_chart.info.show()
         max_context = field(section, "max_context")
         self.context_chart.set_vline(
             "max_context",

@@ -91,6 +91,7 @@ class SearchTable(QWidget):
         top = QHBoxLayout()
         self.title = QLabel("<b>Ranked layouts that fit</b> (double-click a row to apply it)")
         self.run_button = QPushButton("Search now")
+        self.title.setWordWrap(True)
         top.addWidget(self.title, 1)
         top.addWidget(self.run_button)
         layout.addLayout(top)
@@ -249,7 +250,7 @@ class ParallelismTab(Tab):
             ["weights", "gradients", "optimizer", "activations", "temporaries", "overhead"],
         )
         self.zero_bars.setObjectName("zero_bars")
-        self.timeline = TimelineChart("Pipeline schedule (micro-batches per stage)")
+        self.timeline = TimelineChart("Pipeline schedule")
         top.addWidget(self.zero_bars)
         top.addWidget(self.timeline)
         top.setSizes([550, 450])
@@ -259,7 +260,7 @@ class ParallelismTab(Tab):
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.search)
         bottom.addWidget(self.figures)
-        bottom.setSizes([700, 320])
+        bottom.setSizes([520, 380])
         self.right.addWidget(top)
         self.right.addWidget(bottom)
         self._searched_for: Scenario | None = None
@@ -334,9 +335,9 @@ class ParallelismTab(Tab):
         self.timeline.set_blocks(blocks, pp)
         more = f" (first {shown} of {m})" if shown < m else ""
         bubble = field(layout, "bubble_fraction")
-        self.timeline.plot.setTitle(
-            f"Pipeline: {pp} stage{'s' if pp > 1 else ''} × {m} micro-batches{more}"
-            + (f", bubble {100 * bubble:.1f}%" if bubble is not None else "")
+        self.timeline.info.setText(
+            f"{pp} stage{'s' if pp > 1 else ''} × {m} micro-batch{'es' if m > 1 else ''}{more}"
+            + (f" · bubble {100 * bubble:.1f}% of the step" if bubble is not None else "")
         )
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:

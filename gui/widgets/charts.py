@@ -7,13 +7,13 @@ follow the application palette (light or dark).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QHBoxLayout, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QPalette, QResizeEvent
+from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QVBoxLayout, QWidget
 
 import pyqtgraph as pg  # isort: skip  (after PySide6)
 
@@ -34,11 +34,30 @@ def palette_colors() -> tuple[QColor, QColor, QColor]:
     return background, foreground, grid
 
 
+class FormattedAxis(pg.AxisItem):
+    """An axis whose tick labels come from a formatter (e.g. dollars)."""
+
+    def __init__(self, formatter: Callable[[float], str], **kwargs: object):
+        super().__init__(**kwargs)
+        self.formatter = formatter
+        self.enableAutoSIPrefix(False)
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802 (pyqtgraph API)
+        del spacing
+        return [self.formatter(v * scale) for v in values]
+
+
 class ThemedPlot(pg.PlotWidget):
     """A PlotWidget whose colours follow the palette, with mouse panning off by default."""
 
-    def __init__(self, parent: QWidget | None = None, interactive: bool = False):
-        super().__init__(parent)
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        interactive: bool = False,
+        y_format: Callable[[float], str] | None = None,
+    ):
+        axes = {"left": FormattedAxis(y_format, orientation="left")} if y_format else None
+        super().__init__(parent, axisItems=axes)
         self.setMenuEnabled(False)
         self.getPlotItem().hideButtons()
         if not interactive:
@@ -64,31 +83,23 @@ class ThemedPlot(pg.PlotWidget):
         super().changeEvent(event)
 
 
-def legend_row(entries: Sequence[tuple[str, str]]) -> QWidget:
-    """A row of coloured squares and labels (crisp text, wraps with the window)."""
-    widget = QWidget()
-    layout = QHBoxLayout(widget)
-    layout.setContentsMargins(4, 0, 4, 0)
-    layout.setSpacing(12)
-    for label, colour in entries:
-        swatch = QLabel()
-        size = widget.fontMetrics().height() - 4
-        swatch.setFixedSize(size, size)
-        swatch.setStyleSheet(f"background: {colour}; border-radius: 2px;")
-        text = QLabel(label)
-        pair = QHBoxLayout()
-        pair.setSpacing(4)
-        pair.addWidget(swatch)
-        pair.addWidget(text)
-        layout.addLayout(pair)
-    layout.addStretch(1)
-    return widget
+def legend_row(entries: Sequence[tuple[str, str]]) -> QLabel:
+    """Coloured squares and names as one rich-text label: crisp, and it wraps when narrow."""
+    parts = [
+        f'<span style="color:{colour}; font-size: large;">&#9632;</span>&nbsp;{label}'
+        for label, colour in entries
+    ]
+    label = QLabel(" &nbsp;&nbsp; ".join(parts))
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.RichText)
+    label.setContentsMargins(4, 0, 4, 0)
+    return label
 
 
 def nice_ceiling(value: float) -> float:
     """``value`` rounded up to 1, 2 or 5 × 10^k: the axis stays still while bars move."""
     exponent = math.floor(math.log10(value))
-    for step in (1.0, 2.0, 5.0, 10.0):
+    for step in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
         candidate = step * 10.0**exponent
         if candidate >= value:
             return candidate
@@ -171,6 +182,10 @@ class MemoryBars(QWidget):
         self.capacity: float = 0.0
         self._last: dict[str, object] = {}
         self._label_state: dict[int, tuple[str, str]] = {}
+        self._resize_timer = QTimer(self)
+        self._resize_timer.setSingleShot(True)
+        self._resize_timer.setInterval(0)
+        self._resize_timer.timeout.connect(self._redo_layout)
         self.plot.scene().sigMouseMoved.connect(self._hover)
         self.plot.setMinimumHeight(130)
 
@@ -232,11 +247,27 @@ class MemoryBars(QWidget):
             widest = max((self.fontMetrics().horizontalAdvance(name) for name in names), default=0)
             left_axis.setWidth(widest + 16)
         top = max([capacity_gb, *left.tolist(), *totals.tolist()]) if n else capacity_gb
-        x_range = (0.0, nice_ceiling(top * 1.42) if top > 0 else 1.0, n)
+        # leave room right of the longest bar for its "61.2 GB (57.0 GiB)" label
+        label_px = max(
+            (self.fontMetrics().horizontalAdvance(t) for t, _ in self._label_state.values()),
+            default=0,
+        )
+        view_px = max(plot.getViewBox().width(), 1.0)
+        share = min(label_px / view_px + 0.04, 0.6) if view_px > 50 else 0.3
+        x_range = (0.0, nice_ceiling(top / (1 - share)) if top > 0 else 1.0, n)
         if self._last.get("range") != x_range:
             self._last["range"] = x_range
             plot.setXRange(x_range[0], x_range[1], padding=0)
             plot.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if self.rows:  # the room the labels need depends on the width
+            self._resize_timer.start()
+
+    def _redo_layout(self) -> None:
+        if self.rows:
+            self.set_rows(self.rows, self.capacity)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
         super().changeEvent(event)
@@ -291,6 +322,7 @@ class SeriesChart(QWidget):
         x_label: str,
         y_label: str,
         *,
+        y_format: Callable[[float], str] | None = None,
         log_x: bool = False,
         log_y: bool = False,
         parent: QWidget | None = None,
@@ -298,7 +330,7 @@ class SeriesChart(QWidget):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.plot = ThemedPlot()
+        self.plot = ThemedPlot(y_format=y_format)
         self.plot.setTitle(title)
         item = self.plot.getPlotItem()
         item.setLabel("bottom", x_label)
@@ -313,7 +345,12 @@ class SeriesChart(QWidget):
         self.markers: dict[str, pg.PlotDataItem] = {}
         self.hlines: dict[str, pg.InfiniteLine] = {}
         self.vlines: dict[str, pg.InfiniteLine] = {}
+        self.info = QLabel()
+        self.info.setWordWrap(True)
+        self.info.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        self.info.hide()
         layout.addWidget(self.plot)
+        layout.addWidget(self.info)
         self.right_axis: pg.ViewBox | None = None
 
     def add_line(
@@ -355,7 +392,7 @@ class SeriesChart(QWidget):
         line = pg.InfiniteLine(
             angle=0, movable=False, pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine)
         )
-        line.label = pg.InfLineLabel(line, text=label, position=0.03, anchor=(0, 1), color=colour)
+        line.label = pg.InfLineLabel(line, text=label, position=0.12, anchor=(0, 1), color=colour)
         self.plot.addItem(line)
         self.hlines[key] = line
 
@@ -363,12 +400,41 @@ class SeriesChart(QWidget):
         line = pg.InfiniteLine(
             angle=90, movable=False, pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DotLine)
         )
-        line.label = pg.InfLineLabel(line, text=label, position=0.92, anchor=(0, 0), color=colour)
+        line.label = pg.InfLineLabel(line, text=label, position=0.55, anchor=(0, 0), color=colour)
         self.plot.addItem(line)
         self.vlines[key] = line
 
     def set_line(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
         self.lines[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+        self._log_ticks()
+
+    def _log_ticks(self) -> None:
+        """Readable log-axis labels: the x points themselves (GPU counts, contexts: powers of
+        two) thinned to a few, and 1-2-5 steps on y. pyqtgraph's own minor labels overlap."""
+        xs: list[float] = []
+        ys: list[float] = []
+        for item in self.lines.values():
+            x, y = item.getOriginalDataset()
+            if x is not None and len(x):
+                xs.extend(float(v) for v in x if v > 0)
+                ys.extend(float(v) for v in y if v > 0)
+        plot = self.plot.getPlotItem()
+        if self.log_x and xs:
+            values = sorted(set(xs))
+            stride = max(1, math.ceil(len(values) / 7))
+            chosen = values[::stride]
+            plot.getAxis("bottom").setTicks(
+                [[(math.log10(v), units.format_count(v)) for v in chosen]]
+            )
+        if self.log_y and ys:
+            low, high = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+            steps = (1.0,) if high - low > 3 else (1.0, 2.0, 5.0)
+            ticks = [
+                (math.log10(m * 10.0**e), units.format_count(m * 10.0**e))
+                for e in range(low, high + 1)
+                for m in steps
+            ]
+            plot.getAxis("left").setTicks([ticks])
 
     def set_markers(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
         self.markers[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
@@ -447,6 +513,10 @@ class TimelineChart(QWidget):
             item.addItem(bar)
             self.items[kind] = bar
         self.texts: list[pg.TextItem] = []
+        self.info = QLabel()
+        self.info.setWordWrap(True)
+        self.info.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        layout.addWidget(self.info)
         layout.addWidget(self.plot, 1)
         layout.addWidget(
             legend_row(

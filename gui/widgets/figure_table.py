@@ -36,6 +36,7 @@ class FigureTable(QTableWidget):
         self._widest = 0
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.figures: list[Figure] = []
+        self.setMinimumWidth(200)
 
     def set_figures(self, figures: Sequence[Figure]) -> None:
         self.figures = list(figures)
