@@ -398,11 +398,51 @@ class TrainingReport(BaseModel):
                 kor,
             ),
             (
+                "gradient_bucket_bytes",
+                "  gradient bucket",
+                self.gradient_bucket_bytes,
+                "bytes",
+                "DDP 25 MiB bucket, or one layer's gradients with ZeRO-2/3",
+                "PyTorch DDP bucket_cap_mb",
+            ),
+            (
+                "zero3_gather_bytes",
+                "  ZeRO-3 gathered weights",
+                self.zero3_gather_bytes,
+                "bytes",
+                "2 layers' full weights (current + prefetch)",
+                zero,
+            ),
+            (
+                "dequant_bytes",
+                "  QLoRA dequantised matrix",
+                self.dequant_bytes,
+                "bytes",
+                "largest base matrix in 16 bits",
+                "Dettmers et al. 2023",
+            ),
+            (
                 "overhead_bytes",
                 "Overhead allowance",
                 self.overhead_bytes,
                 "bytes",
                 "CUDA context + fragmentation fraction × allocated",
+                "assumption",
+            ),
+            (
+                "cuda_context_bytes",
+                "  CUDA context allowance",
+                self.cuda_context_bytes,
+                "bytes",
+                "stated allowance (--cuda-context)",
+                "assumption",
+            ),
+            (
+                "fragmentation_bytes",
+                "  fragmentation allowance",
+                self.fragmentation_bytes,
+                "bytes",
+                "fraction × allocated (--fragmentation)",
                 "assumption",
             ),
             (
@@ -435,7 +475,7 @@ class TrainingReport(BaseModel):
                 "Hardware/model FLOPs (recompute)",
                 self.hardware_flops_factor,
                 "ratio",
-                "(3F + recomputed forward)/3F",
+                "(kF + recomputed forward)/kF, k = 3 (2 under LoRA)",
                 kor + " section 5",
             ),
             (
@@ -447,9 +487,11 @@ class TrainingReport(BaseModel):
                 "Hu et al. 2021",
             ),
         ]
+        optional = {"gradient_bucket_bytes", "zero3_gather_bytes", "dequant_bytes"}
         return [
             Figure(key=k, label=label, value=v, unit=unit, formula=f, source=src)
             for k, label, v, unit, f, src in rows
+            if not (k in optional and v == 0)
         ]
 
 
@@ -602,12 +644,14 @@ def _stage(
     )
     working = max(a.recompute_working_bytes for a in acts.values())
     one_layer = params.one_layer_params / tp
+    one_layer_trained = params.lora_params / layers_on_stage / tp if lora else one_layer
     bucket = 0.0
     if zero_stage >= 2 and dp > 1:
-        bucket = one_layer * recipe.gradients_bytes  # one layer's unsharded gradients
+        bucket = one_layer_trained * recipe.gradients_bytes  # one layer's unsharded gradients
     elif dp > 1 and inputs.implementation != "megatron":
         bucket = DDP_BUCKET_BYTES  # Megatron reduces in place in its contiguous grad buffer
-    gather = 2 * one_layer * w_bytes if zero_stage >= 3 and dp > 1 else 0.0
+    stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes  # gathered as stored
+    gather = 2 * one_layer * stored if zero_stage >= 3 and dp > 1 else 0.0
     dequant = params.largest_matrix / tp * w_bytes if inputs.qlora else 0.0
     allocated = weights + gradients + optimizer + activations
     allocated += bucket + gather + dequant + max(logits, working)

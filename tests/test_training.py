@@ -368,3 +368,19 @@ def test_cli_allowances(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert main(["report", "--fragmentation", "150%"]) == 2
     assert "--fragmentation" in capsys.readouterr().err
+
+
+def test_zero3_temporaries_are_one_layer_scale() -> None:
+    """ZeRO-3 gathers each layer's full weights before use (current + prefetched: 2 layers
+    in bf16) and reduce-scatters one layer's gradients (bf16). Llama-3.1-8B: one layer is
+    218,112,000 parameters (counted in test_tensor_and_pipeline_sharding)."""
+    r = estimate_training(LLAMA8B, TrainingInputs(**NO_EXTRAS), H100, dp=8, zero_stage=3)
+    assert r.zero3_gather_bytes == 2 * 218_112_000 * 2
+    assert r.gradient_bucket_bytes == 218_112_000 * 2
+    lora = estimate_training(
+        LLAMA8B, TrainingInputs(lora_rank=16, **NO_EXTRAS), H100, dp=8, zero_stage=3
+    )
+    # LoRA r = 16 on q, k, v, o, gate, up, down of one layer: only the adapters reduce
+    h, kv, f = 4096, 1024, 14336
+    per_layer_lora = 16 * ((h + h) + 2 * (h + kv) + (h + h) + 2 * (h + f) + (f + h))
+    assert lora.gradient_bucket_bytes == per_layer_lora * 2
