@@ -384,3 +384,15 @@ def test_zero3_temporaries_are_one_layer_scale() -> None:
     h, kv, f = 4096, 1024, 14336
     per_layer_lora = 16 * ((h + h) + 2 * (h + kv) + (h + h) + 2 * (h + f) + (f + h))
     assert lora.gradient_bucket_bytes == per_layer_lora * 2
+
+
+@pytest.mark.parametrize("d", [1, 8, 64])
+def test_megatron_distributed_optimizer_table(d: int) -> None:
+    """Megatron-LM README, distributed optimizer: bf16 params with fp32 grads take 18 bytes
+    per parameter without it and 6 + 12/d with it (our ZeRO-1)."""
+    p = 1e9
+    inputs = TrainingInputs(precision="mixed_bf16_fp32_grads", **NO_EXTRAS)
+    r = estimate_training(LLAMA8B, inputs, H100, params_override=p, dp=d, zero_stage=1)
+    assert r.persistent_bytes == pytest.approx((6 + 12 / d) * p, rel=1e-12)
+    r0 = estimate_training(LLAMA8B, inputs, H100, params_override=p, dp=d, zero_stage=0)
+    assert r0.persistent_bytes == pytest.approx(18 * p, rel=1e-12)
