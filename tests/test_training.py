@@ -6,10 +6,13 @@ hand computations written out next to the assertion.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_planner.cli import main
 from llm_planner.core.activations import layer_activations, outside_layer_ledger
@@ -396,3 +399,49 @@ def test_megatron_distributed_optimizer_table(d: int) -> None:
     assert r.persistent_bytes == pytest.approx((6 + 12 / d) * p, rel=1e-12)
     r0 = estimate_training(LLAMA8B, inputs, H100, params_override=p, dp=d, zero_stage=0)
     assert r0.persistent_bytes == pytest.approx(18 * p, rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "gpt-3-175b", "mixtral-8x7b", "qwen2.5-7b"]),
+    precision=st.sampled_from(["fp32", "mixed_bf16", "mixed_bf16_fp32_grads", "bf16"]),
+    optimizer=st.sampled_from(["adamw", "adam8bit", "sgd", "lion", "adafactor"]),
+    recompute=st.sampled_from(["none", "selective", "full"]),
+    b=st.integers(1, 8),
+    tp=st.sampled_from([1, 2, 8]),
+    pp=st.sampled_from([1, 4]),
+    dp=st.sampled_from([1, 16]),
+)
+def test_memory_properties(  # noqa: PLR0917 (hypothesis arguments)
+    model: str,
+    precision: str,
+    optimizer: str,
+    recompute: str,
+    b: int,
+    tp: int,
+    pp: int,
+    dp: int,
+) -> None:
+    """Each higher ZeRO stage holds no more; a larger micro-batch peaks no lower; the
+    labelled parts add up to the peak; fits ⇔ peak ≤ memory."""
+    arch = get_preset(model).architecture
+    inputs = TrainingInputs(
+        precision=precision,
+        optimizer=optimizer,
+        recompute=recompute,  # type: ignore[arg-type]
+        micro_batch=b,
+        seq_len=2048,
+    )
+    kw = {"tp": tp, "pp": pp, "dp": dp}
+    reports = [estimate_training(arch, inputs, H100, zero_stage=z, **kw) for z in range(4)]
+    persistent = [r.persistent_bytes for r in reports]
+    assert all(a >= c * (1 - 1e-12) for a, c in itertools.pairwise(persistent))
+    bigger = estimate_training(
+        arch, inputs.model_copy(update={"micro_batch": b + 1}), H100, zero_stage=1, **kw
+    )
+    assert bigger.peak_bytes >= reports[1].peak_bytes
+    for r in reports:
+        parts = r.persistent_bytes + r.activations_bytes + r.temporary_bytes + r.overhead_bytes
+        assert r.peak_bytes == pytest.approx(parts, rel=1e-12)
+        assert r.fits == (r.peak_bytes <= H100.memory_bytes)
+        assert (r.max_micro_batch >= b) == r.fits
