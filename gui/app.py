@@ -94,6 +94,8 @@ def run_app(file: str | None = None, smoke_test: bool = False) -> int:
     if file and not window.open_file(Path(file), confirm=False) and smoke_test:
         return 1
     window.show()
+    if not smoke_test and not file:
+        window.offer_recovery()
     if smoke_test:
         hook.show_dialogs = False
         status = run_smoke_test(window)

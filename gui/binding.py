@@ -28,8 +28,6 @@ from llm_planner.core.scenario import Scenario
 
 log = logging.getLogger(__name__)
 
-_MISSING = object()
-
 
 def get_path(scenario: Scenario | dict[str, Any], path: str) -> Any:
     """``scenario.a.b`` for ``path`` "a.b" (attributes or dict keys)."""
@@ -103,6 +101,7 @@ class ScenarioState(QObject):
         self.report: Report = estimate(scenario)
         self.undo_stack = QUndoStack(self)
         self._merge_ids: dict[str, int] = {}
+        self._merge_counter = 0
         self.path: str | None = None
 
     # -- changes
@@ -121,9 +120,18 @@ class ScenarioState(QObject):
             return False
         merge_id = -1
         if merge_key is not None:
-            merge_id = self._merge_ids.setdefault(merge_key, len(self._merge_ids) + 1)
+            merge_id = self._merge_ids.setdefault(merge_key, self._next_merge_id())
         self.undo_stack.push(_Change(self, self.scenario, new, text, merge_id))
         return True
+
+    def _next_merge_id(self) -> int:
+        self._merge_counter += 1
+        return self._merge_counter
+
+    def end_merge(self, path: str) -> None:
+        """The user left the field: the next edit there is a new undo step."""
+        if path in self._merge_ids:
+            self._merge_ids[path] = self._next_merge_id()
 
     def replace(self, scenario: Scenario, text: str) -> None:
         """Replace the whole scenario as one undoable step (e.g. applying a search row)."""
@@ -190,11 +198,21 @@ class Binder(QObject):
                 binding.widget.blockSignals(blocked)
 
     # -- widget → model
-    def commit(self, widget: QWidget, path: str, make_value: Callable[[], Any], label: str) -> None:
-        """Parse the widget's value and set it; an error marks the field and changes nothing."""
+    def commit(
+        self,
+        widget: QWidget,
+        path: str,
+        make_value: Callable[[], Any],
+        label: str,
+        merge: bool = True,
+    ) -> None:
+        """Parse the widget's value and set it; an error marks the field and changes nothing.
+
+        ``merge``: consecutive edits of this field (keystrokes) make one undo step.
+        """
         try:
             value = make_value()
-            self.state.set_field(path, value, text=f"Change {label}")
+            self.state.set_field(path, value, text=f"Change {label}", merge=merge)
         except (ValidationError, ValueError) as error:
             self.mark_error(widget, f"{label}: {validation_message(error)}")
             return
@@ -261,6 +279,7 @@ class Binder(QObject):
         self._add(edit, path, show, tooltip)
 
     def _tidy(self, edit: QLineEdit, path: str, fmt: Callable[[Any], str]) -> None:
+        self.state.end_merge(path)
         if edit in self.errors:
             return
         current = get_path(self.state.scenario, path)
@@ -287,7 +306,7 @@ class Binder(QObject):
 
         def changed(index: int) -> None:
             if index >= 0:
-                self.commit(combo, path, lambda: combo.itemData(index), label)
+                self.commit(combo, path, lambda: combo.itemData(index), label, merge=False)
 
         combo.currentIndexChanged.connect(changed)
         del editable_values
@@ -298,9 +317,5 @@ class Binder(QObject):
         self._add(spin, path, lambda current: spin.setValue(int(current or 0)), tooltip)
 
     def check(self, box: QCheckBox, path: str, label: str, tooltip: str = "") -> None:
-        box.toggled.connect(lambda on: self.commit(box, path, lambda: bool(on), label))
+        box.toggled.connect(lambda on: self.commit(box, path, lambda: bool(on), label, merge=False))
         self._add(box, path, lambda current: box.setChecked(bool(current)), tooltip)
-
-
-def ignore_missing(value: Any) -> bool:
-    return value is _MISSING

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ from llm_planner.gui.widgets.summary import SummaryStrip
 
 log = logging.getLogger(__name__)
 SUFFIX = ".llmplan.json"
+AUTOSAVE_DELAY_MS = 2000
+"""Unsaved edits are copied to the recovery folder this long after the last change."""
 FILE_FILTER = "LLM Planner scenarios (*.llmplan.json);;JSON (*.json);;All files (*)"
 TAB_CLASSES = (
     ("llm_planner.gui.tabs.compute", "ComputeTab", "Compute budget"),
@@ -89,6 +92,11 @@ class MainWindow(QMainWindow):
         self._slow_timer.setInterval(30)
         self._slow_timer.timeout.connect(self._redraw_slow)
         self._stale: set[int] = set()
+        self._session_key = f"session-{os.getpid()}"
+        self._autosave_timer = QTimer(self)
+        self._autosave_timer.setSingleShot(True)
+        self._autosave_timer.setInterval(AUTOSAVE_DELAY_MS)
+        self._autosave_timer.timeout.connect(self.autosave)
 
         self.resize(1366, 820)
         if restore:
@@ -189,6 +197,7 @@ class MainWindow(QMainWindow):
                 self._stale.add(index)
         self._update_title()
         self._slow_timer.start()
+        self._autosave_timer.start()
 
     def _redraw_slow(self) -> None:
         page = self.pages[self.tabs.currentIndex()]
@@ -226,6 +235,55 @@ class MainWindow(QMainWindow):
             f"{scenario.num_gpus:,} × {scenario.gpu.name})"
         )
         self.setWindowModified(not self.state.undo_stack.isClean())
+
+    # ------------------------------------------------------------ autosave and recovery
+    def autosave(self) -> Path | None:
+        """Copy unsaved edits to the library's recovery folder (survives a crash)."""
+        if self.library is None or self.state.undo_stack.isClean():
+            return None
+        try:
+            return Path(self.library.library.write_recovery(self.state.scenario, self._session_key))
+        except (OSError, ValueError) as error:
+            log.warning("autosave failed: %s", error)
+            return None
+
+    def discard_recovery(self) -> None:
+        self._autosave_timer.stop()
+        if self.library is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.library.library.discard_recovery(self._session_key)
+
+    def offer_recovery(self, ask: bool = True) -> bool:
+        """At start: reopen the newest unsaved work a crashed session left behind."""
+        if self.library is None:
+            return False
+        try:
+            pending = self.library.library.pending_recoveries()
+        except (OSError, ValueError):
+            return False
+        if not pending:
+            return False
+        newest = pending[0]
+        if ask:
+            answer = QMessageBox.question(
+                self,
+                "Recover unsaved changes",
+                f"“{newest.scenario.name}” has unsaved changes from "
+                f"{newest.saved.astimezone():%Y-%m-%d %H:%M}. Recover them?",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                for recovery in pending:
+                    with contextlib.suppress(OSError, ValueError):
+                        self.library.library.discard_recovery(recovery.key)
+                return False
+        self.state.load(newest.scenario, None)
+        self.state.undo_stack.resetClean()  # recovered work is unsaved work
+        self._update_title()
+        for recovery in pending:
+            with contextlib.suppress(OSError, ValueError):
+                self.library.library.discard_recovery(recovery.key)
+        self.autosave()
+        return True
 
     # ------------------------------------------------------------ library
     def _build_library(self) -> None:
@@ -382,6 +440,7 @@ class MainWindow(QMainWindow):
         self.state.scenario = written  # stamped: modified time and app version; same inputs
         self.state.path = path
         self.state.undo_stack.setClean()
+        self.discard_recovery()
         self._remember(path)
         if self.library is not None:
             self.library.reload()
@@ -577,6 +636,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_window_state()
+        self.discard_recovery()
         event.accept()
 
 
