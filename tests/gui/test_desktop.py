@@ -72,7 +72,11 @@ def test_close_with_unsaved_changes_asks(
     assert not window.close()
     assert asked
     assert window.isVisible()
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+
+    def discard(*_args: Any, **_kwargs: Any) -> QMessageBox.StandardButton:
+        return QMessageBox.StandardButton.Discard
+
+    monkeypatch.setattr(QMessageBox, "question", discard)
     assert window.close()
 
 
