@@ -11,6 +11,23 @@ and AdamW state bytes are compared with what torch allocates after one step.
 
 Optional: skipped without torch (``pip install torch==2.13.0``, CPU). Run with ``-s`` to
 see the ratios. The bar is agreement within 5%.
+
+Measured / ledger with torch 2.13.0 (CPU), s = 128, b = 2, h = 256, 2 layers:
+
+* GPT, bf16, eager attention, dropout 0.1: one layer 1.0000, whole model 1.0000;
+  with native_dropout (CUDA's 1-byte masks) against the "pytorch" profile 0.9993 (CPU
+  LayerNorm statistics are bf16, the profile's CUDA ones fp32).
+* GPT, bf16, no dropout: eager 1.0000; SDPA (flash on CPU) 1.0000; fp32 with dropout 1.0000.
+* Llama (GQA 8/2, SwiGLU, RoPE), bf16 eager and SDPA, fp32 eager: whole model 1.0000; one
+  layer 1.007-1.011 (the RoPE cos/sin tables, which the ledger counts once outside the
+  layers, are inputs of every layer).
+* Selective recomputation (attention core under torch.utils.checkpoint) and full
+  (each layer under checkpoint), GPT and Llama: whole model 1.0000.
+* LoRA r = 8 (PEFT-style, frozen bf16 base): one layer 1.008-1.009, whole model
+  0.952 (q, v) and 0.972 (all linear layers); the ledger does not model the first layer,
+  upstream of which nothing needs a gradient.
+* SDPA's math backend against the eager ledger: 0.978 (informational).
+* Parameters, gradients and AdamW states (fp32 and pure bf16): 1.0000 exactly.
 """
 
 from __future__ import annotations
