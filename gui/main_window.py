@@ -136,12 +136,7 @@ class MainWindow(QMainWindow):
     def page(self, index: int) -> Any:
         """Tab ``index``'s page, built on first use (keeps the first paint cheap)."""
         if self.pages[index] is None:
-            import importlib
-
-            module, cls, _title = TAB_CLASSES[index]
-            tab = getattr(importlib.import_module(module), cls)(
-                self.state, self.binder, defer_charts=self._starting
-            )
+            tab = _tab_class(index)(self.state, self.binder, defer_charts=self._starting)
             tab.setObjectName(tab.section)
             holder = self.tabs.widget(index)
             holder.layout().addWidget(tab)
@@ -638,6 +633,25 @@ class MainWindow(QMainWindow):
         self.save_window_state()
         self.discard_recovery()
         event.accept()
+
+
+def _tab_class(index: int) -> Any:
+    """Tab ``index``'s class, imported on first use (plain imports: bundlers see them)."""
+    if index == 0:
+        from llm_planner.gui.tabs.compute import ComputeTab
+
+        return ComputeTab
+    if index == 1:
+        from llm_planner.gui.tabs.inference import InferenceTab
+
+        return InferenceTab
+    if index == 2:
+        from llm_planner.gui.tabs.training import TrainingTab
+
+        return TrainingTab
+    from llm_planner.gui.tabs.parallelism import ParallelismTab
+
+    return ParallelismTab
 
 
 def _safe_name(name: str) -> str:

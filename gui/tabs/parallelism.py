@@ -329,7 +329,7 @@ class ParallelismTab(Tab):
         end = max(e[3] for e in events)
         blocks = [Block(stage, 0.0, end, "bubble") for stage in range(pp)]
         blocks += [
-            Block(stage, start, stop - start, kind, str(micro + 1) if shown <= 16 else "")
+            Block(stage, start, stop - start, kind, str(micro + 1) if shown <= 8 else "")
             for stage, micro, start, stop, kind in events
         ]
         self.timeline.set_blocks(blocks, pp)

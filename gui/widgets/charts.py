@@ -136,7 +136,7 @@ class MemoryBars(QWidget):
         self.plot.setTitle(title)
         plot = self.plot.getPlotItem()
         plot.setLabel("bottom", "GB per GPU (10⁹ bytes)")
-        plot.showGrid(x=True, y=False, alpha=0.25)
+        plot.showGrid(x=True, y=False, alpha=0.12)
         plot.getViewBox().invertY(True)
         self.items: dict[str, pg.BarGraphItem] = {}
         empty = np.zeros(0)
