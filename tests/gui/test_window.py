@@ -171,3 +171,33 @@ def test_unexpected_error_is_logged_and_app_keeps_running(window: MainWindow) ->
 
 def test_smoke_test_visits_every_tab(window: MainWindow) -> None:
     assert run_smoke_test(window) == 0
+
+
+def test_estimator_error_keeps_last_figures(
+    qtbot: Any, window: MainWindow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_planner.gui import binding
+
+    tab = window.page(0)
+    shown = tab.figures.value_text("flops_total")
+
+    def broken(_scenario: Any) -> Any:
+        raise ZeroDivisionError("estimator bug")
+
+    monkeypatch.setattr(binding, "estimate", broken)
+    type_into(qtbot, window, tab.tokens, "2T")
+    assert window.state.scenario.compute.tokens == 2e12
+    assert tab.figures.value_text("flops_total") == shown
+    assert "estimator bug" in window.statusBar().currentMessage()
+
+
+def test_figure_tooltips_explain_value_formula_and_source(window: MainWindow) -> None:
+    table = window.page(1).figures
+    row = next(i for i, f in enumerate(table.figures) if f.key == "kv_cache_bytes")
+    tip = table.item(row, 1).toolTip()
+    figure = table.figures[row]
+    assert "GB" in tip
+    assert "GiB" in tip
+    assert figure.formula.split()[0] in tip
+    summary_tip = window.summary.labels["flops"].toolTip()
+    assert "Formula" in summary_tip
