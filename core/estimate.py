@@ -116,22 +116,21 @@ def model_section(scenario: Scenario) -> ModelReport:
 
 
 def _training_section(scenario: Scenario, model: ModelReport) -> Any:
-    """Training memory per GPU under the scenario's layout (issue 4)."""
+    """Training memory per GPU under the scenario's layout (issue 4).
+
+    The layout is resolved once by the parallelism module (dp from the GPU count, FSDP
+    names mapped to ZeRO stages, HYBRID_SHARD's shard group, the schedule's micro-batches
+    in flight), so ``training.*`` and ``parallelism.peak_bytes`` describe the same GPU.
+    """
+    from llm_planner.core.parallelism import scenario_layout, training_layout_kwargs
     from llm_planner.core.training import estimate_training
 
-    par = scenario.parallelism
-    tp, pp = par.tp, par.pp
-    dp = par.dp if par.dp is not None else max(1, scenario.num_gpus // (tp * pp))
     return estimate_training(
         scenario.model.architecture,
         scenario.training,
         scenario.gpu,
         params_override=model.params_total if model.params_overridden else None,
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        zero_stage=par.zero_stage,
-        sequence_parallel=par.sequence_parallel,
+        **training_layout_kwargs(scenario_layout(scenario)),
     )
 
 
