@@ -70,6 +70,7 @@ COUNT = _typed(units.parse_count)
 INT = _typed(_positive_int)
 BYTES = _typed(units.parse_bytes)
 PRICE = _typed(units.parse_price_per_hour)
+USD = _typed(units.parse_usd)
 DURATION = _typed(units.parse_duration)
 FRACTION = _typed(_fraction)
 
@@ -98,7 +99,7 @@ def format_value(figure: Figure) -> str:
         "tokens/s": lambda v: f"{units.format_count(v)} tokens/s",
         "ratio": lambda v: f"{v:.3g}",
         "percent": lambda v: f"{100 * v:.1f}%",
-        "count": lambda v: f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}",
+        "count": lambda v: f"{v:,.0f}" if float(v).is_integer() or abs(v) >= 1000 else f"{v:.3g}",
     }
     formatter = formatters.get(figure.unit)
     return formatter(float(value)) if formatter else f"{float(value):g}"
@@ -553,6 +554,10 @@ cli_training.register()
 from llm_planner import cli_parallel  # noqa: E402  (parallelism options and search, issue 5)
 
 cli_parallel.register()
+
+from llm_planner import cli_compute  # noqa: E402  (deadline, budgets, failures: issue 3)
+
+cli_compute.register()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

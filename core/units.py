@@ -203,6 +203,15 @@ def parse_price_per_hour(text: str | float | int, what: str = "price") -> float:
     return _check_sign(value, what, text, allow_negative=False)
 
 
+def parse_usd(text: str | float | int, what: str = "amount") -> float:
+    """Read an amount of money such as ``$1.5M``, ``200k``, ``$250,000`` or ``1e6`` (USD)."""
+    if isinstance(text, str):
+        cleaned = text.strip()
+        cleaned = cleaned.removeprefix("$").removesuffix("USD").removesuffix("usd").strip()
+        return parse_count(cleaned, what)
+    return parse_count(text, what)
+
+
 # ---------------------------------------------------------------- formatting
 
 

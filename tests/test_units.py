@@ -107,3 +107,10 @@ def test_format_duration_and_money() -> None:
 @given(st.floats(min_value=0, max_value=1e30, allow_nan=False))
 def test_count_round_trip(value: float) -> None:
     assert math.isclose(units.parse_count(repr(value)), value, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("$1.5M", 1.5e6), ("200k", 2e5), ("$250,000", 2.5e5), ("1e6 USD", 1e6)]
+)
+def test_parse_usd(text: str, expected: float) -> None:
+    assert units.parse_usd(text) == pytest.approx(expected)
