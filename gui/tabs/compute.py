@@ -29,7 +29,7 @@ from llm_planner.gui.tabs.base import (
 )
 
 GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-"""GPU counts of the fallback sweep (only used while core offers no series function)."""
+"""GPU counts drawn on the time and cost charts (plus the scenario's own count)."""
 
 
 class ComputeTab(Tab):

@@ -15,6 +15,10 @@ from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPalette, QResizeEvent
 from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QVBoxLayout, QWidget
 
+# pyqtgraph loads QtOpenGL and QtOpenGLWidgets through importlib at import time; plain
+# imports let bundlers (PyInstaller) see that the window needs them
+from PySide6 import QtOpenGL, QtOpenGLWidgets  # noqa: F401  # isort: skip
+
 import pyqtgraph as pg  # isort: skip  (after PySide6)
 
 from llm_planner.core import units
