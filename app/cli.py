@@ -80,29 +80,7 @@ FRACTION = _typed(_fraction)
 
 def format_value(figure: Figure) -> str:
     """A figure's value as text with its unit (bytes in GB and GiB)."""
-    value = figure.value
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, str):
-        return value
-    formatters: dict[str, Callable[[float], str]] = {
-        "bytes": units.format_bytes,
-        "flop": units.format_flop,
-        "flop/s": units.format_flops_rate,
-        "seconds": units.format_duration,
-        "usd": units.format_usd,
-        "usd/h": lambda v: f"{units.format_usd(v)}/h",
-        "params": units.format_count,
-        "tokens": units.format_count,
-        "tokens/s": lambda v: f"{units.format_count(v)} tokens/s",
-        "ratio": lambda v: f"{v:.3g}",
-        "percent": lambda v: f"{100 * v:.1f}%",
-        "count": lambda v: f"{v:,.0f}" if float(v).is_integer() or abs(v) >= 1000 else f"{v:.3g}",
-    }
-    formatter = formatters.get(figure.unit)
-    return formatter(float(value)) if formatter else f"{float(value):g}"
+    return figure.text()
 
 
 def format_report_text(report: Any) -> str:

@@ -19,11 +19,9 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from llm_planner.core import units
 from llm_planner.core.estimate import Report, report_json
 from llm_planner.core.figures import Figure
 from llm_planner.core.scenario import Scenario
@@ -48,32 +46,7 @@ _SUFFIXES: dict[str, ReportFormat] = {
 
 def readable_value(figure: Figure) -> str:
     """A figure's value with its unit, for people (bytes show GB and GiB)."""
-    value = figure.value
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, str):
-        return value
-    number = float(value)
-    if not math.isfinite(number):
-        return "—"
-    formatters: dict[str, Callable[[float], str]] = {
-        "bytes": units.format_bytes,
-        "flop": units.format_flop,
-        "flop/s": units.format_flops_rate,
-        "seconds": units.format_duration,
-        "usd": units.format_usd,
-        "usd/h": lambda v: f"{units.format_usd(v)}/h",
-        "params": units.format_count,
-        "tokens": units.format_count,
-        "tokens/s": lambda v: f"{units.format_count(v)} tokens/s",
-        "ratio": lambda v: f"{v:.3g}",
-        "percent": lambda v: f"{100 * v:.1f}%",
-        "count": lambda v: f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}",
-    }
-    formatter = formatters.get(figure.unit)
-    return formatter(number) if formatter else f"{number:g}"
+    return figure.text()
 
 
 def _sections(report: Report) -> dict[str, list[Figure]]:
