@@ -66,6 +66,13 @@ def _value(x: float | None, unit: str) -> str:
     return _sig(x)
 
 
+def _spread(text: str) -> str:
+    if not text:
+        return "—"
+    low, high = (float(x) for x in text.split(".."))
+    return f"{100 * low:+.0f}% … {100 * high:+.0f}%"
+
+
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:+.1f}%"
 
@@ -311,8 +318,9 @@ def _prediction(fid: ModuleType, pred: list[Any], by_id: dict[str, Any]) -> list
         "## Prediction: tokens/s per GPU from model, cluster and layout",
         "",
         "| Run | GPUs | Layout | Published | Published tokens/s/GPU | Ours | Error | "
-        "Our MFU | Our bottleneck | Our peak GB/GPU (fits) | Notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "Error range over assumed choices | Our MFU | Our bottleneck | "
+        "Our peak GB/GPU (fits) | Notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in pred:
         run = by_id[r.run_id]
@@ -325,7 +333,8 @@ def _prediction(fid: ModuleType, pred: list[Any], by_id: dict[str, Any]) -> list
             f"| {_cell(r.run_name)} | {run['num_gpus']:,} × {_cell(gpu.name)} | "
             f"{_layout(run)} | {_cell(_published_figure(run))} | "
             f"{_value(r.published, r.unit)} | {_value(r.estimate, r.unit)} | "
-            f"{_pct(r.error)} | {extra.get('app_mfu', '—')} | "
+            f"{_pct(r.error)} | {_spread(extra.get('assumption_spread', ''))} | "
+            f"{extra.get('app_mfu', '—')} | "
             f"{_cell(extra.get('bottleneck', '—'))} | "
             f"{extra.get('peak_gb', '—')} ({extra.get('fits', '—')}) | {_cell(notes)} |"
         )
@@ -341,8 +350,10 @@ def _prediction(fid: ModuleType, pred: list[Any], by_id: dict[str, Any]) -> list
         *out,
         "",
         "Layout fields that the cited source does not give are listed as *assumed* in the "
-        "notes (mostly the micro-batch and the pipeline schedule); they move the prediction, "
-        "and a different but equally plausible choice can move a row by several points.",
+        "notes (mostly the micro-batch and the pipeline schedule). The column *error range "
+        "over assumed choices* re-runs the prediction with the other pipeline schedule "
+        "(1F1B or interleaved with 2 chunks) and with the micro-batch halved and doubled, "
+        "where those were assumed: how much of a row's error the assumptions could explain.",
         "",
     ]
 

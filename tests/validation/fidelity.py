@@ -491,17 +491,16 @@ def prediction_rows() -> list[Row]:
         except MissingEstimatorError as exc:
             rows.append(Row(**base, estimate=None, tolerance=None, status="skip", note=str(exc)))
             continue
-        layout = run["layout"]
-        step = float(report.step_seconds)
-        tokens = float(layout["global_batch"]) * float(layout["seq_len"])
-        estimate_ = tokens / step / run["num_gpus"] if step > 0 else None
+        estimate_ = _tokens_per_s_per_gpu(run, report)
         peak, fits = peak_memory(scenario, report)
+        spread = assumption_spread(run, published)
         extra = (
             ("app_mfu", f"{float(report.mfu):.3f}"),
             ("bottleneck", str(getattr(report, "bottleneck", ""))),
             ("problems", "; ".join(getattr(report, "problems", []) or [])),
             ("peak_gb", "—" if peak is None else f"{peak / 1e9:.1f}"),
             ("fits", "—" if fits is None else ("yes" if fits else "no")),
+            ("assumption_spread", "" if spread is None else f"{spread[0]:+.3f}..{spread[1]:+.3f}"),
         )
         note = run.get("source_quality", "")
         assumed = run.get("assumed", [])
@@ -511,6 +510,52 @@ def prediction_rows() -> list[Row]:
             Row(**base, estimate=estimate_, tolerance=None, status="ok", note=note, extra=extra)
         )
     return rows
+
+
+def _tokens_per_s_per_gpu(run: dict[str, Any], report: Any) -> float | None:
+    """The app's throughput, from its step time: global batch · sequence ÷ step ÷ GPUs."""
+    layout = run["layout"]
+    step = float(report.step_seconds)
+    tokens = float(layout["global_batch"]) * float(layout["seq_len"])
+    return tokens / step / run["num_gpus"] if step > 0 else None
+
+
+def _alternatives(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's layout with each assumed schedule / micro-batch choice swapped for another
+    plausible one: the other pipeline schedule (1F1B ↔ interleaved with 2 chunks) and the
+    micro-batch halved or doubled where it still divides the per-replica batch."""
+    layout = run["layout"]
+    assumed = " ".join(run.get("assumed", []))
+    out: list[dict[str, Any]] = []
+    if "schedule" in assumed and layout["pp"] > 1:
+        if layout.get("schedule") == "interleaved":
+            out.append({"schedule": "1f1b", "interleave_chunks": 1})
+        else:
+            out.append({"schedule": "interleaved", "interleave_chunks": 2})
+    if "micro_batch" in assumed:
+        per_replica = layout["global_batch"] // layout["dp"]
+        for mb in (layout["micro_batch"] // 2, layout["micro_batch"] * 2):
+            if mb >= 1 and per_replica % mb == 0 and mb != layout["micro_batch"]:
+                out.append({"micro_batch": mb})
+    return out
+
+
+def assumption_spread(run: dict[str, Any], published: float) -> tuple[float, float] | None:
+    """(lowest, highest) prediction error over the alternatives to the assumed layout fields,
+    the stated choice included; None when no schedule or micro-batch was assumed."""
+    alternatives = _alternatives(run)
+    if not alternatives:
+        return None
+    errors: list[float] = []
+    for change in [{}, *alternatives]:
+        variant = {**run, "layout": {**run["layout"], **change}}
+        report = parallelism_report(
+            scenario_for(variant, compute={"include_attention_flops": False})
+        )
+        value = _tokens_per_s_per_gpu(variant, report)
+        if value is not None:
+            errors.append(value / published - 1.0)
+    return (min(errors), max(errors)) if errors else None
 
 
 def peak_memory(scenario: Any, parallel: Any = None) -> tuple[float | None, bool | None]:
