@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, Literal, cast
 
@@ -25,10 +25,17 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core import comm
+from llm_planner.core.activations import (
+    layer_activations,
+    logits_working_bytes,
+    outside_layer_ledger,
+)
 from llm_planner.core.architecture import Architecture, attention_params_per_layer, mlp_params
 from llm_planner.core.architecture import count_parameters as _count_parameters
 from llm_planner.core.figures import Figure
 from llm_planner.core.gpus import GPU
+from llm_planner.core.optimizers import get_precision
+from llm_planner.core.training import TrainingInputs, TrainingReport, estimate_training
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -123,7 +130,8 @@ def _attention_score_flops_per_token(arch: Architecture, seq_len: int) -> float:
 
 
 def hardware_flops_factor(arch: Architecture, seq_len: int, params_matmul: float, rc: str) -> float:
-    """Hardware FLOPs ÷ model FLOPs for a recomputation policy (used where training has none).
+    """Hardware FLOPs ÷ model FLOPs for a recomputation policy (:func:`workload_of`'s
+    default; the report and the search pass the training estimator's factors instead).
 
     none: 1. selective: the attention scores are recomputed, +4·L·H·Q·T per token
     (Korthikanti et al. 2022, arXiv:2205.05198 section 5). full: the whole forward is
@@ -264,36 +272,6 @@ def model_state_bytes_per_gpu(
     return np.asarray(weights), np.asarray(grads), np.asarray(optim)
 
 
-def korthikanti_activation_bytes_per_layer(
-    seq_len: int,
-    micro_batch: npt.ArrayLike,
-    hidden: int,
-    heads: int,
-    *,
-    tp: npt.ArrayLike,
-    sequence_parallel: npt.ArrayLike,
-    recompute: str,
-) -> FloatArray:
-    """Activation bytes one layer saves (16-bit activations), per GPU.
-
-    Korthikanti et al. 2022 (arXiv:2205.05198) Table 2: no recompute
-    s·b·h·(10 + 24/t + 5·a·s/(h·t)), with sequence parallelism s·b·h/t·(34 + 5·a·s/h);
-    selective recompute drops the 5·a·s/h term; full recompute keeps the layer input,
-    2·s·b·h (÷ t with sequence parallelism). Used only where the training estimator's
-    ``activation_bytes_per_layer`` is unavailable.
-    """
-    b = np.asarray(micro_batch, dtype=np.float64)
-    t = np.asarray(tp, dtype=np.float64)
-    sp = np.asarray(sequence_parallel, dtype=bool)
-    sbh = seq_len * b * hidden
-    score = 5.0 * heads * seq_len / hidden if recompute == "none" else 0.0
-    if recompute == "full":
-        return np.asarray(np.where(sp, 2.0 * sbh / t, 2.0 * sbh))
-    no_sp = sbh * (10.0 + 24.0 / t + score / t)
-    with_sp = sbh / t * (34.0 + score)
-    return np.asarray(np.where(sp, with_sp, no_sp))
-
-
 def microbatches_in_flight(
     pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
 ) -> FloatArray:
@@ -311,17 +289,6 @@ def microbatches_in_flight(
 
 
 # --------------------------------------------------------------------- the training bridge
-
-
-def _training_module() -> Any:
-    from llm_planner.core import training
-
-    return training
-
-
-def training_available() -> bool:
-    """Whether the training-memory estimator (issue 4) provides ``estimate_training``."""
-    return hasattr(_training_module(), "estimate_training")
 
 
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -396,14 +363,13 @@ def _one_layer_params(arch: Architecture) -> float:
 
 
 def memory_recipe(
-    arch: Architecture, training_inputs: Any, gpu: GPU, params: float
+    arch: Architecture, training_inputs: TrainingInputs, gpu: GPU, params: float
 ) -> MemoryRecipe:
     """The training estimator's bytes per parameter and activation terms for the screen.
 
     Bytes per parameter come from one call of the estimator at tp = pp = dp = 1, ZeRO 0
     (so every precision recipe, optimizer and LoRA setting is honoured); activations from
-    the same ledger functions it uses. Without the training estimator: mixed-precision Adam
-    (2 + 2 + 12 bytes, Rajbhandari et al. 2019) and Korthikanti's per-layer formula.
+    the same ledger functions it uses.
     """
     counts = _count_parameters(arch)
     scale = params / counts.total
@@ -420,40 +386,8 @@ def memory_recipe(
         "outside_single_params": (first + counts.head + norm) * scale,
         "one_layer_params": _one_layer_params(arch) * scale,
     }
-    if not training_available():
-
-        def fallback(b: int, t: int, sp: bool, rc: str) -> StageActivations:
-            kept = float(
-                korthikanti_activation_bytes_per_layer(
-                    seq_len,
-                    b,
-                    arch.hidden_size,
-                    arch.heads,
-                    tp=t,
-                    sequence_parallel=sp,
-                    recompute=rc,
-                )
-            )
-            return StageActivations(kept, 0.0, 0.0, 0.0, 0.0, 0.0)
-
-        return MemoryRecipe(
-            weight_bytes_per_param=2.0,
-            grad_bytes_per_param=2.0,
-            optimizer_bytes_per_param=12.0,
-            cuda_context_bytes=0.0,
-            fragmentation_fraction=0.0,
-            megatron_buckets=True,
-            activations=fallback,
-            **common,
-        )
-    training = _training_module()
-    from llm_planner.core import activations as act_mod
-    from llm_planner.core.optimizers import get_precision
-
     ti = training_inputs
-    ref = training.estimate_training(
-        arch, ti, gpu, params_override=params, tp=1, pp=1, dp=1, zero_stage=0
-    )
+    ref = estimate_training(arch, ti, gpu, params_override=params, tp=1, pp=1, dp=1, zero_stage=0)
     act_dtype = get_precision(ti.precision).activations_dtype
     rank = ti.effective_lora_rank
 
@@ -470,7 +404,7 @@ def memory_recipe(
         layers = [
             (
                 n,
-                act_mod.layer_activations(
+                layer_activations(
                     arch,
                     seq_len,
                     b,
@@ -490,12 +424,12 @@ def memory_recipe(
         working = max(la.recompute_working_bytes for _, la in layers)
 
         def outside(first_stage: bool, last_stage: bool) -> float:
-            ledger = act_mod.outside_layer_ledger(
+            ledger = outside_layer_ledger(
                 arch, seq_len, b, first_stage=first_stage, last_stage=last_stage, **kw
             )
             return float(sum(e.bytes for e in ledger))
 
-        logits = act_mod.logits_working_bytes(arch, seq_len, b, tp=t, activation_dtype=act_dtype)
+        logits = logits_working_bytes(arch, seq_len, b, tp=t, activation_dtype=act_dtype)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),
@@ -1102,7 +1036,7 @@ def parallelism_report(
     gpu: GPU,
     num_gpus: int,
     inputs: ParallelInputs,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     *,
     params_override: float | None = None,
     compute_dtype: str = "bf16",
@@ -1125,7 +1059,7 @@ def parallelism_report(
     }
     problems = list(lay.problems)
     exact = training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
-    peak = float(exact.peak_bytes) if exact is not None else out["peak_bytes"]
+    peak = float(exact.peak_bytes)
     fits = peak <= gpu.memory_bytes
     if lay.ep > 1:
         problems.append("expert parallelism divides expert weights; the training memory ignores ep")
@@ -1205,14 +1139,12 @@ def training_memory(
     arch: Architecture,
     gpu: GPU,
     lay: ResolvedLayout,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     *,
     params_override: float | None = None,
-) -> Any:
-    """The training estimator's report for this layout (None if it is not available)."""
-    if not training_available():
-        return None
-    return _training_module().estimate_training(
+) -> TrainingReport:
+    """The training estimator's report for this layout."""
+    return estimate_training(
         arch, training_inputs, gpu, params_override=params_override, **training_layout_kwargs(lay)
     )
 
@@ -1221,7 +1153,7 @@ def _gpus_per_instance(
     arch: Architecture,
     gpu: GPU,
     inputs: ParallelInputs,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     *,
     params_override: float | None,
 ) -> int | None:
@@ -1237,24 +1169,16 @@ def _link_name(crosses: bool) -> str:
     return "inter-node" if crosses else "intra-node"
 
 
-def _hw_factors(
-    arch: Architecture, training_inputs: Any, gpu: GPU, params: float
-) -> tuple[float, float, float] | None:
-    """Hardware-FLOPs factors per recompute policy from the training estimator, if any."""
-    if not training_available():
-        return None
-    return _hw_factors_cached(arch, training_inputs, gpu, params)
-
-
 @cache
-def _hw_factors_cached(
-    arch: Architecture, training_inputs: Any, gpu: GPU, params: float
+def _hw_factors(
+    arch: Architecture, training_inputs: TrainingInputs, gpu: GPU, params: float
 ) -> tuple[float, float, float]:
-    training = _training_module()
+    """Hardware-FLOPs factors per recompute policy (RECOMPUTE_CODES), from the training
+    estimator."""
     values = []
     for rc in RECOMPUTE_CODES:
         ti = training_inputs.model_copy(update={"recompute": rc})
-        rep = training.estimate_training(arch, ti, gpu, params_override=params)
+        rep = estimate_training(arch, ti, gpu, params_override=params)
         values.append(float(rep.hardware_flops_factor))
     return (values[0], values[1], values[2])
 
@@ -1264,18 +1188,15 @@ def _hw_factors_cached(
 
 def zero_stage_comparison(
     arch: Architecture,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     gpu: GPU,
     inputs: ParallelInputs,
     num_gpus: int,
     *,
     params_override: float | None = None,
 ) -> list[dict[str, float]]:
-    """Per-GPU memory components for ZeRO stages 0-3 at the scenario's tp/pp/dp.
-
-    From the training estimator when available (one source of truth), else from
-    :func:`model_state_bytes_per_gpu` plus Korthikanti activations.
-    """
+    """Per-GPU memory components for ZeRO stages 0-3 at the scenario's tp/pp/dp, from the
+    training estimator (one source of truth)."""
     lay = resolve_layout(
         inputs,
         num_gpus,
@@ -1284,53 +1205,24 @@ def zero_stage_comparison(
         arch.layers,
     )
     rows: list[dict[str, float]] = []
-    params = params_override or float(_count_parameters(arch).total)
-    if training_available():
-        training = _training_module()
-        in_flight = _in_flight_for(lay)
-        for stage in range(4):
-            rep = training.estimate_training(
-                arch,
-                training_inputs,
-                gpu,
-                params_override=params_override,
-                tp=lay.tp,
-                pp=lay.pp,
-                dp=lay.shard,
-                zero_stage=stage,
-                sequence_parallel=lay.sequence_parallel,
-                microbatches_in_flight=in_flight,
-            )
-            rows.append(
-                {
-                    "zero_stage": float(stage),
-                    "weights_bytes": float(rep.weights_bytes),
-                    "gradients_bytes": float(rep.gradients_bytes),
-                    "optimizer_bytes": float(rep.optimizer_bytes),
-                    "activations_bytes": float(rep.activations_bytes),
-                    "temporary_bytes": float(rep.temporary_bytes),
-                    "overhead_bytes": float(rep.overhead_bytes),
-                    "peak_bytes": float(rep.peak_bytes),
-                }
-            )
-        return rows
-    work = workload_of(arch, int(training_inputs.seq_len), inputs.global_batch, params)
-    recipe = memory_recipe(arch, training_inputs, gpu, params)
-    cluster = cluster_of(gpu, inputs)
     for stage in range(4):
-        one = lay.as_arrays()
-        one = Layouts(**{**{n: getattr(one, n) for n in _LAYOUT_FIELDS}, "zero": np.array([stage])})
-        out = evaluate_layouts(work, cluster, one, recipe)
+        rep = training_memory(
+            arch,
+            gpu,
+            replace(lay, zero_stage=stage),
+            training_inputs,
+            params_override=params_override,
+        )
         rows.append(
             {
                 "zero_stage": float(stage),
-                "weights_bytes": float(out["weights_bytes"][0]),
-                "gradients_bytes": float(out["gradients_bytes"][0]),
-                "optimizer_bytes": float(out["optimizer_bytes"][0]),
-                "activations_bytes": float(out["activations_bytes"][0]),
-                "temporary_bytes": float(out["zero3_gathered_bytes"][0]),
-                "overhead_bytes": recipe.cuda_context_bytes,
-                "peak_bytes": float(out["peak_bytes"][0]),
+                "weights_bytes": float(rep.weights_bytes),
+                "gradients_bytes": float(rep.gradients_bytes),
+                "optimizer_bytes": float(rep.optimizer_bytes),
+                "activations_bytes": float(rep.activations_bytes),
+                "temporary_bytes": float(rep.temporary_bytes),
+                "overhead_bytes": float(rep.overhead_bytes),
+                "peak_bytes": float(rep.peak_bytes),
             }
         )
     return rows

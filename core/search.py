@@ -23,6 +23,7 @@ from llm_planner.core import parallelism as par
 from llm_planner.core.architecture import Architecture, count_parameters
 from llm_planner.core.figures import Figure
 from llm_planner.core.gpus import GPU
+from llm_planner.core.training import TrainingInputs, estimate_training
 
 IntArray = npt.NDArray[np.int64]
 
@@ -211,7 +212,7 @@ class _Problem:
         arch: Architecture,
         gpu: GPU,
         inputs: par.ParallelInputs,
-        training_inputs: Any,
+        training_inputs: TrainingInputs,
         *,
         params_override: float | None,
         compute_dtype: str = "bf16",
@@ -235,17 +236,14 @@ class _Problem:
         return clone
 
 
-def _exact_peak(problem: _Problem, lay: par.Layouts, i: int, m: float) -> float | None:
-    """Peak bytes of candidate ``i`` from the training estimator (None if unavailable)."""
-    if not par.training_available():
-        return None
-    training = par._training_module()
+def _exact_peak(problem: _Problem, lay: par.Layouts, i: int, m: float) -> float:
+    """Peak bytes of candidate ``i`` from the training estimator."""
     rc = par.RECOMPUTE_CODES[int(lay.recompute[i])]
     ti = problem.training_inputs.model_copy(
         update={"micro_batch": int(lay.micro_batch[i]), "recompute": rc}
     )
     in_flight = float(par.training_in_flight(lay.pp[i], m, lay.gpipe[i], lay.v[i]))
-    report = training.estimate_training(
+    report = estimate_training(
         problem.arch,
         ti,
         problem.gpu,
@@ -260,9 +258,7 @@ def _exact_peak(problem: _Problem, lay: par.Layouts, i: int, m: float) -> float 
     return float(report.peak_bytes)
 
 
-def _row(
-    rank: int, lay: par.Layouts, out: dict[str, Any], i: int, *, peak: float, checked: bool
-) -> SearchRow:
+def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int, *, peak: float) -> SearchRow:
     v = int(lay.v[i])
     values = {k: float(a[i]) for k, a in out.items()}
     return SearchRow(
@@ -286,7 +282,7 @@ def _row(
         bubble_fraction=values["bubble_fraction"],
         comm_bytes_per_step=values["comm_bytes_per_step"],
         bottleneck=par.bottleneck_of(values),
-        memory_checked=checked,
+        memory_checked=True,
     )
 
 
@@ -319,11 +315,10 @@ def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> 
             if same in seen:
                 continue
             seen.add(same)
-            exact = _exact_peak(problem, lay, int(i), float(out["microbatches"][i]))
-            if exact is not None and exact > capacity:
+            peak = _exact_peak(problem, lay, int(i), float(out["microbatches"][i]))
+            if peak > capacity:
                 continue
-            peak = exact if exact is not None else float(out["peak_bytes"][i])
-            rows.append(_row(len(rows) + 1, lay, out, int(i), peak=peak, checked=exact is not None))
+            rows.append(_row(len(rows) + 1, lay, out, int(i), peak=peak))
     return SearchResult(
         num_gpus=num_gpus,
         candidates=candidates,
@@ -338,7 +333,7 @@ def search(
     gpu: GPU,
     num_gpus: int,
     inputs: par.ParallelInputs,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     *,
     params_override: float | None = None,
     options: SearchOptions | None = None,
@@ -382,7 +377,7 @@ def min_gpus_per_instance(
     arch: Architecture,
     gpu: GPU,
     inputs: par.ParallelInputs,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     *,
     params_override: float | None = None,
     options: SearchOptions | None = None,
@@ -452,7 +447,7 @@ def smallest_deployment(
     arch: Architecture,
     gpu: GPU,
     inputs: par.ParallelInputs,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     *,
     tokens: float,
     deadline_seconds: float | None,
@@ -538,7 +533,7 @@ def scaling_curve(
     arch: Architecture,
     gpu: GPU,
     inputs: par.ParallelInputs,
-    training_inputs: Any,
+    training_inputs: TrainingInputs,
     *,
     tokens: float,
     params_override: float | None = None,
