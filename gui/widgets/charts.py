@@ -140,7 +140,9 @@ class MemoryBars(QWidget):
         self.plot.setTitle(title)
         plot = self.plot.getPlotItem()
         plot.setLabel("bottom", "GB per GPU (10⁹ bytes)")
-        plot.showGrid(x=True, y=False, alpha=0.12)
+        # no grid: pyqtgraph paints grid lines as part of the axis picture, replayed over the
+        # whole view on every bar update (milliseconds per change); the capacity line is the
+        # reference that matters
         plot.getViewBox().invertY(True)
         self.items: dict[str, pg.BarGraphItem] = {}
         empty = np.zeros(0)
@@ -342,7 +344,7 @@ class SeriesChart(QWidget):
         item.setLogMode(x=log_x, y=log_y)
         for axis in ("left", "bottom"):
             item.getAxis(axis).enableAutoSIPrefix(False)
-        item.showGrid(x=True, y=True, alpha=0.2)
+        item.showGrid(x=False, y=False)
         self.legend = item.addLegend(offset=(-10, 10))
         self.log_x, self.log_y = log_x, log_y
         self.lines: dict[str, pg.PlotDataItem] = {}
