@@ -346,6 +346,11 @@ class SeriesChart(QWidget):
             item.getAxis(axis).enableAutoSIPrefix(False)
         item.showGrid(x=False, y=False)
         self.legend = item.addLegend(offset=(-10, 10))
+        background, foreground, _ = palette_colors()
+        self.legend.setLabelTextColor(foreground)
+        veil = QColor(background)
+        veil.setAlpha(200)
+        self.legend.setBrush(pg.mkBrush(veil))
         self.log_x, self.log_y = log_x, log_y
         self.lines: dict[str, pg.PlotDataItem] = {}
         self.markers: dict[str, pg.PlotDataItem] = {}
