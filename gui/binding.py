@@ -293,7 +293,6 @@ class Binder(QObject):
         path: str,
         label: str,
         tooltip: str = "",
-        editable_values: bool = False,
     ) -> None:
         """A picker whose items carry their values as item data."""
 
@@ -309,7 +308,6 @@ class Binder(QObject):
                 self.commit(combo, path, lambda: combo.itemData(index), label, merge=False)
 
         combo.currentIndexChanged.connect(changed)
-        del editable_values
         self._add(combo, path, show, tooltip)
 
     def spin(self, spin: QSpinBox, path: str, label: str, tooltip: str = "") -> None:

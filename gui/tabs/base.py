@@ -97,15 +97,17 @@ def format_bytes_input(value: float) -> str:
 
 
 def core_attr(module: str, *names: str) -> Any:
-    """The first attribute of ``llm_planner.core.<module>`` among ``names``, or None."""
-    try:
-        mod = importlib.import_module(f"llm_planner.core.{module}")
-    except ImportError:
-        return None
-    for name in names:
-        value = getattr(mod, name, None)
-        if value is not None:
-            return value
+    """The first attribute among ``names`` of ``llm_planner.core.<module>`` (``"a|b"``: of
+    the first of those modules that has one), or None."""
+    for candidate in module.split("|"):
+        try:
+            mod = importlib.import_module(f"llm_planner.core.{candidate}")
+        except ImportError:
+            continue
+        for name in names:
+            value = getattr(mod, name, None)
+            if value is not None:
+                return value
     return None
 
 

@@ -65,16 +65,14 @@ class TrainingTab(Tab):
             recipe,
             "Precision",
             "training.precision",
-            choices(
-                "training", ("precision_recipes", "PRECISIONS", "PRECISION_RECIPES"), ["mixed_bf16"]
-            ),
+            choices("optimizers|training", ("PRECISIONS", "precision_recipes"), ["mixed_bf16"]),
             "Bytes per parameter for weights, gradients and optimizer state",
         )
         self.optimizer = self.combo(
             recipe,
             "Optimizer",
             "training.optimizer",
-            choices("training", ("optimizers", "OPTIMIZERS"), ["adamw"]),
+            choices("optimizers|training", ("OPTIMIZERS", "optimizers"), ["adamw"]),
             "Optimizer (its state per parameter)",
         )
         shape = self.group("Batch")
@@ -127,7 +125,7 @@ class TrainingTab(Tab):
             "Implementation",
             "training.implementation",
             choices(
-                "training",
+                "activations|training",
                 (
                     "implementation_profiles",
                     "IMPLEMENTATIONS",
