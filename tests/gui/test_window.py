@@ -201,3 +201,17 @@ def test_figure_tooltips_explain_value_formula_and_source(window: MainWindow) ->
     assert figure.formula.split()[0] in tip
     summary_tip = window.summary.labels["flops"].toolTip()
     assert "Formula" in summary_tip
+
+
+def test_import_into_library_copies_good_files_and_names_bad_ones(
+    window: MainWindow, tmp_path: Path, messages: list[str]
+) -> None:
+    good = tmp_path / "good.llmplan.json"
+    window.save_to(str(good))
+    bad = tmp_path / "bad.llmplan.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert window.library is not None
+    window.library.import_files([good, bad])
+    assert len(window.library.keys()) == 1
+    assert messages
+    assert "bad.llmplan.json" in messages[-1]
