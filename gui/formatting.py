@@ -1,49 +1,20 @@
 """Text for figures: values with units (bytes in GB and GiB) and the hover explanation.
 
-Only presentation: every number comes from ``core``; conversion goes through
-``core.units``.
+Only presentation: every number comes from ``core``; values are written by
+``core.figures.format_value``, the one formatter the report, the exports and the window share.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from typing import Any
 
 from llm_planner.core import units
 from llm_planner.core.figures import Figure
 
-_FORMATTERS: dict[str, Callable[[float], str]] = {
-    "bytes": units.format_bytes,
-    "flop": units.format_flop,
-    "flop/s": units.format_flops_rate,
-    "seconds": units.format_duration,
-    "usd": units.format_usd,
-    "usd/h": lambda v: f"{units.format_usd(v)}/h",
-    "params": units.format_count,
-    "tokens": units.format_count,
-    "tokens/s": lambda v: f"{units.format_count(v)} tokens/s",
-    "ratio": lambda v: f"{v:.3g}",
-    "percent": lambda v: f"{100 * v:.1f}%",
-    "count": lambda v: f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}",
-}
-
-
-def format_value(value: Any, unit: str) -> str:
-    """A value as text with its unit; bytes show GB and GiB."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, str):
-        return value
-    number = float(value)
-    formatter = _FORMATTERS.get(unit)
-    return formatter(number) if formatter else f"{number:g}"
-
 
 def figure_text(figure: Figure) -> str:
-    return format_value(figure.value, figure.unit)
+    """The value as every face of the app writes it (``core.figures.format_value``)."""
+    return figure.text()
 
 
 def figure_tooltip(figure: Figure) -> str:
