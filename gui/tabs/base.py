@@ -73,6 +73,19 @@ def format_points(points: Any) -> str:
     return ", ".join(f"{g}: {units.format_count(r, 4)}" for g, r in points or [])
 
 
+def parse_bandwidth(text: str) -> float:
+    """``450 GB/s`` → 4.5e11 bytes/s (a size per second; ``/s`` optional)."""
+    stripped = text.strip()
+    for suffix in ("/s", "ps"):
+        if stripped.lower().endswith(suffix):
+            stripped = stripped[: -len(suffix)]
+    return units.parse_bytes(stripped, "bandwidth")
+
+
+def format_bandwidth(value: float) -> str:
+    return f"{units.format_gb(value, digits=4)}/s"
+
+
 def format_int(value: Any) -> str:
     return str(int(value))
 

@@ -147,6 +147,21 @@ class ComputeTab(Tab):
             format_duration,
             "Time lost per interruption to restart, e.g. 10 min",
         )
+        self.attention_flops = self.check(
+            data,
+            "Count attention FLOPs (PaLM model FLOPs)",
+            "compute.include_attention_flops",
+            "flops_total includes the attention score FLOPs instead of 6·P·D",
+        )
+        self.budget_flops = self.line(
+            cost,
+            "Budget FLOP",
+            "compute.budget_flops",
+            units.parse_count,
+            lambda v: f"{v:.3g}",
+            "A compute budget in FLOP for the Chinchilla sizing, e.g. 1e24",
+            optional=True,
+        )
         self.gpt3_button = QPushButton("GPT-3 sanity check…")
         self.gpt3_button.setToolTip(
             "6 × 175e9 × 300e9 = 3.15e23 FLOP against 3.14e23 reported (Brown et al. 2020)"

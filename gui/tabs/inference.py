@@ -12,7 +12,15 @@ from llm_planner.core.dtypes import DTYPES
 from llm_planner.core.estimate import Report
 from llm_planner.core.scenario import Scenario
 from llm_planner.gui import colors
-from llm_planner.gui.tabs.base import Tab, choices, core_attr, field, format_int, safe_call
+from llm_planner.gui.tabs.base import (
+    Tab,
+    choices,
+    core_attr,
+    field,
+    format_bytes_input,
+    format_int,
+    safe_call,
+)
 
 CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths of the fallback sweep (only while core offers no series function)."""
@@ -86,6 +94,30 @@ class InferenceTab(Tab):
             units.parse_int_count,
             format_int,
             "GPUs serving one replica (tensor parallel)",
+        )
+        overhead = self.group("Runtime overhead (per GPU)")
+        self.cuda_context = self.line(
+            overhead,
+            "CUDA context",
+            "inference.cuda_context_bytes",
+            units.parse_bytes,
+            format_bytes_input,
+            "CUDA context and library workspaces per GPU, e.g. 1 GiB (an allowance)",
+        )
+        self.prefill_chunk = self.line(
+            overhead,
+            "Prefill chunk",
+            "inference.prefill_chunk_tokens",
+            units.parse_int_count,
+            format_int,
+            "Most tokens processed in one step (sets the activation working set)",
+        )
+        dtypes = [(d, d) for d in DTYPES if d != "tf32"]
+        self.activation_dtype = self.combo(
+            overhead, "Activations", "inference.activation_dtype", dtypes, "Activation dtype"
+        )
+        self.logits_dtype = self.combo(
+            overhead, "Logits", "inference.logits_dtype", dtypes, "dtype the logits are kept in"
         )
 
     def build_charts(self) -> None:

@@ -23,7 +23,17 @@ from llm_planner.core import units
 from llm_planner.core.estimate import Report
 from llm_planner.core.scenario import Scenario
 from llm_planner.gui.binding import with_changes
-from llm_planner.gui.tabs.base import Tab, core_attr, field, format_int, safe_call
+from llm_planner.gui.tabs.base import (
+    Tab,
+    core_attr,
+    field,
+    format_bandwidth,
+    format_fraction,
+    format_int,
+    parse_bandwidth,
+    parse_fraction,
+    safe_call,
+)
 from llm_planner.gui.tabs.training import PARTS
 
 log = logging.getLogger(__name__)
@@ -232,6 +242,19 @@ class ParallelismTab(Tab):
             [("GPipe", "gpipe"), ("1F1B", "1f1b"), ("interleaved 1F1B", "interleaved")],
             "Pipeline schedule",
         )
+        self.fsdp = self.combo(
+            layout,
+            "FSDP name",
+            "parallelism.fsdp_strategy",
+            [
+                ("— (use the ZeRO stage)", None),
+                ("NO_SHARD", "NO_SHARD"),
+                ("SHARD_GRAD_OP", "SHARD_GRAD_OP"),
+                ("FULL_SHARD", "FULL_SHARD"),
+                ("HYBRID_SHARD", "HYBRID_SHARD"),
+            ],
+            "PyTorch FSDP sharding strategy; when set it overrides the ZeRO stage",
+        )
         self.chunks = self.line(
             batch,
             "Virtual stages v",
@@ -239,6 +262,46 @@ class ParallelismTab(Tab):
             units.parse_int_count,
             format_int,
             "Model chunks per GPU (interleaved schedule)",
+        )
+        self.build_network_inputs()
+
+    def build_network_inputs(self) -> None:
+        net = self.group("Network and efficiency")
+        self.intra_bw = self.line(
+            net,
+            "Intra-node link",
+            "parallelism.intra_node_bandwidth_bytes_per_s",
+            parse_bandwidth,
+            format_bandwidth,
+            "GPU-to-GPU bandwidth per GPU, one direction (empty: the GPU's catalog link)",
+            optional=True,
+        )
+        self.inter_bw = self.line(
+            net,
+            "Network per node",
+            "parallelism.inter_node_bandwidth_bytes_per_s",
+            parse_bandwidth,
+            format_bandwidth,
+            "Inter-node bandwidth per node, one direction (8 × 400 Gb/s InfiniBand = 400 GB/s)",
+        )
+        for attribute, label, path, tip in (
+            ("intra_eff", "Intra achieved", "intra_node_efficiency", "Achieved share of the link"),
+            ("inter_eff", "Network achieved", "inter_node_efficiency", "Achieved share"),
+            ("kernel_eff", "Kernel efficiency", "kernel_efficiency", "Share of peak FLOP/s"),
+            ("dp_overlap", "DP overlap", "dp_overlap", "Share of backward hiding DP comm"),
+            ("tp_overlap", "TP overlap", "tp_overlap", "Share of TP comm hidden"),
+        ):
+            edit = self.line(
+                net, label, f"parallelism.{path}", parse_fraction, format_fraction, tip
+            )
+            setattr(self, attribute, edit)
+        self.ep = self.line(
+            net,
+            "Expert parallel",
+            "parallelism.expert_parallel",
+            units.parse_int_count,
+            format_int,
+            "Expert-parallel degree (MoE; divides data parallel)",
         )
 
     def build_charts(self) -> None:

@@ -16,7 +16,15 @@ from PySide6.QtWidgets import (
 from llm_planner.core import units
 from llm_planner.core.estimate import Report
 from llm_planner.core.scenario import Scenario
-from llm_planner.gui.tabs.base import Tab, choices, field, format_bytes_input, format_int
+from llm_planner.gui.tabs.base import (
+    Tab,
+    choices,
+    field,
+    format_bytes_input,
+    format_fraction,
+    format_int,
+    parse_fraction,
+)
 
 PARTS = {
     "weights": "weights_bytes",
@@ -148,6 +156,29 @@ class TrainingTab(Tab):
         )
         self.qlora = self.check(
             tune, "QLoRA (4-bit frozen base)", "training.qlora", "Frozen base weights in 4 bits"
+        )
+        self.dropout = self.check(
+            acts,
+            "Dropout",
+            "training.dropout",
+            "Dropout on attention probabilities and residuals (GPT-3 style; Llama uses none)",
+        )
+        allowances = self.group("Allowances (per GPU)")
+        self.cuda_context = self.line(
+            allowances,
+            "CUDA context",
+            "training.cuda_context_bytes",
+            units.parse_bytes,
+            format_bytes_input,
+            "CUDA context, cuBLAS/NCCL workspaces, e.g. 1 GB (an assumption)",
+        )
+        self.fragmentation = self.line(
+            allowances,
+            "Fragmentation",
+            "training.fragmentation_fraction",
+            parse_fraction,
+            format_fraction,
+            "Allocator fragmentation as a share of allocated bytes, e.g. 5%",
         )
 
     def build_charts(self) -> None:

@@ -1,0 +1,45 @@
+"""The editable constants behind each tab accept human quantities and reach the scenario."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llm_planner.gui.main_window import MainWindow
+
+from .helpers import choose, type_into
+
+pytestmark = pytest.mark.gui
+
+
+def test_network_bandwidth_and_efficiencies(qtbot: Any, window: MainWindow) -> None:
+    tab = window.page(3)
+    type_into(qtbot, window, tab.inter_bw, "200 GB/s")
+    assert window.state.scenario.parallelism.inter_node_bandwidth_bytes_per_s == 200e9
+    type_into(qtbot, window, tab.kernel_eff, "55%")
+    assert window.state.scenario.parallelism.kernel_efficiency == pytest.approx(0.55)
+    type_into(qtbot, window, tab.intra_bw, "")
+    assert window.state.scenario.parallelism.intra_node_bandwidth_bytes_per_s is None
+
+
+def test_fsdp_picker_round_trips_none(window: MainWindow) -> None:
+    tab = window.page(3)
+    count = tab.fsdp.count()
+    choose(window, tab.fsdp, "FULL_SHARD")
+    assert window.state.scenario.parallelism.fsdp_strategy == "FULL_SHARD"
+    window.state.undo_stack.undo()
+    assert window.state.scenario.parallelism.fsdp_strategy is None
+    assert tab.fsdp.count() == count
+    assert tab.fsdp.currentIndex() == 0
+
+
+def test_overhead_allowances(qtbot: Any, window: MainWindow) -> None:
+    inference, training = window.page(1), window.page(2)
+    type_into(qtbot, window, inference.cuda_context, "1 GiB")
+    assert window.state.scenario.inference.cuda_context_bytes == 2**30
+    type_into(qtbot, window, training.fragmentation, "10%")
+    assert window.state.scenario.training.fragmentation_fraction == pytest.approx(0.10)
+    compute = window.page(0)
+    type_into(qtbot, window, compute.budget_flops, "1e24")
+    assert window.state.scenario.compute.budget_flops == 1e24
