@@ -78,6 +78,7 @@ class _Change(QUndoCommand):
         ):
             return False
         self._new = other._new
+        self.setObsolete(self._new == self._old)  # typed back to where it was: no step
         return True
 
     def redo(self) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 
 from llm_planner.core.estimate import estimate, report_json
 from llm_planner.core.store import load_scenario_file
@@ -215,3 +216,14 @@ def test_import_into_library_copies_good_files_and_names_bad_ones(
     assert len(window.library.keys()) == 1
     assert messages
     assert "bad.llmplan.json" in messages[-1]
+
+
+def test_typing_back_to_the_old_value_leaves_no_undo_step(qtbot: Any, window: MainWindow) -> None:
+    edit = window.bar.num_gpus
+    type_into(qtbot, window, edit, "5120")
+    qtbot.keyClick(edit, "0")  # 51200 … then back to 512
+    for _ in range(2):
+        qtbot.keyClick(edit, Qt.Key.Key_Backspace)
+    assert window.state.scenario.num_gpus == 512
+    assert window.state.undo_stack.count() == 0
+    assert window.state.undo_stack.isClean()
