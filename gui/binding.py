@@ -205,15 +205,22 @@ class Binder(QObject):
         path: str,
         make_value: Callable[[], Any],
         label: str,
+        *,
         merge: bool = True,
+        also: dict[str, Any] | None = None,
     ) -> None:
         """Parse the widget's value and set it; an error marks the field and changes nothing.
 
         ``merge``: consecutive edits of this field (keystrokes) make one undo step.
+        ``also``: other fields set in the same step (e.g. a GPU edited becomes custom).
         """
         try:
             value = make_value()
-            self.state.set_field(path, value, text=f"Change {label}", merge=merge)
+            self.state.set_fields(
+                {path: value, **(also or {})},
+                f"Change {label}",
+                merge_key=path if merge else None,
+            )
         except (ValidationError, ValueError) as error:
             self.mark_error(widget, f"{label}: {validation_message(error)}")
             return
@@ -253,6 +260,7 @@ class Binder(QObject):
         label: str,
         tooltip: str = "",
         optional: bool = False,
+        also: dict[str, Any] | None = None,
     ) -> None:
         """A text field holding a human quantity; ``optional``: empty text means None."""
 
@@ -273,7 +281,7 @@ class Binder(QObject):
                     pass
             edit.setText("" if current is None else fmt(current))
 
-        edit.textEdited.connect(lambda _text: self.commit(edit, path, value, label))
+        edit.textEdited.connect(lambda _text: self.commit(edit, path, value, label, also=also))
         edit.editingFinished.connect(lambda: self._tidy(edit, path, fmt))
         if optional:
             edit.setPlaceholderText("(none)")

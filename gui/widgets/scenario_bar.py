@@ -83,6 +83,7 @@ class ScenarioBar(QWidget):
             lambda v: units.format_gb(v, 4),
             "GPU memory",
             "Memory per GPU as sold (e.g. 80 GB, or 80 GiB); edit for a custom GPU",
+            also={"gpu.custom": True},
         )
         for text, widget in (
             ("Model", self.model),
@@ -114,10 +115,15 @@ class ScenarioBar(QWidget):
         self.model.setCurrentIndex(index)
         self.model.blockSignals(blocked)
         blocked = self.gpu.blockSignals(True)
-        gpu_index = self.gpu.findData(scenario.gpu.id)
-        if gpu_index < 0:
-            self.gpu.addItem(f"{scenario.gpu.name} (custom)", scenario.gpu.id)
-            gpu_index = self.gpu.count() - 1
+        gpu = scenario.gpu
+        gpu_index = -1 if gpu.custom else self.gpu.findData(gpu.id)
+        if gpu_index < 0:  # a custom or edited GPU: one "(custom)" entry shows it
+            gpu_index = self.gpu.findData(CUSTOM)
+            text = f"{gpu.name}, {units.format_gb(gpu.memory_bytes)} (custom)"
+            if gpu_index < 0:
+                self.gpu.addItem(text, CUSTOM)
+                gpu_index = self.gpu.count() - 1
+            self.gpu.setItemText(gpu_index, text)
         self.gpu.setCurrentIndex(gpu_index)
         self.gpu.blockSignals(blocked)
 
@@ -172,6 +178,8 @@ class ScenarioBar(QWidget):
 
     def _gpu_chosen(self, index: int) -> None:
         gpu_id = self.gpu.itemData(index)
+        if gpu_id == CUSTOM:
+            return
         try:
             gpu = get_gpu(str(gpu_id))
         except KeyError:

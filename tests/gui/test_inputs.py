@@ -43,3 +43,16 @@ def test_overhead_allowances(qtbot: Any, window: MainWindow) -> None:
     compute = window.page(0)
     type_into(qtbot, window, compute.budget_flops, "1e24")
     assert window.state.scenario.compute.budget_flops == 1e24
+
+
+def test_gpu_memory_edit_makes_a_custom_gpu_and_picking_resets(
+    qtbot: Any, window: MainWindow
+) -> None:
+    type_into(qtbot, window, window.bar.gpu_memory, "96 GiB")
+    gpu = window.state.scenario.gpu
+    assert gpu.memory_bytes == 96 * 2**30
+    assert gpu.custom
+    assert "(custom)" in window.bar.gpu.currentText()
+    choose(window, window.bar.gpu, "h100-sxm")
+    assert not window.state.scenario.gpu.custom
+    assert window.state.scenario.gpu.memory_bytes == 80e9
