@@ -228,6 +228,20 @@ def _bytes(t: _Tensor, tp: Num, sequence_parallel: bool) -> Num:
     return t.elements * t.bytes_per_element / _divisor(t.shard, tp, sequence_parallel)
 
 
+def _ledger_entry(t: _Tensor, size: float, *, kept: bool = True) -> LedgerEntry:
+    """The report's line for a saved tensor of ``size`` bytes per GPU."""
+    return LedgerEntry(
+        name=t.name,
+        shape=t.shape,
+        dtype=t.dtype,
+        bytes=size,
+        block=t.block,
+        shard=t.shard,
+        attention_core=t.attention_core,
+        kept=kept,
+    )
+
+
 @dataclass(frozen=True)
 class _Config:
     s: Num
@@ -350,28 +364,11 @@ def _attention_tensors(arch: Architecture, cfg: _Config) -> list[_Tensor]:
                 producer_flops=qkv_flops,
             )
         )
-        out.append(
-            _Tensor(
-                "K" + (" (repeated to a heads)" if expand else ""),
-                k_shape,
-                dt,
-                k_elems,
-                act,
-                "attention",
-                "tp",
-            )
-        )
-        out.append(
-            _Tensor(
-                "V" + (" (repeated to a heads)" if expand else ""),
-                k_shape,
-                dt,
-                k_elems,
-                act,
-                "attention",
-                "tp",
-            )
-        )
+        rep = " (repeated to a heads)" if expand else ""
+        out += [
+            _Tensor(kv_name + rep, k_shape, dt, k_elems, act, "attention", "tp")
+            for kv_name in ("K", "V")
+        ]
         out.append(
             _Tensor(
                 "flash log-sum-exp",
@@ -827,21 +824,10 @@ def layer_activations(
             return size <= x
         return recompute == "none"
 
-    ledger = []
-    for t in tensors:
-        size = float(_bytes(t, tp, sequence_parallel))
-        ledger.append(
-            LedgerEntry(
-                name=t.name,
-                shape=t.shape,
-                dtype=t.dtype,
-                bytes=size,
-                block=t.block,
-                shard=t.shard,
-                attention_core=t.attention_core,
-                kept=keeps(t, size),
-            )
-        )
+    sizes = [float(_bytes(t, tp, sequence_parallel)) for t in tensors]
+    ledger = [
+        _ledger_entry(t, size, kept=keeps(t, size)) for t, size in zip(tensors, sizes, strict=True)
+    ]
     saved = float(sum(e.bytes for e in ledger))
     if recompute == "full":
         ledger.append(
@@ -974,17 +960,7 @@ def outside_layer_ledger(
                     "tp",
                 )
             )
-    return [
-        LedgerEntry(
-            name=t.name,
-            shape=t.shape,
-            dtype=t.dtype,
-            bytes=float(_bytes(t, tp, sequence_parallel)),
-            block=t.block,
-            shard=t.shard,
-        )
-        for t in tensors
-    ]
+    return [_ledger_entry(t, float(_bytes(t, tp, sequence_parallel))) for t in tensors]
 
 
 def logits_working_bytes(

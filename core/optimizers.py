@@ -11,9 +11,13 @@ Every byte count comes from :mod:`llm_planner.core.dtypes`.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.dtypes import bytes_per_element
+
+_T = TypeVar("_T")
 
 
 class PrecisionRecipe(BaseModel):
@@ -204,24 +208,22 @@ OPTIMIZERS: dict[str, Optimizer] = {
 OPTIMIZERS["adamw8bit"] = OPTIMIZERS["adam8bit"].model_copy(update={"id": "adamw8bit"})
 
 
+def _lookup(table: dict[str, _T], key: str, kind: str) -> _T:
+    """``table[key]``; a ValueError names the ``kind`` and lists the known keys."""
+    try:
+        return table[key]
+    except KeyError:
+        raise ValueError(f"unknown {kind} {key!r}; known: {', '.join(table)}") from None
+
+
 def get_precision(recipe_id: str) -> PrecisionRecipe:
     """The recipe ``recipe_id``; a ValueError lists the known ones."""
-    try:
-        return PRECISIONS[recipe_id]
-    except KeyError:
-        raise ValueError(
-            f"unknown precision {recipe_id!r}; known: {', '.join(PRECISIONS)}"
-        ) from None
+    return _lookup(PRECISIONS, recipe_id, "precision")
 
 
 def get_optimizer(optimizer_id: str) -> Optimizer:
     """The optimizer ``optimizer_id``; a ValueError lists the known ones."""
-    try:
-        return OPTIMIZERS[optimizer_id]
-    except KeyError:
-        raise ValueError(
-            f"unknown optimizer {optimizer_id!r}; known: {', '.join(OPTIMIZERS)}"
-        ) from None
+    return _lookup(OPTIMIZERS, optimizer_id, "optimizer")
 
 
 class StateBytesPerParam(BaseModel):

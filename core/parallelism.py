@@ -18,24 +18,29 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core import comm
-from llm_planner.core.activations import (
-    layer_activations,
-    logits_working_bytes,
-    outside_layer_ledger,
-)
-from llm_planner.core.architecture import Architecture, attention_params_per_layer, mlp_params
+from llm_planner.core.activations import logits_working_bytes, outside_layer_ledger
+from llm_planner.core.architecture import Architecture
 from llm_planner.core.architecture import count_parameters as _count_parameters
-from llm_planner.core.figures import Figure
+from llm_planner.core.figures import Figure, Unit
 from llm_planner.core.gpus import GPU
 from llm_planner.core.optimizers import get_precision
-from llm_planner.core.training import TrainingInputs, TrainingReport, estimate_training
+from llm_planner.core.training import (
+    DDP_BUCKET_BYTES,
+    TrainingInputs,
+    TrainingReport,
+    estimate_training,
+    layer_activations_for,
+    layer_kinds,
+    one_layer_params,
+    outside_layer_params,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -119,8 +124,7 @@ def model_flops_per_token(arch: Architecture, seq_len: int, params_matmul: float
     dimension, T the sequence length (attention scores and weighted sum, not halved for the
     causal mask, as in Narayanan et al. 2021's count).
     """
-    head_dim = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
-    return 6.0 * params_matmul + 12.0 * arch.layers * arch.heads * head_dim * seq_len
+    return 6.0 * params_matmul + 3.0 * _attention_score_flops_per_token(arch, seq_len)
 
 
 def _attention_score_flops_per_token(arch: Architecture, seq_len: int) -> float:
@@ -151,17 +155,13 @@ class Workload:
 
     layers: int
     hidden: int
-    heads: int
     seq_len: int
     global_batch: int
     params_total: float
     params_expert: float
     """Routed-expert parameters (divided by expert parallelism)."""
-    params_largest_layer: float
-    """Parameters of the biggest transformer block (ZeRO-3 gathers a block at a time)."""
     moe_layers: int
     top_k: int
-    num_experts: int
     model_flops_per_token: float
     hw_flops_factor: tuple[float, float, float]
     """Hardware/model FLOPs for recompute none, selective, full."""
@@ -178,28 +178,18 @@ def workload_of(
     counts = _count_parameters(arch)
     scale = params_override / counts.total if params_override else 1.0
     matmul = counts.active_compute * scale
-    largest = attention_params_per_layer(arch) + mlp_params(arch, arch.ffn_size)
-    if arch.moe is not None:
-        moe = arch.moe
-        moe_block = (moe.num_experts + moe.num_shared_experts) * mlp_params(
-            arch, moe.expert_ffn_size
-        )
-        largest = max(largest, attention_params_per_layer(arch) + moe_block)
     factors = hw_factors or tuple(
         hardware_flops_factor(arch, seq_len, matmul, rc) for rc in RECOMPUTE_CODES
     )
     return Workload(
         layers=arch.layers,
         hidden=arch.hidden_size,
-        heads=arch.heads,
         seq_len=seq_len,
         global_batch=global_batch,
         params_total=counts.total * scale,
         params_expert=counts.experts * scale,
-        params_largest_layer=largest * scale,
         moe_layers=arch.moe_layers,
         top_k=arch.moe.experts_per_token if arch.moe else 0,
-        num_experts=arch.moe.num_experts if arch.moe else 0,
         model_flops_per_token=model_flops_per_token(arch, seq_len, matmul),
         hw_flops_factor=(float(factors[0]), float(factors[1]), float(factors[2])),
     )
@@ -291,10 +281,6 @@ def microbatches_in_flight(
 # --------------------------------------------------------------------- the training bridge
 
 
-DDP_BUCKET_BYTES = 25 * 2**20
-"""PyTorch DDP's gradient bucket (``bucket_cap_mb=25``), as the training estimator uses."""
-
-
 @dataclass(frozen=True)
 class StageActivations:
     """Activation terms of one (micro-batch, tp, sequence parallel, recompute) choice."""
@@ -346,22 +332,6 @@ class MemoryRecipe:
         }
 
 
-def _one_layer_params(arch: Architecture) -> float:
-    """Parameters of the largest layer: attention + FFN (all experts + router) + norms."""
-    norm = (2 if arch.norm == "layernorm" else 1) * arch.hidden_size * arch.norms_per_layer
-    largest = attention_params_per_layer(arch) + mlp_params(arch, arch.ffn_size)
-    if arch.moe is not None:
-        moe = arch.moe
-        ffn = (moe.num_experts + moe.num_shared_experts) * mlp_params(arch, moe.expert_ffn_size)
-        ffn += arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
-        largest = (
-            max(largest, attention_params_per_layer(arch) + ffn)
-            if arch.dense_layers
-            else (attention_params_per_layer(arch) + ffn)
-        )
-    return float(largest + norm)
-
-
 def memory_recipe(
     arch: Architecture, training_inputs: TrainingInputs, gpu: GPU, params: float
 ) -> MemoryRecipe:
@@ -371,61 +341,33 @@ def memory_recipe(
     (so every precision recipe, optimizer and LoRA setting is honoured); activations from
     the same ledger functions it uses.
     """
-    counts = _count_parameters(arch)
-    scale = params / counts.total
-    h = arch.hidden_size
-    norm = (2 if arch.norm == "layernorm" else 1) * h
-    first = counts.embedding + counts.positions + (norm if arch.embedding_norm else 0)
-    last_pp = (counts.head if counts.head else counts.embedding) + norm
-    layer = counts.total - first - counts.head - norm
-    seq_len = int(training_inputs.seq_len)
-    common = {
-        "layer_params": layer * scale,
-        "outside_first_params": first * scale,
-        "outside_last_params": last_pp * scale,
-        "outside_single_params": (first + counts.head + norm) * scale,
-        "one_layer_params": _one_layer_params(arch) * scale,
-    }
     ti = training_inputs
     ref = estimate_training(arch, ti, gpu, params_override=params, tp=1, pp=1, dp=1, zero_stage=0)
+    seq_len = ti.seq_len
     act_dtype = get_precision(ti.precision).activations_dtype
-    rank = ti.effective_lora_rank
 
     @cache
     def stage_acts(b: int, t: int, sp: bool, rc: str) -> StageActivations:
-        kw: dict[str, Any] = {
-            "tp": t,
-            "sequence_parallel": sp,
-            "profile": ti.implementation,
-            "dropout": ti.dropout,
-            "activation_dtype": act_dtype,
-        }
-        kinds = [(False, arch.dense_layers), (True, arch.moe_layers)]
+        ti_rc = ti.model_copy(update={"recompute": rc})
         layers = [
-            (
-                n,
-                layer_activations(
-                    arch,
-                    seq_len,
-                    b,
-                    recompute=cast(Any, rc),
-                    threshold_bytes=ti.recompute_threshold_bytes,
-                    flash=ti.flash_attention,
-                    moe_layer=moe,
-                    lora_rank=rank,
-                    lora_targets=ti.lora_targets,
-                    **kw,
-                ),
-            )
-            for moe, n in kinds
-            if n
+            (n, layer_activations_for(arch, ti_rc, b, tp=t, sequence_parallel=sp, moe_layer=moe))
+            for moe, n in layer_kinds(arch)
         ]
         kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
         working = max(la.recompute_working_bytes for _, la in layers)
 
         def outside(first_stage: bool, last_stage: bool) -> float:
             ledger = outside_layer_ledger(
-                arch, seq_len, b, first_stage=first_stage, last_stage=last_stage, **kw
+                arch,
+                seq_len,
+                b,
+                tp=t,
+                sequence_parallel=sp,
+                profile=ti.implementation,
+                dropout=ti.dropout,
+                activation_dtype=act_dtype,
+                first_stage=first_stage,
+                last_stage=last_stage,
             )
             return float(sum(e.bytes for e in ledger))
 
@@ -439,15 +381,25 @@ def memory_recipe(
             logits=float(logits),
         )
 
+    counts = _count_parameters(arch)
+    scale = params / counts.total
+    single = outside_layer_params(arch, counts, first=True, last=True, pp=1)
+    pp = 2  # any pp > 1: the first stage holds the embedding, the last the head
+    first = outside_layer_params(arch, counts, first=True, last=False, pp=pp)
+    last = outside_layer_params(arch, counts, first=False, last=True, pp=pp)
     return MemoryRecipe(
         weight_bytes_per_param=ref.weights_bytes / params,
         grad_bytes_per_param=ref.gradients_bytes / params,
         optimizer_bytes_per_param=ref.optimizer_bytes / params,
+        layer_params=(counts.total - single) * scale,
+        outside_first_params=first * scale,
+        outside_last_params=last * scale,
+        outside_single_params=single * scale,
+        one_layer_params=one_layer_params(arch) * scale,
         cuda_context_bytes=float(ti.cuda_context_bytes),
         fragmentation_fraction=float(ti.fragmentation_fraction),
         megatron_buckets=ti.implementation == "megatron",
         activations=stage_acts,
-        **common,
     )
 
 
@@ -484,6 +436,26 @@ class Layouts:
 
     def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Layouts:
         return Layouts(**{name: getattr(self, name)[index] for name in _LAYOUT_FIELDS})
+
+    def resolved(self, i: int, microbatches: float) -> ResolvedLayout:
+        """Candidate ``i`` as a :class:`ResolvedLayout`; ``microbatches`` is its m per step
+        (a whole number for the layouts the search enumerates)."""
+        v = int(self.v[i])
+        return ResolvedLayout(
+            tp=int(self.tp[i]),
+            pp=int(self.pp[i]),
+            dp=int(self.dp[i]),
+            ep=int(self.ep[i]),
+            zero_stage=int(self.zero[i]),
+            shard=int(self.shard[i]),
+            micro_batch=int(self.micro_batch[i]),
+            v=v,
+            schedule="gpipe" if self.gpipe[i] else ("interleaved" if v > 1 else "1f1b"),
+            sequence_parallel=bool(self.sp[i]),
+            recompute=RECOMPUTE_CODES[int(self.recompute[i])],
+            gradient_accumulation_steps=round(microbatches),
+            problems=(),
+        )
 
 
 _LAYOUT_FIELDS: tuple[str, ...] = (
@@ -910,6 +882,17 @@ class ParallelismReport(BaseModel):
 
     def figures(self) -> list[Figure]:
         nar = "Narayanan et al. 2021, arXiv:2104.04473"
+
+        def fig(key: str, label: str, unit: Unit, formula: str = "", source: str = "") -> Figure:
+            return Figure(
+                key=key,
+                label=label,
+                value=getattr(self, key),
+                unit=unit,
+                formula=formula,
+                source=source,
+            )
+
         f = [
             Figure(
                 key="layout",
@@ -918,106 +901,95 @@ class ParallelismReport(BaseModel):
                 unit="text",
                 formula="dp · tp · pp = GPUs",
             ),
-            Figure(
-                key="zero_stage",
-                label="ZeRO stage",
-                value=self.zero_stage,
-                unit="count",
+            fig(
+                "zero_stage",
+                "ZeRO stage",
+                "count",
                 source="Rajbhandari et al. 2019, arXiv:1910.02054",
             ),
-            Figure(
-                key="gradient_accumulation_steps",
-                label="Micro-batches per step",
-                value=self.gradient_accumulation_steps,
-                unit="count",
-                formula="m = global batch ÷ (dp · micro-batch)",
+            fig(
+                "gradient_accumulation_steps",
+                "Micro-batches per step",
+                "count",
+                "m = global batch ÷ (dp · micro-batch)",
             ),
-            Figure(
-                key="bubble_fraction",
-                label="Pipeline bubble",
-                value=self.bubble_fraction,
-                unit="percent",
-                formula="(p − 1) ÷ (v · m) of the ideal compute time",
-                source=f"{nar} section 2.2",
+            fig(
+                "bubble_fraction",
+                "Pipeline bubble",
+                "percent",
+                "(p − 1) ÷ (v · m) of the ideal compute time",
+                f"{nar} section 2.2",
             ),
-            Figure(
-                key="comm_bytes_per_step",
-                label="Communication per GPU per step",
-                value=self.comm_bytes_per_step,
-                unit="bytes",
-                formula="TP all-reduces + pipeline p2p + MoE all-to-all + DP/ZeRO collectives",
-                source="Shoeybi 2019 §3; Narayanan 2021 §4.1; Rajbhandari 2019 §7",
+            fig(
+                "comm_bytes_per_step",
+                "Communication per GPU per step",
+                "bytes",
+                "TP all-reduces + pipeline p2p + MoE all-to-all + DP/ZeRO collectives",
+                "Shoeybi 2019 §3; Narayanan 2021 §4.1; Rajbhandari 2019 §7",
             ),
-            Figure(
-                key="step_seconds",
-                label="Step time",
-                value=self.step_seconds,
-                unit="seconds",
-                formula="(m + (p−1)/v)·(compute + TP + p2p + all-to-all) + exposed DP",
-                source=f"{nar} section 2.2; overlap model in core.comm",
+            fig(
+                "step_seconds",
+                "Step time",
+                "seconds",
+                "(m + (p−1)/v)·(compute + TP + p2p + all-to-all) + exposed DP",
+                f"{nar} section 2.2; overlap model in core.comm",
             ),
-            Figure(
-                key="tokens_per_s",
-                label="Throughput",
-                value=self.tokens_per_s,
-                unit="tokens/s",
-                formula="global batch · sequence length ÷ step time",
+            fig(
+                "tokens_per_s",
+                "Throughput",
+                "tokens/s",
+                "global batch · sequence length ÷ step time",
             ),
-            Figure(
-                key="mfu",
-                label="MFU",
-                value=self.mfu,
-                unit="percent",
-                formula="(6N + 12·L·H·Q·T) · tokens/s ÷ (GPUs · peak)",
-                source="Chowdhery et al. 2022 (PaLM) Appendix B",
+            fig(
+                "mfu",
+                "MFU",
+                "percent",
+                "(6N + 12·L·H·Q·T) · tokens/s ÷ (GPUs · peak)",
+                "Chowdhery et al. 2022 (PaLM) Appendix B",
             ),
-            Figure(
-                key="hfu",
-                label="HFU (with recomputation)",
-                value=self.hfu,
-                unit="percent",
-                formula="hardware FLOPs · tokens/s ÷ (GPUs · peak)",
-                source="Korthikanti et al. 2022, arXiv:2205.05198 section 6",
+            fig(
+                "hfu",
+                "HFU (with recomputation)",
+                "percent",
+                "hardware FLOPs · tokens/s ÷ (GPUs · peak)",
+                "Korthikanti et al. 2022, arXiv:2205.05198 section 6",
             ),
-            Figure(key="bottleneck", label="Bottleneck", value=self.bottleneck, unit="text"),
+            fig("bottleneck", "Bottleneck", "text"),
         ]
-        for part, seconds in self.time_breakdown_seconds.items():
-            f.append(
-                Figure(
-                    key=f"time_{part}",
-                    label=f"  time: {part.replace('_', ' ')}",
-                    value=seconds,
-                    unit="seconds",
-                )
+        f.extend(
+            Figure(
+                key=f"time_{part}",
+                label=f"  time: {part.replace('_', ' ')}",
+                value=seconds,
+                unit="seconds",
             )
+            for part, seconds in self.time_breakdown_seconds.items()
+        )
         if self.zero_stage >= 3:
             f.append(
-                Figure(
-                    key="zero3_gathered_bytes",
-                    label="ZeRO-3 gathered parameters",
-                    value=self.zero3_gathered_bytes,
-                    unit="bytes",
-                    formula="2 blocks (current + prefetched) × block params ÷ tp × bytes/param",
+                fig(
+                    "zero3_gathered_bytes",
+                    "ZeRO-3 gathered parameters",
+                    "bytes",
+                    "2 blocks (current + prefetched) × block params ÷ tp × bytes/param",
                 )
             )
         if self.gpus_per_instance is not None:
             f.append(
-                Figure(
-                    key="gpus_per_instance",
-                    label="Fewest GPUs for one instance",
-                    value=self.gpus_per_instance,
-                    unit="count",
-                    formula="smallest power of two with a fitting layout (search)",
+                fig(
+                    "gpus_per_instance",
+                    "Fewest GPUs for one instance",
+                    "count",
+                    "smallest power of two with a fitting layout (search)",
                 )
             )
         if self.peak_bytes is not None:
             f.append(
-                Figure(
-                    key="peak_bytes",
-                    label="Peak memory per GPU",
-                    value=self.peak_bytes,
-                    unit="bytes",
-                    formula="training estimator at this layout",
+                fig(
+                    "peak_bytes",
+                    "Peak memory per GPU",
+                    "bytes",
+                    "training estimator at this layout",
                 )
             )
         f.extend(

@@ -23,7 +23,7 @@ from llm_planner.core import parallelism as par
 from llm_planner.core.architecture import Architecture, count_parameters
 from llm_planner.core.figures import Figure
 from llm_planner.core.gpus import GPU
-from llm_planner.core.training import TrainingInputs, estimate_training
+from llm_planner.core.training import TrainingInputs
 
 IntArray = npt.NDArray[np.int64]
 
@@ -238,22 +238,12 @@ class _Problem:
 
 def _exact_peak(problem: _Problem, lay: par.Layouts, i: int, m: float) -> float:
     """Peak bytes of candidate ``i`` from the training estimator."""
-    rc = par.RECOMPUTE_CODES[int(lay.recompute[i])]
+    row = lay.resolved(i, m)
     ti = problem.training_inputs.model_copy(
-        update={"micro_batch": int(lay.micro_batch[i]), "recompute": rc}
+        update={"micro_batch": row.micro_batch, "recompute": row.recompute}
     )
-    in_flight = float(par.training_in_flight(lay.pp[i], m, lay.gpipe[i], lay.v[i]))
-    report = estimate_training(
-        problem.arch,
-        ti,
-        problem.gpu,
-        params_override=problem.params_override,
-        tp=int(lay.tp[i]),
-        pp=int(lay.pp[i]),
-        dp=int(lay.shard[i]),
-        zero_stage=int(lay.zero[i]),
-        sequence_parallel=bool(lay.sp[i]),
-        microbatches_in_flight=int(in_flight) if in_flight > 0 else None,
+    report = par.training_memory(
+        problem.arch, problem.gpu, row, ti, params_override=problem.params_override
     )
     return float(report.peak_bytes)
 

@@ -22,21 +22,30 @@ for one GPU of a (tp, pp, dp, ZeRO) layout:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from llm_planner.core.activations import (
     ALL_LINEAR,
-    PROFILES,
     LayerActivations,
     LedgerEntry,
+    get_profile,
     layer_activations,
     logits_working_bytes,
     outside_layer_ledger,
 )
 from llm_planner.core.architecture import (
     Architecture,
+    ParameterCount,
     attention_params_per_layer,
     count_parameters,
     mlp_params,
@@ -44,8 +53,6 @@ from llm_planner.core.architecture import (
 from llm_planner.core.figures import Figure, Unit
 from llm_planner.core.gpus import GPU
 from llm_planner.core.optimizers import (
-    OPTIMIZERS,
-    PRECISIONS,
     factored_state_values,
     get_optimizer,
     get_precision,
@@ -68,6 +75,13 @@ DDP_BUCKET_BYTES = 25 * 2**20
 
 LORA_TARGETS = ALL_LINEAR
 """q, k, v, o (attention) and gate, up, down (MLP; a GeLU MLP has no gate)."""
+
+_LOOKUPS: dict[str, Callable[[str], object]] = {
+    "precision": get_precision,
+    "optimizer": get_optimizer,
+    "implementation": get_profile,
+}
+"""Catalog lookup of each id-valued input (each raises a ValueError naming the known ids)."""
 
 
 class TrainingInputs(BaseModel):
@@ -107,25 +121,11 @@ class TrainingInputs(BaseModel):
         "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
     )
 
-    @field_validator("precision")
+    @field_validator("precision", "optimizer", "implementation")
     @classmethod
-    def _known_precision(cls, value: str) -> str:
-        if value not in PRECISIONS:
-            raise ValueError(f"unknown precision {value!r}; known: {', '.join(PRECISIONS)}")
-        return value
-
-    @field_validator("optimizer")
-    @classmethod
-    def _known_optimizer(cls, value: str) -> str:
-        if value not in OPTIMIZERS:
-            raise ValueError(f"unknown optimizer {value!r}; known: {', '.join(OPTIMIZERS)}")
-        return value
-
-    @field_validator("implementation")
-    @classmethod
-    def _known_profile(cls, value: str) -> str:
-        if value not in PROFILES:
-            raise ValueError(f"unknown implementation {value!r}; known: {', '.join(PROFILES)}")
+    def _known_id(cls, value: str, info: ValidationInfo) -> str:
+        """The catalog's lookup raises the ValueError that lists the known ids."""
+        _LOOKUPS[str(info.field_name)](value)
         return value
 
     @field_validator("lora_targets")
@@ -188,9 +188,19 @@ def _layer_matrices(arch: Architecture, moe_layer: bool) -> list[tuple[str, int,
     return mats
 
 
+def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:
+    """(MoE layer?, how many) for each kind of layer the model has: dense, MoE or both."""
+    return [(moe, n) for moe, n in ((False, arch.dense_layers), (True, arch.moe_layers)) if n]
+
+
+def _norm_params(arch: Architecture) -> int:
+    """One norm's parameters: weight and bias (LayerNorm) or weight only (RMSNorm)."""
+    return (2 if arch.norm == "layernorm" else 1) * arch.hidden_size
+
+
 def _layer_params(arch: Architecture, moe_layer: bool) -> int:
     """All parameters of one layer (matrices, biases, norms)."""
-    norm = (2 if arch.norm == "layernorm" else 1) * arch.hidden_size * arch.norms_per_layer
+    norm = _norm_params(arch) * arch.norms_per_layer
     if moe_layer and arch.moe is not None:
         moe = arch.moe
         ffn = (moe.num_experts + moe.num_shared_experts) * mlp_params(arch, moe.expert_ffn_size)
@@ -198,6 +208,31 @@ def _layer_params(arch: Architecture, moe_layer: bool) -> int:
     else:
         ffn = mlp_params(arch, arch.ffn_size)
     return attention_params_per_layer(arch) + ffn + norm
+
+
+def one_layer_params(arch: Architecture) -> int:
+    """Parameters of the largest layer (a ZeRO-3 gather or a gradient bucket holds one)."""
+    return max(_layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch))
+
+
+def outside_layer_params(
+    arch: Architecture, counts: ParameterCount, *, first: bool, last: bool, pp: int
+) -> int:
+    """Parameters outside the layers on a pipeline stage (``counts``: the model's): the
+    first holds the embedding, learned positions and embedding norm; the last the final
+    norm and the output head (a tied head is a copy of the embedding when pp > 1, as in
+    Megatron-LM; one stage holding both counts it once)."""
+    outside = 0
+    if first:
+        outside += counts.embedding + counts.positions
+        outside += _norm_params(arch) if arch.embedding_norm else 0
+    if last:
+        outside += _head_params(counts, pp) + _norm_params(arch)
+    return outside
+
+
+def _head_params(counts: ParameterCount, pp: int) -> int:
+    return counts.head if counts.head else (counts.embedding if pp > 1 else 0)
 
 
 class _StageParams(BaseModel):
@@ -226,15 +261,12 @@ def _stage_params(
     scale: float,
 ) -> _StageParams:
     counts = count_parameters(arch)
-    kinds = [(False, arch.dense_layers), (True, arch.moe_layers)]
     share = layers_on_stage / arch.layers
     layer_params = matrix_params = factored = 0.0
     lora = lora_factored = 0.0
     largest = one_layer = 0
     rank = inputs.effective_lora_rank
-    for moe_layer, n in kinds:
-        if n == 0:
-            continue
+    for moe_layer, n in layer_kinds(arch):
         mats = _layer_matrices(arch, moe_layer)
         total = _layer_params(arch, moe_layer)
         mat = sum(r * c * k for _, r, c, k in mats)
@@ -252,18 +284,15 @@ def _stage_params(
             lora += n * share * sum(rank * (r + c) * k for r, c, k in adapted)
             lora_factored += n * share * sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
     h = arch.hidden_size
-    norm = (2 if arch.norm == "layernorm" else 1) * h
-    outside = 0.0
+    outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
     outside_factored = 0.0
     if first:
-        outside += counts.embedding + counts.positions + (norm if arch.embedding_norm else 0)
         outside_factored += arch.vocab_size + h
         if counts.positions:
             outside_factored += counts.positions // h + h
     if last:
-        head = counts.head if counts.head else (counts.embedding if pp > 1 else 0)
-        outside += head + norm
-        outside_factored += (arch.vocab_size + h if head else 0) + norm
+        outside_factored += arch.vocab_size + h if _head_params(counts, pp) else 0
+        outside_factored += _norm_params(arch)
     return _StageParams(
         layer_params=layer_params * scale,
         layer_matrix_params=matrix_params * scale,
@@ -529,7 +558,7 @@ class _StageResult(BaseModel):
         return self.persistent + self.activations + self.temporary + self.overhead
 
 
-def _layer_acts(
+def layer_activations_for(
     arch: Architecture,
     inputs: TrainingInputs,
     micro_batch: int,
@@ -538,6 +567,8 @@ def _layer_acts(
     sequence_parallel: bool,
     moe_layer: bool,
 ) -> LayerActivations:
+    """The activation ledger of one layer under ``inputs`` (recomputation, flash, profile,
+    dropout, the recipe's activation dtype, LoRA) at a micro-batch and tp/SP layout."""
     recipe = get_precision(inputs.precision)
     return layer_activations(
         arch,
@@ -554,6 +585,32 @@ def _layer_acts(
         moe_layer=moe_layer,
         lora_rank=inputs.effective_lora_rank,
         lora_targets=inputs.lora_targets,
+    )
+
+
+def _outside_ledger(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    first: bool,
+    last: bool,
+) -> list[LedgerEntry]:
+    """Tensors saved outside the layers on a first and/or last pipeline stage."""
+    return outside_layer_ledger(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=get_precision(inputs.precision).activations_dtype,
+        first_stage=first,
+        last_stage=last,
+        lora=inputs.effective_lora_rank is not None,
     )
 
 
@@ -608,29 +665,24 @@ def _stage(
         weights /= dp
 
     # activations: average layer kind on the stage, × micro-batches in flight
-    kinds = [(False, arch.dense_layers), (True, arch.moe_layers)]
+    kinds = layer_kinds(arch)
     acts = {
-        moe: _layer_acts(
+        moe: layer_activations_for(
             arch, inputs, micro_batch, tp=tp, sequence_parallel=sequence_parallel, moe_layer=moe
         )
-        for moe, n in kinds
-        if n
+        for moe, _ in kinds
     }
     share = layers_on_stage / arch.layers
-    kept_stage = sum(n * share * acts[moe].kept_bytes for moe, n in kinds if n)
+    kept_stage = sum(n * share * acts[moe].kept_bytes for moe, n in kinds)
     per_layer = kept_stage / layers_on_stage
-    outside = outside_layer_ledger(
+    outside = _outside_ledger(
         arch,
-        inputs.seq_len,
+        inputs,
         micro_batch,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        profile=inputs.implementation,
-        dropout=inputs.dropout,
-        activation_dtype=recipe.activations_dtype,
-        first_stage=first,
-        last_stage=last,
-        lora=inputs.effective_lora_rank is not None,
+        first=first,
+        last=last,
     )
     outside_bytes = sum(e.bytes for e in outside) * in_flight
     activations = kept_stage * in_flight + outside_bytes
@@ -680,11 +732,12 @@ def _hardware_flops_factor(arch: Architecture, inputs: TrainingInputs) -> float:
     weight gradients (the adapters' own FLOPs neglected)."""
     model = 2.0 * inputs.seq_len * arch.hidden_size * arch.vocab_size
     extra = 0.0
-    for moe_layer, n in ((False, arch.dense_layers), (True, arch.moe_layers)):
-        if n:
-            la = _layer_acts(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=moe_layer)
-            model += n * la.forward_flops
-            extra += n * la.recompute_flops
+    for moe_layer, n in layer_kinds(arch):
+        la = layer_activations_for(
+            arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=moe_layer
+        )
+        model += n * la.forward_flops
+        extra += n * la.recompute_flops
     k = 2 if inputs.effective_lora_rank is not None else 3
     return (k * model + extra) / (k * model)
 
@@ -759,36 +812,22 @@ def estimate_training(
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
         max_b = lo
 
-    recipe = get_precision(inputs.precision)
-    main_moe = arch.moe is not None
-    la = layer_activations(
+    la = layer_activations_for(
         arch,
-        inputs.seq_len,
+        inputs,
         inputs.micro_batch,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        recompute=inputs.recompute,
-        threshold_bytes=inputs.recompute_threshold_bytes,
-        flash=inputs.flash_attention,
-        profile=inputs.implementation,
-        dropout=inputs.dropout,
-        activation_dtype=recipe.activations_dtype,
-        moe_layer=main_moe,
-        lora_rank=inputs.effective_lora_rank,
-        lora_targets=inputs.lora_targets,
+        moe_layer=arch.moe is not None,
     )
-    outside = outside_layer_ledger(
+    outside = _outside_ledger(
         arch,
-        inputs.seq_len,
+        inputs,
         inputs.micro_batch,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        profile=inputs.implementation,
-        dropout=inputs.dropout,
-        activation_dtype=recipe.activations_dtype,
-        first_stage=stage_name in ("only", "first"),
-        last_stage=stage_name in ("only", "last"),
-        lora=inputs.effective_lora_rank is not None,
+        first=stage_name in ("only", "first"),
+        last=stage_name in ("only", "last"),
     )
     whole = _stage_params(
         arch, inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=scale
