@@ -149,9 +149,9 @@ class ComputeTab(Tab):
         )
         self.attention_flops = self.check(
             data,
-            "Count attention FLOPs (PaLM model FLOPs)",
+            "Count attention FLOPs",
             "compute.include_attention_flops",
-            "flops_total includes the attention score FLOPs instead of 6·P·D",
+            "Model FLOPs include the attention scores (PaLM's definition) instead of 6·P·D",
         )
         self.budget_flops = self.line(
             cost,
