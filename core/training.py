@@ -619,7 +619,7 @@ def _stage(
     inputs: TrainingInputs,
     micro_batch: int,
     *,
-    scale: float,
+    params: _StageParams,
     tp: int,
     pp: int,
     dp: int,
@@ -629,12 +629,10 @@ def _stage(
     last: bool,
     in_flight: int,
 ) -> _StageResult:
+    """One pipeline stage's memory at ``micro_batch`` (``params``: the stage's parameters)."""
     recipe = get_precision(inputs.precision)
     opt = get_optimizer(inputs.optimizer)
     layers_on_stage = math.ceil(arch.layers / pp)
-    params = _stage_params(
-        arch, inputs, layers_on_stage=layers_on_stage, first=first, last=last, pp=pp, scale=scale
-    )
     lora = inputs.effective_lora_rank is not None
     base = params.layer_params + params.outside_params
     trainable = params.lora_params if lora else base
@@ -771,6 +769,19 @@ def estimate_training(
         ]
     else:
         stages = [("only", True, True, microbatches_in_flight or 1)]
+    # a stage's parameters do not depend on the micro-batch: count them once per stage
+    stage_params = [
+        _stage_params(
+            arch,
+            inputs,
+            layers_on_stage=math.ceil(arch.layers / pp),
+            first=f,
+            last=last,
+            pp=pp,
+            scale=scale,
+        )
+        for _, f, last, _ in stages
+    ]
 
     def worst(b: int) -> tuple[Literal["only", "first", "last"], int, _StageResult]:
         results = [
@@ -781,7 +792,7 @@ def estimate_training(
                     arch,
                     inputs,
                     b,
-                    scale=scale,
+                    params=params,
                     tp=tp,
                     pp=pp,
                     dp=dp,
@@ -792,7 +803,7 @@ def estimate_training(
                     in_flight=n,
                 ),
             )
-            for name, f, last, n in stages
+            for (name, f, last, n), params in zip(stages, stage_params, strict=True)
         ]
         return max(results, key=lambda r: r[2].peak)
 
