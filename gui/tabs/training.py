@@ -250,7 +250,8 @@ class TrainingTab(Tab):
                     self.ledger.setItem(row, column, item)
                 if item.text() != text:
                     item.setText(text)
-                item.setToolTip(tip)
+                if item.toolTip() != tip:
+                    item.setToolTip(tip)
         if resize:
             for column in (1, 2, 3, 4):
                 self.ledger.resizeColumnToContents(column)

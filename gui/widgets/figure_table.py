@@ -58,8 +58,10 @@ class FigureTable(QTableWidget):
                     item.setText(text)
                 if column == 1:
                     widest = max(widest, len(text))
-                item.setToolTip(tip)
-                item.setData(Qt.ItemDataRole.UserRole, figure.key)
+                if item.toolTip() != tip:  # each set repaints the cell
+                    item.setToolTip(tip)
+                if item.data(Qt.ItemDataRole.UserRole) != figure.key:
+                    item.setData(Qt.ItemDataRole.UserRole, figure.key)
         if widest > self._widest:
             self._widest = widest
             self.resizeColumnToContents(1)
