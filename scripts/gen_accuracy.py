@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import math
 import re
 import sys
 from pathlib import Path
@@ -62,7 +63,10 @@ def _value(x: float | None, unit: str) -> str:
     if unit == "fraction":
         return f"{100 * x:.1f}%"
     if unit == "tokens/s/GPU":
-        return f"{x:,.1f}"
+        # three significant figures: the page should not churn on sub-0.1% estimator tweaks
+        digits = 2 - math.floor(math.log10(abs(x))) if x else 0
+        rounded = round(x, digits)
+        return f"{rounded:,.{max(digits, 0)}f}"
     return _sig(x)
 
 
