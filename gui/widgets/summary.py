@@ -114,7 +114,9 @@ class SummaryStrip(QFrame):
         text = f"{peak / units.GB:.1f} / {capacity / units.GB:.0f} GB per GPU"
         self._set("memory", text, _figure(training, "peak_bytes"))
         self.dot.setVisible(True)
-        self.dot.setStyleSheet(f"color: {colour}; font-size: 16px;")
+        style = f"color: {colour}; font-size: 16px;"
+        if self.dot.styleSheet() != style:  # a style sheet re-polishes: only on change
+            self.dot.setStyleSheet(style)
         state = {"ok": "fits", "warn": "fits, but tight", "bad": "does not fit"}[self.status]
         self.dot.setToolTip(
             f"Peak training memory per GPU {state}: "
