@@ -8,13 +8,14 @@ Model FLOPs vs hardware FLOPs follow PaLM (Chowdhery et al. 2022, arXiv:2204.023
 Appendix B): *model* FLOPs are what the model needs per token whatever the
 implementation (MFU divides by them); *hardware* FLOPs add what the implementation
 recomputes (HFU divides by them). With full activation recomputation the forward pass is
-done twice, so hardware FLOPs ≈ 8·P·D.
+done twice, so hardware FLOPs ≈ 8·P·D. The ratio is defined once, with the recomputation
+policies, in :func:`llm_planner.core.training.hardware_flops_factor`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal, NamedTuple, Self
+from typing import TYPE_CHECKING, Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -27,6 +28,9 @@ from llm_planner.core.failures import (
 )
 from llm_planner.core.figures import Figure, Unit
 from llm_planner.core.gpus import GPU
+
+if TYPE_CHECKING:
+    from llm_planner.core.training import TrainingInputs
 
 __all__ = ["ComputeInputs", "ComputeReport", "FailureInputs", "estimate_compute"]
 
@@ -169,27 +173,6 @@ def training_flops_with_attention(
     Narayanan et al. 2021 eq. (3) without recomputation; grows with the sequence length.
     """
     return tokens * (6.0 * params + 3.0 * attention_forward_flops_per_token(arch, seq_len))
-
-
-def hardware_flops_factor_for(
-    recompute: RecomputePolicy, arch: Architecture, seq_len: int, model_per_token: float
-) -> float:
-    """Hardware FLOPs ÷ model FLOPs for an activation-recomputation policy.
-
-    - none: 1 (nothing is computed twice).
-    - full: 4/3: the forward pass, one third of the training count, runs again during the
-      backward pass, so 6·P·D becomes 8·P·D (PaLM Appendix B; Narayanan et al. 2021
-      eq. (3) counts 4 passes instead of 3: 96 = 4/3 × 72).
-    - selective / threshold: only the attention core (Q·Kᵀ, softmax, A·V) is recomputed
-      (Korthikanti et al. 2022, arXiv:2205.05198, selective activation recomputation):
-      one extra attention forward per token on top of ``model_per_token``. "threshold" is
-      treated the same until the training estimator supplies its own factor.
-    """
-    if recompute == "none" or model_per_token <= 0:
-        return 1.0
-    if recompute == "full":
-        return 4.0 / 3.0
-    return 1.0 + attention_forward_flops_per_token(arch, seq_len) / model_per_token
 
 
 # ------------------------------------------------------------------ throughput and time
@@ -560,6 +543,7 @@ def estimate_compute(
     recompute: RecomputePolicy = "selective",
     hardware_flops_factor: float | None = None,
     gpus_per_instance: int | None = None,
+    training_inputs: TrainingInputs | None = None,
 ) -> ComputeReport:
     """The compute-budget section.
 
@@ -567,19 +551,25 @@ def estimate_compute(
     ``params_total`` sizes the per-instance memory bound; ``arch`` supplies the shapes of
     the attention term; ``seq_len`` is the training sequence length.
     ``hardware_flops_factor`` (hardware ÷ model FLOPs) overrides the one derived from
-    ``recompute`` (:func:`hardware_flops_factor_for`); ``gpus_per_instance`` overrides the
-    lower bound of :func:`min_gpus_per_instance`.
+    the recomputation setup (:func:`llm_planner.core.training.hardware_flops_factor`,
+    relative to this section's model FLOPs per token): ``training_inputs``, by default
+    the training defaults with ``recompute`` ("threshold" without its byte limit is
+    counted as "selective"); ``gpus_per_instance`` overrides the lower bound of
+    :func:`min_gpus_per_instance`.
     """
     tokens = inputs.tokens
     flops_6pd = training_flops_6pd(params, tokens)
     flops_attn = training_flops_with_attention(params, tokens, arch, seq_len)
     flops_total = flops_attn if inputs.include_attention_flops else flops_6pd
     per_token = flops_total / tokens
-    factor = (
-        hardware_flops_factor
-        if hardware_flops_factor is not None
-        else hardware_flops_factor_for(recompute, arch, seq_len, per_token)
-    )
+    factor = hardware_flops_factor
+    if factor is None:
+        from llm_planner.core import training
+
+        ti = training_inputs or training.TrainingInputs(
+            seq_len=seq_len, recompute="selective" if recompute == "threshold" else recompute
+        )
+        factor = training.hardware_flops_factor(arch, ti, per_token)
     achieved, peak = flops_per_gpu_per_s(inputs, gpu, per_token)
     failures = inputs.failures
     seconds = wall = gpu_hours = cost = cluster = tokens_per_s = None

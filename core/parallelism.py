@@ -25,21 +25,28 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core import comm
-from llm_planner.core.activations import logits_working_bytes, outside_layer_ledger
+from llm_planner.core.activations import logits_working_bytes
 from llm_planner.core.architecture import Architecture
 from llm_planner.core.architecture import count_parameters as _count_parameters
+from llm_planner.core.compute import attention_forward_flops_per_token
 from llm_planner.core.figures import Figure, Unit
 from llm_planner.core.gpus import GPU
 from llm_planner.core.optimizers import get_precision
 from llm_planner.core.training import (
     DDP_BUCKET_BYTES,
+    LayerTemporaries,
+    StageParams,
+    StateBytes,
     TrainingInputs,
     TrainingReport,
     estimate_training,
+    hardware_flops_factor,
     layer_activations_for,
     layer_kinds,
-    one_layer_params,
-    outside_layer_params,
+    layer_temporaries,
+    outside_ledger_for,
+    stage_params,
+    state_bytes,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -122,31 +129,12 @@ def model_flops_per_token(arch: Architecture, seq_len: int, params_matmul: float
     6·N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, arXiv:2204.02311 Appendix B): N the
     parameters that multiply (active, embedding lookup excluded), L layers, H heads, Q head
     dimension, T the sequence length (attention scores and weighted sum, not halved for the
-    causal mask, as in Narayanan et al. 2021's count).
+    causal mask, as in Narayanan et al. 2021's count). The attention term is 3 × the
+    compute section's forward count (:func:`.compute.attention_forward_flops_per_token`:
+    sliding windows cap T, MLA uses its own query-key and value widths), the same the
+    recomputation factor (:func:`.training.training_flops`) uses.
     """
-    return 6.0 * params_matmul + 3.0 * _attention_score_flops_per_token(arch, seq_len)
-
-
-def _attention_score_flops_per_token(arch: Architecture, seq_len: int) -> float:
-    """Forward attention-score FLOPs per token: 4·L·H·Q·T (the part selective recompute replays)."""
-    head_dim = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
-    return 4.0 * arch.layers * arch.heads * head_dim * seq_len
-
-
-def hardware_flops_factor(arch: Architecture, seq_len: int, params_matmul: float, rc: str) -> float:
-    """Hardware FLOPs ÷ model FLOPs for a recomputation policy (:func:`workload_of`'s
-    default; the report and the search pass the training estimator's factors instead).
-
-    none: 1. selective: the attention scores are recomputed, +4·L·H·Q·T per token
-    (Korthikanti et al. 2022, arXiv:2205.05198 section 5). full: the whole forward is
-    replayed, +(2N + 4LHQT): exactly 4/3 (section 6, "hardware FLOPs").
-    """
-    model = model_flops_per_token(arch, seq_len, params_matmul)
-    if rc == "full":
-        return 4.0 / 3.0
-    if rc == "selective":
-        return (model + _attention_score_flops_per_token(arch, seq_len)) / model
-    return 1.0
+    return 6.0 * params_matmul + 3.0 * attention_forward_flops_per_token(arch, seq_len)
 
 
 @dataclass(frozen=True)
@@ -173,14 +161,19 @@ def workload_of(
     global_batch: int,
     params_override: float | None = None,
     hw_factors: tuple[float, float, float] | None = None,
+    *,
+    training_inputs: TrainingInputs | None = None,
 ) -> Workload:
-    """Collect the model's scalars; ``params_override`` rescales every parameter count."""
+    """Collect the model's scalars; ``params_override`` rescales every parameter count.
+
+    ``hw_factors`` default: :func:`hardware_flops_factors` of ``training_inputs`` (the
+    training defaults at ``seq_len`` when None)."""
     counts = _count_parameters(arch)
     scale = params_override / counts.total if params_override else 1.0
     matmul = counts.active_compute * scale
-    factors = hw_factors or tuple(
-        hardware_flops_factor(arch, seq_len, matmul, rc) for rc in RECOMPUTE_CODES
-    )
+    model = model_flops_per_token(arch, seq_len, matmul)
+    ti = training_inputs or TrainingInputs(seq_len=seq_len)
+    factors = hw_factors or hardware_flops_factors(arch, ti, model)
     return Workload(
         layers=arch.layers,
         hidden=arch.hidden_size,
@@ -190,7 +183,7 @@ def workload_of(
         params_expert=counts.experts * scale,
         moe_layers=arch.moe_layers,
         top_k=arch.moe.experts_per_token if arch.moe else 0,
-        model_flops_per_token=model_flops_per_token(arch, seq_len, matmul),
+        model_flops_per_token=model,
         hw_flops_factor=(float(factors[0]), float(factors[1]), float(factors[2])),
     )
 
@@ -241,9 +234,9 @@ def model_state_bytes_per_gpu(
     zero_stage: npt.ArrayLike,
     dp: npt.ArrayLike,
     *,
-    weight_bytes_per_param: float = 2.0,
-    grad_bytes_per_param: float = 2.0,
-    optimizer_bytes_per_param: float = 12.0,
+    weight_bytes_per_param: float | FloatArray = 2.0,
+    grad_bytes_per_param: float | FloatArray = 2.0,
+    optimizer_bytes_per_param: float | FloatArray = 12.0,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(weights, gradients, optimizer states) bytes per GPU under ZeRO stage 0-3.
 
@@ -251,7 +244,7 @@ def model_state_bytes_per_gpu(
     optimizer states by the data-parallel degree N_d, stage 2 also the gradients, stage 3
     also the parameters (Rajbhandari et al. 2019, arXiv:1910.02054 section 5, Figure 1:
     (2 + 2 + K)·Ψ, 2Ψ + 2Ψ + KΨ/N_d, 2Ψ + (2 + K)Ψ/N_d, (2 + 2 + K)Ψ/N_d with K = 12 for
-    mixed-precision Adam).
+    mixed-precision Adam). Bytes per parameter may be arrays (one per layout).
     """
     p = np.asarray(params, dtype=np.float64)
     z = np.asarray(zero_stage)
@@ -303,48 +296,43 @@ class MemoryRecipe:
     state of the fullest stage ÷ tp and ÷ dp per ZeRO stage, activations × micro-batches in
     flight, temporaries, overhead) so the search screens millions of layouts without
     calling it; the rows the search returns are re-checked with the estimator itself.
+    Persistent state is linear in the parameters (:func:`.training.state_bytes`): a stage
+    holds ``layer_state`` × its share of the layers plus its tensors outside the layers.
     """
 
-    weight_bytes_per_param: float
-    grad_bytes_per_param: float
-    optimizer_bytes_per_param: float
     layer_params: float
     """All in-layer parameters of the model (scaled by any override)."""
-    outside_first_params: float
-    """Embedding (and learned positions) on the first stage."""
-    outside_last_params: float
-    """Output head (or the tied embedding when pp > 1) and final norm on the last stage."""
-    outside_single_params: float
-    """Everything outside the layers when one stage holds all (a tied head counted once)."""
-    one_layer_params: float
+    layer_state: StateBytes
+    """Weights, gradients, optimizer bytes of all layers (before ÷ tp and ZeRO)."""
+    outside_first: StateBytes
+    """State of the embedding (and learned positions) on the first stage."""
+    outside_last: StateBytes
+    """State of the output head (or the tied embedding when pp > 1) and final norm."""
+    outside_single: StateBytes
+    """State outside the layers when one stage holds all (a tied head counted once)."""
+    model_state_bytes: float
+    """Weights + gradients + optimizer of the whole model (tp = pp = dp = 1)."""
+    temporaries: LayerTemporaries
+    """One layer's bucket, ZeRO-3 gather and QLoRA dequantised matrix at tp = 1."""
     cuda_context_bytes: float
     fragmentation_fraction: float
     megatron_buckets: bool
     """Megatron reduces gradients in place: no DDP bucket with ZeRO 0/1."""
     activations: Callable[[int, int, bool, str], StageActivations]
 
-    def state_bytes(self) -> dict[str, float]:
-        """Bytes per parameter as keyword arguments of :func:`model_state_bytes_per_gpu`."""
-        return {
-            "weight_bytes_per_param": self.weight_bytes_per_param,
-            "grad_bytes_per_param": self.grad_bytes_per_param,
-            "optimizer_bytes_per_param": self.optimizer_bytes_per_param,
-        }
-
 
 def memory_recipe(
     arch: Architecture, training_inputs: TrainingInputs, gpu: GPU, params: float
 ) -> MemoryRecipe:
-    """The training estimator's bytes per parameter and activation terms for the screen.
+    """The training estimator's state bytes, temporaries and activation terms for the screen.
 
-    Bytes per parameter come from one call of the estimator at tp = pp = dp = 1, ZeRO 0
-    (so every precision recipe, optimizer and LoRA setting is honoured); activations from
-    the same ledger functions it uses.
+    Every term comes from the helpers :func:`.training.estimate_training` itself uses
+    (so every precision recipe, optimizer, LoRA and QLoRA setting is honoured).
     """
+    del gpu  # the recipe does not depend on the GPU; the screen compares with its memory
     ti = training_inputs
-    ref = estimate_training(arch, ti, gpu, params_override=params, tp=1, pp=1, dp=1, zero_stage=0)
-    seq_len = ti.seq_len
-    act_dtype = get_precision(ti.precision).activations_dtype
+    counts = _count_parameters(arch)
+    scale = params / counts.total
 
     @cache
     def stage_acts(b: int, t: int, sp: bool, rc: str) -> StageActivations:
@@ -357,21 +345,13 @@ def memory_recipe(
         working = max(la.recompute_working_bytes for _, la in layers)
 
         def outside(first_stage: bool, last_stage: bool) -> float:
-            ledger = outside_layer_ledger(
-                arch,
-                seq_len,
-                b,
-                tp=t,
-                sequence_parallel=sp,
-                profile=ti.implementation,
-                dropout=ti.dropout,
-                activation_dtype=act_dtype,
-                first_stage=first_stage,
-                last_stage=last_stage,
+            ledger = outside_ledger_for(
+                arch, ti, b, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
             )
             return float(sum(e.bytes for e in ledger))
 
-        logits = logits_working_bytes(arch, seq_len, b, tp=t, activation_dtype=act_dtype)
+        act_dtype = get_precision(ti.precision).activations_dtype
+        logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),
@@ -381,21 +361,22 @@ def memory_recipe(
             logits=float(logits),
         )
 
-    counts = _count_parameters(arch)
-    scale = params / counts.total
-    single = outside_layer_params(arch, counts, first=True, last=True, pp=1)
-    pp = 2  # any pp > 1: the first stage holds the embedding, the last the head
-    first = outside_layer_params(arch, counts, first=True, last=False, pp=pp)
-    last = outside_layer_params(arch, counts, first=False, last=True, pp=pp)
+    def params_of(layers: int, first: bool, last: bool, pp: int) -> StageParams:
+        return stage_params(
+            arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale
+        )
+
+    layers = params_of(arch.layers, False, False, 1)
+    whole = params_of(arch.layers, True, True, 1)
+    # any pp > 1: the first stage holds the embedding, the last the head
     return MemoryRecipe(
-        weight_bytes_per_param=ref.weights_bytes / params,
-        grad_bytes_per_param=ref.gradients_bytes / params,
-        optimizer_bytes_per_param=ref.optimizer_bytes / params,
-        layer_params=(counts.total - single) * scale,
-        outside_first_params=first * scale,
-        outside_last_params=last * scale,
-        outside_single_params=single * scale,
-        one_layer_params=one_layer_params(arch) * scale,
+        layer_params=layers.layer_params,
+        layer_state=state_bytes(layers, ti),
+        outside_first=state_bytes(params_of(0, True, False, 2), ti),
+        outside_last=state_bytes(params_of(0, False, True, 2), ti),
+        outside_single=state_bytes(params_of(0, True, True, 1), ti),
+        model_state_bytes=sum(state_bytes(whole, ti)),
+        temporaries=layer_temporaries(layers, ti, arch.layers),
         cuda_context_bytes=float(ti.cuda_context_bytes),
         fragmentation_fraction=float(ti.fragmentation_fraction),
         megatron_buckets=ti.implementation == "megatron",
@@ -641,10 +622,27 @@ def _memory_screen(
     layers_stage = np.ceil(work.layers / pp)
     share = layers_stage / work.layers
     expert_saved = work.params_expert * share * (1.0 - 1.0 / ep)
-    in_layers = recipe.layer_params * share - expert_saved
+    # the stage's share of the layers' state (less the experts ep moves elsewhere)
+    layer_share = share - expert_saved / recipe.layer_params if recipe.layer_params else share
     multi = pp > 1
-    p_first = in_layers + np.where(multi, recipe.outside_first_params, recipe.outside_single_params)
-    p_last = in_layers + np.where(multi, recipe.outside_last_params, recipe.outside_single_params)
+    z = lay.zero
+
+    def state(outside: StateBytes) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Weights, gradients, optimizer per GPU: the stage's bytes ÷ tp, ZeRO-sharded."""
+        w, g, o = (
+            layer_share * in_layers + np.where(multi, out, single)
+            for in_layers, out, single in zip(
+                recipe.layer_state, outside, recipe.outside_single, strict=True
+            )
+        )
+        return model_state_bytes_per_gpu(
+            1.0 / tp,
+            z,
+            shard,
+            weight_bytes_per_param=w,
+            grad_bytes_per_param=g,
+            optimizer_bytes_per_param=o,
+        )
 
     # every saved tensor is s·b·(something): price b = 1 once per (tp, sp, recompute), × b
     # dense integer code per (tp, sp, recompute): O(n) grouping, no sort
@@ -671,29 +669,29 @@ def _memory_screen(
     last_flight = np.where(in_flight > 0, in_flight, 1.0)
     outside_first = np.where(multi, field("outside_first"), field("outside_only"))
     outside_last = np.where(multi, field("outside_last"), field("outside_only"))
-    one_layer = recipe.one_layer_params / tp
-    z = lay.zero
+    temps = recipe.temporaries
     sharded = shard > 1
     bucket = np.where(
         (z >= 2) & sharded,
-        one_layer * recipe.grad_bytes_per_param,
+        temps.zero2_bucket / tp,
         np.where(sharded & (not recipe.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
     )
-    gather = np.where((z >= 3) & sharded, 2.0 * one_layer * recipe.weight_bytes_per_param, 0.0)
+    gather = np.where((z >= 3) & sharded, temps.zero3_gather / tp, 0.0)
+    fixed_temps = bucket + gather + temps.dequant / tp
 
     def stage(
-        params: FloatArray, flight: FloatArray, outside: FloatArray, last: bool
+        held: StateBytes, flight: FloatArray, outside: FloatArray, last: bool
     ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
-        w, g, o = model_state_bytes_per_gpu(params / tp, z, shard, **recipe.state_bytes())
+        w, g, o = state(held)
         activ = kept * layers_stage * flight + outside * flight
         lg = logits if last else np.where(multi, 0.0, logits)
-        temp = bucket + gather + np.maximum(lg, working)
+        temp = fixed_temps + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
         peak = allocated + recipe.cuda_context_bytes + recipe.fragmentation_fraction * allocated
         return w, g, o, activ, peak
 
-    first = stage(p_first, first_flight, outside_first, last=False)
-    last = stage(p_last, last_flight, outside_last, last=True)
+    first = stage(recipe.outside_first, first_flight, outside_first, last=False)
+    last = stage(recipe.outside_last, last_flight, outside_last, last=True)
     use_last = last[4] > first[4]
     pick = [np.where(use_last, b_, a_) for a_, b_ in zip(first, last, strict=True)]
     return {
@@ -1022,8 +1020,14 @@ def parallelism_report(
         arch.layers,
     )
     params = params_override or float(_count_parameters(arch).total)
-    factors = _hw_factors(arch, training_inputs, gpu, params)
-    work = workload_of(arch, int(training_inputs.seq_len), inputs.global_batch, params, factors)
+    work = workload_of(
+        arch,
+        int(training_inputs.seq_len),
+        inputs.global_batch,
+        params,
+        None,
+        training_inputs=training_inputs,
+    )
     cluster = cluster_of(gpu, inputs, compute_dtype)
     recipe = memory_recipe(arch, training_inputs, gpu, params)
     out = {
@@ -1142,16 +1146,17 @@ def _link_name(crosses: bool) -> str:
 
 
 @cache
-def _hw_factors(
-    arch: Architecture, training_inputs: TrainingInputs, gpu: GPU, params: float
+def hardware_flops_factors(
+    arch: Architecture, training_inputs: TrainingInputs, model_flops: float
 ) -> tuple[float, float, float]:
-    """Hardware-FLOPs factors per recompute policy (RECOMPUTE_CODES), from the training
-    estimator."""
-    values = []
-    for rc in RECOMPUTE_CODES:
-        ti = training_inputs.model_copy(update={"recompute": rc})
-        rep = estimate_training(arch, ti, gpu, params_override=params)
-        values.append(float(rep.hardware_flops_factor))
+    """Hardware ÷ model FLOPs for each policy of RECOMPUTE_CODES, relative to
+    ``model_flops`` per token (this module's MFU count, :func:`model_flops_per_token`):
+    :func:`llm_planner.core.training.hardware_flops_factor`, the one definition."""
+    ti = training_inputs
+    values = [
+        hardware_flops_factor(arch, ti.model_copy(update={"recompute": rc}), model_flops)
+        for rc in RECOMPUTE_CODES
+    ]
     return (values[0], values[1], values[2])
 
 

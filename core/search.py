@@ -222,9 +222,12 @@ class _Problem:
         self.training_inputs = training_inputs
         self.params_override = params_override
         self.params = params_override or float(count_parameters(arch).total)
-        factors = par._hw_factors(arch, training_inputs, gpu, self.params)
         self.work = par.workload_of(
-            arch, int(training_inputs.seq_len), inputs.global_batch, self.params, factors
+            arch,
+            int(training_inputs.seq_len),
+            inputs.global_batch,
+            self.params,
+            training_inputs=training_inputs,
         )
         self.cluster = par.cluster_of(gpu, inputs, compute_dtype)
         self.recipe = par.memory_recipe(arch, training_inputs, gpu, self.params)
@@ -384,8 +387,7 @@ def min_gpus_per_instance(
     problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
     opts = options or FRUGAL_OPTIONS
     # no layout fits below the fully sharded model state: start at that power of two
-    recipe = problem.recipe
-    state = problem.params * sum(recipe.state_bytes().values())
+    state = problem.recipe.model_state_bytes
     n = 1 << max(0, math.floor(math.log2(max(1.0, state / gpu.memory_bytes))))
     while n <= max_gpus:
         batch = max(n, inputs.global_batch)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal, Self
+from typing import Literal, NamedTuple, Self
 
 from pydantic import (
     BaseModel,
@@ -50,6 +50,7 @@ from llm_planner.core.architecture import (
     count_parameters,
     mlp_params,
 )
+from llm_planner.core.compute import attention_forward_flops_per_token
 from llm_planner.core.figures import Figure, Unit
 from llm_planner.core.gpus import GPU
 from llm_planner.core.optimizers import (
@@ -235,7 +236,7 @@ def _head_params(counts: ParameterCount, pp: int) -> int:
     return counts.head if counts.head else (counts.embedding if pp > 1 else 0)
 
 
-class _StageParams(BaseModel):
+class StageParams(BaseModel):
     """Parameters held by one pipeline stage before tp/ZeRO sharding."""
 
     model_config = ConfigDict(frozen=True)
@@ -250,7 +251,7 @@ class _StageParams(BaseModel):
     one_layer_params: float  # the largest layer's parameters (ZeRO-3 gather, buckets)
 
 
-def _stage_params(
+def stage_params(
     arch: Architecture,
     inputs: TrainingInputs,
     *,
@@ -259,7 +260,7 @@ def _stage_params(
     last: bool,
     pp: int,
     scale: float,
-) -> _StageParams:
+) -> StageParams:
     counts = count_parameters(arch)
     share = layers_on_stage / arch.layers
     layer_params = matrix_params = factored = 0.0
@@ -293,7 +294,7 @@ def _stage_params(
     if last:
         outside_factored += arch.vocab_size + h if _head_params(counts, pp) else 0
         outside_factored += _norm_params(arch)
-    return _StageParams(
+    return StageParams(
         layer_params=layer_params * scale,
         layer_matrix_params=matrix_params * scale,
         outside_params=outside * scale,
@@ -302,6 +303,77 @@ def _stage_params(
         lora_factored_values=lora_factored,
         largest_matrix=largest,
         one_layer_params=one_layer * scale,
+    )
+
+
+class StateBytes(NamedTuple):
+    """Persistent bytes of a stage's parameters before tensor-parallel and ZeRO division."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+
+def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
+    """Weights, gradients and optimizer state of ``params`` (whole, before ÷ tp and ZeRO).
+
+    Full training: every parameter is trained (:mod:`.optimizers` bytes per parameter).
+    LoRA (Hu et al. 2021): the base is frozen in the recipe's weight dtype, only the
+    adapters have gradients and optimizer state; QLoRA (Dettmers et al. 2023) stores the
+    base's layer matrices in NF4 with double-quantised constants. Linear in every count
+    of ``params``, so the layout search may price a stage as layers × share + outside.
+    """
+    recipe = get_precision(inputs.precision)
+    opt = get_optimizer(inputs.optimizer)
+    lora = inputs.effective_lora_rank is not None
+    base = params.layer_params + params.outside_params
+    trainable = params.lora_params if lora else base
+    factored = params.lora_factored_values if lora else params.factored_values
+    w_bytes = recipe.weights_bytes
+    if not lora:
+        weights = base * w_bytes
+    elif inputs.qlora:
+        nf4 = NF4_DOUBLE_QUANT_BITS / 8
+        weights = (
+            params.layer_matrix_params * nf4
+            + (base - params.layer_matrix_params) * w_bytes
+            + trainable * w_bytes
+        )
+    else:
+        weights = (base + trainable) * w_bytes
+    gradients = trainable * recipe.gradients_bytes
+    moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
+    optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
+    return StateBytes(weights, gradients, optimizer)
+
+
+class LayerTemporaries(NamedTuple):
+    """Temporaries of one layer at tp = 1 (divide by tp), independent of the micro-batch."""
+
+    zero2_bucket: float
+    """One layer's trained gradients, unsharded (ZeRO-2/3 reduce-scatter bucket)."""
+    zero3_gather: float
+    """Two layers' weights as stored (ZeRO-3: the current layer and the prefetched one)."""
+    dequant: float
+    """QLoRA: the largest base matrix dequantised to the recipe's weight dtype."""
+
+
+def layer_temporaries(
+    params: StageParams, inputs: TrainingInputs, layers_on_stage: int
+) -> LayerTemporaries:
+    """The per-layer temporaries of a stage holding ``params`` over ``layers_on_stage``
+    layers: a bucket holds one layer's gradients (under LoRA its adapters' only); ZeRO-3
+    gathers weights in their stored dtype (NF4 under QLoRA); QLoRA dequantises one matrix
+    at a time to 16 bits for its matmul (Dettmers et al. 2023, section 3)."""
+    recipe = get_precision(inputs.precision)
+    w_bytes = recipe.weights_bytes
+    lora = inputs.effective_lora_rank is not None
+    trained = params.lora_params / layers_on_stage if lora else params.one_layer_params
+    stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes
+    return LayerTemporaries(
+        zero2_bucket=trained * recipe.gradients_bytes,
+        zero3_gather=2 * params.one_layer_params * stored,
+        dequant=params.largest_matrix * w_bytes if inputs.qlora else 0.0,
     )
 
 
@@ -326,7 +398,8 @@ class TrainingReport(BaseModel):
     capacity_bytes: float
     after_load_bytes: float = Field(description="persistent state + CUDA context")
     hardware_flops_factor: float = Field(
-        description="hardware FLOPs / model FLOPs from recomputation (full ≈ 8/6)"
+        description="hardware FLOPs / model FLOPs from recomputation (full ≈ 8/6; "
+        ":func:`hardware_flops_factor`)"
     )
     ledger: list[LedgerEntry] = Field(description="one layer's saved tensors, bytes per GPU")
     outside_ledger: list[LedgerEntry] = Field(description="saved tensors outside the layers")
@@ -504,7 +577,7 @@ class TrainingReport(BaseModel):
                 "Hardware/model FLOPs (recompute)",
                 self.hardware_flops_factor,
                 "ratio",
-                "(kF + recomputed forward)/kF, k = 3 (2 under LoRA)",
+                "1 + recomputed/model FLOPs; model = k·weights + 3·attention, k = 3 (2 LoRA)",
                 kor + " section 5",
             ),
             (
@@ -588,7 +661,7 @@ def layer_activations_for(
     )
 
 
-def _outside_ledger(
+def outside_ledger_for(
     arch: Architecture,
     inputs: TrainingInputs,
     micro_batch: int,
@@ -619,7 +692,7 @@ def _stage(
     inputs: TrainingInputs,
     micro_batch: int,
     *,
-    params: _StageParams,
+    params: StageParams,
     tp: int,
     pp: int,
     dp: int,
@@ -631,30 +704,9 @@ def _stage(
 ) -> _StageResult:
     """One pipeline stage's memory at ``micro_batch`` (``params``: the stage's parameters)."""
     recipe = get_precision(inputs.precision)
-    opt = get_optimizer(inputs.optimizer)
     layers_on_stage = math.ceil(arch.layers / pp)
-    lora = inputs.effective_lora_rank is not None
-    base = params.layer_params + params.outside_params
-    trainable = params.lora_params if lora else base
-    factored = params.lora_factored_values if lora else params.factored_values
-    # weights: the trained weights in the recipe's dtype; a LoRA base frozen in it, or
-    # (QLoRA) its layer matrices in NF4 with double-quantised constants
-    w_bytes = recipe.weights_bytes
-    if not lora:
-        weights = base * w_bytes
-    elif inputs.qlora:
-        nf4 = NF4_DOUBLE_QUANT_BITS / 8
-        weights = (
-            params.layer_matrix_params * nf4
-            + (base - params.layer_matrix_params) * w_bytes
-            + trainable * w_bytes
-        )
-    else:
-        weights = (base + trainable) * w_bytes
-    gradients = trainable * recipe.gradients_bytes
-    moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
-    optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
-    weights, gradients, optimizer = weights / tp, gradients / tp, optimizer / tp
+    state = state_bytes(params, inputs)
+    weights, gradients, optimizer = state.weights / tp, state.gradients / tp, state.optimizer / tp
     if zero_stage >= 1:
         optimizer /= dp
     if zero_stage >= 2:
@@ -673,7 +725,7 @@ def _stage(
     share = layers_on_stage / arch.layers
     kept_stage = sum(n * share * acts[moe].kept_bytes for moe, n in kinds)
     per_layer = kept_stage / layers_on_stage
-    outside = _outside_ledger(
+    outside = outside_ledger_for(
         arch,
         inputs,
         micro_batch,
@@ -693,16 +745,14 @@ def _stage(
         else 0.0
     )
     working = max(a.recompute_working_bytes for a in acts.values())
-    one_layer = params.one_layer_params / tp
-    one_layer_trained = params.lora_params / layers_on_stage / tp if lora else one_layer
+    temps = layer_temporaries(params, inputs, layers_on_stage)
     bucket = 0.0
     if zero_stage >= 2 and dp > 1:
-        bucket = one_layer_trained * recipe.gradients_bytes  # one layer's unsharded gradients
+        bucket = temps.zero2_bucket / tp  # one layer's unsharded (trained) gradients
     elif dp > 1 and inputs.implementation != "megatron":
         bucket = DDP_BUCKET_BYTES  # Megatron reduces in place in its contiguous grad buffer
-    stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes  # gathered as stored
-    gather = 2 * one_layer * stored if zero_stage >= 3 and dp > 1 else 0.0
-    dequant = params.largest_matrix / tp * w_bytes if inputs.qlora else 0.0
+    gather = temps.zero3_gather / tp if zero_stage >= 3 and dp > 1 else 0.0
+    dequant = temps.dequant / tp
     allocated = weights + gradients + optimizer + activations
     allocated += bucket + gather + dequant + max(logits, working)
     return _StageResult(
@@ -722,22 +772,93 @@ def _stage(
     )
 
 
-def _hardware_flops_factor(arch: Architecture, inputs: TrainingInputs) -> float:
-    """(k·F + R)/(k·F): F the model's forward FLOPs (layers + output head 2·s·h·V per
-    sequence), R the forward FLOPs recomputation repeats (full: every layer's forward, so
-    ≈ 8/6; selective: the attention core, Korthikanti 2022 section 5). k = 3 (forward +
-    backward for inputs and weights); k = 2 under LoRA, whose frozen weights need no
-    weight gradients (the adapters' own FLOPs neglected)."""
-    model = 2.0 * inputs.seq_len * arch.hidden_size * arch.vocab_size
-    extra = 0.0
-    for moe_layer, n in layer_kinds(arch):
-        la = layer_activations_for(
-            arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=moe_layer
-        )
-        model += n * la.forward_flops
-        extra += n * la.recompute_flops
-    k = 2 if inputs.effective_lora_rank is not None else 3
-    return (k * model + extra) / (k * model)
+_MLP_TARGETS = frozenset({"gate", "up", "down"})
+
+
+def _matmul_params_per_token(arch: Architecture, moe_layer: bool) -> int:
+    """Weight-matrix elements one token multiplies in one layer (an MoE layer: the router,
+    the shared experts and the k routed experts the token is sent to)."""
+    mats = _layer_matrices(arch, moe_layer)
+    if not moe_layer or arch.moe is None:
+        return sum(r * c * k for _, r, c, k in mats)
+    active = arch.moe.experts_per_token + arch.moe.num_shared_experts
+    return sum(r * c * (active if t in _MLP_TARGETS else k) for t, r, c, k in mats)
+
+
+class TrainingFlops(NamedTuple):
+    """Forward FLOPs per trained token, and what recomputation replays (:func:`training_flops`)."""
+
+    weights_forward: float
+    """2 × weight-matrix elements a token multiplies: every layer and the output head."""
+    attention_forward: float
+    """Attention scores and weighted sum (:func:`.compute.attention_forward_flops_per_token`)."""
+    recomputed: float
+    """Forward FLOPs run again during the backward pass under the recomputation policy."""
+    weight_passes: int
+    """Passes over the weight matrices: 3 (forward, input and weight gradients), 2 under
+    LoRA (frozen weights get no weight gradient; Hu et al. 2021)."""
+
+    @property
+    def model(self) -> float:
+        """Model FLOPs per token: passes × weights + 3 × attention (PaLM's 6N + 12·L·H·Q·T
+        when every weight is trained)."""
+        return self.weight_passes * self.weights_forward + 3.0 * self.attention_forward
+
+
+def training_flops(arch: Architecture, inputs: TrainingInputs) -> TrainingFlops:
+    """Model and recomputed FLOPs per token of one training step under ``inputs``.
+
+    Model FLOPs follow Chowdhery et al. 2022 (PaLM, arXiv:2204.02311) Appendix B: 6·N per
+    token for the weights (forward 2N, backward 4N) plus 12·L·H·Q·T for attention (here
+    with sliding windows capping T and MLA's own widths). What is recomputed is what the
+    activation ledger drops (Korthikanti et al. 2022, arXiv:2205.05198, section 5):
+
+    - none: nothing;
+    - full: every layer's forward (weights and attention), 2N_layers + 4·L·H·Q·T; the
+      output head and loss sit outside the checkpointed layers and are not replayed, so
+      a GPT layer stack gets exactly 8/6 of 6·P·D and a whole model slightly less;
+    - selective: the attention core (Q·Kᵀ, softmax, A·V), 4·L·H·Q·T, when the ledger
+      drops it; with a fused (flash) kernel no s² tensor is saved, so nothing is dropped;
+    - threshold: the producers of every dropped tensor, from the ledger.
+
+    LoRA adapters' own FLOPs (r·(d_in + d_out) per token per matrix) are neglected.
+    """
+    s = inputs.seq_len
+    head = 2.0 * arch.hidden_size * arch.vocab_size
+    layers = sum(2.0 * n * _matmul_params_per_token(arch, moe) for moe, n in layer_kinds(arch))
+    attention = attention_forward_flops_per_token(arch, s)
+    recomputed = 0.0
+    if inputs.recompute == "full":
+        recomputed = layers + attention
+    elif inputs.recompute in ("selective", "threshold"):
+        kinds = [
+            (n, layer_activations_for(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=m))
+            for m, n in layer_kinds(arch)
+        ]
+        if inputs.recompute == "selective":
+            dropped = any(la.recompute_working_bytes > 0 for _, la in kinds)
+            recomputed = attention if dropped else 0.0
+        else:
+            recomputed = sum(n * la.recompute_flops for n, la in kinds) / s
+    passes = 2 if inputs.effective_lora_rank is not None else 3
+    return TrainingFlops(layers + head, attention, recomputed, passes)
+
+
+def hardware_flops_factor(
+    arch: Architecture, inputs: TrainingInputs, model_flops_per_token: float | None = None
+) -> float:
+    """Hardware FLOPs ÷ model FLOPs: 1 + recomputed ÷ model, per token.
+
+    Model FLOPs count what the model needs, hardware FLOPs add what the implementation
+    recomputes (Chowdhery et al. 2022, Appendix B: MFU vs HFU; Korthikanti et al. 2022,
+    section 6). ``model_flops_per_token`` is the count the caller's MFU divides by (6·P,
+    or 6·N + 12·L·H·Q·T), so HFU − MFU is exactly the recomputed FLOPs' share of peak;
+    default: this training step's own (:attr:`TrainingFlops.model`). The recomputed
+    FLOPs come from :func:`training_flops`: none → 1; full → 4/3 for a layer stack.
+    """
+    flops = training_flops(arch, inputs)
+    model = flops.model if model_flops_per_token is None else model_flops_per_token
+    return 1.0 + flops.recomputed / model if model > 0 else 1.0
 
 
 def estimate_training(
@@ -770,8 +891,8 @@ def estimate_training(
     else:
         stages = [("only", True, True, microbatches_in_flight or 1)]
     # a stage's parameters do not depend on the micro-batch: count them once per stage
-    stage_params = [
-        _stage_params(
+    per_stage = [
+        stage_params(
             arch,
             inputs,
             layers_on_stage=math.ceil(arch.layers / pp),
@@ -803,7 +924,7 @@ def estimate_training(
                     in_flight=n,
                 ),
             )
-            for (name, f, last, n), params in zip(stages, stage_params, strict=True)
+            for (name, f, last, n), params in zip(stages, per_stage, strict=True)
         ]
         return max(results, key=lambda r: r[2].peak)
 
@@ -831,7 +952,7 @@ def estimate_training(
         sequence_parallel=sequence_parallel,
         moe_layer=arch.moe is not None,
     )
-    outside = _outside_ledger(
+    outside = outside_ledger_for(
         arch,
         inputs,
         inputs.micro_batch,
@@ -840,7 +961,7 @@ def estimate_training(
         first=stage_name in ("only", "first"),
         last=stage_name in ("only", "last"),
     )
-    whole = _stage_params(
+    whole = stage_params(
         arch, inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=scale
     )
     lora = inputs.effective_lora_rank is not None
@@ -858,7 +979,7 @@ def estimate_training(
         max_micro_batch=max_b,
         capacity_bytes=capacity,
         after_load_bytes=result.persistent + result.context,
-        hardware_flops_factor=_hardware_flops_factor(arch, inputs),
+        hardware_flops_factor=hardware_flops_factor(arch, inputs),
         ledger=la.ledger,
         outside_ledger=outside,
         precision=inputs.precision,

@@ -23,7 +23,6 @@ from llm_planner.core.compute import (
     estimate_compute,
     flops_for_budget_usd,
     flops_for_deadline,
-    hardware_flops_factor_for,
     largest_model_for_flops,
     min_gpus_per_instance,
     smallest_deployment,
@@ -43,6 +42,7 @@ from llm_planner.core.failures import (
 from llm_planner.core.gpus import GPU, PeakFlops
 from llm_planner.core.presets import get_preset
 from llm_planner.core.scenario import ModelChoice, Scenario, default_scenario
+from llm_planner.core.training import TrainingInputs, hardware_flops_factor
 
 ROUND_GPU = GPU(
     id="round",
@@ -62,6 +62,9 @@ def _compute(
     params: float = 175e9,
     num_gpus: int = 1000,
     recompute: str = "none",
+    *,
+    factor: float | None = None,
+    training: TrainingInputs | None = None,
     **inputs: object,
 ) -> object:
     return estimate_compute(
@@ -73,6 +76,8 @@ def _compute(
         inputs=ComputeInputs.model_validate(inputs),
         seq_len=2048,
         recompute=recompute,  # type: ignore[arg-type]
+        hardware_flops_factor=factor,
+        training_inputs=training,
     )
 
 
@@ -117,13 +122,22 @@ def test_full_recompute_reproduces_narayanan_eq3() -> None:
     params = 12 * layers * hidden**2
     tokens = 1e6
     model = training_flops_with_attention(params, tokens, GPT3, seq)
-    factor = hardware_flops_factor_for("full", GPT3, seq, model / tokens)
+    factor = hardware_flops_factor(
+        GPT3, TrainingInputs(seq_len=seq, recompute="full"), model_flops_per_token=model / tokens
+    )
     expected = 96 * tokens * layers * hidden**2 * (1 + seq / (6 * hidden))
     assert model * factor == pytest.approx(expected, rel=1e-12)
 
 
 def test_full_recompute_gives_8pd() -> None:
-    report = _compute(tokens=300e9, recompute="full")
+    # the layer part: a GPT layer stack's model FLOPs per token are PaLM's 6N + 12·L·H·Q·T
+    # with N = 12·L·h² (Chowdhery et al. 2022 Appendix B); full recomputation replays its
+    # forward, a third of that, so hardware/model = 4/3 and 6·P·D becomes 8·P·D
+    layers, hidden, seq = 96, 12288, 2048
+    layer_stack = 6 * 12 * layers * hidden**2 + 12 * layers * hidden * seq
+    full = TrainingInputs(seq_len=seq, recompute="full")
+    factor = hardware_flops_factor(GPT3, full, model_flops_per_token=layer_stack)
+    report = _compute(tokens=300e9, recompute="full", factor=factor)
     assert report.hardware_flops == pytest.approx(8 * 175e9 * 300e9)  # type: ignore[attr-defined]
     assert _compute(tokens=300e9).hardware_flops == pytest.approx(6 * 175e9 * 300e9)  # type: ignore[attr-defined]
 
@@ -131,7 +145,9 @@ def test_full_recompute_gives_8pd() -> None:
 def test_selective_recompute_adds_one_attention_forward() -> None:
     # Korthikanti et al. 2022 (selective recomputation): only Q·Kᵀ and A·V are recomputed:
     # 4·L·s·d_attn per token on top of 6·P
-    report = _compute(tokens=1e9, recompute="selective")
+    # (without a fused attention kernel: the scores are saved, so selective drops them)
+    training = TrainingInputs(seq_len=2048, recompute="selective", flash_attention=False)
+    report = _compute(tokens=1e9, recompute="selective", training=training)
     extra = 4 * 96 * 2048 * 12288
     assert report.hardware_flops_factor == pytest.approx(1 + extra / (6 * 175e9))  # type: ignore[attr-defined]
 

@@ -385,6 +385,64 @@ def test_memory_screen_mirrors_training_estimator() -> None:
             assert float(out["peak_bytes"][0]) == pytest.approx(exact.peak_bytes, rel=1e-6)
 
 
+@pytest.mark.parametrize(
+    "adapter",
+    [
+        {"lora_rank": 16},
+        {"qlora": True},
+        {"lora_rank": 8, "lora_targets": ("q", "v"), "implementation": "pytorch"},
+        {"qlora": True, "optimizer": "adafactor", "implementation": "pytorch"},
+    ],
+)
+def test_memory_screen_mirrors_training_estimator_under_lora(adapter: dict[str, object]) -> None:
+    """LoRA and QLoRA too: frozen base (NF4 layer matrices under QLoRA), adapter-only
+    gradients and optimizer state, the adapter-only ZeRO-2/3 bucket, QLoRA's dequantised
+    matrix and the frozen outside tensors the ledger drops, layout by layout."""
+    from llm_planner.core.training import estimate_training
+
+    for model in ("llama-3.1-8b", "mixtral-8x7b"):
+        arch = get_preset(model).architecture
+        ti = TrainingInputs.model_validate({"seq_len": 2048, **adapter})
+        params = float(par._count_parameters(arch).total)
+        work = par.workload_of(arch, 2048, 256, params)
+        recipe = par.memory_recipe(arch, ti, H100, params)
+        cluster = par.cluster_of(H100, par.ParallelInputs())
+        grid = itertools.product([1, 8], [1, 4], range(4), [1, 2], range(3), [False, True])
+        for tp, pp, z, b, rc, sp in grid:
+            if sp and tp == 1:
+                continue
+            lay = _layout(tp=tp, pp=pp, dp=8, zero=z, micro_batch=b, recompute=rc, sp=sp)
+            out = par.evaluate_layouts(work, cluster, lay, recipe)
+            update = {"micro_batch": b, "recompute": par.RECOMPUTE_CODES[rc]}
+            exact = estimate_training(
+                arch,
+                ti.model_copy(update=update),
+                H100,
+                tp=tp,
+                pp=pp,
+                dp=8,
+                zero_stage=z,
+                sequence_parallel=sp,
+            )
+            assert float(out["peak_bytes"][0]) == pytest.approx(exact.peak_bytes, rel=1e-6)
+
+
+def test_hfu_minus_mfu_is_the_recomputed_share_of_peak() -> None:
+    """HFU − MFU = recomputed FLOPs/token × tokens/s ÷ (GPUs × peak) (Chowdhery et al.
+    2022 Appendix B): full recomputation of Llama-3.1-8B replays every layer's forward,
+    2·(matrices a token meets) + 4·L·H·Q·T per token (the head is not replayed)."""
+    arch = get_preset("llama-3.1-8b").architecture
+    work = par.workload_of(arch, 4096, 8, training_inputs=TrainingInputs(seq_len=4096))
+    out = par.evaluate_layouts(
+        work, par.cluster_of(H100, par.ParallelInputs()), _layout(recompute=2)
+    )
+    h, q, kv, f, layers, s = 4096, 4096, 1024, 14336, 32, 4096
+    per_layer = 2 * (h * q + 2 * h * kv + q * h + 3 * h * f) + 4 * q * s
+    recomputed = layers * per_layer
+    expected = recomputed * float(out["tokens_per_s"][0]) / 989.4e12
+    assert float(out["hfu"][0] - out["mfu"][0]) == pytest.approx(expected, rel=1e-9)
+
+
 def test_zero_stage_comparison_series() -> None:
     arch = get_preset("llama-3.1-8b").architecture
     rows = par.zero_stage_comparison(arch, TrainingInputs(), H100, par.ParallelInputs(), 64)

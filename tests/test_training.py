@@ -30,6 +30,8 @@ from llm_planner.core.training import (
     NF4_DOUBLE_QUANT_BITS,
     TrainingInputs,
     estimate_training,
+    hardware_flops_factor,
+    training_flops,
 )
 
 H100 = get_gpu("h100-sxm")
@@ -260,6 +262,58 @@ def test_hardware_flops_factor_full_is_about_8_over_6() -> None:
     assert 1.3 < full.hardware_flops_factor < 8 / 6
     none = estimate_training(gpt3, TrainingInputs(recompute="none"), H100)
     assert none.hardware_flops_factor == 1.0
+
+
+GPT3 = get_preset("gpt-3-175b").architecture
+
+
+def test_hardware_flops_factor_full_layer_stack_is_4_over_3() -> None:
+    """A GPT layer stack (Korthikanti 2022 section 5: 24·s·h² + 4·s²·h forward FLOPs per
+    layer and sequence): model FLOPs are 3 forward passes, full recomputation adds a
+    fourth, so hardware/model = 4/3 exactly and 6·P·D becomes 8·P·D."""
+    s, h, layers = 2048, 12288, 96
+    layer_stack_per_token = 3 * layers * (24 * h * h + 4 * s * h)
+    full = TrainingInputs(recompute="full", seq_len=s)
+    assert hardware_flops_factor(GPT3, full, layer_stack_per_token) == pytest.approx(
+        4 / 3, rel=1e-12
+    )
+    assert hardware_flops_factor(GPT3, full.model_copy(update={"recompute": "none"})) == 1.0
+
+
+def test_hardware_flops_factor_selective_worked_example() -> None:
+    """Selective recomputation replays the attention core only (Korthikanti 2022 section 5):
+    1 + attention-score FLOPs / model FLOPs. GPT-3 175B at s = 2048 (L = 96, h = a·d =
+    12288, V = 50257), per token:
+    attention scores 4·L·s·h = 4·96·2048·12288 = 9,663,676,416;
+    weights 2·(12·L·h² + h·V) = 347,892,350,976 + 1,235,116,032 = 349,127,467,008;
+    model = 3·weights + 3·attention = 1,076,373,430,272 (PaLM's 6N + 12·L·H·Q·T);
+    factor = 1 + 9,663,676,416 / 1,076,373,430,272 ≈ 1.008978."""
+    ti = TrainingInputs(recompute="selective", seq_len=2048, flash_attention=False)
+    flops = training_flops(GPT3, ti)
+    assert flops.attention_forward == 9_663_676_416
+    assert flops.weights_forward == 349_127_467_008
+    assert flops.model == 1_076_373_430_272
+    expected = 1 + 9_663_676_416 / 1_076_373_430_272
+    assert hardware_flops_factor(GPT3, ti) == pytest.approx(expected, rel=1e-12)
+    assert hardware_flops_factor(GPT3, ti) == pytest.approx(1.008978, abs=1e-6)
+    # a fused (flash) kernel saves no s² tensor: selective drops, and replays, nothing
+    flash = ti.model_copy(update={"flash_attention": True})
+    assert hardware_flops_factor(GPT3, flash) == 1.0
+
+
+def test_hardware_flops_factor_sliding_window_and_lora() -> None:
+    """Mistral-7B attends within 4096 tokens on every layer: at s = 8192 the replayed
+    attention is 32 layers × 2·(a·d + a·d)·4096 per token. LoRA: frozen weights get no
+    weight gradient (2 passes), attention keeps its 3 (Hu et al. 2021)."""
+    mistral = get_preset("mistral-7b").architecture
+    ti = TrainingInputs(recompute="selective", seq_len=8192, flash_attention=False)
+    assert training_flops(mistral, ti).recomputed == 32 * 4 * 4096 * 4096
+    s, h, layers, v = 2048, 12288, 96, GPT3.vocab_size
+    lora = TrainingInputs(recompute="full", seq_len=s, lora_rank=16)
+    weights, attention = layers * 24 * h * h + 2 * h * v, layers * 4 * s * h
+    recomputed = layers * (24 * h * h + 4 * s * h)
+    expected = 1 + recomputed / (2 * weights + 3 * attention)
+    assert hardware_flops_factor(GPT3, lora) == pytest.approx(expected, rel=1e-12)
 
 
 def test_report_figures_have_the_contract_keys() -> None:
