@@ -247,12 +247,25 @@ def model_state_bytes_per_gpu(
     mixed-precision Adam). Bytes per parameter may be arrays (one per layout).
     """
     p = np.asarray(params, dtype=np.float64)
+    w_div, g_div, o_div = zero_divisors(zero_stage, dp)
+    weights = p * weight_bytes_per_param / w_div
+    grads = p * grad_bytes_per_param / g_div
+    optim = p * optimizer_bytes_per_param / o_div
+    return np.asarray(weights), np.asarray(grads), np.asarray(optim)
+
+
+def zero_divisors(
+    zero_stage: npt.ArrayLike, dp: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """What ZeRO divides weights, gradients and optimizer states by: N_d from stage 3, 2
+    and 1 on respectively, else 1 (Rajbhandari et al. 2019, section 5)."""
     z = np.asarray(zero_stage)
     n = np.asarray(dp, dtype=np.float64)
-    weights = p * weight_bytes_per_param / np.where(z >= 3, n, 1.0)
-    grads = p * grad_bytes_per_param / np.where(z >= 2, n, 1.0)
-    optim = p * optimizer_bytes_per_param / np.where(z >= 1, n, 1.0)
-    return np.asarray(weights), np.asarray(grads), np.asarray(optim)
+    return (
+        np.asarray(np.where(z >= 3, n, 1.0)),
+        np.asarray(np.where(z >= 2, n, 1.0)),
+        np.asarray(np.where(z >= 1, n, 1.0)),
+    )
 
 
 def microbatches_in_flight(
@@ -621,28 +634,23 @@ def _memory_screen(
     ep = lay.as_float("ep")
     layers_stage = np.ceil(work.layers / pp)
     share = layers_stage / work.layers
-    expert_saved = work.params_expert * share * (1.0 - 1.0 / ep)
     # the stage's share of the layers' state (less the experts ep moves elsewhere)
-    layer_share = share - expert_saved / recipe.layer_params if recipe.layer_params else share
+    layer_share = share
+    if work.params_expert and recipe.layer_params:
+        layer_share = share * (1.0 - work.params_expert / recipe.layer_params * (1.0 - 1.0 / ep))
     multi = pp > 1
     z = lay.zero
+    # the stage's bytes ÷ tp, ZeRO-sharded (weights, gradients, optimizer)
+    divisors = [tp * d for d in zero_divisors(z, shard)]
+    layer_parts = [layer_share * in_layers for in_layers in recipe.layer_state]
 
-    def state(outside: StateBytes) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Weights, gradients, optimizer per GPU: the stage's bytes ÷ tp, ZeRO-sharded."""
-        w, g, o = (
-            layer_share * in_layers + np.where(multi, out, single)
-            for in_layers, out, single in zip(
-                recipe.layer_state, outside, recipe.outside_single, strict=True
+    def state(outside: StateBytes) -> list[FloatArray]:
+        return [
+            (part + np.where(multi, out, single)) / div
+            for part, out, single, div in zip(
+                layer_parts, outside, recipe.outside_single, divisors, strict=True
             )
-        )
-        return model_state_bytes_per_gpu(
-            1.0 / tp,
-            z,
-            shard,
-            weight_bytes_per_param=w,
-            grad_bytes_per_param=g,
-            optimizer_bytes_per_param=o,
-        )
+        ]
 
     # every saved tensor is s·b·(something): price b = 1 once per (tp, sp, recompute), × b
     # dense integer code per (tp, sp, recompute): O(n) grouping, no sort
