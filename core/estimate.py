@@ -156,9 +156,10 @@ def _compute_section(
     """Compute budget: FLOPs, throughput, time, cost, Chinchilla, failures (issue 3)."""
     from llm_planner.core.compute import estimate_compute
 
-    # Hooks for the training/parallelism estimators (None until they provide them):
-    # hardware ÷ model FLOPs of their recompute policy, and GPUs one model instance needs.
-    factor = getattr(training, "hardware_flops_factor", None)
+    # Recomputation's extra FLOPs are taken relative to this section's own model FLOPs
+    # (training_inputs), so HFU − MFU is exactly the recomputed share of peak; the GPUs one
+    # instance needs come from the parallelism search.
+    del training
     instance = getattr(parallelism, "gpus_per_instance", None)
     return estimate_compute(
         scenario.model.architecture,
@@ -169,7 +170,7 @@ def _compute_section(
         inputs=scenario.compute,
         seq_len=scenario.training.seq_len,
         recompute=scenario.training.recompute,
-        hardware_flops_factor=factor,
+        training_inputs=scenario.training,
         gpus_per_instance=instance,
     )
 
