@@ -386,6 +386,9 @@ class ComputeReport(BaseModel):
     mfu: float | None
     hfu: float | None
     tokens_per_s: float | None
+    tokens_per_s_per_gpu: float | None = Field(
+        default=None, description="achieved FLOP/s per GPU ÷ FLOPs per token"
+    )
     compute_seconds: float | None = Field(description="C/τ, no failures")
     wall_seconds: float | None = Field(description="compute time / goodput")
     gpu_hours: float | None = Field(description="N × wall time, what is paid for")
@@ -444,6 +447,13 @@ class ComputeReport(BaseModel):
             ("mfu", "MFU", "percent", "model FLOP/s ÷ peak", PALM_SOURCE),
             ("hfu", "HFU", "percent", "hardware FLOP/s ÷ peak", PALM_SOURCE),
             ("tokens_per_s", "Training tokens/s", "tokens/s", "τ ÷ FLOPs per token", ""),
+            (
+                "tokens_per_s_per_gpu",
+                "Training tokens/s per GPU",
+                "tokens/s",
+                "achieved per GPU ÷ FLOPs per token",
+                "",
+            ),
             ("compute_seconds", "Compute time (no failures)", "seconds", "C / τ", SEED_SOURCE),
             ("goodput", "Goodput", "percent", "T_s / T_w (Daly 2006)", "Daly 2006, FGCS 22(3)"),
             (
@@ -633,6 +643,7 @@ def estimate_compute(
         mfu=mfu,
         hfu=hfu,
         tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=achieved / per_token if achieved is not None else None,
         compute_seconds=seconds,
         wall_seconds=wall,
         gpu_hours=gpu_hours,

@@ -187,6 +187,9 @@ def test_measured_throughput_modes() -> None:
     # 1000 tokens/s × 6 × 175e9 FLOP/token
     assert tokens.flops_per_gpu_per_s == pytest.approx(1000 * 6 * 175e9)  # type: ignore[attr-defined]
     assert tokens.compute_seconds == pytest.approx(300e9 / (1000 * 1000))  # type: ignore[attr-defined]
+    # per GPU back out: 150e12 FLOP/s ÷ (6 × 175e9 FLOP/token) = 142.857... tokens/s
+    assert tflops.tokens_per_s_per_gpu == pytest.approx(150e12 / (6 * 175e9))  # type: ignore[attr-defined]
+    assert tokens.tokens_per_s_per_gpu == pytest.approx(1000)  # type: ignore[attr-defined]
 
 
 def test_mode_needs_its_measured_figure() -> None:

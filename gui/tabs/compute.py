@@ -190,11 +190,7 @@ class ComputeTab(Tab):
         if mode == "tflops" and scenario.compute.achieved_flops_per_gpu is None:
             changes["compute.achieved_flops_per_gpu"] = field(compute, "flops_per_gpu_per_s")
         if mode == "tokens_per_s" and scenario.compute.tokens_per_s_per_gpu is None:
-            cluster = field(compute, "tokens_per_s")
-            # per GPU = cluster rate shared by the GPUs (a unit change, not a model)
-            changes["compute.tokens_per_s_per_gpu"] = (
-                cluster / scenario.num_gpus if cluster else None
-            )
+            changes["compute.tokens_per_s_per_gpu"] = field(compute, "tokens_per_s_per_gpu")
         try:
             self.state.set_fields(changes, "Change throughput source")
         except ValueError as error:

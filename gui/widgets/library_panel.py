@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,10 +110,12 @@ class LibraryPanel(QWidget):
         for entry in entries:
             item = QListWidgetItem(entry.name)
             item.setData(Qt.ItemDataRole.UserRole, entry.key)
+            # names and notes may come from a file someone sent: shown as text, never markup
             item.setToolTip(
-                f"<b>{entry.name}</b><br>{entry.model} on {entry.num_gpus} × {entry.gpu}<br>"
+                f"<b>{html.escape(entry.name)}</b><br>{html.escape(entry.model)} on "
+                f"{entry.num_gpus} × {html.escape(entry.gpu)}<br>"
                 f"modified {entry.modified:%Y-%m-%d %H:%M}"
-                + (f"<br><br>{entry.notes[:400]}" if entry.notes else "")
+                + (f"<br><br>{html.escape(entry.notes[:400])}" if entry.notes else "")
             )
             self.list.addItem(item)
             if entry.key == current:

@@ -137,6 +137,18 @@ def test_library_panel_operations(qtbot: Any, window: MainWindow) -> None:
     assert window.state.path is not None
 
 
+def test_library_tooltip_shows_received_markup_as_text(window: MainWindow) -> None:
+    """A name or notes from someone else's file must not be rendered as rich text."""
+    panel = window.library
+    assert panel is not None
+    window.state.set_fields({"name": "<img src=x>Plan", "notes": "<b>bold?</b>"}, "rename")
+    panel.save_current()
+    tip = panel.list.item(0).toolTip()
+    assert "&lt;img src=x&gt;Plan" in tip
+    assert "&lt;b&gt;bold?&lt;/b&gt;" in tip
+    assert "<img" not in tip
+
+
 def test_notes_edit_the_scenario(qtbot: Any, window: MainWindow) -> None:
     panel = window.library
     assert panel is not None
