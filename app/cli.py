@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -432,21 +433,71 @@ def _has_display() -> bool:
     return True
 
 
+QT_PROBE_FLAG = "--qt-probe"
+"""Hidden argument: start Qt's GUI platform and exit 0 (run in a child process)."""
+
+
+def _qt_probe() -> int:
+    from PySide6.QtGui import QGuiApplication
+
+    QGuiApplication(sys.argv[:1])
+    return 0
+
+
+def _qt_start_problem() -> str | None:
+    """Why Qt cannot open a window here, or None if it can.
+
+    Qt aborts the whole process when its platform plugin cannot start (an X display that
+    is set but unreachable, or a missing system library such as libxcb-cursor0), which no
+    ``try`` can catch; so a child process tries first (about 0.2 s) and the window opens
+    only when it succeeded. Skipped where the platform is forced (QT_QPA_PLATFORM) and on
+    macOS and Windows, whose platform plugins do not depend on a display server.
+    """
+    if os.environ.get("QT_QPA_PLATFORM") or not sys.platform.startswith(
+        ("linux", "freebsd", "openbsd", "netbsd")
+    ):
+        return None
+    if getattr(sys, "frozen", False):
+        command = [sys.executable, QT_PROBE_FLAG]
+    else:
+        command = [sys.executable, "-m", "llm_planner", QT_PROBE_FLAG]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"Qt did not start ({error})"
+    if result.returncode == 0:
+        return None
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    reason = next((line for line in lines if "xcb" in line or "display" in line), None)
+    return (
+        f"Qt could not start on this display ({reason or 'exit status ' + str(result.returncode)})"
+    )
+
+
+def _print_report_instead(file: str | None, why: str) -> int:
+    sys.stderr.write(
+        f"llm-planner: {why}, so the window cannot open; printing the "
+        + ("scenario's" if file else "default scenario's")
+        + " report instead. Set QT_QPA_PLATFORM=offscreen to force Qt.\n"
+    )
+    from llm_planner.core.estimate import estimate
+    from llm_planner.core.scenario import default_scenario
+
+    scenario = _load_scenario_file(file) if file else default_scenario()
+    sys.stdout.write(format_report_text(estimate(scenario)))
+    return 0
+
+
 def cmd_window(file: str | None, smoke_test: bool = False) -> int:
     """Open the window; with no display, say so and print the default report instead."""
-    if not _has_display() and not smoke_test:
-        sys.stderr.write(
-            "llm-planner: no display available (neither DISPLAY nor WAYLAND_DISPLAY is set), "
-            "so the window cannot open; printing the "
-            + ("scenario's" if file else "default scenario's")
-            + " report instead. Set QT_QPA_PLATFORM=offscreen to force Qt.\n"
-        )
-        from llm_planner.core.estimate import estimate
-        from llm_planner.core.scenario import default_scenario
-
-        scenario = _load_scenario_file(file) if file else default_scenario()
-        sys.stdout.write(format_report_text(estimate(scenario)))
-        return 0
+    if not smoke_test:
+        if not _has_display():
+            return _print_report_instead(
+                file, "no display available (neither DISPLAY nor WAYLAND_DISPLAY is set)"
+            )
+        problem = _qt_start_problem()
+        if problem is not None:
+            return _print_report_instead(file, problem)
     try:
         from llm_planner.gui.app import run_app
     except ImportError as error:
@@ -541,6 +592,8 @@ cli_compute.register()
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``llm-planner``. Returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == [QT_PROBE_FLAG]:
+        return _qt_probe()
     parser = build_parser()
     known = {"report", "presets", "model", "search", "list", "import", "export"}
     try:

@@ -18,9 +18,12 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# never touch the user's real library, settings or recovery folder (child processes inherit it)
+os.environ.setdefault("LLM_PLANNER_HOME", tempfile.mkdtemp(prefix="llm-planner-bench-"))
 
 
 def _percentile(values: list[float], share: float) -> float:

@@ -34,7 +34,7 @@ def make_application(argv: list[str] | None = None) -> object:
     app = QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("LLM Planner")
     app.setOrganizationName("llm-planner")
-    app.setDesktopFileName("llm-planner")
+    app.setDesktopFileName("io.github.llm_planner.LLMPlanner")  # the .desktop entry
     try:
         from importlib import resources
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 SIZES = ((1366, 768), (1920, 1080))
@@ -44,6 +45,8 @@ def dark_palette() -> object:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    # a throwaway home: renders never touch the user's library, settings or recovery copies
+    os.environ.setdefault("LLM_PLANNER_HOME", tempfile.mkdtemp(prefix="llm-planner-shots-"))
     out = Path(argv[0] if argv else "shots")
     out.mkdir(parents=True, exist_ok=True)
     from PySide6.QtWidgets import QApplication

@@ -297,3 +297,24 @@ def test_no_display_prints_report_and_says_so(tmp_path):
     assert "Traceback" not in result.stderr
     assert "Model" in result.stdout
     assert "Compute budget" in result.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11 display check is Linux")
+def test_unreachable_display_prints_report_instead_of_a_qt_abort(tmp_path):
+    """DISPLAY set but nothing listening (a stale ssh -X, say): Qt would abort the process,
+    so a child process tries Qt first and the report is printed instead."""
+    script = SCRIPTS / "llm-planner"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}
+    }
+    env["DISPLAY"] = ":93"  # no X server has this display number here
+    env["XAUTHORITY"] = str(tmp_path / "none")
+    result = subprocess.run(
+        [str(script)], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Qt could not start on this display" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Compute budget" in result.stdout
