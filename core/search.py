@@ -46,7 +46,7 @@ class SearchOptions(BaseModel):
     interleave: tuple[int, ...] = (1, 2, 4)
     """Virtual stages per GPU tried when pp > 1 (1 = plain 1F1B)."""
     max_tp: int | None = None
-    """Largest tensor-parallel degree; None: the GPUs per node (:func:`search_scenario`).
+    """Largest tensor-parallel degree; None: the cluster's GPUs per node.
 
     Narayanan et al. 2021 (arXiv:2104.04473, section 3.3, takeaway #1): tensor parallelism
     should be used up to the GPUs of one server and pipeline parallelism across servers,
@@ -221,6 +221,7 @@ class _Problem:
         self.gpu = gpu
         self.training_inputs = training_inputs
         self.params_override = params_override
+        self.gpus_per_node = inputs.gpus_per_node
         self.params = params_override or float(count_parameters(arch).total)
         self.work = par.workload_of(
             arch,
@@ -281,6 +282,8 @@ def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int, *, peak: floa
 
 def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> SearchResult:
     start = time.perf_counter()
+    if options.max_tp is None:  # tensor parallelism inside a node (see SearchOptions.max_tp)
+        options = options.model_copy(update={"max_tp": problem.gpus_per_node})
     lay = enumerate_layouts(problem.arch, num_gpus, problem.work.global_batch, options)
     candidates = len(lay)
     rows: list[SearchRow] = []
@@ -340,12 +343,7 @@ def search(
 def search_scenario(
     scenario: Any, *, options: SearchOptions | None = None, top: int = 10
 ) -> SearchResult:
-    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training.
-
-    Unless ``options.max_tp`` says otherwise, tensor parallelism stays inside a node."""
-    options = options or SearchOptions()
-    if options.max_tp is None:
-        options = options.model_copy(update={"max_tp": scenario.parallelism.gpus_per_node})
+    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training."""
     return search(
         scenario.model.architecture,
         scenario.gpu,
