@@ -41,10 +41,12 @@ from llm_planner.core.training import (
     TrainingReport,
     estimate_training,
     hardware_flops_factor,
+    largest_local_layer,
     layer_activations_for,
     layer_kinds,
     layer_temporaries,
     outside_ledger_for,
+    routed_expert_params,
     stage_params,
     state_bytes,
 )
@@ -317,6 +319,8 @@ class MemoryRecipe:
     """All in-layer parameters of the model (scaled by any override)."""
     layer_state: StateBytes
     """Weights, gradients, optimizer bytes of all layers (before ÷ tp and ZeRO)."""
+    expert_state: StateBytes
+    """The routed experts' part of ``layer_state`` (÷ ep, ZeRO over dp/ep); zeros if dense."""
     outside_first: StateBytes
     """State of the embedding (and learned positions) on the first stage."""
     outside_last: StateBytes
@@ -327,6 +331,8 @@ class MemoryRecipe:
     """Weights + gradients + optimizer of the whole model (tp = pp = dp = 1)."""
     temporaries: LayerTemporaries
     """One layer's bucket, ZeRO-3 gather and QLoRA dequantised matrix at tp = 1."""
+    temporaries_for_ep: Callable[[int], LayerTemporaries]
+    """The same with expert parallelism ep (one layer as a GPU holding E/ep experts)."""
     cuda_context_bytes: float
     fragmentation_fraction: float
     megatron_buckets: bool
@@ -374,22 +380,39 @@ def memory_recipe(
             logits=float(logits),
         )
 
-    def params_of(layers: int, first: bool, last: bool, pp: int) -> StageParams:
+    def params_of(layers: int, first: bool, last: bool, pp: int, ep: int = 1) -> StageParams:
         return stage_params(
-            arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale
+            arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale, ep=ep
         )
 
     layers = params_of(arch.layers, False, False, 1)
+    experts = routed_expert_params(arch, ti, layers_on_stage=arch.layers, scale=scale)
+    temporaries = layer_temporaries(layers, ti, arch.layers)
+
+    @cache
+    def temporaries_for_ep(ep: int) -> LayerTemporaries:
+        """As ``params_of(..., ep)`` would give, without recounting the layers: only the
+        largest layer and the LoRA adapters (the bucket under LoRA) depend on ep."""
+        if ep == 1:
+            return temporaries
+        local = {
+            "one_layer_params": largest_local_layer(arch, ep) * scale,
+            "lora_params": layers.lora_params - experts.lora_params * (1.0 - 1.0 / ep),
+        }
+        return layer_temporaries(layers.model_copy(update=local), ti, arch.layers)
+
     whole = params_of(arch.layers, True, True, 1)
     # any pp > 1: the first stage holds the embedding, the last the head
     return MemoryRecipe(
         layer_params=layers.layer_params,
         layer_state=state_bytes(layers, ti),
+        expert_state=state_bytes(experts, ti),
         outside_first=state_bytes(params_of(0, True, False, 2), ti),
         outside_last=state_bytes(params_of(0, False, True, 2), ti),
         outside_single=state_bytes(params_of(0, True, True, 1), ti),
         model_state_bytes=sum(state_bytes(whole, ti)),
-        temporaries=layer_temporaries(layers, ti, arch.layers),
+        temporaries=temporaries,
+        temporaries_for_ep=temporaries_for_ep,
         cuda_context_bytes=float(ti.cuda_context_bytes),
         fragmentation_fraction=float(ti.fragmentation_fraction),
         megatron_buckets=ti.implementation == "megatron",
@@ -624,33 +647,37 @@ def _memory_screen(
     """Per-GPU peak memory of each layout, term by term as the training estimator.
 
     The fuller of the first stage (embedding, micro-batches in flight) and the last stage
-    (head, logits, one micro-batch in flight for 1F1B) sets the peak. Routed experts are
-    further divided by expert parallelism (which the training estimator does not model).
+    (head, logits, one micro-batch in flight for 1F1B) sets the peak. With ep > 1 the
+    routed experts' state is ÷ ep and ZeRO-sharded over the shard group ÷ ep (at least 1),
+    and the bucket and ZeRO-3 gather hold one layer with E/ep experts, as in the estimator;
+    rows with ep = 1 take exactly the arithmetic without experts.
     """
     f64 = np.float64
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     shard = lay.as_float("shard")
-    ep = lay.as_float("ep")
     layers_stage = np.ceil(work.layers / pp)
     share = layers_stage / work.layers
-    # the stage's share of the layers' state (less the experts ep moves elsewhere)
-    layer_share = share
-    if work.params_expert and recipe.layer_params:
-        layer_share = share * (1.0 - work.params_expert / recipe.layer_params * (1.0 - 1.0 / ep))
     multi = pp > 1
     z = lay.zero
     # the stage's bytes ÷ tp, ZeRO-sharded (weights, gradients, optimizer)
     divisors = [tp * d for d in zero_divisors(z, shard)]
-    layer_parts = [layer_share * in_layers for in_layers in recipe.layer_state]
+    layer_parts = [share * in_layers for in_layers in recipe.layer_state]
+    has_ep = bool(sum(recipe.expert_state)) and bool(np.any(lay.ep > 1))
 
     def state(outside: StateBytes) -> list[FloatArray]:
-        return [
-            (part + np.where(multi, out, single)) / div
-            for part, out, single, div in zip(
-                layer_parts, outside, recipe.outside_single, divisors, strict=True
-            )
+        held = [
+            np.where(multi, out, single)
+            for out, single in zip(outside, recipe.outside_single, strict=True)
         ]
+        plain = [
+            (part + out) / div for part, out, div in zip(layer_parts, held, divisors, strict=True)
+        ]
+        if not has_ep:
+            return plain
+        return _expert_parallel_state(
+            lay, recipe, share=share, outside=held, divisors=divisors, plain=plain
+        )
 
     # every saved tensor is s·b·(something): price b = 1 once per (tp, sp, recompute), × b
     # dense integer code per (tp, sp, recompute): O(n) grouping, no sort
@@ -678,13 +705,14 @@ def _memory_screen(
     outside_first = np.where(multi, field("outside_first"), field("outside_only"))
     outside_last = np.where(multi, field("outside_last"), field("outside_only"))
     temps = recipe.temporaries
+    zero2_bucket, zero3_gather = _layer_temporaries_by_ep(lay, recipe, has_ep=has_ep)
     sharded = shard > 1
     bucket = np.where(
         (z >= 2) & sharded,
-        temps.zero2_bucket / tp,
+        zero2_bucket / tp,
         np.where(sharded & (not recipe.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
     )
-    gather = np.where((z >= 3) & sharded, temps.zero3_gather / tp, 0.0)
+    gather = np.where((z >= 3) & sharded, zero3_gather / tp, 0.0)
     fixed_temps = bucket + gather + temps.dequant / tp
 
     def stage(
@@ -710,6 +738,55 @@ def _memory_screen(
         "zero3_gathered_bytes": gather,
         "peak_bytes": pick[4],
     }
+
+
+def _expert_parallel_state(
+    lay: Layouts,
+    recipe: MemoryRecipe,
+    *,
+    share: FloatArray,
+    outside: list[FloatArray],
+    divisors: list[FloatArray],
+    plain: list[FloatArray],
+) -> list[FloatArray]:
+    """Weights, gradients, optimizer per GPU where ep > 1 (``plain`` elsewhere): the stage's
+    non-expert state (and ``outside``) ÷ ``divisors`` (tp × ZeRO over the shard group), its
+    routed experts ÷ tp·ep × ZeRO over the expert-data-parallel group shard/ep (at least 1),
+    as :func:`.training.estimate_training`."""
+    tp = lay.as_float("tp")
+    ep = lay.as_float("ep")
+    expert_dp = np.maximum(lay.as_float("shard") / ep, 1.0)
+    expert_divisors = [tp * ep * d for d in zero_divisors(lay.zero, expert_dp)]
+    split = lay.ep > 1
+    return [
+        np.where(split, (share * (whole - expert) + out) / div + share * expert / e_div, p)
+        for whole, expert, out, div, e_div, p in zip(
+            recipe.layer_state,
+            recipe.expert_state,
+            outside,
+            divisors,
+            expert_divisors,
+            plain,
+            strict=True,
+        )
+    ]
+
+
+def _layer_temporaries_by_ep(
+    lay: Layouts, recipe: MemoryRecipe, *, has_ep: bool
+) -> tuple[float | FloatArray, float | FloatArray]:
+    """One layer's ZeRO-2 bucket and ZeRO-3 gather (tp = 1) as a GPU holding E/ep experts
+    stores it: the recipe's when no layout has ep > 1, else per layout from a table over
+    the ep values present, O(n)."""
+    if not has_ep:
+        return recipe.temporaries.zero2_bucket, recipe.temporaries.zero3_gather
+    seen = np.zeros(int(lay.ep.max()) + 1, dtype=bool)
+    seen[lay.ep] = True
+    table = np.zeros((2, seen.size), dtype=np.float64)
+    for e in np.flatnonzero(seen).tolist():
+        t_e = recipe.temporaries_for_ep(int(e))
+        table[:, e] = (t_e.zero2_bucket, t_e.zero3_gather)
+    return table[0][lay.ep], table[1][lay.ep]
 
 
 def training_in_flight(
@@ -1045,8 +1122,6 @@ def parallelism_report(
     exact = training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
     peak = float(exact.peak_bytes)
     fits = peak <= gpu.memory_bytes
-    if lay.ep > 1:
-        problems.append("expert parallelism divides expert weights; the training memory ignores ep")
     g = inputs.gpus_per_node
     links = {
         "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, g)),
@@ -1097,7 +1172,8 @@ def parallelism_report(
 def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
     """Keyword arguments of ``estimate_training`` for a resolved layout: the ZeRO stage
     (FSDP names mapped), the shard group as dp (HYBRID_SHARD shards inside a node only),
-    and the micro-batches in flight of the schedule (None: the estimator's 1F1B default)."""
+    the micro-batches in flight of the schedule (None: the estimator's 1F1B default) and
+    the expert-parallel degree ep (routed experts ÷ ep, ZeRO-sharded over dp/ep)."""
     return {
         "tp": lay.tp,
         "pp": lay.pp,
@@ -1105,6 +1181,7 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
         "zero_stage": lay.zero_stage,
         "sequence_parallel": lay.sequence_parallel,
         "microbatches_in_flight": _in_flight_for(lay),
+        "ep": lay.ep,
     }
 
 

@@ -3,12 +3,14 @@
 A model can load and still run out of memory during an iteration: persistent state
 (weights, gradients, optimizer) stays resident; activations grow during the forward pass;
 temporaries peak on top. :func:`estimate_training` reports both "after load" and "peak"
-for one GPU of a (tp, pp, dp, ZeRO) layout:
+for one GPU of a (tp, pp, dp, ep, ZeRO) layout:
 
 * persistent = weights + gradients + optimizer state (:mod:`.optimizers`), divided by
   tp·pp (the first pipeline stage also holds the embedding, the last the output head and
   final norm) and by dp per ZeRO stage (Rajbhandari et al. 2019, Figure 1 and section 5:
-  stage 1 shards optimizer state, 2 also gradients, 3 also weights);
+  stage 1 shards optimizer state, 2 also gradients, 3 also weights); with expert
+  parallelism the routed experts are also ÷ ep and ZeRO-sharded over dp/ep instead
+  (:func:`estimate_training`);
 * activations = the per-layer ledger (:mod:`.activations`) × layers on the stage ×
   micro-batches in flight (1F1B: the first stage holds pp of them, Narayanan et al. 2021,
   arXiv:2104.04473 section 2.2.1; Korthikanti et al. 2022 section 4.2.3) + tensors
@@ -251,6 +253,81 @@ class StageParams(BaseModel):
     one_layer_params: float  # the largest layer's parameters (ZeRO-3 gather, buckets)
 
 
+def _routed_expert_matrices(arch: Architecture) -> list[tuple[str, int, int, int]]:
+    """(LoRA target, rows, cols, count) of one MoE layer's routed experts (none if dense)."""
+    if arch.moe is None:
+        return []
+    h, f, n = arch.hidden_size, arch.moe.expert_ffn_size, arch.moe.num_experts
+    out = [("up", h, f, n), ("down", f, h, n)]
+    return ([("gate", h, f, n)] if arch.gated else []) + out
+
+
+class _Routed(NamedTuple):
+    """One MoE layer's routed-expert share of each :class:`StageParams` count."""
+
+    params: int
+    matrix_params: int
+    factored_values: int
+    lora_params: float
+    lora_factored_values: float
+
+
+def _routed_per_layer(arch: Architecture, inputs: TrainingInputs) -> _Routed:
+    """The routed experts of one MoE layer: parameters (matrices and any MLP biases),
+    matrix elements, Adafactor factored values (rows + cols per matrix, biases in full)
+    and the LoRA adapters on them (same terms as :func:`stage_params`)."""
+    if arch.moe is None:
+        return _Routed(0, 0, 0, 0.0, 0.0)
+    mats = _routed_expert_matrices(arch)
+    total = arch.moe.num_experts * mlp_params(arch, arch.moe.expert_ffn_size)
+    mat = sum(r * c * k for _, r, c, k in mats)
+    factored = sum((r + c) * k for _, r, c, k in mats) + (total - mat)
+    rank = inputs.effective_lora_rank
+    lora = lora_factored = 0.0
+    if rank is not None:
+        adapted = [(r, c, k) for t, r, c, k in mats if t in inputs.lora_targets]
+        lora = float(sum(rank * (r + c) * k for r, c, k in adapted))
+        lora_factored = float(sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted))
+    return _Routed(total, mat, factored, lora, lora_factored)
+
+
+def largest_local_layer(arch: Architecture, ep: int = 1) -> float:
+    """Parameters of the largest layer as one expert-parallel rank holds it (E/ep of the
+    routed experts of an MoE layer; unscaled): what a ZeRO-3 gather or a bucket holds."""
+    totals = {moe_layer: _layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch)}
+    if ep == 1 or arch.moe is None or True not in totals:
+        return max(totals.values())
+    away = 1.0 - 1.0 / ep
+    routed = arch.moe.num_experts * mlp_params(arch, arch.moe.expert_ffn_size)
+    return max(totals.get(False, 0), totals[True] - routed * away)
+
+
+def routed_expert_params(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    *,
+    layers_on_stage: int,
+    scale: float,
+    ep: int = 1,
+) -> StageParams:
+    """The routed-expert part of :func:`stage_params` (same ``ep``): the experts of the
+    stage's share of the MoE layers, ÷ ep (each expert-parallel rank holds E/ep experts of
+    every MoE layer). ``one_layer_params`` is one MoE layer's routed experts ÷ ep. Zero for
+    a dense model."""
+    r = _routed_per_layer(arch, inputs)
+    n = arch.moe_layers * layers_on_stage / arch.layers / ep
+    return StageParams(
+        layer_params=n * r.params * scale,
+        layer_matrix_params=n * r.matrix_params * scale,
+        outside_params=0.0,
+        factored_values=n * r.factored_values * scale,
+        lora_params=n * r.lora_params,
+        lora_factored_values=n * r.lora_factored_values,
+        largest_matrix=0,
+        one_layer_params=r.params / ep * scale,
+    )
+
+
 def stage_params(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -260,12 +337,21 @@ def stage_params(
     last: bool,
     pp: int,
     scale: float,
+    ep: int = 1,
 ) -> StageParams:
+    """Parameters one GPU of a pipeline stage holds before tp/ZeRO sharding: the stage's
+    share of every layer kind (dense, MoE), plus the embedding (first stage) and the head
+    (last stage). With expert parallelism ``ep`` the routed experts of every MoE layer are
+    spread over ep ranks, E/ep each (Lepikhin et al. 2020, GShard, section 2.2; Rajbhandari
+    et al. 2022, DeepSpeed-MoE, arXiv:2201.05596, section 5): their parameters, LoRA
+    adapters and factored values are ÷ ep, and so is the largest layer's (the ZeRO-3
+    gather, the gradient bucket). Attention, norms, router and shared experts are not."""
     counts = count_parameters(arch)
+    routed = _routed_per_layer(arch, inputs) if ep > 1 else None
     share = layers_on_stage / arch.layers
     layer_params = matrix_params = factored = 0.0
     lora = lora_factored = 0.0
-    largest = one_layer = 0
+    largest = 0
     rank = inputs.effective_lora_rank
     for moe_layer, n in layer_kinds(arch):
         mats = _layer_matrices(arch, moe_layer)
@@ -273,17 +359,25 @@ def stage_params(
         mat = sum(r * c * k for _, r, c, k in mats)
         layer_params += n * share * total
         matrix_params += n * share * mat
-        factored += (
-            n
-            * share
-            * factored_state_values([(r, c) for _, r, c, k in mats for _ in range(k)], total - mat)
-        )
+        # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
+        per_layer = sum(k * factored_state_values([(r, c)], 0) for _, r, c, k in mats)
+        factored += n * share * (per_layer + (total - mat))
         largest = max(largest, *(r * c for _, r, c, _ in mats))
-        one_layer = max(one_layer, total)
+        layer_lora = layer_lora_factored = 0.0
         if rank is not None:
             adapted = [(r, c, k) for t, r, c, k in mats if t in inputs.lora_targets]
-            lora += n * share * sum(rank * (r + c) * k for r, c, k in adapted)
-            lora_factored += n * share * sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+            layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
+            layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+        if moe_layer and routed is not None:  # other ranks hold (1 − 1/ep) of the experts
+            away = 1.0 - 1.0 / ep
+            layer_params -= n * share * routed.params * away
+            matrix_params -= n * share * routed.matrix_params * away
+            factored -= n * share * routed.factored_values * away
+            layer_lora -= routed.lora_params * away
+            layer_lora_factored -= routed.lora_factored_values * away
+        if rank is not None:
+            lora += n * share * layer_lora
+            lora_factored += n * share * layer_lora_factored
     h = arch.hidden_size
     outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
     outside_factored = 0.0
@@ -302,7 +396,7 @@ def stage_params(
         lora_params=lora,
         lora_factored_values=lora_factored,
         largest_matrix=largest,
-        one_layer_params=one_layer * scale,
+        one_layer_params=largest_local_layer(arch, ep) * scale,
     )
 
 
@@ -693,26 +787,46 @@ def _stage(
     micro_batch: int,
     *,
     params: StageParams,
+    routed: StageParams | None,
     tp: int,
     pp: int,
     dp: int,
+    ep: int,
     zero_stage: int,
     sequence_parallel: bool,
     first: bool,
     last: bool,
     in_flight: int,
 ) -> _StageResult:
-    """One pipeline stage's memory at ``micro_batch`` (``params``: the stage's parameters)."""
+    """One pipeline stage's memory at ``micro_batch`` (``params``: the stage's parameters on
+    one GPU, ``routed``: their routed-expert part when ep > 1, ZeRO-sharded over dp/ep)."""
     recipe = get_precision(inputs.precision)
     layers_on_stage = math.ceil(arch.layers / pp)
     state = state_bytes(params, inputs)
-    weights, gradients, optimizer = state.weights / tp, state.gradients / tp, state.optimizer / tp
-    if zero_stage >= 1:
-        optimizer /= dp
-    if zero_stage >= 2:
-        gradients /= dp
-    if zero_stage >= 3:
-        weights /= dp
+    if routed is None:
+        weights, gradients, optimizer = (
+            state.weights / tp,
+            state.gradients / tp,
+            state.optimizer / tp,
+        )
+        if zero_stage >= 1:
+            optimizer /= dp
+        if zero_stage >= 2:
+            gradients /= dp
+        if zero_stage >= 3:
+            weights /= dp
+    else:
+        # state_bytes is linear: the non-expert state is all less the routed experts'
+        experts = state_bytes(routed, inputs)
+        expert_dp = max(dp / ep, 1.0)
+
+        def sharded(whole: float, expert: float, stage: int) -> float:
+            div, expert_div = (dp, expert_dp) if zero_stage >= stage else (1, 1.0)
+            return (whole - expert) / (tp * div) + expert / (tp * expert_div)
+
+        weights = sharded(state.weights, experts.weights, 3)
+        gradients = sharded(state.gradients, experts.gradients, 2)
+        optimizer = sharded(state.optimizer, experts.optimizer, 1)
 
     # activations: average layer kind on the stage, × micro-batches in flight
     kinds = layer_kinds(arch)
@@ -873,6 +987,7 @@ def estimate_training(
     zero_stage: int = 0,
     sequence_parallel: bool = False,
     microbatches_in_flight: int | None = None,
+    ep: int = 1,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout.
 
@@ -880,7 +995,26 @@ def estimate_training(
     defaults to pp there, as 1F1B holds pp micro-batches on the first stage — Narayanan et
     al. 2021) or the last (output head, final norm, logits; 1 micro-batch in flight unless
     given). ``params_override`` scales every parameter count so the total equals it.
+
+    Expert parallelism ``ep`` (MoE; ep divides dp): each GPU holds E/ep of every MoE
+    layer's routed experts (÷ tp as well: expert tensor parallelism = tp), so their
+    weights, gradients and optimizer state are ÷ ep; everything else (attention, norms,
+    router, shared experts, embedding, head) is not. ZeRO shards the non-expert state over
+    ``dp`` and the expert state over the expert-data-parallel group of dp/ep ranks holding
+    the same experts (DeepSpeed-MoE, Rajbhandari et al. 2022, arXiv:2201.05596, section 5,
+    "E + Z"; DeepSpeed-TED, Singh et al. 2023, arXiv:2303.06318, section 3: expert data
+    parallel = dp/ep; Megatron-Core's expert-data-parallel group and distributed
+    optimizer). ZeRO-3's gather and the ZeRO-2 bucket hold one layer as this GPU stores
+    it (its own E/ep experts). Activations are unchanged by ep: the all-to-all dispatches
+    each token to the GPUs holding its experts, so on average each GPU still processes
+    top_k × its own tokens in its experts (balanced routing; Fedus et al. 2021, Switch
+    Transformer, section 2.2), and the per-GPU MoE ledger (:mod:`.activations`) stays as
+    it is. A dense model ignores ep.
     """
+    if ep < 1:
+        raise ValueError(f"expert parallelism ep must be ≥ 1, got {ep}")
+    if arch.moe is None:
+        ep = 1
     total = count_parameters(arch).total
     scale = params_override / total if params_override is not None else 1.0
     if pp > 1:
@@ -900,9 +1034,16 @@ def estimate_training(
             last=last,
             pp=pp,
             scale=scale,
+            ep=ep,
         )
         for _, f, last, _ in stages
     ]
+    layers_on_stage = math.ceil(arch.layers / pp)
+    routed = (
+        routed_expert_params(arch, inputs, layers_on_stage=layers_on_stage, scale=scale, ep=ep)
+        if ep > 1
+        else None
+    )
 
     def worst(b: int) -> tuple[Literal["only", "first", "last"], int, _StageResult]:
         results = [
@@ -914,9 +1055,11 @@ def estimate_training(
                     inputs,
                     b,
                     params=params,
+                    routed=routed,
                     tp=tp,
                     pp=pp,
                     dp=dp,
+                    ep=ep,
                     zero_stage=zero_stage,
                     sequence_parallel=sequence_parallel,
                     first=f,

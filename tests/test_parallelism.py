@@ -449,3 +449,56 @@ def test_zero_stage_comparison_series() -> None:
     assert [r["zero_stage"] for r in rows] == [0, 1, 2, 3]
     states = [r["weights_bytes"] + r["gradients_bytes"] + r["optimizer_bytes"] for r in rows]
     assert all(b <= a for a, b in itertools.pairwise(states))
+
+
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "deepseek-v3"])
+def test_memory_screen_mirrors_training_estimator_with_expert_parallelism(model: str) -> None:
+    """Expert parallelism ep ∈ {1, 2, 4}: routed experts ÷ ep, ZeRO-sharded over dp/ep
+    (also with a HYBRID_SHARD-style shard group smaller than dp, and under LoRA), the
+    bucket and ZeRO-3 gather of one layer with E/ep experts, layout by layout."""
+    from llm_planner.core.training import estimate_training
+
+    arch = get_preset(model).architecture
+    params = float(par._count_parameters(arch).total)
+    work = par.workload_of(arch, 2048, 256, params)
+    cluster = par.cluster_of(H100, par.ParallelInputs())
+    for adapter in ({}, {"lora_rank": 16}):
+        ti = TrainingInputs.model_validate({"seq_len": 2048, **adapter})
+        recipe = par.memory_recipe(arch, ti, H100, params)
+        grid = itertools.product([1, 2, 4], [1, 8], [1, 4], range(4), [8, 4])
+        for ep, tp, pp, z, shard in grid:
+            lay = _layout(tp=tp, pp=pp, dp=8, ep=ep, zero=z, shard=shard, recompute=2)
+            out = par.evaluate_layouts(work, cluster, lay, recipe)
+            exact = estimate_training(
+                arch,
+                ti.model_copy(update={"recompute": "full"}),
+                H100,
+                tp=tp,
+                pp=pp,
+                dp=shard,
+                ep=ep,
+                zero_stage=z,
+            )
+            assert float(out["weights_bytes"][0]) == pytest.approx(exact.weights_bytes, rel=1e-6)
+            assert float(out["optimizer_bytes"][0]) == pytest.approx(
+                exact.optimizer_bytes, rel=1e-6
+            )
+            assert float(out["peak_bytes"][0]) == pytest.approx(exact.peak_bytes, rel=1e-6)
+
+
+def test_mixed_ep_layouts_in_one_screen() -> None:
+    """One array with ep = 1, 2, 4, 8 side by side prices each row as alone (the ep table)."""
+    arch = get_preset("mixtral-8x7b").architecture
+    params = float(par._count_parameters(arch).total)
+    work = par.workload_of(arch, 2048, 256, params)
+    cluster = par.cluster_of(H100, par.ParallelInputs())
+    recipe = par.memory_recipe(arch, TrainingInputs(seq_len=2048), H100, params)
+    rows = [_layout(dp=8, ep=e, zero=3) for e in (1, 2, 4, 8)]
+    together = par.Layouts(
+        **{k: np.concatenate([getattr(r, k) for r in rows]) for k in rows[0].__dict__}
+    )
+    peaks = par.evaluate_layouts(work, cluster, together, recipe)["peak_bytes"]
+    for i, row in enumerate(rows):
+        alone = par.evaluate_layouts(work, cluster, row, recipe)["peak_bytes"][0]
+        assert float(peaks[i]) == float(alone)
+    assert list(peaks) == sorted(peaks, reverse=True)  # more ep, less memory

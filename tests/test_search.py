@@ -184,3 +184,42 @@ def test_report_carries_gpus_per_instance_into_compute() -> None:
     )
     assert report.parallelism.gpus_per_instance == expected
     assert report.compute.gpus_per_instance == expected
+
+
+def test_report_and_search_price_expert_parallelism(capsys: pytest.CaptureFixture[str]) -> None:
+    """ep reaches the training estimator: the report's peak is the estimator's at ep = 4
+    (no "ignores ep" problem any more), and each search row's exact peak is too."""
+    from llm_planner.core.training import estimate_training
+
+    args = ["report", "--json", "--model", "mixtral-8x7b", "--num-gpus", "64", "--tp", "2"]
+    assert main([*args, "--ep", "4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    p = data["parallelism"]
+    assert p["ep"] == 4
+    assert not any("ignores ep" in problem for problem in p["problems"])
+    ti = TrainingInputs()
+    arch = get_preset("mixtral-8x7b").architecture
+    # the report's defaults: ZeRO 1 over dp = 64/2 = 32, no pipeline
+    exact = estimate_training(arch, ti, H100, tp=2, dp=32, ep=4, zero_stage=1)
+    assert p["peak_bytes"] == pytest.approx(exact.peak_bytes, rel=1e-12)
+    assert data["training"]["peak_bytes"] == pytest.approx(exact.peak_bytes, rel=1e-12)
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["parallelism"]["peak_bytes"] > p["peak_bytes"]
+
+    res = srch.search(arch, H100, 64, par.ParallelInputs(), ti, top=5)
+    assert any(row.ep > 1 for row in res.rows)
+    for row in res.rows:
+        if row.pp > 1:
+            continue
+        update = {"micro_batch": row.micro_batch, "recompute": row.recompute}
+        exact = estimate_training(
+            arch,
+            ti.model_copy(update=update),
+            H100,
+            tp=row.tp,
+            dp=row.dp,
+            ep=row.ep,
+            zero_stage=row.zero_stage,
+            sequence_parallel=row.sequence_parallel,
+        )
+        assert row.peak_bytes == pytest.approx(exact.peak_bytes, rel=1e-12)

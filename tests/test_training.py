@@ -499,3 +499,77 @@ def test_memory_properties(  # noqa: PLR0917 (hypothesis arguments)
         assert r.peak_bytes == pytest.approx(parts, rel=1e-12)
         assert r.fits == (r.peak_bytes <= H100.memory_bytes)
         assert (r.max_micro_batch >= b) == r.fits
+
+
+# ------------------------------------------------------------------ expert parallelism
+
+MIXTRAL = get_preset("mixtral-8x7b").architecture
+# Mixtral-8x7B (Jiang et al. 2024, arXiv:2401.04088, Table 1; HF config.json): 32 layers,
+# h = 4096, 8 experts of a gated MLP with f = 14336, no MLP biases, 46,702,792,704 params.
+MIXTRAL_EXPERTS = 32 * 8 * 3 * 4096 * 14336  # routed-expert parameters of all layers
+MIXTRAL_NON_EXPERT = 46_702_792_704 - MIXTRAL_EXPERTS
+
+
+def test_mixtral_counts_behind_the_ep_tests() -> None:
+    assert MIXTRAL_EXPERTS == 45_097_156_608
+    assert MIXTRAL_NON_EXPERT == 1_605_636_096
+    assert count_parameters(MIXTRAL).total == 46_702_792_704
+    assert count_parameters(MIXTRAL).experts == MIXTRAL_EXPERTS
+
+
+def test_expert_parallel_divides_routed_experts_only() -> None:
+    """tp = pp = 1, ep = 4, ZeRO 0, mixed bf16 AdamW (2 + 2 + 4 + 4 + 4 = 16 bytes per
+    parameter, ZeRO paper's K = 12): each GPU holds 8/4 = 2 experts of every layer and all
+    the non-expert parameters (DeepSpeed-MoE, arXiv:2201.05596, section 5)."""
+    rep = estimate_training(MIXTRAL, TrainingInputs(recompute="full"), H100, ep=4, dp=4)
+    per_gpu = 45_097_156_608 / 4 + 1_605_636_096  # 11,274,289,152 + 1,605,636,096
+    assert per_gpu == 12_879_925_248
+    assert rep.weights_bytes == pytest.approx(per_gpu * 2, rel=1e-12)
+    assert rep.gradients_bytes == pytest.approx(per_gpu * 2, rel=1e-12)
+    assert rep.optimizer_bytes == pytest.approx(per_gpu * 12, rel=1e-12)
+    assert rep.persistent_bytes == pytest.approx(12_879_925_248 * 16, rel=1e-12)
+    # without ep every GPU holds all 46,702,792,704 parameters
+    whole = estimate_training(MIXTRAL, TrainingInputs(recompute="full"), H100, dp=4)
+    assert whole.persistent_bytes == pytest.approx(46_702_792_704 * 16, rel=1e-12)
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_expert_state_is_zero_sharded_over_expert_data_parallel(zero: int) -> None:
+    """tp = 2, dp = 8, ep = 4: non-expert state ZeRO-sharded over dp = 8, the GPU's 2
+    experts per layer over the expert-data-parallel group dp/ep = 2 (DeepSpeed-TED, Singh
+    et al. 2023, arXiv:2303.06318, section 3; Megatron-Core's expert data parallel group)."""
+    rep = estimate_training(
+        MIXTRAL, TrainingInputs(recompute="full"), H100, tp=2, dp=8, ep=4, zero_stage=zero
+    )
+    non_expert = 1_605_636_096 / 2  # ÷ tp
+    expert = 45_097_156_608 / (2 * 4)  # ÷ tp·ep
+
+    def part(bytes_per_param: int, stage: int) -> float:
+        if zero >= stage:
+            return bytes_per_param * (non_expert / 8 + expert / 2)
+        return bytes_per_param * (non_expert + expert)
+
+    assert rep.optimizer_bytes == pytest.approx(part(12, 1), rel=1e-12)
+    assert rep.gradients_bytes == pytest.approx(part(2, 2), rel=1e-12)
+    assert rep.weights_bytes == pytest.approx(part(2, 3), rel=1e-12)
+    if zero == 3:  # two layers as this GPU stores them (2 of 8 experts), bf16, ÷ tp
+        # one layer's non-expert part: q, o 4096², k, v 4096·1024, 2 RMSNorms, router 4096·8
+        attention = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 2 * 4096 + 4096 * 8
+        assert attention == 41_984_000
+        # = (non-expert − embedding and head 2·32000·4096 − final norm 4096) / 32 layers
+        assert attention == (1_605_636_096 - 2 * 32_000 * 4096 - 4096) / 32
+        layer = attention + 2 * 3 * 4096 * 14336  # 394,305,536
+        assert rep.zero3_gather_bytes == pytest.approx(2 * layer * 2 / 2, rel=1e-12)
+
+
+def test_expert_parallel_keeps_activations_and_ignores_dense_models() -> None:
+    ti = TrainingInputs(recompute="selective", seq_len=2048)
+    one = estimate_training(MIXTRAL, ti, H100, dp=8)
+    four = estimate_training(MIXTRAL, ti, H100, dp=8, ep=4)
+    # tokens are dispatched to the experts' GPUs: on average top-k × own tokens each
+    assert four.activations_bytes == one.activations_bytes
+    assert four.weights_bytes < one.weights_bytes
+    dense = estimate_training(LLAMA8B, ti, H100, dp=8, zero_stage=3)
+    assert estimate_training(LLAMA8B, ti, H100, dp=8, zero_stage=3, ep=4) == dense
+    with pytest.raises(ValueError, match="ep"):
+        estimate_training(MIXTRAL, ti, H100, ep=0)
