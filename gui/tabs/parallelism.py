@@ -335,6 +335,11 @@ class ParallelismTab(Tab):
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
         self.chunks.setEnabled(scenario.parallelism.schedule == "interleaved")
+        # empty means "the GPU's own link": say which, rather than "(none)"
+        gpu = scenario.gpu
+        self.intra_bw.setPlaceholderText(
+            f"{format_bandwidth(gpu.link_bandwidth_bytes_per_s)} ({gpu.link_name})"
+        )
         self.draw_zero(scenario, report)
         self.draw_timeline(scenario, report)
 
