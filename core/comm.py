@@ -56,6 +56,23 @@ BACKWARD_SHARE = 2.0 / 3.0
 """Backward pass share of one micro-batch's compute: backward costs twice the forward
 (Kaplan et al. 2020 section 2.1; the 2PD + 4PD split of C ≈ 6PD)."""
 
+MEMORY_BANDWIDTH_ACHIEVED_FRACTION = 0.80
+"""Share of the GPU's HBM bandwidth (``GPU.memory_bandwidth_bytes_per_s``) the element-wise
+and normalisation kernels of training reach. A STREAM-like copy/triad kernel on an H100 SXM
+sustains about 3.0-3.1 of its 3.35 TB/s (~90%); framework kernels (norms with a reduction,
+short launches between GEMMs) reach less, hence 0.80. Chosen from that ceiling, not fitted
+to the validation runs. Editable assumption."""
+
+ELEMENTWISE_PASSES_FORWARD = 2.0
+"""HBM passes over a non-GEMM kernel's output in the forward pass: it reads its input (about
+the size of its output) and writes its output (Ivanov et al. 2021, "Data Movement Is All
+You Need", MLSys, arXiv:2007.00072, section 3: element-wise and normalisation operators
+move O(1) bytes per FLOP, so their time is bytes ÷ bandwidth)."""
+
+ELEMENTWISE_PASSES_BACKWARD = 3.0
+"""HBM passes over that output in the backward pass: read the incoming gradient, read the
+saved tensor, write the outgoing gradient (same source)."""
+
 
 # --------------------------------------------------------------------- formulas
 

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core import comm
-from llm_planner.core.activations import logits_working_bytes
+from llm_planner.core.activations import LedgerEntry, logits_working_bytes
 from llm_planner.core.architecture import Architecture
 from llm_planner.core.architecture import count_parameters as _count_parameters
 from llm_planner.core.compute import attention_forward_flops_per_token
@@ -155,6 +155,113 @@ class Workload:
     model_flops_per_token: float
     hw_flops_factor: tuple[float, float, float]
     """Hardware/model FLOPs for recompute none, selective, full."""
+    elementwise_bytes: tuple[ElementwiseBytes, ElementwiseBytes, ElementwiseBytes] = (
+        (0.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0),
+    )
+    """HBM bytes the non-GEMM kernels move per token per layer (forward + backward), for
+    recompute none, selective, full; each split by how tp divides it (:func:`elementwise_bytes_of`).
+    Zeros: no memory-bound term."""
+    optimizer_step_bytes_per_param: float = 0.0
+    """HBM bytes the optimizer step reads and writes per parameter it updates
+    (:func:`optimizer_step_bytes_per_param`)."""
+
+
+ElementwiseBytes = tuple[float, float, float]
+"""(÷ tp always, ÷ tp only with sequence parallelism, never ÷ tp) bytes per token per layer."""
+
+NON_GEMM_TENSORS: tuple[str, ...] = (
+    "norm output",
+    "rotary",
+    "softmax",
+    "dropout",
+    "activation output",
+    "repeated to",
+    "routed tokens",
+    "router probabilities",
+)
+"""Name fragments of the ledger tensors written by a non-GEMM kernel, besides every tensor of
+the ``norm`` block (a norm's input is the residual add's output; its statistics, fp32 copies
+and normalised values are the norm kernel's): norm outputs (LayerNorm/RMSNorm), RoPE outputs,
+softmax and dropout outputs and masks (attention when not flash, residual dropout), the
+activation function's output (GeLU, SiLU·up), GQA key/value copies, the MoE dispatch copies
+and the router softmax. GEMM outputs (Q, K, V, fc1 output, flash attention's output and
+log-sum-exp, expert outputs) are not: their traffic is part of the GEMM's time."""
+
+
+def _is_non_gemm(entry: LedgerEntry) -> bool:
+    return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
+
+
+@cache
+def elementwise_bytes_of(
+    arch: Architecture, training_inputs: TrainingInputs
+) -> tuple[ElementwiseBytes, ElementwiseBytes, ElementwiseBytes]:
+    """HBM bytes the element-wise and normalisation kernels move, per token per layer.
+
+    Ivanov et al. 2021 ("Data Movement Is All You Need", MLSys, arXiv:2007.00072) split a
+    transformer's operators into tensor contractions, statistical normalisations and
+    element-wise operators and show the latter two are bound by memory bandwidth (a few FLOPs
+    per byte) yet take a large share of training time. Their bytes are read off the
+    activation ledger (:func:`.training.layer_activations_for`, recompute "none", b = 1):
+    each tensor X a non-GEMM kernel writes (:data:`NON_GEMM_TENSORS`) costs
+
+    - forward: read its input (≈ |X|) + write X = 2·|X| (ELEMENTWISE_PASSES_FORWARD);
+    - backward: read dY, read the saved X, write dX = 3·|X| (ELEMENTWISE_PASSES_BACKWARD);
+    - recomputation replays the forward, + 2·|X|: for every such tensor with full
+      recomputation, for the attention core's (softmax, dropout) with selective.
+
+    Layers are averaged over dense and MoE layers as the memory screen does. Each total is
+    split by the tensor's tp sharding (``tp``, ``sp``, ``none``) so the vectorised step time
+    divides it per layout. Assumptions: an input about the size of the output (masks are
+    counted at their own 1 byte), fused kernels counted once per saved output, no L2 reuse.
+    """
+    ti = training_inputs.model_copy(update={"recompute": "none"})
+    fwd, bwd = comm.ELEMENTWISE_PASSES_FORWARD, comm.ELEMENTWISE_PASSES_BACKWARD
+    totals = {"none": [0.0, 0.0, 0.0], "selective": [0.0, 0.0, 0.0], "full": [0.0, 0.0, 0.0]}
+    column = {"tp": 0, "sp": 1, "none": 2}
+    for moe, n in layer_kinds(arch):
+        la = layer_activations_for(arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe)
+        for e in la.ledger:
+            if not _is_non_gemm(e):
+                continue
+            per_token = e.bytes / ti.seq_len * n / arch.layers
+            k = column[e.shard]
+            totals["none"][k] += (fwd + bwd) * per_token
+            totals["selective"][k] += (fwd + bwd + fwd * e.attention_core) * per_token
+            totals["full"][k] += (2.0 * fwd + bwd) * per_token
+    none, sel, full = (tuple(totals[rc]) for rc in RECOMPUTE_CODES)
+    return (
+        (none[0], none[1], none[2]),
+        (sel[0], sel[1], sel[2]),
+        (full[0], full[1], full[2]),
+    )
+
+
+@cache
+def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: TrainingInputs) -> float:
+    """HBM bytes the optimizer step moves per parameter of the model, once per step.
+
+    The step reads every gradient, reads and writes every optimizer state (fp32 master
+    weights and moments) and writes the updated 16-bit weights: G + 2·O + W, with W, G, O the
+    training estimator's state bytes of the whole model (:func:`.training.state_bytes`) ÷
+    its parameters; 2 + 2·12 + 2 = 28 bytes for mixed-precision Adam. Under LoRA only the
+    adapters are written (W counts the trainable weights, approximated by G's count). ZeRO
+    stages ≥ 1 shard this work over the data-parallel group (each rank steps its shard).
+    """
+    whole = stage_params(
+        arch, training_inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
+    )
+    w, g, o = state_bytes(whole, training_inputs)
+    params = whole.layer_params + whole.outside_params
+    if params <= 0:
+        return 0.0
+    recipe = get_precision(training_inputs.precision)
+    trained_w = w if training_inputs.effective_lora_rank is None else 0.0
+    if training_inputs.effective_lora_rank is not None and recipe.gradients_bytes > 0:
+        trained_w = g / recipe.gradients_bytes * recipe.weights_bytes
+    return float((g + 2.0 * o + trained_w) / params)
 
 
 def workload_of(
@@ -176,6 +283,7 @@ def workload_of(
     model = model_flops_per_token(arch, seq_len, matmul)
     ti = training_inputs or TrainingInputs(seq_len=seq_len)
     factors = hw_factors or hardware_flops_factors(arch, ti, model)
+    ti_s = ti if ti.seq_len == seq_len else ti.model_copy(update={"seq_len": seq_len})
     return Workload(
         layers=arch.layers,
         hidden=arch.hidden_size,
@@ -187,6 +295,8 @@ def workload_of(
         top_k=arch.moe.experts_per_token if arch.moe else 0,
         model_flops_per_token=model,
         hw_flops_factor=(float(factors[0]), float(factors[1]), float(factors[2])),
+        elementwise_bytes=elementwise_bytes_of(arch, ti_s),
+        optimizer_step_bytes_per_param=optimizer_step_bytes_per_param(arch, ti_s),
     )
 
 
@@ -203,6 +313,9 @@ class Cluster:
     kernel_efficiency: float
     dp_overlap: float
     tp_overlap: float
+    memory_bytes_per_s: float = math.inf
+    """Achieved HBM bandwidth for the memory-bound kernels: the GPU's × MEMORY_BANDWIDTH_
+    ACHIEVED_FRACTION. Infinite: no memory-bound term."""
 
 
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
@@ -225,6 +338,8 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
         kernel_efficiency=inputs.kernel_efficiency,
         dp_overlap=inputs.dp_overlap,
         tp_overlap=inputs.tp_overlap,
+        memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s
+        * comm.MEMORY_BANDWIDTH_ACHIEVED_FRACTION,
     )
 
 
@@ -508,7 +623,13 @@ def evaluate_layouts(
     Step-time model (all per GPU, per optimizer step):
 
     - one micro-batch's compute on one stage: t_c = hardware FLOPs/token · s·b ÷ (t·p) ÷
-      (peak · kernel efficiency) × ⌈L/(p·v)⌉·p·v/L (the fullest stage sets the pace);
+      (peak · kernel efficiency) × ⌈L/(p·v)⌉·p·v/L (the fullest stage sets the pace),
+      plus the memory-bound kernels (norms, activation functions, rotary, softmax/dropout
+      when not flash, residual adds): t_mem = bytes/token/layer (:func:`elementwise_bytes_of`,
+      tp-sharded part ÷ t, norm/dropout region ÷ t only with SP) · s·b · L/p · imbalance ÷
+      (HBM bandwidth · MEMORY_BANDWIDTH_ACHIEVED_FRACTION). They run on the same CUDA stream
+      as the GEMMs, between them, so t_mem adds to t_c and is not overlapped with it (Ivanov
+      et al. 2021, arXiv:2007.00072);
     - per micro-batch, exposed tensor-parallel time (1 − TP overlap) · bytes ÷ link, the
       pipeline point-to-point and the MoE all-to-all, added to t_c: t_mb;
     - pipeline: (m + (p−1)/v) · t_mb (Narayanan et al. 2021 section 2.2: bubble (p−1)/(v·m)
@@ -516,7 +637,11 @@ def evaluate_layouts(
     - data-parallel traffic is hidden behind DP_OVERLAP × the backward compute that runs
       while it is issued (the last micro-batch for ZeRO-0/1, every micro-batch's backward
       for ZeRO-2, every micro-batch for ZeRO-3, whose gathers prefetch during the forward);
-      only the rest is exposed.
+      only the rest is exposed;
+    - the optimizer step, once per step after the last backward: G + 2·O + W bytes per
+      parameter this GPU steps ÷ HBM bandwidth (:func:`_optimizer_step_seconds`), counted in
+      the compute time. ``time_memory_bound`` reports m·t_mem + optimizer step (part of
+      ``time_compute``).
 
     tokens/s = global batch · s ÷ step; MFU = model FLOPs/token · tokens/s ÷ (GPUs · peak);
     HFU the same with hardware FLOPs (Korthikanti et al. 2022 section 6; Chowdhery et al.
@@ -529,7 +654,8 @@ def evaluate_layouts(
     ep = lay.as_float("ep")
     b = lay.as_float("micro_batch")
     v = lay.as_float("v")
-    gpus = tp * pp * dp
+    tp_pp = tp * pp
+    gpus = tp_pp * dp
     g = float(cluster.gpus_per_node)
     m = work.global_batch / (dp * b)
     tokens_mb = work.seq_len * b
@@ -537,8 +663,9 @@ def evaluate_layouts(
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
     imbalance = np.ceil(work.layers / (pp * v)) * pp * v / work.layers
-    t_c = work.model_flops_per_token * hw_factor * tokens_mb / (tp * pp) * imbalance
-    t_c = t_c / (peak * cluster.kernel_efficiency)
+    stage_tokens = tokens_mb * imbalance / tp_pp  # s·b ÷ (t·p) on the fullest stage
+    t_c, t_mem = _compute_seconds(work, cluster, lay, stage_tokens)
+    t_opt = _optimizer_step_seconds(work, lay, cluster, tp_pp)
 
     links = cluster.links
     layers_stage = work.layers / pp
@@ -569,7 +696,7 @@ def evaluate_layouts(
     t_mb = t_c + t_tp + t_pp + t_ep
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
-    step = slots * t_mb + exposed_dp
+    step = slots * t_mb + exposed_dp + t_opt
     tokens_per_s = work.global_batch * work.seq_len / step
     mfu = work.model_flops_per_token * tokens_per_s / (gpus * peak)
     hfu = mfu * hw_factor
@@ -581,7 +708,8 @@ def evaluate_layouts(
         "tokens_per_s": tokens_per_s,
         "mfu": mfu,
         "hfu": hfu,
-        "time_compute": m * t_c,
+        "time_compute": m * t_c + t_opt,
+        "time_memory_bound": m * t_mem + t_opt,
         "time_bubble": (slots - m) * t_mb,
         "time_tensor_parallel": m * t_tp,
         "time_pipeline_p2p": m * t_pp,
@@ -599,6 +727,57 @@ def evaluate_layouts(
     if recipe is not None:
         out.update(_memory_screen(work, lay, recipe, m=m))
     return out
+
+
+def _compute_seconds(
+    work: Workload, cluster: Cluster, lay: Layouts, stage_tokens: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(t_c, t_mem) of one micro-batch on the fullest stage: GEMMs at peak · kernel efficiency
+    plus the memory-bound kernels (same CUDA stream, not overlapped), and the latter alone."""
+    hw = np.asarray(work.hw_flops_factor, dtype=np.float64)
+    seconds_per_flop = work.model_flops_per_token / (cluster.peak_flops * cluster.kernel_efficiency)
+    t_gemm = stage_tokens * np.take(hw * seconds_per_flop, lay.recompute)
+    t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens)
+    return np.asarray(t_gemm + t_mem), t_mem
+
+
+def _elementwise_seconds(
+    work: Workload, lay: Layouts, cluster: Cluster, stage_tokens: FloatArray
+) -> FloatArray:
+    """One micro-batch's memory-bound kernel time on the fullest stage.
+
+    bytes/token/layer (tp part ÷ t, sequence-parallel region ÷ t only with SP, the rest
+    whole) · s·b · L/p ÷ bandwidth, written as s·b/(t·p) · L/bandwidth · (tp part + SP part ·
+    (1 with SP, else t) + rest · t). ``stage_tokens`` = s·b·imbalance/(t·p)."""
+    per_layer = np.asarray(work.elementwise_bytes, dtype=np.float64).T
+    per_layer = per_layer * (work.layers / cluster.memory_bytes_per_s)
+    rc = lay.recompute
+    tp = lay.as_float("tp")
+    coefficient = np.take(per_layer[0], rc)
+    if np.any(per_layer[1]):
+        coefficient = coefficient + np.take(per_layer[1], rc) * np.where(lay.sp, 1.0, tp)
+    if np.any(per_layer[2]):
+        coefficient = coefficient + np.take(per_layer[2], rc) * tp
+    return np.asarray(stage_tokens * coefficient)
+
+
+def _optimizer_step_seconds(
+    work: Workload, lay: Layouts, cluster: Cluster, tp_pp: FloatArray
+) -> FloatArray:
+    """The optimizer step's HBM time per GPU per step: bytes/param × the parameters this GPU
+    steps ÷ achieved bandwidth. Dense parameters ÷ (t·p), routed experts ÷ (t·p·ep); ZeRO ≥ 1
+    steps only this rank's shard (÷ the shard group, experts ÷ dp/ep within it)."""
+    per_param = work.optimizer_step_bytes_per_param / cluster.memory_bytes_per_s
+    sharded = lay.zero >= 1
+    shard = lay.as_float("shard")
+    dense = (work.params_total - work.params_expert) * per_param
+    seconds = dense / (tp_pp * np.where(sharded, shard, 1.0))
+    if work.params_expert > 0:
+        ep = lay.as_float("ep")
+        expert_dp = np.minimum(np.maximum(lay.as_float("dp") / ep, 1.0), shard)
+        expert = work.params_expert * per_param / (tp_pp * ep * np.where(sharded, expert_dp, 1.0))
+        seconds = seconds + expert
+    return np.asarray(seconds)
 
 
 def _data_parallel(
@@ -662,10 +841,19 @@ def _memory_screen(
     z = lay.zero
     # the stage's bytes ÷ tp, ZeRO-sharded (weights, gradients, optimizer)
     divisors = [tp * d for d in zero_divisors(z, shard)]
-    layer_parts = [share * in_layers for in_layers in recipe.layer_state]
     has_ep = bool(sum(recipe.expert_state)) and bool(np.any(lay.ep > 1))
+    layer_parts = [share * in_layers for in_layers in recipe.layer_state] if has_ep else []
+
+    pp_index, share_of_pp, multi_of_pp = _per_pipeline_degree(lay, work.layers)
 
     def state(outside: StateBytes) -> list[FloatArray]:
+        if not has_ep:
+            return [
+                (share_of_pp * in_layers + np.where(multi_of_pp, out, single))[pp_index] / div
+                for in_layers, out, single, div in zip(
+                    recipe.layer_state, outside, recipe.outside_single, divisors, strict=True
+                )
+            ]
         held = [
             np.where(multi, out, single)
             for out, single in zip(outside, recipe.outside_single, strict=True)
@@ -673,8 +861,6 @@ def _memory_screen(
         plain = [
             (part + out) / div for part, out, div in zip(layer_parts, held, divisors, strict=True)
         ]
-        if not has_ep:
-            return plain
         return _expert_parallel_state(
             lay, recipe, share=share, outside=held, divisors=divisors, plain=plain
         )
@@ -699,27 +885,20 @@ def _memory_screen(
     kept = field("kept_per_layer")
     working = field("recompute_working")
     logits = field("logits")
-    in_flight = training_in_flight(lay.pp, m, lay.gpipe, lay.v)
+    in_flight = training_in_flight(pp, m, lay.gpipe, lay.as_float("v"))  # cached floats
     first_flight = np.where(in_flight > 0, in_flight, pp)
     last_flight = np.where(in_flight > 0, in_flight, 1.0)
-    outside_first = np.where(multi, field("outside_first"), field("outside_only"))
-    outside_last = np.where(multi, field("outside_last"), field("outside_only"))
-    temps = recipe.temporaries
-    zero2_bucket, zero3_gather = _layer_temporaries_by_ep(lay, recipe, has_ep=has_ep)
-    sharded = shard > 1
-    bucket = np.where(
-        (z >= 2) & sharded,
-        zero2_bucket / tp,
-        np.where(sharded & (not recipe.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
-    )
-    gather = np.where((z >= 3) & sharded, zero3_gather / tp, 0.0)
-    fixed_temps = bucket + gather + temps.dequant / tp
+    outside_only = field("outside_only")
+    outside_first = np.where(multi, field("outside_first"), outside_only)
+    outside_last = np.where(multi, field("outside_last"), outside_only)
+    gather, fixed_temps = _fixed_temporaries(lay, recipe, has_ep=has_ep)
+    kept_stage = kept * layers_stage
 
     def stage(
         held: StateBytes, flight: FloatArray, outside: FloatArray, last: bool
     ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
         w, g, o = state(held)
-        activ = kept * layers_stage * flight + outside * flight
+        activ = kept_stage * flight + outside * flight
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temps + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -738,6 +917,39 @@ def _memory_screen(
         "zero3_gathered_bytes": gather,
         "peak_bytes": pick[4],
     }
+
+
+def _per_pipeline_degree(
+    lay: Layouts, layers: int
+) -> tuple[npt.NDArray[np.int64], FloatArray, npt.NDArray[np.bool_]]:
+    """(index of each layout's pp among the distinct ones, layer share ⌈L/p⌉/L and p > 1 per
+    distinct pp): what depends on pp alone is priced once per pp value and gathered."""
+    seen = np.zeros(int(lay.pp.max(initial=1)) + 1, dtype=bool)
+    seen[lay.pp] = True
+    values = np.flatnonzero(seen).astype(np.float64)
+    index = (np.cumsum(seen) - 1)[lay.pp]
+    return index, np.ceil(layers / values) / layers, values > 1
+
+
+def _fixed_temporaries(
+    lay: Layouts, recipe: MemoryRecipe, *, has_ep: bool
+) -> tuple[FloatArray, FloatArray]:
+    """(ZeRO-3 gathered block, all fixed temporaries) per GPU: the ZeRO-2 bucket or DDP
+    bucket, the ZeRO-3 gather and QLoRA's dequantised matrix, each ÷ tp."""
+    tp = lay.as_float("tp")
+    z = lay.zero
+    zero2_bucket, zero3_gather = _layer_temporaries_by_ep(lay, recipe, has_ep=has_ep)
+    sharded = lay.shard > 1
+    bucket = np.where(
+        (z >= 2) & sharded,
+        zero2_bucket / tp,
+        np.where(sharded & (not recipe.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
+    )
+    gather = np.where((z >= 3) & sharded, zero3_gather / tp, 0.0)
+    fixed = bucket + gather
+    if recipe.temporaries.dequant:
+        fixed = fixed + recipe.temporaries.dequant / tp
+    return np.asarray(gather), np.asarray(fixed)
 
 
 def _expert_parallel_state(

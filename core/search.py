@@ -265,7 +265,9 @@ def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int, *, peak: floa
         micro_batch=int(lay.micro_batch[i]),
         recompute=par.RECOMPUTE_CODES[int(lay.recompute[i])],
         sequence_parallel=bool(lay.sp[i]),
-        schedule="interleaved" if v > 1 else ("1f1b" if int(lay.pp[i]) > 1 else "none"),
+        # the scenario's schedule names (pp = 1: '1f1b', the default, as in the report), so a
+        # row applies to a scenario as is
+        schedule="gpipe" if lay.gpipe[i] else ("interleaved" if v > 1 else "1f1b"),
         interleave_chunks=v,
         gradient_accumulation_steps=round(values["microbatches"]),
         peak_bytes=peak,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -264,10 +265,18 @@ def _work(arch_id: str = "llama-3.1-8b", batch: int = 8) -> par.Workload:
     return par.workload_of(arch, 4096, batch, hw_factors=(1.0, 1.0, 4 / 3))
 
 
+def _gemm_only(inputs: par.ParallelInputs | None = None) -> par.Cluster:
+    """H100 cluster with infinite HBM bandwidth: the memory-bound term's limit is zero, so
+    these tests check the GEMM/communication arithmetic alone."""
+    return replace(
+        par.cluster_of(H100, inputs or par.ParallelInputs()), memory_bytes_per_s=math.inf
+    )
+
+
 def test_single_gpu_step_is_pure_compute() -> None:
     """One GPU: step = m · hardware FLOPs per micro-batch ÷ (peak · efficiency), MFU = eff."""
     work = _work(batch=8)
-    cluster = par.cluster_of(H100, par.ParallelInputs())
+    cluster = _gemm_only()
     out = par.evaluate_layouts(work, cluster, _layout(micro_batch=2))
     peak = 989.4e12
     expected = 8 * 4096 * work.model_flops_per_token / (peak * 0.70)
@@ -278,6 +287,71 @@ def test_single_gpu_step_is_pure_compute() -> None:
     full = par.evaluate_layouts(work, cluster, _layout(micro_batch=2, recompute=2))
     assert float(full["mfu"][0]) == pytest.approx(0.70 * 3 / 4)
     assert float(full["hfu"][0]) == pytest.approx(0.70)
+
+
+def test_memory_bound_term_by_hand() -> None:
+    """One H100, Llama-3.1-8B, s = 4096, b = 2, m = 4, no recompute, flash, no dropout,
+    Megatron profile, bf16 mixed-precision Adam, ZeRO 0.
+
+    Non-GEMM outputs per token per layer (Korthikanti 2022 ledger, 2 bytes each): attention
+    norm input (residual add) h, its output h, Q after rotary a·d = h, MLP norm input h, its
+    output h, SwiGLU output f: (5·4096 + 14336)·2 = 69,632 B; × (2 forward + 3 backward)
+    passes (Ivanov et al. 2021) = 348,160 B. Optimizer step: grads 2 + master/m/v read and
+    written 2·12 + bf16 weights 2 = 28 B per parameter. HBM 3.35e12 B/s × 0.80.
+    """
+    work = _work(batch=8)
+    per_token_layer = (5 * 4096 + 14336) * 2 * (2 + 3)
+    assert per_token_layer == 348_160
+    bw = 3.35e12 * 0.80
+    t_mem = per_token_layer * 32 * 4096 * 2 / bw  # one micro-batch of 2 sequences
+    t_opt = work.params_total * 28 / bw
+    t_gemm = 4096 * 2 * work.model_flops_per_token / (989.4e12 * 0.70)
+    cluster = par.cluster_of(H100, par.ParallelInputs())
+    out = par.evaluate_layouts(work, cluster, _layout(micro_batch=2))
+    assert float(out["step_seconds"][0]) == pytest.approx(4 * (t_gemm + t_mem) + t_opt)
+    assert float(out["time_memory_bound"][0]) == pytest.approx(4 * t_mem + t_opt)
+    assert float(out["time_compute"][0]) == pytest.approx(4 * (t_gemm + t_mem) + t_opt)
+    # the limit: infinite bandwidth leaves the GEMM time alone
+    limit = par.evaluate_layouts(work, _gemm_only(), _layout(micro_batch=2))
+    assert float(limit["step_seconds"][0]) == pytest.approx(4 * t_gemm)
+    assert float(limit["time_memory_bound"][0]) == 0.0
+
+
+def test_memory_bound_term_selective_and_full_recompute() -> None:
+    """Selective recompute replays no non-GEMM tensor here (flash: no softmax/dropout saved),
+    full recompute replays the forward of all: 2 + 3 + 2 = 7 passes instead of 5."""
+    work = _work(batch=8)
+    none, selective, full = work.elementwise_bytes
+    assert selective == none
+    assert sum(full) == pytest.approx(sum(none) * 7 / 5)
+    # tp-sharded (Q after rotary, SwiGLU output) vs sp-region (norms, residual) split
+    assert none[0] == pytest.approx((4096 + 14336) * 2 * 5)
+    assert none[1] == pytest.approx(4 * 4096 * 2 * 5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    tp=st.sampled_from([1, 2, 8]),
+    pp=st.sampled_from([1, 2, 4]),
+    dp=st.sampled_from([1, 4, 16]),
+    zero=st.integers(0, 3),
+    b=st.sampled_from([1, 2]),
+    rc=st.integers(0, 2),
+    sp=st.booleans(),
+    overlap=st.sampled_from([0.0, 0.9, 1.0]),
+)
+def test_memory_bound_term_never_makes_a_step_faster(
+    *, tp: int, pp: int, dp: int, zero: int, b: int, rc: int, sp: bool, overlap: float
+) -> None:
+    """A longer compute hides more DP traffic, but never more than it adds: step time with
+    the term ≥ without it, for any layout."""
+    work = _work(batch=64)
+    inputs = par.ParallelInputs(dp_overlap=overlap)
+    lay = _layout(tp=tp, pp=pp, dp=dp, shard=dp, zero=zero, micro_batch=b, recompute=rc, sp=sp)
+    with_term = par.evaluate_layouts(work, par.cluster_of(H100, inputs), lay)
+    without = par.evaluate_layouts(work, _gemm_only(inputs), lay)
+    assert float(with_term["step_seconds"][0]) >= float(without["step_seconds"][0])
+    assert float(with_term["time_memory_bound"][0]) > 0.0
 
 
 def test_model_flops_per_token_palm() -> None:
@@ -292,7 +366,7 @@ def test_pipeline_bubble_in_step_time() -> None:
     """pp = 4, m = 8 on one node, no TP: step = (m + p − 1)·(t_c + p2p) exactly."""
     work = _work(batch=8)
     inputs = par.ParallelInputs(gpus_per_node=8)
-    cluster = par.cluster_of(H100, inputs)
+    cluster = _gemm_only(inputs)
     out = par.evaluate_layouts(work, cluster, _layout(pp=4))
     t_c = 4096 * work.model_flops_per_token / 4 / (989.4e12 * 0.70)
     p2p = 2 * 4096 * 4096 * 2 / (450e9 * 0.80)  # s·h bf16, forward + backward, NVLink
@@ -304,13 +378,13 @@ def test_dp_overlap_model() -> None:
     """Exposed DP time = max(0, t_dp − overlap · backward of the last micro-batch)."""
     work = _work(batch=64)
     inputs = par.ParallelInputs(gpus_per_node=8)
-    cluster = par.cluster_of(H100, inputs)
+    cluster = _gemm_only(inputs)
     out = par.evaluate_layouts(work, cluster, _layout(dp=64, shard=64))
     t_dp = float(out["time_data_parallel_total"][0])
     t_c = 4096 * work.model_flops_per_token / (989.4e12 * 0.70)
     assert float(out["time_data_parallel"][0]) == pytest.approx(max(0.0, t_dp - 0.9 * 2 / 3 * t_c))
     # no overlap at all: everything exposed
-    blocking = par.cluster_of(H100, par.ParallelInputs(dp_overlap=0.0))
+    blocking = _gemm_only(par.ParallelInputs(dp_overlap=0.0))
     out0 = par.evaluate_layouts(work, blocking, _layout(dp=64, shard=64))
     assert float(out0["time_data_parallel"][0]) == pytest.approx(t_dp)
 
