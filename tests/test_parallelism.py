@@ -576,3 +576,28 @@ def test_mixed_ep_layouts_in_one_screen() -> None:
         alone = par.evaluate_layouts(work, cluster, row, recipe)["peak_bytes"][0]
         assert float(peaks[i]) == float(alone)
     assert list(peaks) == sorted(peaks, reverse=True)  # more ep, less memory
+
+
+def test_every_non_gemm_name_fragment_matches_a_ledger_tensor() -> None:
+    """The memory-bound term finds its tensors by name: a renamed ledger entry must fail
+    here rather than silently drop out of the step time."""
+    from llm_planner.core.presets import get_preset
+    from llm_planner.core.training import TrainingInputs, layer_activations_for
+
+    names: set[str] = set()
+    cases = (
+        ("gpt-3-175b", False),
+        ("llama-3.1-8b", True),
+        ("llama-3.1-8b", False),
+        ("mixtral-8x7b", True),
+    )
+    for preset, flash in cases:
+        arch = get_preset(preset).architecture
+        inputs = TrainingInputs(flash_attention=flash, dropout=not flash, recompute="none")
+        for moe_layer in (False, True) if arch.moe else (False,):
+            acts = layer_activations_for(
+                arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=moe_layer
+            )
+            names |= {e.name for e in acts.ledger}
+    for fragment in par.NON_GEMM_TENSORS:
+        assert any(fragment in name for name in names), fragment
