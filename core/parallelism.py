@@ -887,7 +887,7 @@ def _memory_screen(
     logits = field("logits")
     in_flight = training_in_flight(pp, m, lay.gpipe, lay.as_float("v"))  # cached floats
     first_flight = np.where(in_flight > 0, in_flight, pp)
-    last_flight = np.where(in_flight > 0, in_flight, 1.0)
+    last_flight = training_in_flight_last(pp, m, lay.gpipe, lay.as_float("v"))
     outside_only = field("outside_only")
     outside_first = np.where(multi, field("outside_first"), outside_only)
     outside_last = np.where(multi, field("outside_last"), outside_only)
@@ -999,6 +999,33 @@ def _layer_temporaries_by_ep(
         t_e = recipe.temporaries_for_ep(int(e))
         table[:, e] = (t_e.zero2_bucket, t_e.zero3_gather)
     return table[0][lay.ep], table[1][lay.ep]
+
+
+def microbatches_in_flight_last(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
+) -> FloatArray:
+    """Micro-batches (in stage-loads of L/p layers) the *last* pipeline stage holds at its peak.
+
+    GPipe: all m. 1F1B: 1 (the last stage runs each backward right after its forward;
+    Narayanan et al. 2021 section 2.2.1). Interleaved with v chunks: Megatron-LM's schedule
+    warms up (p − r − 1)·2 + (v − 1)·p chunk-forwards on rank r before its first backward
+    (``megatron/core/pipeline_parallel/schedules.py``, interleaved warm-up count), so the last
+    rank (r = p − 1) holds (v − 1)·p + 1 chunks of L/(p·v) layers: ((v − 1)·p + 1)/v
+    stage-loads (the same rule gives the first rank's p·(1 + (p − 1)/(p·v)) of
+    :func:`microbatches_in_flight`). Never more than m.
+    """
+    p = np.asarray(pp, dtype=np.float64)
+    m = np.asarray(microbatches, dtype=np.float64)
+    v_ = np.asarray(v, dtype=np.float64)
+    interleaved = np.where(v_ > 1, ((v_ - 1.0) * p + 1.0) / v_, 1.0)
+    return np.asarray(np.where(np.asarray(gpipe, dtype=bool), m, np.minimum(interleaved, m)))
+
+
+def training_in_flight_last(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
+) -> FloatArray:
+    """``last_stage_microbatches_in_flight`` for the training estimator (rounded up)."""
+    return np.asarray(np.ceil(microbatches_in_flight_last(pp, microbatches, gpipe, v) - 1e-9))
 
 
 def training_in_flight(
@@ -1393,6 +1420,11 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
         "zero_stage": lay.zero_stage,
         "sequence_parallel": lay.sequence_parallel,
         "microbatches_in_flight": _in_flight_for(lay),
+        "last_stage_microbatches_in_flight": int(
+            training_in_flight_last(
+                lay.pp, lay.gradient_accumulation_steps, lay.schedule == "gpipe", lay.v
+            )
+        ),
         "ep": lay.ep,
     }
 

@@ -988,13 +988,17 @@ def estimate_training(
     sequence_parallel: bool = False,
     microbatches_in_flight: int | None = None,
     ep: int = 1,
+    last_stage_microbatches_in_flight: int | None = None,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout.
 
     Reports the most loaded pipeline stage: the first (embedding; ``microbatches_in_flight``
     defaults to pp there, as 1F1B holds pp micro-batches on the first stage — Narayanan et
-    al. 2021) or the last (output head, final norm, logits; 1 micro-batch in flight unless
-    given). ``params_override`` scales every parameter count so the total equals it.
+    al. 2021) or the last (output head, final norm, logits;
+    ``last_stage_microbatches_in_flight``, default 1: in 1F1B the last stage runs each
+    micro-batch's backward right after its forward). The schedule decides both counts
+    (``parallelism.training_layout_kwargs``). ``params_override`` scales every parameter
+    count so the total equals it.
 
     Expert parallelism ``ep`` (MoE; ep divides dp): each GPU holds E/ep of every MoE
     layer's routed experts (÷ tp as well: expert tensor parallelism = tp), so their
@@ -1020,7 +1024,7 @@ def estimate_training(
     if pp > 1:
         stages: list[tuple[Literal["only", "first", "last"], bool, bool, int]] = [
             ("first", True, False, microbatches_in_flight or pp),
-            ("last", False, True, microbatches_in_flight or 1),
+            ("last", False, True, last_stage_microbatches_in_flight or 1),
         ]
     else:
         stages = [("only", True, True, microbatches_in_flight or 1)]

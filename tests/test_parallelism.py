@@ -147,6 +147,42 @@ def test_microbatches_in_flight() -> None:
     assert float(par.microbatches_in_flight(8, 4, False, 1)) == 4
 
 
+def test_last_stage_microbatches_in_flight() -> None:
+    # 1F1B: the last stage runs each backward right after its forward: 1
+    assert float(par.microbatches_in_flight_last(8, 32, False, 1)) == 1
+    # GPipe: all m on every stage
+    assert float(par.microbatches_in_flight_last(8, 32, True, 1)) == 32
+    # interleaved (Megatron warm-up (p−r−1)·2 + (v−1)·p chunks on rank r = p−1, plus the
+    # one in progress): ((v−1)·p + 1)/v = (1·8 + 1)/2 = 4.5 stage-loads, 5 when rounded up
+    assert float(par.microbatches_in_flight_last(8, 32, False, 2)) == pytest.approx(4.5)
+    assert float(par.training_in_flight_last(8, 32, False, 2)) == 5
+    # the same rule on the first rank (r = 0) is Korthikanti's count: ((p−1)·2 + (v−1)·p + 1)/v
+    # = (14 + 8 + 1)/2 = 11.5
+    first = float(par.microbatches_in_flight(8, 32, False, 2))
+    assert first == pytest.approx((2 * 7 + 8 + 1) / 2)
+
+
+def test_interleaved_last_stage_holds_fewer_microbatches_than_the_first() -> None:
+    """The report's training section prices the last stage with its own in-flight count."""
+    from llm_planner.core.gpus import get_gpu
+    from llm_planner.core.presets import get_preset
+    from llm_planner.core.training import TrainingInputs, estimate_training
+
+    arch = get_preset("llama-2-70b").architecture
+    inputs = TrainingInputs(micro_batch=1, recompute="none")
+    gpu = get_gpu("h100-sxm")
+    common = {"tp": 8, "pp": 8, "dp": 1, "zero_stage": 0, "microbatches_in_flight": 12}
+    one = estimate_training(arch, inputs, gpu, last_stage_microbatches_in_flight=1, **common)
+    five = estimate_training(arch, inputs, gpu, last_stage_microbatches_in_flight=5, **common)
+    forty = estimate_training(arch, inputs, gpu, last_stage_microbatches_in_flight=40, **common)
+    # the first stage (12 in flight, plus the embedding) is the peak while the last holds
+    # fewer; holding 40 makes the last stage the peak (the count is really used there)
+    assert one.stage == five.stage == "first"
+    assert one.peak_bytes == five.peak_bytes
+    assert forty.stage == "last"
+    assert forty.peak_bytes > five.peak_bytes
+
+
 # --------------------------------------------------------------------- communication
 
 
