@@ -15,30 +15,10 @@ from typing import Any
 import pytest
 
 from llm_planner.cli import build_parser, main
+from llm_planner.core.presets import model_presets
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 SCRIPTS = Path(sys.executable).parent
-
-PRESET_IDS = [
-    "gpt-3-175b",
-    "gpt-neox-20b",
-    "bloom-176b",
-    "opt-175b",
-    "llama-2-7b",
-    "llama-2-13b",
-    "llama-2-70b",
-    "llama-3.1-8b",
-    "llama-3.1-70b",
-    "llama-3.1-405b",
-    "mistral-7b",
-    "mixtral-8x7b",
-    "qwen2.5-7b",
-    "qwen2.5-72b",
-    "deepseek-v3",
-    "falcon-40b",
-    "gemma-2-27b",
-    "phi-3-mini",
-]
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
@@ -52,7 +32,9 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
 
 def test_presets_models_lists_all_18(capsys):
     rows = run_json(capsys, "presets", "models", "--json")
-    assert sorted(row["id"] for row in rows) == sorted(PRESET_IDS)
+    assert sorted(row["id"] for row in rows) == sorted(
+        model_presets()
+    )  # the 18 required ids: tests/test_presets.py
     assert len(rows) == 18
     for row in rows:
         assert isinstance(row["params_total"], int)

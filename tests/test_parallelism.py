@@ -464,35 +464,40 @@ def test_report_section_json_is_finite() -> None:
     assert rep.figures()
 
 
-def test_memory_screen_mirrors_training_estimator() -> None:
-    """The search's vectorised memory equals the training estimator, layout by layout."""
+def _assert_screen_matches_estimator(model: str, ti: TrainingInputs, batches: list[int]) -> None:
+    """Price a grid of layouts with the vectorised screen and with ``estimate_training``
+    one by one (tp, pp, ZeRO stage, micro-batch, recompute, SP at dp = 8): equal peaks."""
     from llm_planner.core.training import estimate_training
 
+    arch = get_preset(model).architecture
+    params = float(par._count_parameters(arch).total)
+    work = par.workload_of(arch, 2048, 256, params)
+    recipe = par.memory_recipe(arch, ti, H100, params)
+    cluster = par.cluster_of(H100, par.ParallelInputs())
+    grid = itertools.product([1, 8], [1, 4], range(4), batches, range(3), [False, True])
+    for tp, pp, z, b, rc, sp in grid:
+        if sp and tp == 1:
+            continue
+        lay = _layout(tp=tp, pp=pp, dp=8, zero=z, micro_batch=b, recompute=rc, sp=sp)
+        out = par.evaluate_layouts(work, cluster, lay, recipe)
+        update = {"micro_batch": b, "recompute": par.RECOMPUTE_CODES[rc]}
+        exact = estimate_training(
+            arch,
+            ti.model_copy(update=update),
+            H100,
+            tp=tp,
+            pp=pp,
+            dp=8,
+            zero_stage=z,
+            sequence_parallel=sp,
+        )
+        assert float(out["peak_bytes"][0]) == pytest.approx(exact.peak_bytes, rel=1e-6)
+
+
+def test_memory_screen_mirrors_training_estimator() -> None:
+    """The search's vectorised memory equals the training estimator, layout by layout."""
     for model in ("llama-3.1-8b", "mixtral-8x7b", "gpt-3-175b"):
-        arch = get_preset(model).architecture
-        ti = TrainingInputs(seq_len=2048)
-        params = float(par._count_parameters(arch).total)
-        work = par.workload_of(arch, 2048, 256, params)
-        recipe = par.memory_recipe(arch, ti, H100, params)
-        cluster = par.cluster_of(H100, par.ParallelInputs())
-        grid = itertools.product([1, 8], [1, 4], range(4), [1, 4], range(3), [False, True])
-        for tp, pp, z, b, rc, sp in grid:
-            if sp and tp == 1:
-                continue
-            lay = _layout(tp=tp, pp=pp, dp=8, zero=z, micro_batch=b, recompute=rc, sp=sp)
-            out = par.evaluate_layouts(work, cluster, lay, recipe)
-            update = {"micro_batch": b, "recompute": par.RECOMPUTE_CODES[rc]}
-            exact = estimate_training(
-                arch,
-                ti.model_copy(update=update),
-                H100,
-                tp=tp,
-                pp=pp,
-                dp=8,
-                zero_stage=z,
-                sequence_parallel=sp,
-            )
-            assert float(out["peak_bytes"][0]) == pytest.approx(exact.peak_bytes, rel=1e-6)
+        _assert_screen_matches_estimator(model, TrainingInputs(seq_len=2048), [1, 4])
 
 
 @pytest.mark.parametrize(
@@ -508,33 +513,9 @@ def test_memory_screen_mirrors_training_estimator_under_lora(adapter: dict[str, 
     """LoRA and QLoRA too: frozen base (NF4 layer matrices under QLoRA), adapter-only
     gradients and optimizer state, the adapter-only ZeRO-2/3 bucket, QLoRA's dequantised
     matrix and the frozen outside tensors the ledger drops, layout by layout."""
-    from llm_planner.core.training import estimate_training
-
+    ti = TrainingInputs.model_validate({"seq_len": 2048, **adapter})
     for model in ("llama-3.1-8b", "mixtral-8x7b"):
-        arch = get_preset(model).architecture
-        ti = TrainingInputs.model_validate({"seq_len": 2048, **adapter})
-        params = float(par._count_parameters(arch).total)
-        work = par.workload_of(arch, 2048, 256, params)
-        recipe = par.memory_recipe(arch, ti, H100, params)
-        cluster = par.cluster_of(H100, par.ParallelInputs())
-        grid = itertools.product([1, 8], [1, 4], range(4), [1, 2], range(3), [False, True])
-        for tp, pp, z, b, rc, sp in grid:
-            if sp and tp == 1:
-                continue
-            lay = _layout(tp=tp, pp=pp, dp=8, zero=z, micro_batch=b, recompute=rc, sp=sp)
-            out = par.evaluate_layouts(work, cluster, lay, recipe)
-            update = {"micro_batch": b, "recompute": par.RECOMPUTE_CODES[rc]}
-            exact = estimate_training(
-                arch,
-                ti.model_copy(update=update),
-                H100,
-                tp=tp,
-                pp=pp,
-                dp=8,
-                zero_stage=z,
-                sequence_parallel=sp,
-            )
-            assert float(out["peak_bytes"][0]) == pytest.approx(exact.peak_bytes, rel=1e-6)
+        _assert_screen_matches_estimator(model, ti, [1, 2])
 
 
 def test_hfu_minus_mfu_is_the_recomputed_share_of_peak() -> None:
