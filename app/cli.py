@@ -20,8 +20,8 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from llm_planner import __version__
-from llm_planner.core import units
-from llm_planner.core.figures import Figure
+from llm_planner.core.primitives import units
+from llm_planner.core.primitives.figures import Figure
 
 EXIT_USAGE = 2
 
@@ -171,7 +171,7 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
 
 def _apply_report_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     """Write the given options into a scenario dict (validated afterwards as a whole)."""
-    from llm_planner.core.gpus import get_gpu
+    from llm_planner.core.primitives.gpus import get_gpu
 
     if args.model is not None:
         preset, arch = _resolve_model(args.model)
@@ -181,7 +181,7 @@ def _apply_report_options(data: dict[str, Any], args: argparse.Namespace) -> Non
             "params_override": None,
         }
     if args.params is not None:
-        from llm_planner.core.shapes import propose_architecture
+        from llm_planner.core.primitives.shapes import propose_architecture
 
         try:
             proposal = propose_architecture(args.params)
@@ -239,7 +239,7 @@ _OPTION_OF_FIELD = {
 
 def _resolve_model(text: str, option: str = "argument --model") -> tuple[str | None, Any]:
     """A preset id or a local config.json / model folder → (preset id or None, Architecture)."""
-    from llm_planner.core.presets import get_preset, model_presets
+    from llm_planner.core.primitives.presets import get_preset, model_presets
 
     if text.lower() in model_presets():
         preset = get_preset(text)
@@ -248,7 +248,7 @@ def _resolve_model(text: str, option: str = "argument --model") -> tuple[str | N
     if not path.exists():
         known = ", ".join(model_presets())
         raise UsageError(f"{option}: {text!r} is neither a preset ({known}) nor a path")
-    from llm_planner.core.hf_import import HFImportError, architecture_from_path
+    from llm_planner.core.files.hf_import import HFImportError, architecture_from_path
 
     try:
         imported = architecture_from_path(path)
@@ -259,7 +259,7 @@ def _resolve_model(text: str, option: str = "argument --model") -> tuple[str | N
 
 def build_scenario(args: argparse.Namespace) -> Any:
     """The scenario a report/search command works on: the file (or default) plus options."""
-    from llm_planner.core.scenario import Scenario, default_scenario
+    from llm_planner.core.composition.scenario import Scenario, default_scenario
 
     base = _load_scenario_file(args.file) if getattr(args, "file", None) else default_scenario()
     data = base.model_dump(mode="json")
@@ -278,7 +278,7 @@ def build_scenario(args: argparse.Namespace) -> Any:
 
 def _load_scenario_file(path_text: str) -> Any:
     """Read a scenario file; every failure becomes a one-line UsageError naming the file."""
-    from llm_planner.core import store
+    from llm_planner.core.files import store
 
     try:
         return store.load_scenario_file(Path(path_text))
@@ -294,7 +294,7 @@ _EXTRA_OPTION_APPLIERS: list[Callable[[dict[str, Any], argparse.Namespace], None
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from llm_planner.core.estimate import estimate, report_json
+    from llm_planner.core.composition.estimate import estimate, report_json
 
     scenario = build_scenario(args)
     report = estimate(scenario)
@@ -310,9 +310,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from llm_planner.core.architecture import count_parameters
-    from llm_planner.core.gpus import gpu_catalog
-    from llm_planner.core.presets import model_presets
+    from llm_planner.core.primitives.architecture import count_parameters
+    from llm_planner.core.primitives.gpus import gpu_catalog
+    from llm_planner.core.primitives.presets import model_presets
 
     if args.kind == "models":
         rows: list[dict[str, Any]] = []
@@ -352,7 +352,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    from llm_planner.core.architecture import count_parameters
+    from llm_planner.core.primitives.architecture import count_parameters
 
     preset, arch = _resolve_model(args.model, "argument ID_OR_PATH")
     counts = count_parameters(arch)
@@ -375,7 +375,7 @@ def cmd_model(args: argparse.Namespace) -> int:
         "architecture": arch.model_dump(mode="json"),
     }
     if preset is None:  # a local config.json / folder: what its safetensors headers say
-        from llm_planner.core.hf_import import architecture_from_path
+        from llm_planner.core.files.hf_import import architecture_from_path
 
         imported = architecture_from_path(Path(args.model))
         row["model_type"] = imported.model_type
@@ -496,8 +496,8 @@ def _print_report_instead(file: str | None, why: str) -> int:
         + ("scenario's" if file else "default scenario's")
         + " report instead. Set QT_QPA_PLATFORM=offscreen to force Qt.\n"
     )
-    from llm_planner.core.estimate import estimate
-    from llm_planner.core.scenario import default_scenario
+    from llm_planner.core.composition.estimate import estimate
+    from llm_planner.core.composition.scenario import default_scenario
 
     scenario = _load_scenario_file(file) if file else default_scenario()
     sys.stdout.write(format_report_text(estimate(scenario)))

@@ -18,7 +18,7 @@ import csv
 import sys
 from typing import Any
 
-from llm_planner.core import units
+from llm_planner.core.primitives import units
 
 OPTION_OF_FIELD = {
     "parallelism.zero_stage": "--zero",
@@ -201,7 +201,7 @@ SEARCH_COLUMNS = (
 
 def cmd_search(args: argparse.Namespace) -> int:
     from llm_planner.cli import _print_json, build_scenario
-    from llm_planner.core.search import SearchOptions, search_scenario
+    from llm_planner.core.composition.search import SearchOptions, search_scenario
 
     scenario = build_scenario(args)
     options = SearchOptions(max_tp=args.max_tp) if args.max_tp else SearchOptions()

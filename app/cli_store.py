@@ -55,8 +55,8 @@ def apply_report_options(data: dict[str, Any], args: argparse.Namespace) -> None
 
 def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
     """Do ``--save``; print ``--markdown``/``--csv``. True when the report was printed."""
-    from llm_planner.core.report_export import report_csv, report_markdown
-    from llm_planner.core.store import save_scenario_file
+    from llm_planner.core.files.report_export import report_csv, report_markdown
+    from llm_planner.core.files.store import save_scenario_file
 
     if getattr(args, "json", False) and (
         getattr(args, "markdown", False) or getattr(args, "csv", False)
@@ -82,7 +82,7 @@ def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from llm_planner.core.library import Library
+    from llm_planner.core.files.library import Library
 
     library = Library()
     listing = library.listing()
@@ -120,7 +120,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from llm_planner.core.library import Library
+    from llm_planner.core.files.library import Library
 
     result = Library().import_files(Path(f) for f in args.files)
     for source, saved in result.imported:
@@ -131,8 +131,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from llm_planner.core.library import Library, LibraryError
-    from llm_planner.core.store import ScenarioFileError
+    from llm_planner.core.files.library import Library, LibraryError
+    from llm_planner.core.files.store import ScenarioFileError
 
     library = Library()
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from llm_planner.core import units
+from llm_planner.core.primitives import units
 
 OPTION_OF_FIELD = {
     "training.precision": "--precision",
@@ -77,8 +77,8 @@ def _targets(text: str) -> tuple[str, ...]:
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The training-memory option group of ``report``."""
     from llm_planner.cli import INT
-    from llm_planner.core.activations import PROFILES
-    from llm_planner.core.optimizers import OPTIMIZERS, PRECISIONS
+    from llm_planner.core.quantities.activations import PROFILES
+    from llm_planner.core.quantities.optimizers import OPTIMIZERS, PRECISIONS
 
     group = parser.add_argument_group("training memory")
     group.add_argument(

@@ -34,7 +34,7 @@ def _percentile(values: list[float], share: float) -> float:
 def latency(changes: int) -> dict[str, dict[str, float]]:
     from PySide6.QtWidgets import QApplication
 
-    from llm_planner.core.estimate import estimate
+    from llm_planner.core.composition.estimate import estimate
     from llm_planner.gui.app import make_application
     from llm_planner.gui.binding import with_changes
     from llm_planner.gui.main_window import MainWindow

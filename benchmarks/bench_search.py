@@ -15,11 +15,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from llm_planner.core import parallelism as par
-from llm_planner.core import search as srch
-from llm_planner.core.gpus import get_gpu
-from llm_planner.core.presets import get_preset
-from llm_planner.core.training import TrainingInputs
+from llm_planner.core.composition import search as srch
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.sections import parallelism as par
+from llm_planner.core.sections.training import TrainingInputs
 
 
 def _best_of(fn: Callable[[], object], repeats: int = 5) -> tuple[float, float]:
@@ -36,7 +37,7 @@ def bench_evaluator(n: int = 2_000_000) -> None:
     arch = get_preset("llama-3.1-405b").architecture
     gpu = get_gpu("h100-sxm")
     ti = TrainingInputs(seq_len=8192)
-    params = float(par._count_parameters(arch).total)
+    params = float(count_parameters(arch).total)
     work = par.workload_of(arch, 8192, 2048, params)
     cluster = par.cluster_of(gpu, par.ParallelInputs())
     recipe = par.memory_recipe(arch, ti, gpu, params)
@@ -57,7 +58,7 @@ def bench_evaluator(n: int = 2_000_000) -> None:
         sp=(tp > 1) & (rng.random(n) < 0.5),
         recompute=pick([0, 1, 2]),
     )
-    fields = {name: getattr(lay, name) for name in par._LAYOUT_FIELDS}
+    fields = {name: getattr(lay, name) for name in par.LAYOUT_FIELDS}
 
     def run() -> None:  # a fresh Layouts each time: no float conversions cached across runs
         par.evaluate_layouts(work, cluster, par.Layouts(**fields), recipe)

@@ -22,9 +22,9 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 
-from llm_planner.core import units
-from llm_planner.core.estimate import Report, estimate
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.estimate import Report, estimate
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives import units
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import html
 
-from llm_planner.core import units
-from llm_planner.core.figures import Figure
+from llm_planner.core.primitives import units
+from llm_planner.core.primitives.figures import Figure
 
 
 def figure_text(figure: Figure) -> str:

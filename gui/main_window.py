@@ -33,8 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llm_planner.core.estimate import Report
-from llm_planner.core.scenario import Scenario, default_scenario
+from llm_planner.core.composition.estimate import Report
+from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.gui import settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 from llm_planner.gui.formatting import figure_text
@@ -403,7 +403,7 @@ class MainWindow(QMainWindow):
         """Open a scenario file; a bad file gets a message naming the field, nothing changes."""
         if confirm and not self.confirm_discard():
             return False
-        from llm_planner.core import store
+        from llm_planner.core.files import store
 
         try:
             scenario = store.load_scenario_file(Path(path))
@@ -430,7 +430,7 @@ class MainWindow(QMainWindow):
         return self.save_to(path)
 
     def save_to(self, path: str) -> bool:
-        from llm_planner.core import store
+        from llm_planner.core.files import store
 
         try:
             written = store.save_scenario_file(self.state.scenario, Path(path))
@@ -459,7 +459,7 @@ class MainWindow(QMainWindow):
         suggested = str(Path(self._folder()) / f"{_safe_name(self.state.scenario.name)}{SUFFIX}")
         path, _ = QFileDialog.getSaveFileName(self, "Export scenario", suggested, FILE_FILTER)
         if path:
-            from llm_planner.core import store
+            from llm_planner.core.files import store
 
             try:
                 store.save_scenario_file(self.state.scenario, Path(path))
@@ -468,7 +468,7 @@ class MainWindow(QMainWindow):
 
     def report_text(self, kind: str) -> str:
         """The report as Markdown or CSV, exactly as ``core.report_export`` writes it."""
-        from llm_planner.core.report_export import render_report
+        from llm_planner.core.files.report_export import render_report
 
         return render_report(
             self.state.report, "markdown" if kind == "md" else "csv", self.state.scenario
@@ -482,7 +482,7 @@ class MainWindow(QMainWindow):
             self.export_report(path, kind)
 
     def export_report(self, path: str, kind: str) -> None:
-        from llm_planner.core import store
+        from llm_planner.core.files import store
 
         store.atomic_write_bytes(Path(path), self.report_text(kind).encode("utf-8"))
 

@@ -22,7 +22,7 @@ MAX_RECENT = 10
 
 def config_dir() -> Path:
     try:  # the store engineer's module, once it exists, is the one source of paths
-        from llm_planner.core import paths  # type: ignore[attr-defined]
+        from llm_planner.core.files import paths  # type: ignore[attr-defined]
 
         return Path(paths.config_dir())
     except (ImportError, AttributeError):
@@ -37,7 +37,7 @@ def config_dir() -> Path:
 
 def log_dir() -> Path:
     try:
-        from llm_planner.core import paths  # type: ignore[attr-defined]
+        from llm_planner.core.files import paths  # type: ignore[attr-defined]
 
         return Path(paths.log_dir())
     except (ImportError, AttributeError):

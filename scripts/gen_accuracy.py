@@ -7,7 +7,8 @@ in memory and fails when the committed one differs, so CI keeps it up to date.
 
 The page has: the arithmetic checks and the prediction errors (run, published figure, our
 estimate, error), the step-time model's defaults with the justification written next to
-each in ``core/comm.py``, which runs those justifications cite (so which runs informed the
+each in ``core/quantities/comm.py``, which runs those justifications cite (so which runs
+informed the
 defaults and which did not), and the training-memory ledger's measured validation when
 ``tests/validation/test_torch_activations.py`` publishes it.
 """
@@ -117,8 +118,8 @@ def _layout(run: dict[str, Any]) -> str:
 
 
 def _comm_defaults() -> list[tuple[str, str, str]]:
-    """(name, value, justification) of each constant documented in core/comm.py."""
-    from llm_planner.core import comm
+    """(name, value, justification) of each constant documented in core/quantities/comm.py."""
+    from llm_planner.core.quantities import comm
 
     tree = ast.parse(Path(comm.__file__).read_text(encoding="utf-8"))
     out: list[tuple[str, str, str]] = []
@@ -394,11 +395,12 @@ def _defaults(runs: list[dict[str, Any]], sources: dict[str, str]) -> list[str]:
     out = [
         "## The step-time model's defaults and their justification",
         "",
-        "Every default is a named constant in `core/comm.py` (editable per scenario in the "
+        "Every default is a named constant in `core/quantities/comm.py` (editable per scenario "
+        "in the "
         "parallelism inputs). The justification below is the one written next to it in the "
         "source, quoted as is:",
         "",
-        "| Default | Value | Justification (from core/comm.py) |",
+        "| Default | Value | Justification (from core/quantities/comm.py) |",
         "|---|---|---|",
     ]
     out += [

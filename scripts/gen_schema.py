@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from llm_planner.core.store import scenario_json_schema
+from llm_planner.core.files.store import scenario_json_schema
 
 TARGET = Path(__file__).resolve().parent.parent / "resources" / "scenario.schema.json"
 

@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core.activations import (
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.quantities.activations import (
     PROFILES,
     activation_bytes_per_layer,
     layer_activations,
     logits_working_bytes,
     outside_layer_ledger,
 )
-from llm_planner.core.architecture import Architecture
-from llm_planner.core.presets import get_preset
 
 GPT3 = get_preset("gpt-3-175b").architecture
 S, B, H, A = 2048, 1, 12288, 96  # GPT-3 175B, Korthikanti 2022 Table 3

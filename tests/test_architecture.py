@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_planner.core.architecture import (
+from llm_planner.core.primitives.architecture import (
     Architecture,
     MoEConfig,
     attention_params_per_layer,
     count_parameters,
     mlp_params,
 )
-from llm_planner.core.presets import get_preset, model_presets
+from llm_planner.core.primitives.presets import get_preset, model_presets
 
 
 def _total(preset_id: str) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from llm_planner.cli import build_parser, main
-from llm_planner.core.presets import model_presets
+from llm_planner.core.primitives.presets import model_presets
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 SCRIPTS = Path(sys.executable).parent

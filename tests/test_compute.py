@@ -12,10 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core.architecture import Architecture
-from llm_planner.core.compute import (
-    ComputeInputs,
+from llm_planner.core.composition.estimate import estimate
+from llm_planner.core.composition.scenario import ModelChoice, Scenario, default_scenario
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.gpus import GPU, PeakFlops
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
+    training_flops_6pd,
+    training_flops_with_attention,
+)
+from llm_planner.core.sections.compute import (
+    ComputeInputs,
     chinchilla_loss,
     chinchilla_optimal,
     chinchilla_tokens,
@@ -27,11 +35,8 @@ from llm_planner.core.compute import (
     min_gpus_per_instance,
     smallest_deployment,
     time_and_cost_vs_gpus,
-    training_flops_6pd,
-    training_flops_with_attention,
 )
-from llm_planner.core.estimate import estimate
-from llm_planner.core.failures import (
+from llm_planner.core.sections.failures import (
     DEFAULT_GPU_FAILURES_PER_HOUR,
     FailureInputs,
     estimate_failures,
@@ -39,10 +44,7 @@ from llm_planner.core.failures import (
     job_mtbf_seconds,
     young_checkpoint_interval,
 )
-from llm_planner.core.gpus import GPU, PeakFlops
-from llm_planner.core.presets import get_preset
-from llm_planner.core.scenario import ModelChoice, Scenario, default_scenario
-from llm_planner.core.training import TrainingInputs, hardware_flops_factor
+from llm_planner.core.sections.training import TrainingInputs, hardware_flops_factor
 
 ROUND_GPU = GPU(
     id="round",

@@ -18,8 +18,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core.scenario import Scenario
-from llm_planner.core.store import ScenarioFileError, parse_scenario
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.files.store import ScenarioFileError, parse_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
 VALID = (FIXTURES / "v1-default.llmplan.json").read_bytes()
@@ -172,8 +172,8 @@ def test_deep_nesting_anywhere(depth: int, opener: str, data: st.DataObject) -> 
 def test_a_library_of_random_files_lists_every_good_one(junk: list[bytes]) -> None:
     import tempfile
 
-    from llm_planner.core.library import Library
-    from llm_planner.core.store import SUFFIX
+    from llm_planner.core.files.library import Library
+    from llm_planner.core.files.store import SUFFIX
 
     with tempfile.TemporaryDirectory() as folder:
         library = Library(Path(folder))

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from llm_planner.core.gpus import (
+from llm_planner.core.primitives.gpus import (
     GPU,
     GPUNotFoundError,
     PeakFlops,

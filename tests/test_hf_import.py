@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core.architecture import count_parameters
-from llm_planner.core.hf_import import (
+from llm_planner.core.files.hf_import import (
     CONFIG_MAX_BYTES,
     HFImportError,
     architecture_from_config,
     architecture_from_path,
     read_safetensors_header,
 )
-from llm_planner.core.presets import get_preset
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.presets import get_preset
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 

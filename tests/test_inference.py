@@ -12,10 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core.architecture import count_parameters
-from llm_planner.core.estimate import estimate
-from llm_planner.core.gpus import GPU, PeakFlops
-from llm_planner.core.inference import (
+from llm_planner.core.composition.estimate import estimate
+from llm_planner.core.composition.scenario import default_scenario
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.gpus import GPU, PeakFlops
+from llm_planner.core.primitives.presets import get_preset, model_presets
+from llm_planner.core.quantities.quantization import get_weight_format, weight_formats
+from llm_planner.core.sections.inference import (
     InferenceInputs,
     estimate_inference,
     kv_cache_bytes,
@@ -27,9 +30,6 @@ from llm_planner.core.inference import (
     weights_bytes,
     weights_read_fraction,
 )
-from llm_planner.core.presets import get_preset, model_presets
-from llm_planner.core.quantization import get_weight_format, weight_formats
-from llm_planner.core.scenario import default_scenario
 
 GiB = 2**30
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from llm_planner.cli import main
-from llm_planner.core import paths
-from llm_planner.core.library import (
+from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.files import paths
+from llm_planner.core.files.library import (
     Library,
     LibraryError,
     discard_recovery,
@@ -19,8 +20,12 @@ from llm_planner.core.library import (
     slugify,
     write_recovery,
 )
-from llm_planner.core.scenario import Scenario, default_scenario
-from llm_planner.core.store import SUFFIX, ScenarioFileError, load_scenario_file, save_scenario_file
+from llm_planner.core.files.store import (
+    SUFFIX,
+    ScenarioFileError,
+    load_scenario_file,
+    save_scenario_file,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
 

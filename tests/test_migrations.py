@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from llm_planner.core import migrations
-from llm_planner.core.gpus import get_gpu
-from llm_planner.core.migrations import (
+from llm_planner.core.composition.scenario import SCHEMA_VERSION
+from llm_planner.core.files import migrations
+from llm_planner.core.files.migrations import (
     MIGRATIONS,
     Migration,
     MigrationError,
@@ -21,9 +21,9 @@ from llm_planner.core.migrations import (
     check_chain,
     migrate,
 )
-from llm_planner.core.presets import get_preset
-from llm_planner.core.scenario import SCHEMA_VERSION
-from llm_planner.core.store import ScenarioFileError, load_scenario_file
+from llm_planner.core.files.store import ScenarioFileError, load_scenario_file
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
 

@@ -15,12 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core import comm
-from llm_planner.core import parallelism as par
-from llm_planner.core.activations import activation_bytes_per_layer
-from llm_planner.core.gpus import get_gpu
-from llm_planner.core.presets import get_preset
-from llm_planner.core.training import TrainingInputs
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.quantities import comm
+from llm_planner.core.quantities.activations import activation_bytes_per_layer
+from llm_planner.core.sections import parallelism as par
+from llm_planner.core.sections.training import TrainingInputs
 
 H100 = get_gpu("h100-sxm")
 GPT3 = get_preset("gpt-3-175b").architecture
@@ -64,7 +65,7 @@ def test_zero_paper_figure_1(stage: int, published_gb: float) -> None:
 @pytest.mark.parametrize(("stage", "published_gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_paper_figure_1_through_training_estimator(stage: int, published_gb: float) -> None:
     """The same figure from the training estimator's persistent state (mixed-precision Adam)."""
-    from llm_planner.core.training import estimate_training
+    from llm_planner.core.sections.training import estimate_training
 
     arch = get_preset("llama-2-7b").architecture
     rep = estimate_training(
@@ -110,7 +111,7 @@ def test_more_zero_sharding_never_raises_state(
 def test_more_zero_sharding_never_raises_state_in_training_estimator(
     model: str, tp: int, pp: int, dp: int
 ) -> None:
-    from llm_planner.core.training import estimate_training
+    from llm_planner.core.sections.training import estimate_training
 
     arch = get_preset(model).architecture
     persistent = [
@@ -164,9 +165,9 @@ def test_last_stage_microbatches_in_flight() -> None:
 
 def test_interleaved_last_stage_holds_fewer_microbatches_than_the_first() -> None:
     """The report's training section prices the last stage with its own in-flight count."""
-    from llm_planner.core.gpus import get_gpu
-    from llm_planner.core.presets import get_preset
-    from llm_planner.core.training import TrainingInputs, estimate_training
+    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.primitives.presets import get_preset
+    from llm_planner.core.sections.training import TrainingInputs, estimate_training
 
     arch = get_preset("llama-2-70b").architecture
     inputs = TrainingInputs(micro_batch=1, recompute="none")
@@ -317,11 +318,17 @@ def test_single_gpu_step_is_pure_compute() -> None:
     peak = 989.4e12
     expected = 8 * 4096 * work.model_flops_per_token / (peak * 0.70)
     assert float(out["step_seconds"][0]) == pytest.approx(expected)
-    assert float(out["mfu"][0]) == pytest.approx(0.70)
+    # the GEMMs run at 70% of peak; MFU counts 6·P per token (the budget's count), not the
+    # executed 6·N + attention, so it is 70% × (6·P ÷ executed FLOPs per token)
+    params = count_parameters(get_preset("llama-3.1-8b").architecture).active
+    assert work.mfu_flops_per_token == pytest.approx(6 * params)
+    share = work.mfu_flops_per_token / work.model_flops_per_token
+    assert float(out["mfu"][0]) == pytest.approx(0.70 * share)
     assert float(out["comm_bytes_per_step"][0]) == 0.0
-    # full recomputation: same model FLOPs, 4/3 the hardware FLOPs → MFU 0.70·3/4, HFU 0.70
+    # full recomputation: same model FLOPs, 4/3 the hardware FLOPs → MFU 0.70·3/4·share,
+    # HFU 0.70 (HFU counts what runs)
     full = par.evaluate_layouts(work, cluster, _layout(micro_batch=2, recompute=2))
-    assert float(full["mfu"][0]) == pytest.approx(0.70 * 3 / 4)
+    assert float(full["mfu"][0]) == pytest.approx(0.70 * 3 / 4 * share)
     assert float(full["hfu"][0]) == pytest.approx(0.70)
 
 
@@ -467,10 +474,10 @@ def test_report_section_json_is_finite() -> None:
 def _assert_screen_matches_estimator(model: str, ti: TrainingInputs, batches: list[int]) -> None:
     """Price a grid of layouts with the vectorised screen and with ``estimate_training``
     one by one (tp, pp, ZeRO stage, micro-batch, recompute, SP at dp = 8): equal peaks."""
-    from llm_planner.core.training import estimate_training
+    from llm_planner.core.sections.training import estimate_training
 
     arch = get_preset(model).architecture
-    params = float(par._count_parameters(arch).total)
+    params = float(count_parameters(arch).total)
     work = par.workload_of(arch, 2048, 256, params)
     recipe = par.memory_recipe(arch, ti, H100, params)
     cluster = par.cluster_of(H100, par.ParallelInputs())
@@ -530,8 +537,10 @@ def test_hfu_minus_mfu_is_the_recomputed_share_of_peak() -> None:
     h, q, kv, f, layers, s = 4096, 4096, 1024, 14336, 32, 4096
     per_layer = 2 * (h * q + 2 * h * kv + q * h + 3 * h * f) + 4 * q * s
     recomputed = layers * per_layer
-    expected = recomputed * float(out["tokens_per_s"][0]) / 989.4e12
-    assert float(out["hfu"][0] - out["mfu"][0]) == pytest.approx(expected, rel=1e-9)
+    tokens_per_s = float(out["tokens_per_s"][0])
+    expected = recomputed * tokens_per_s / 989.4e12
+    executed_without_recompute = work.model_flops_per_token * tokens_per_s / 989.4e12
+    assert float(out["hfu"][0]) - executed_without_recompute == pytest.approx(expected, rel=1e-9)
 
 
 def test_zero_stage_comparison_series() -> None:
@@ -547,10 +556,10 @@ def test_memory_screen_mirrors_training_estimator_with_expert_parallelism(model:
     """Expert parallelism ep ∈ {1, 2, 4}: routed experts ÷ ep, ZeRO-sharded over dp/ep
     (also with a HYBRID_SHARD-style shard group smaller than dp, and under LoRA), the
     bucket and ZeRO-3 gather of one layer with E/ep experts, layout by layout."""
-    from llm_planner.core.training import estimate_training
+    from llm_planner.core.sections.training import estimate_training
 
     arch = get_preset(model).architecture
-    params = float(par._count_parameters(arch).total)
+    params = float(count_parameters(arch).total)
     work = par.workload_of(arch, 2048, 256, params)
     cluster = par.cluster_of(H100, par.ParallelInputs())
     for adapter in ({}, {"lora_rank": 16}):
@@ -580,7 +589,7 @@ def test_memory_screen_mirrors_training_estimator_with_expert_parallelism(model:
 def test_mixed_ep_layouts_in_one_screen() -> None:
     """One array with ep = 1, 2, 4, 8 side by side prices each row as alone (the ep table)."""
     arch = get_preset("mixtral-8x7b").architecture
-    params = float(par._count_parameters(arch).total)
+    params = float(count_parameters(arch).total)
     work = par.workload_of(arch, 2048, 256, params)
     cluster = par.cluster_of(H100, par.ParallelInputs())
     recipe = par.memory_recipe(arch, TrainingInputs(seq_len=2048), H100, params)
@@ -598,8 +607,8 @@ def test_mixed_ep_layouts_in_one_screen() -> None:
 def test_every_non_gemm_name_fragment_matches_a_ledger_tensor() -> None:
     """The memory-bound term finds its tensors by name: a renamed ledger entry must fail
     here rather than silently drop out of the step time."""
-    from llm_planner.core.presets import get_preset
-    from llm_planner.core.training import TrainingInputs, layer_activations_for
+    from llm_planner.core.primitives.presets import get_preset
+    from llm_planner.core.sections.training import TrainingInputs, layer_activations_for
 
     names: set[str] = set()
     cases = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_planner.core.architecture import count_parameters
-from llm_planner.core.presets import get_preset, model_presets
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.presets import get_preset, model_presets
 
 REQUIRED_IDS = [
     "gpt-3-175b",

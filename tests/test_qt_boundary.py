@@ -47,8 +47,8 @@ sys.meta_path.insert(0, Block())
 import llm_planner.core as core
 for info in pkgutil.iter_modules(core.__path__):
     importlib.import_module('llm_planner.core.' + info.name)
-from llm_planner.core.estimate import estimate
-from llm_planner.core.scenario import default_scenario
+from llm_planner.core.composition.estimate import estimate
+from llm_planner.core.composition.scenario import default_scenario
 estimate(default_scenario())
 assert not any(m.split('.')[0] in ('PySide6', 'pyqtgraph') for m in sys.modules)
 print('ok')

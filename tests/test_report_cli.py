@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from llm_planner.cli import main
-from llm_planner.core.gpus import get_gpu
+from llm_planner.core.primitives.gpus import get_gpu
 
-HAS_SHAPES = importlib.util.find_spec("llm_planner.core.shapes") is not None
+HAS_SHAPES = importlib.util.find_spec("llm_planner.core.primitives.shapes") is not None
 
 COMPUTE_KEYS = (
     "flops_total",
@@ -48,7 +48,7 @@ def test_json_contract_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(data["inference"]["max_batch"], int)
 
 
-@pytest.mark.skipif(not HAS_SHAPES, reason="--params needs llm_planner.core.shapes")
+@pytest.mark.skipif(not HAS_SHAPES, reason="--params needs llm_planner.core.primitives.shapes")
 def test_gpt3_flops_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     data = _report(capsys, "--params", "175B", "--tokens", "300B")
     # 6 × 175e9 × 300e9 = 3.15e23 (Transformer Math 101; 3.14e23 in arXiv:2005.14165 D.1)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_planner.core.estimate import Report, estimate, report_json
-from llm_planner.core.figures import Figure
-from llm_planner.core.report_export import (
+from llm_planner.core.composition.estimate import Report, estimate, report_json
+from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.files.report_export import (
     SECTION_TITLES,
     export_report,
     format_for_path,
@@ -20,7 +20,7 @@ from llm_planner.core.report_export import (
     report_json_text,
     report_markdown,
 )
-from llm_planner.core.scenario import Scenario, default_scenario
+from llm_planner.core.primitives.figures import Figure
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_readable_value(value: float | bool | str | None, unit: str, text: str) 
 
 
 def test_csv_neutralises_spreadsheet_formulas(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_planner.core import report_export
+    from llm_planner.core.files import report_export
 
     class Section:
         def figures(self) -> list[Figure]:

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_planner.cli import main
-from llm_planner.core import parallelism as par
-from llm_planner.core import search as srch
-from llm_planner.core.gpus import get_gpu
-from llm_planner.core.presets import get_preset
-from llm_planner.core.training import TrainingInputs
+from llm_planner.core.composition import search as srch
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.sections import parallelism as par
+from llm_planner.core.sections.training import TrainingInputs
 
 H100 = get_gpu("h100-sxm")
 
@@ -174,8 +174,8 @@ def test_cli_bad_parallel_options_exit_2(
 
 def test_report_carries_gpus_per_instance_into_compute() -> None:
     """The report's fewest GPUs per instance is the searched one, and compute uses it."""
-    from llm_planner.core.estimate import estimate
-    from llm_planner.core.scenario import default_scenario
+    from llm_planner.core.composition.estimate import estimate
+    from llm_planner.core.composition.scenario import default_scenario
 
     scenario = default_scenario()
     report = estimate(scenario)
@@ -189,7 +189,7 @@ def test_report_carries_gpus_per_instance_into_compute() -> None:
 def test_report_and_search_price_expert_parallelism(capsys: pytest.CaptureFixture[str]) -> None:
     """ep reaches the training estimator: the report's peak is the estimator's at ep = 4
     (no "ignores ep" problem any more), and each search row's exact peak is too."""
-    from llm_planner.core.training import estimate_training
+    from llm_planner.core.sections.training import estimate_training
 
     args = ["report", "--json", "--model", "mixtral-8x7b", "--num-gpus", "64", "--tp", "2"]
     assert main([*args, "--ep", "4"]) == 0

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core.architecture import count_parameters
-from llm_planner.core.shapes import llama_ffn_size, propose_architecture
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.shapes import llama_ffn_size, propose_architecture
 
 
 def test_llama_reference_ffn_rule():

@@ -15,12 +15,15 @@ import pytest
 
 from llm_planner import __version__
 from llm_planner.cli import main
-from llm_planner.core import store
-from llm_planner.core.estimate import estimate, report_json
-from llm_planner.core.gpus import get_gpu
-from llm_planner.core.presets import get_preset, model_presets
-from llm_planner.core.scenario import SCHEMA_VERSION, ModelChoice, Scenario, default_scenario
-from llm_planner.core.store import (
+from llm_planner.core.composition.estimate import estimate, report_json
+from llm_planner.core.composition.scenario import (
+    SCHEMA_VERSION,
+    ModelChoice,
+    Scenario,
+    default_scenario,
+)
+from llm_planner.core.files import store
+from llm_planner.core.files.store import (
     MAX_FILE_BYTES,
     SUFFIX,
     ScenarioFileError,
@@ -28,6 +31,8 @@ from llm_planner.core.store import (
     load_scenario_file,
     save_scenario_file,
 )
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset, model_presets
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
 ROOT = Path(__file__).parent.parent

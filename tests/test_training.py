@@ -15,18 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_planner.cli import main
-from llm_planner.core.activations import layer_activations, outside_layer_ledger
-from llm_planner.core.architecture import count_parameters
-from llm_planner.core.gpus import get_gpu
-from llm_planner.core.optimizers import (
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.quantities.activations import layer_activations, outside_layer_ledger
+from llm_planner.core.quantities.optimizers import (
     BNB_BLOCK,
     factored_state_values,
     get_optimizer,
     get_precision,
     state_bytes_per_param,
 )
-from llm_planner.core.presets import get_preset
-from llm_planner.core.training import (
+from llm_planner.core.sections.training import (
     NF4_DOUBLE_QUANT_BITS,
     TrainingInputs,
     estimate_training,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_planner.core import units
+from llm_planner.core.primitives import units
 
 
 @pytest.mark.parametrize(

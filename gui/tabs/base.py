@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llm_planner.core import units
-from llm_planner.core.estimate import Report
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.estimate import Report
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives import units
 from llm_planner.gui.binding import Binder, ScenarioState
 from llm_planner.gui.widgets.figure_table import FigureTable
 
@@ -109,12 +109,25 @@ def format_bytes_input(value: float) -> str:
 # ---------------------------------------------------------------- feature checks
 
 
+_CORE_MODULES = {
+    "compute": "sections.compute",
+    "inference": "sections.inference",
+    "training": "sections.training",
+    "parallelism": "sections.parallelism",
+    "search": "composition.search",
+    "quantization": "quantities.quantization",
+    "optimizers": "quantities.optimizers",
+    "activations": "quantities.activations",
+}
+"""Where each module named by :func:`core_attr` lives in core's layout."""
+
+
 def core_attr(module: str, *names: str) -> Any:
     """The first attribute among ``names`` of ``llm_planner.core.<module>`` (``"a|b"``: of
     the first of those modules that has one), or None."""
     for candidate in module.split("|"):
         try:
-            mod = importlib.import_module(f"llm_planner.core.{candidate}")
+            mod = importlib.import_module(f"llm_planner.core.{_CORE_MODULES[candidate]}")
         except ImportError:
             continue
         for name in names:

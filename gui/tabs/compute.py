@@ -7,9 +7,9 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QLineEdit, QMessageBox, QPushButton, QSplitter
 
-from llm_planner.core import units
-from llm_planner.core.estimate import Report, estimate
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.estimate import Report, estimate
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives import units
 from llm_planner.gui import colors
 from llm_planner.gui.binding import validation_message, with_changes
 from llm_planner.gui.tabs.base import (
@@ -50,14 +50,16 @@ class ComputeTab(Tab):
         self.mode = QComboBox()
         self.mode.setObjectName("compute.throughput_mode")
         for text, value in (
-            ("MFU × peak", "mfu"),
-            ("measured TFLOP/s per GPU", "tflops"),
-            ("measured tokens/s per GPU", "tokens_per_s"),
+            ("modeled: the parallel layout", "modeled"),
+            ("assumed: MFU × peak", "mfu"),
+            ("measured: TFLOP/s per GPU", "tflops"),
+            ("measured: tokens/s per GPU", "tokens_per_s"),
         ):
             self.mode.addItem(text, value)
         self.mode.setToolTip(
-            "How throughput is obtained: model FLOPs utilisation of the catalog peak, "
-            "or your own benchmark"
+            "Where the one throughput behind time, cost and every tab comes from: the step "
+            "time modeled for the parallelism tab's layout (default), an assumed model FLOPs "
+            "utilisation of the catalog peak, or your own benchmark"
         )
         self.mode.currentIndexChanged.connect(self._mode_chosen)
         rate.addRow("From", self.mode)

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llm_planner.core import units
-from llm_planner.core.estimate import Report
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.estimate import Report
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives import units
 from llm_planner.gui.binding import with_changes
 from llm_planner.gui.tabs.base import (
     Tab,

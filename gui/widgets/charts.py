@@ -21,7 +21,7 @@ from PySide6 import QtOpenGL, QtOpenGLWidgets  # noqa: F401  # isort: skip
 
 import pyqtgraph as pg  # isort: skip  (after PySide6)
 
-from llm_planner.core import units
+from llm_planner.core.primitives import units
 from llm_planner.gui import colors
 from llm_planner.gui.formatting import bytes_tooltip
 

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llm_planner.core.figures import Figure
+from llm_planner.core.primitives.figures import Figure
 from llm_planner.gui.formatting import figure_text, figure_tooltip
 
 

@@ -33,7 +33,7 @@ class LibraryPanel(QWidget):
 
     def __init__(self, window: MainWindow):
         super().__init__(window)
-        from llm_planner.core.library import Library
+        from llm_planner.core.files.library import Library
 
         self.window_ = window
         self.library = Library()

@@ -9,10 +9,10 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QWidget
 
-from llm_planner.core import units
-from llm_planner.core.gpus import get_gpu, gpu_catalog
-from llm_planner.core.presets import get_preset, model_presets
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives import units
+from llm_planner.core.primitives.gpus import get_gpu, gpu_catalog
+from llm_planner.core.primitives.presets import get_preset, model_presets
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class ScenarioBar(QWidget):
     def import_config(self, path: Path) -> bool:
         """Import a Hugging Face config.json (or model folder) as the model."""
         try:
-            from llm_planner.core.hf_import import architecture_from_path  # type: ignore[import-not-found]
+            from llm_planner.core.files.hf_import import architecture_from_path  # type: ignore[import-not-found]
         except ImportError:
             self.import_failed.emit("Importing config.json is not available yet in this build.")
             return False

@@ -7,10 +7,10 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
-from llm_planner.core import units
-from llm_planner.core.estimate import Report
-from llm_planner.core.figures import Figure
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.estimate import Report
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives import units
+from llm_planner.core.primitives.figures import Figure
 from llm_planner.gui import colors
 from llm_planner.gui.formatting import figure_tooltip
 

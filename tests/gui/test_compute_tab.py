@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from llm_planner.core import units
-from llm_planner.core.estimate import estimate
+from llm_planner.core.composition.estimate import estimate
+from llm_planner.core.primitives import units
 from llm_planner.gui.formatting import figure_text
 from llm_planner.gui.main_window import MainWindow
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from llm_planner.core.parallelism import zero_stage_comparison
+from llm_planner.core.sections.parallelism import zero_stage_comparison
 from llm_planner.gui.main_window import MainWindow
 
 from .helpers import choose, type_into

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from llm_planner.core.estimate import estimate
+from llm_planner.core.composition.estimate import estimate
 from llm_planner.gui.main_window import MainWindow
 
 from .helpers import bar_widths_gb, choose, type_into

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from llm_planner.core.estimate import estimate, report_json
-from llm_planner.core.store import load_scenario_file
+from llm_planner.core.composition.estimate import estimate, report_json
+from llm_planner.core.files.store import load_scenario_file
 from llm_planner.gui import settings
 from llm_planner.gui.app import run_smoke_test
 from llm_planner.gui.errors import ExceptionHook, log_path
 from llm_planner.gui.main_window import MainWindow
 
-from .helpers import type_into
+from .helpers import choose, type_into
 
 pytestmark = pytest.mark.gui
 
@@ -49,6 +49,8 @@ def test_bad_input_marks_the_field_and_keeps_last_figures(qtbot: Any, window: Ma
     assert "Tokens" in window.error_label.text()
     assert tab.figures.value_text("wall_seconds") == shown
     # a value the model refuses (MFU above 1) is an inline error too, not a traceback
+    choose(window, tab.mode, "mfu")
+    assert tab.mfu.isEnabled()
     type_into(qtbot, window, tab.mfu, "1.5")
     assert tab.mfu.property("inputError")
     type_into(qtbot, window, tab.tokens, "3T")

@@ -29,9 +29,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from llm_planner.core.architecture import Architecture
-from llm_planner.core.gpus import GPU, get_gpu
-from llm_planner.core.presets import get_preset
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.gpus import GPU, get_gpu
+from llm_planner.core.primitives.presets import get_preset
 
 RUNS_PATH = Path(__file__).with_name("runs.json")
 
@@ -263,10 +263,10 @@ def scenario_for(
     with_layout: bool = True,
 ) -> Any:
     """A :class:`Scenario` for ``run``; inputs an estimator does not (yet) take are left out."""
-    from llm_planner.core.compute import ComputeInputs
-    from llm_planner.core.parallelism import ParallelInputs
-    from llm_planner.core.scenario import ModelChoice, Scenario
-    from llm_planner.core.training import TrainingInputs
+    from llm_planner.core.composition.scenario import ModelChoice, Scenario
+    from llm_planner.core.sections.compute import ComputeInputs
+    from llm_planner.core.sections.parallelism import ParallelInputs
+    from llm_planner.core.sections.training import TrainingInputs
 
     arch, preset_id, override = architecture_of(run)
     layout = run.get("layout") or {}
@@ -300,7 +300,7 @@ def _section(scenario: Any, name: str) -> Any:
     another module expects is not there yet); the caller then calls the section's own
     estimator function directly.
     """
-    from llm_planner.core.estimate import estimate
+    from llm_planner.core.composition.estimate import estimate
 
     try:
         report = estimate(scenario)
@@ -311,8 +311,8 @@ def _section(scenario: Any, name: str) -> Any:
 
 def compute_report(scenario: Any) -> Any:
     """The compute section: from ``estimate()``, else ``compute.estimate_compute`` directly."""
-    from llm_planner.core import compute
-    from llm_planner.core.estimate import model_section
+    from llm_planner.core.composition.estimate import model_section
+    from llm_planner.core.sections import compute
 
     section = _section(scenario, "compute")
     if section is not None:
@@ -337,7 +337,7 @@ def compute_report(scenario: Any) -> Any:
 
 def parallelism_report(scenario: Any) -> Any:
     """The parallelism section: from ``estimate()``, else ``parallelism_report`` directly."""
-    from llm_planner.core import parallelism
+    from llm_planner.core.sections import parallelism
 
     section = _section(scenario, "parallelism")
     if section is not None:

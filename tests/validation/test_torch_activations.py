@@ -43,10 +43,10 @@ nn = torch.nn
 F = torch.nn.functional
 checkpoint = pytest.importorskip("torch.utils.checkpoint").checkpoint
 
-from llm_planner.core.activations import layer_activations, outside_layer_ledger  # noqa: E402
-from llm_planner.core.architecture import Architecture  # noqa: E402
-from llm_planner.core.gpus import get_gpu  # noqa: E402
-from llm_planner.core.training import TrainingInputs, estimate_training  # noqa: E402
+from llm_planner.core.primitives.architecture import Architecture  # noqa: E402
+from llm_planner.core.primitives.gpus import get_gpu  # noqa: E402
+from llm_planner.core.quantities.activations import layer_activations, outside_layer_ledger  # noqa: E402
+from llm_planner.core.sections.training import TrainingInputs, estimate_training  # noqa: E402
 
 pytestmark = [pytest.mark.torch]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from llm_planner.core.resources import read_json
+from llm_planner.core.primitives.resources import read_json
 
 PCIE_GEN4_X16_BYTES_PER_S = 32e9
 """PCIe 4.0 x16, one direction: 16 GT/s × 16 lanes × 128/130 encoding ÷ 8 ≈ 31.5e9 B/s,

@@ -1,7 +1,7 @@
 """Model presets: published architectures, each with the config or paper it comes from.
 
 Data lives in ``resources/models.json``; ``published`` holds the parameter figures that
-the tests compare :func:`~llm_planner.core.architecture.count_parameters` against.
+the tests compare :func:`~llm_planner.core.primitives.architecture.count_parameters` against.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.architecture import Architecture
-from llm_planner.core.resources import read_json
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.resources import read_json
 
 
 class PublishedFigures(BaseModel):

@@ -1,7 +1,7 @@
 """The scenario: every input of every tab in one validated value.
 
 Every view is a function of a :class:`Scenario`; ``estimate(scenario)`` (in
-:mod:`llm_planner.core.estimate`) turns it into a report. A scenario carries its model
+:mod:`llm_planner.core.composition.estimate`) turns it into a report. A scenario carries its model
 architecture and GPU inline, so a file sent to a teammate is self-contained even for a
 custom model or GPU. Persistence (files, library, migrations) lives in ``store``.
 """
@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.architecture import Architecture
-from llm_planner.core.compute import ComputeInputs
-from llm_planner.core.gpus import GPU, get_gpu
-from llm_planner.core.inference import InferenceInputs
-from llm_planner.core.parallelism import ParallelInputs
-from llm_planner.core.presets import get_preset
-from llm_planner.core.training import TrainingInputs
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.gpus import GPU, get_gpu
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.sections.compute import ComputeInputs
+from llm_planner.core.sections.inference import InferenceInputs
+from llm_planner.core.sections.parallelism import ParallelInputs
+from llm_planner.core.sections.training import TrainingInputs
 
 SCHEMA_VERSION = 1
 """Version of the scenario file format written by this app (see ``store`` migrations)."""

@@ -3,7 +3,7 @@
 :func:`search` enumerates every layout (tp, pp, dp, ZeRO stage, micro-batch, recompute,
 sequence parallel, interleaving, expert parallel) for a model, a global batch and a GPU
 count as numpy arrays, prices them all at once with
-:func:`~llm_planner.core.parallelism.evaluate_layouts`, drops those whose screened memory
+:func:`~llm_planner.core.sections.parallelism.evaluate_layouts`, drops those whose screened memory
 exceeds the GPU, ranks by throughput and re-checks the returned rows with the training
 estimator (the one source of truth for per-GPU memory), so a row reported as fitting has
 ``peak_bytes`` ≤ the GPU's memory.
@@ -19,11 +19,11 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core import parallelism as par
-from llm_planner.core.architecture import Architecture, count_parameters
-from llm_planner.core.figures import Figure
-from llm_planner.core.gpus import GPU
-from llm_planner.core.training import TrainingInputs
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.figures import Figure
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.sections import parallelism as par
+from llm_planner.core.sections.training import TrainingInputs
 
 IntArray = npt.NDArray[np.int64]
 
@@ -553,9 +553,7 @@ def scaling_curve(
             inputs, inputs.tp * inputs.pp, b, str(training_inputs.recompute), arch.layers
         ).as_arrays()
         n = len(dps)
-        lay = par.Layouts(
-            **{name: np.repeat(getattr(base, name), n) for name in par._LAYOUT_FIELDS}
-        )
+        lay = par.Layouts(**{name: np.repeat(getattr(base, name), n) for name in par.LAYOUT_FIELDS})
         dp_arr = np.array(dps, dtype=np.int64)
         lay = par.Layouts(**{**lay.__dict__, "dp": dp_arr, "shard": dp_arr})
         out = par.evaluate_layouts(problem.work, problem.cluster, lay)

@@ -6,7 +6,7 @@ master copy of the weights). ZeRO (Rajbhandari et al. 2019, arXiv:1910.02054, se
 writes this as (2 + 2 + K)·Ψ bytes with K = 12 for mixed-precision Adam: 16 bytes per
 parameter. Frozen parameters (LoRA's base) keep only their weights.
 
-Every byte count comes from :mod:`llm_planner.core.dtypes`.
+Every byte count comes from :mod:`llm_planner.core.primitives.dtypes`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.dtypes import bytes_per_element
+from llm_planner.core.primitives.dtypes import bytes_per_element
 
 _T = TypeVar("_T")
 

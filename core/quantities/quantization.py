@@ -1,6 +1,6 @@
 """Weight formats: bits per weight, including the overhead of scales and zero points.
 
-Plain dtypes take their size from :mod:`llm_planner.core.dtypes` (the one source of bytes
+Plain dtypes take their size from :mod:`llm_planner.core.primitives.dtypes` (the one source of bytes
 per element). Quantized formats store, besides the low-bit integers, one or more scales
 (and sometimes zero points or minimums) per group of weights; the real cost per weight is
 ``bits + (bits of per-group metadata) / group size``. Each format below states that sum
@@ -19,7 +19,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.dtypes import DTYPES, bytes_per_element
+from llm_planner.core.primitives.dtypes import DTYPES, bytes_per_element
 
 GGML_SOURCE = "llama.cpp ggml-common.h block layouts"
 QUANTIZE_README = "llama.cpp tools/quantize/README.md, BPW table for Llama 2 7B"

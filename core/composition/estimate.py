@@ -1,8 +1,17 @@
 """``estimate(scenario) -> Report``: every figure of every tab, from one scenario.
 
-Each section is computed by its own estimator module; this module only wires them
-together (which section feeds which) and is the one entry point the GUI and the command
-line call. Sections whose estimator does not exist yet are ``None``.
+Each section is computed by its own estimator module (:mod:`llm_planner.core.sections`);
+this module only wires them together and is the one entry point the GUI and the command
+line call. The flow, each step once:
+
+1. the model section: exact parameter counts (or the ``--params`` override);
+2. the layout, resolved from the parallelism inputs and the GPU count;
+3. training memory per GPU under that layout;
+4. the fewest GPUs one instance fits on (the layout search);
+5. the parallelism section: the layout's step time, tokens/s and MFU;
+6. the compute section, whose one throughput is resolved from the parallelism section's
+   modeled step time (the default) or the user's measured or assumed rate;
+7. inference memory.
 """
 
 from __future__ import annotations
@@ -11,9 +20,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.architecture import Architecture, ParameterCount, count_parameters
-from llm_planner.core.figures import Figure
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.composition.search import min_gpus_per_instance
+from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
+from llm_planner.core.primitives.figures import Figure
+from llm_planner.core.sections.compute import ComputeReport, ModeledThroughput, estimate_compute
+from llm_planner.core.sections.inference import InferenceReport, estimate_inference
+from llm_planner.core.sections.parallelism import (
+    ParallelismReport,
+    ResolvedLayout,
+    parallelism_report,
+    scenario_layout,
+    training_layout_kwargs,
+)
+from llm_planner.core.sections.training import TrainingReport, estimate_training
 
 
 class ModelReport(BaseModel):
@@ -77,10 +97,10 @@ class Report(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     model: ModelReport
-    compute: Any = None
-    inference: Any = None
-    training: Any = None
-    parallelism: Any = None
+    compute: ComputeReport
+    inference: InferenceReport
+    training: TrainingReport
+    parallelism: ParallelismReport
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
@@ -115,52 +135,75 @@ def model_section(scenario: Scenario) -> ModelReport:
     )
 
 
-def _training_section(scenario: Scenario, model: ModelReport) -> Any:
-    """Training memory per GPU under the scenario's layout (issue 4).
+def _training_section(scenario: Scenario, model: ModelReport, layout: ResolvedLayout) -> Any:
+    """Training memory per GPU under the scenario's resolved layout.
 
-    The layout is resolved once by the parallelism module (dp from the GPU count, FSDP
-    names mapped to ZeRO stages, HYBRID_SHARD's shard group, the schedule's micro-batches
-    in flight), so ``training.*`` and ``parallelism.peak_bytes`` describe the same GPU.
+    The layout is resolved once (:func:`.parallelism.layout.scenario_layout`: dp from the GPU
+    count, FSDP names mapped to ZeRO stages, HYBRID_SHARD's shard group, the schedule's
+    micro-batches in flight), so ``training.*`` and ``parallelism.peak_bytes`` describe the
+    same GPU.
     """
-    from llm_planner.core.parallelism import scenario_layout, training_layout_kwargs
-    from llm_planner.core.training import estimate_training
-
     return estimate_training(
         scenario.model.architecture,
         scenario.training,
         scenario.gpu,
-        params_override=model.params_total if model.params_overridden else None,
-        **training_layout_kwargs(scenario_layout(scenario)),
+        params_override=_override(model),
+        **training_layout_kwargs(layout),
     )
 
 
-def _parallelism_section(scenario: Scenario, model: ModelReport, training: Any) -> Any:
-    """Layout, communication, step time and MFU (issue 5)."""
-    del training  # per-GPU memory: the parallelism estimator asks training for its own layout
-    from llm_planner.core.parallelism import parallelism_report
+def _override(model: ModelReport) -> float | None:
+    return model.params_total if model.params_overridden else None
 
+
+def _gpus_per_instance(scenario: Scenario, model: ModelReport) -> int | None:
+    """Fewest GPUs one model instance fits on, from the layout search (feeds both the
+    parallelism and the compute section)."""
+    return min_gpus_per_instance(
+        scenario.model.architecture,
+        scenario.gpu,
+        scenario.parallelism,
+        scenario.training,
+        params_override=_override(model),
+        max_gpus=1 << 16,
+    )
+
+
+def _parallelism_section(
+    scenario: Scenario, model: ModelReport, gpus_per_instance: int | None
+) -> ParallelismReport:
+    """Layout, communication, step time and MFU."""
     return parallelism_report(
         scenario.model.architecture,
         scenario.gpu,
         scenario.num_gpus,
         scenario.parallelism,
         scenario.training,
-        params_override=model.params_total if model.params_overridden else None,
+        params_override=_override(model),
         compute_dtype=scenario.compute.compute_dtype,
+        gpus_per_instance=gpus_per_instance,
+        include_attention_flops=scenario.compute.include_attention_flops,
     )
 
 
 def _compute_section(
-    scenario: Scenario, model: ModelReport, training: Any, parallelism: Any
-) -> Any:
-    """Compute budget: FLOPs, throughput, time, cost, Chinchilla, failures (issue 3)."""
-    from llm_planner.core.compute import estimate_compute
+    scenario: Scenario,
+    model: ModelReport,
+    parallelism: ParallelismReport,
+    gpus_per_instance: int | None,
+) -> ComputeReport:
+    """Compute budget: FLOPs, the one throughput, time, cost, Chinchilla, failures.
 
-    # Recomputation's extra FLOPs are taken relative to this section's own model FLOPs
-    # (training_inputs), so HFU − MFU is exactly the recomputed share of peak; the GPUs one
-    # instance needs come from the parallelism search.
-    del training
-    instance = getattr(parallelism, "gpus_per_instance", None)
+    The throughput is resolved here, once (:func:`.compute.resolve_throughput`): the
+    parallelism section's modeled step time by default, else the user's measured or assumed
+    rate; every face (time, cost, deadline and budget questions, charts) reads it.
+    """
+    modeled = ModeledThroughput(
+        tokens_per_s=parallelism.tokens_per_s,
+        gpus=parallelism.gpus,
+        mfu=parallelism.mfu,
+        layout=parallelism.layout_label,
+    )
     return estimate_compute(
         scenario.model.architecture,
         model.params_active,
@@ -171,14 +214,13 @@ def _compute_section(
         seq_len=scenario.training.seq_len,
         recompute=scenario.training.recompute,
         training_inputs=scenario.training,
-        gpus_per_instance=instance,
+        gpus_per_instance=gpus_per_instance,
+        modeled=modeled,
     )
 
 
-def _inference_section(scenario: Scenario, model: ModelReport) -> Any:
-    """Inference memory, fit, largest batch/context, decode bound (issue 3)."""
-    from llm_planner.core.inference import estimate_inference
-
+def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceReport:
+    """Inference memory, fit, largest batch/context, decode bound."""
     return estimate_inference(
         scenario.model.architecture,
         model.params_total,
@@ -191,9 +233,11 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> Any:
 def estimate(scenario: Scenario) -> Report:
     """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output."""
     model = model_section(scenario)
-    training = _training_section(scenario, model)
-    parallelism = _parallelism_section(scenario, model, training)
-    compute = _compute_section(scenario, model, training, parallelism)
+    layout = scenario_layout(scenario)
+    training = _training_section(scenario, model, layout)
+    instance = _gpus_per_instance(scenario, model)
+    parallelism = _parallelism_section(scenario, model, instance)
+    compute = _compute_section(scenario, model, parallelism, instance)
     inference = _inference_section(scenario, model)
     return Report(
         model=model,

@@ -9,7 +9,7 @@ Appendix B): *model* FLOPs are what the model needs per token whatever the
 implementation (MFU divides by them); *hardware* FLOPs add what the implementation
 recomputes (HFU divides by them). With full activation recomputation the forward pass is
 done twice, so hardware FLOPs ≈ 8·P·D. The ratio is defined once, with the recomputation
-policies, in :func:`llm_planner.core.training.hardware_flops_factor`.
+policies, in :func:`llm_planner.core.sections.training.hardware_flops_factor`.
 """
 
 from __future__ import annotations
@@ -19,22 +19,38 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from llm_planner.core.architecture import Architecture
-from llm_planner.core.dtypes import bytes_per_element
-from llm_planner.core.failures import (
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.figures import Figure, Unit
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities.flops import (
+    mfu_flops_per_token,
+    training_flops_6pd,
+    training_flops_with_attention,
+)
+from llm_planner.core.sections.failures import (
     DEFAULT_FAILURE_SOURCE,
     FailureInputs,
     estimate_failures,
 )
-from llm_planner.core.figures import Figure, Unit
-from llm_planner.core.gpus import GPU
 
 if TYPE_CHECKING:
-    from llm_planner.core.training import TrainingInputs
+    from llm_planner.core.sections.training import TrainingInputs
 
 __all__ = ["ComputeInputs", "ComputeReport", "FailureInputs", "estimate_compute"]
 
-ThroughputMode = Literal["mfu", "tflops", "tokens_per_s"]
+ThroughputMode = Literal["modeled", "mfu", "tflops", "tokens_per_s"]
+"""Where the one throughput comes from: the parallel layout's modeled step time, an assumed
+MFU, or a measured TFLOP/s or tokens/s per GPU."""
+
+ThroughputSource = Literal["modeled", "assumed_mfu", "measured_tflops", "measured_tokens_per_s"]
+THROUGHPUT_SOURCES: dict[str, ThroughputSource] = {
+    "modeled": "modeled",
+    "mfu": "assumed_mfu",
+    "tflops": "measured_tflops",
+    "tokens_per_s": "measured_tokens_per_s",
+}
+"""``compute.throughput_source`` of each ``throughput_mode``."""
 RecomputePolicy = Literal["none", "selective", "full", "threshold"]
 
 SECONDS_PER_HOUR = 3600.0
@@ -64,8 +80,14 @@ class ComputeInputs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tokens: float = Field(default=15e12, gt=0, description="training tokens D")
-    throughput_mode: ThroughputMode = "mfu"
-    mfu: float = Field(default=0.40, gt=0, le=1, description="model FLOPs utilisation")
+    throughput_mode: ThroughputMode = Field(
+        default="modeled",
+        description="modeled (the layout's step time), mfu (assumed), tflops or tokens_per_s "
+        "(measured per GPU)",
+    )
+    mfu: float = Field(
+        default=0.40, gt=0, le=1, description="assumed model FLOPs utilisation (mode 'mfu')"
+    )
     achieved_flops_per_gpu: float | None = Field(default=None, gt=0, description="FLOP/s per GPU")
     tokens_per_s_per_gpu: float | None = Field(default=None, gt=0)
     compute_dtype: str = Field(default="bf16", description="dtype whose peak sets throughput")
@@ -97,104 +119,87 @@ class ComputeInputs(BaseModel):
         return self
 
 
-# ------------------------------------------------------------------ FLOP counts
-
-
-def training_flops_6pd(params: float, tokens: float) -> float:
-    """Training FLOPs C = 6·P·D: forward 2·P·D, backward 4·P·D.
-
-    Kaplan et al. 2020 (arXiv:2001.08361) section 2.1; EleutherAI Transformer Math 101.
-    P = parameters each token passes through (active parameters for MoE). Ignores the
-    attention-score FLOPs (see :func:`training_flops_with_attention`).
-    """
-    return 6.0 * params * tokens
-
-
-def windowed_layers(arch: Architecture) -> int:
-    """Layers that attend only within ``sliding_window`` tokens.
-
-    ``all``: every layer (Mistral 7B v0.1); ``alternate``: every other layer starting
-    with the first, ⌈L/2⌉ of them (Gemma 2: local and global layers alternate).
-    """
-    if arch.sliding_window is None:
-        return 0
-    if arch.sliding_window_layers == "alternate":
-        return (arch.layers + 1) // 2
-    return arch.layers
-
-
-def _attention_widths(arch: Architecture) -> tuple[int, int]:
-    """(query·key width, value width) summed over heads: a·d each for MHA/GQA/MQA;
-    a·(d_nope + d_rope) and a·d_v for MLA (DeepSeek-V2 section 2.1)."""
-    if arch.mla is not None:
-        m = arch.mla
-        return (
-            arch.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim),
-            arch.heads * m.v_head_dim,
-        )
-    return arch.q_size, arch.q_size
-
-
-def attention_forward_flops_per_token(
-    arch: Architecture, context: float, causal: bool = False
-) -> float:
-    """Forward FLOPs per token of attention scores (Q·Kᵀ) and weighted sum (A·V).
-
-    Per layer 2·n_ctx·d_qk + 2·n_ctx·d_v, i.e. 4·s·h for standard attention: the 4·B·s²·h
-    per layer of Narayanan et al. 2021 (arXiv:2104.04473, eq. (3), the s/(6h) term) and
-    PaLM's 12·L·H·Q·T for training (Appendix B) divided by 3 for the forward pass only.
-    Kaplan et al. 2020, Table 1 counts half of this (2·n_layer·n_ctx·d_attn, scores only).
-    ``causal=False`` counts every token against the full context, as these papers do;
-    ``causal=True`` averages over positions (a prompt's token i sees i tokens). Layers
-    with a sliding window see at most ``sliding_window`` tokens.
-    """
-    qk, v = _attention_widths(arch)
-    per_context_token = 2.0 * (qk + v)
-    windowed = windowed_layers(arch)
-
-    def effective(limit: float | None) -> float:
-        if limit is None or context <= limit:
-            return context / 2.0 if causal else context
-        if not causal:
-            return limit
-        return limit - limit * limit / (2.0 * context)  # mean of min(i, w) for i ≤ s
-
-    window = float(arch.sliding_window) if arch.sliding_window is not None else None
-    total = windowed * effective(window) + (arch.layers - windowed) * effective(None)
-    return per_context_token * total
-
-
-def training_flops_with_attention(
-    params: float, tokens: float, arch: Architecture, seq_len: int
-) -> float:
-    """6·P·D plus the attention FLOPs: D·(6·P + 3 · attention forward per token).
-
-    The training count PaLM uses for MFU (Appendix B: 6N + 12·L·H·Q·T per token) and
-    Narayanan et al. 2021 eq. (3) without recomputation; grows with the sequence length.
-    """
-    return tokens * (6.0 * params + 3.0 * attention_forward_flops_per_token(arch, seq_len))
-
-
 # ------------------------------------------------------------------ throughput and time
 
 
-def flops_per_gpu_per_s(
-    inputs: ComputeInputs, gpu: GPU, flops_per_token: float
-) -> tuple[float | None, float | None]:
-    """(achieved model FLOP/s per GPU, peak FLOP/s per GPU of ``compute_dtype``).
+class ModeledThroughput(NamedTuple):
+    """What the parallelism section modeled for the scenario's layout."""
 
-    - ``mfu``: peak(dtype) × MFU, the catalog's dense peak (Transformer Math 101).
-    - ``tflops``: the user's measured model FLOP/s per GPU, taken as counted the same way
-      as ``flops_total`` (6·P per token unless attention is included).
-    - ``tokens_per_s``: measured tokens/s per GPU × FLOPs per token (6·P).
-    Achieved is None when the GPU has no peak for the dtype in ``mfu`` mode.
+    tokens_per_s: float
+    """Training tokens/s of the whole layout."""
+    gpus: int
+    """GPUs of the layout (tp·pp·dp)."""
+    mfu: float
+    """Counted as this section counts (:func:`.flops.mfu_flops_per_token`)."""
+    layout: str
+
+
+class Throughput(NamedTuple):
+    """The one throughput of an estimate, resolved once; every face reads it."""
+
+    source: ThroughputSource
+    tokens_per_s_per_gpu: float | None
+    """None: no rate (no peak FLOP/s for the dtype with an assumed MFU)."""
+    mfu: float | None
+    """Model FLOPs per token (MFU's count) × tokens/s per GPU ÷ peak."""
+    model_flops_per_gpu_per_s: float | None
+    """In MFU's count: model FLOPs per token × tokens/s per GPU."""
+    cluster_tokens_per_s: float | None
+    """Tokens/s of the scenario's GPUs (the layout's own figure when modeled)."""
+    label: str
+
+
+def resolve_throughput(
+    inputs: ComputeInputs,
+    peak: float | None,
+    num_gpus: int,
+    mfu_flops_per_token: float,
+    modeled: ModeledThroughput | None,
+) -> Throughput:
+    """The estimate's one throughput, from the source ``inputs.throughput_mode`` names.
+
+    - ``modeled`` (default): the parallel layout's step time (:mod:`.parallelism`), its
+      tokens/s and MFU taken as they are, so the compute and parallelism sections agree to
+      the last digit; per GPU = layout tokens/s ÷ its GPUs.
+    - ``mfu`` (assumed): tokens/s per GPU = MFU · peak ÷ model FLOPs per token.
+    - ``tflops`` (measured): the benchmark's model FLOP/s per GPU ÷ FLOPs per token, taken
+      as counted like ``flops_total`` (6·P per token unless attention is included).
+    - ``tokens_per_s`` (measured): as given, per GPU.
+
+    One definition of MFU for every source: ``mfu_flops_per_token`` (the budget's count,
+    :func:`llm_planner.core.quantities.flops.mfu_flops_per_token`) × tokens/s ÷ (GPUs ·
+    peak), so an assumed MFU equal to the modeled one gives the same time and t = C/τ
+    holds (Transformer Math 101). The seed's method (benchmark, then divide) is the
+    measured sources.
     """
-    peak = gpu.peak_flops.for_dtype(inputs.compute_dtype)
-    if inputs.throughput_mode == "tflops" and inputs.achieved_flops_per_gpu is not None:
-        return inputs.achieved_flops_per_gpu, peak
-    if inputs.throughput_mode == "tokens_per_s" and inputs.tokens_per_s_per_gpu is not None:
-        return inputs.tokens_per_s_per_gpu * flops_per_token, peak
-    return (None if peak is None else peak * inputs.mfu), peak
+    source = THROUGHPUT_SOURCES[inputs.throughput_mode]
+    f = mfu_flops_per_token
+    per_gpu: float | None
+    cluster: float | None = None
+    mfu: float | None = None
+    if source == "modeled" and modeled is not None and modeled.gpus > 0:
+        per_gpu = modeled.tokens_per_s / modeled.gpus
+        cluster = modeled.tokens_per_s if modeled.gpus == num_gpus else per_gpu * num_gpus
+        mfu = modeled.mfu
+        label = f"modeled: {modeled.layout} step time"
+    elif source == "measured_tflops" and inputs.achieved_flops_per_gpu is not None:
+        per_gpu = inputs.achieved_flops_per_gpu / f
+        label = "measured: TFLOP/s per GPU"
+    elif source == "measured_tokens_per_s" and inputs.tokens_per_s_per_gpu is not None:
+        per_gpu = inputs.tokens_per_s_per_gpu
+        label = "measured: tokens/s per GPU"
+    else:
+        source = "assumed_mfu"
+        per_gpu = None if peak is None else inputs.mfu * peak / f
+        mfu = None if peak is None else inputs.mfu
+        label = f"assumed: MFU {100 * inputs.mfu:.4g}%"
+    if per_gpu is None or not per_gpu > 0:
+        return Throughput(source, None, None, None, None, label)
+    if cluster is None:
+        cluster = per_gpu * num_gpus
+    if mfu is None and peak:
+        mfu = per_gpu * f / peak
+    return Throughput(source, per_gpu, mfu, per_gpu * f, cluster, label)
 
 
 def compute_seconds(flops: float, num_gpus: int, per_gpu_flops_per_s: float) -> float:
@@ -381,15 +386,24 @@ class ComputeReport(BaseModel):
     hardware_flops: float
     hardware_flops_factor: float
     peak_flops_per_gpu: float | None
-    flops_per_gpu_per_s: float | None = Field(description="achieved model FLOP/s per GPU")
+    throughput_source: ThroughputSource = Field(
+        description="modeled, assumed_mfu, measured_tflops or measured_tokens_per_s"
+    )
+    throughput_label: str = Field(description="the source in words, shown on every face")
+    mfu_flops_per_token: float = Field(
+        description="model FLOPs per token MFU counts: 6·N + attention (PaLM Appendix B)"
+    )
+    flops_per_gpu_per_s: float | None = Field(
+        description="achieved model FLOP/s per GPU, in MFU's count"
+    )
     cluster_flops_per_s: float | None
     mfu: float | None
     hfu: float | None
     tokens_per_s: float | None
     tokens_per_s_per_gpu: float | None = Field(
-        default=None, description="achieved FLOP/s per GPU ÷ FLOPs per token"
+        default=None, description="the one throughput, per GPU"
     )
-    compute_seconds: float | None = Field(description="C/τ, no failures")
+    compute_seconds: float | None = Field(description="D ÷ tokens/s (C/τ), no failures")
     wall_seconds: float | None = Field(description="compute time / goodput")
     gpu_hours: float | None = Field(description="N × wall time, what is paid for")
     price_usd_per_gpu_hour: float
@@ -541,6 +555,54 @@ class ComputeReport(BaseModel):
         ]
 
 
+class _BudgetAnswers(NamedTuple):
+    max_params_for_budget_flops: float | None
+    max_params_for_budget_usd: float | None
+    max_params_for_deadline: float | None
+    min_gpus_for_deadline: int | None
+    min_gpus_wall_seconds: float | None
+
+
+def _budget_questions(
+    inputs: ComputeInputs,
+    *,
+    num_gpus: int,
+    achieved: float | None,
+    goodput: float,
+    instance: int,
+    mfu_flops_total: float,
+) -> _BudgetAnswers:
+    """The inverse questions: the largest compute-optimal model for a FLOP, dollar or time
+    budget (holding the achieved FLOP/s per GPU, i.e. the same MFU, for another model size)
+    and the fewest GPUs meeting the deadline (whole instances, the same per-GPU rate)."""
+    max_flops_params = (
+        largest_model_for_flops(inputs.budget_flops) if inputs.budget_flops is not None else None
+    )
+    max_usd_params = max_deadline_params = None
+    min_gpus = min_gpus_wall = None
+    if achieved is not None:
+        if inputs.budget_usd is not None:
+            affordable = flops_for_budget_usd(
+                inputs.budget_usd, inputs.price_usd_per_gpu_hour, achieved, goodput
+            )
+            max_usd_params = None if affordable is None else largest_model_for_flops(affordable)
+        if inputs.deadline_seconds is not None:
+            reachable = flops_for_deadline(inputs.deadline_seconds, num_gpus, achieved, goodput)
+            max_deadline_params = largest_model_for_flops(reachable)
+            deployment = smallest_deployment(
+                mfu_flops_total,
+                achieved,
+                inputs.deadline_seconds,
+                instance,
+                failures=inputs.failures,
+            )
+            if deployment is not None:
+                min_gpus, min_gpus_wall = deployment.gpus, deployment.wall_seconds
+    return _BudgetAnswers(
+        max_flops_params, max_usd_params, max_deadline_params, min_gpus, min_gpus_wall
+    )
+
+
 def estimate_compute(
     arch: Architecture,
     params: float,
@@ -554,48 +616,59 @@ def estimate_compute(
     hardware_flops_factor: float | None = None,
     gpus_per_instance: int | None = None,
     training_inputs: TrainingInputs | None = None,
+    modeled: ModeledThroughput | None = None,
 ) -> ComputeReport:
     """The compute-budget section.
 
     ``params`` is P (active parameters for MoE, or exactly the user's override);
     ``params_total`` sizes the per-instance memory bound; ``arch`` supplies the shapes of
-    the attention term; ``seq_len`` is the training sequence length.
-    ``hardware_flops_factor`` (hardware ÷ model FLOPs) overrides the one derived from
-    the recomputation setup (:func:`llm_planner.core.training.hardware_flops_factor`,
-    relative to this section's model FLOPs per token): ``training_inputs``, by default
-    the training defaults with ``recompute`` ("threshold" without its byte limit is
-    counted as "selective"); ``gpus_per_instance`` overrides the lower bound of
-    :func:`min_gpus_per_instance`.
+    the attention term; ``seq_len`` is the training sequence length. ``modeled`` is the
+    parallelism section's figures for the scenario's layout, the default source of the
+    one throughput (:func:`resolve_throughput`); without it a ``modeled`` mode falls back
+    to the assumed MFU. ``hardware_flops_factor`` (hardware ÷ model FLOPs) overrides the
+    one derived from the recomputation setup
+    (:func:`llm_planner.core.sections.training.hardware_flops_factor`, relative to MFU's
+    model FLOPs per token): ``training_inputs``, by default the training defaults with
+    ``recompute`` ("threshold" without its byte limit is counted as "selective");
+    ``gpus_per_instance`` overrides the lower bound of :func:`min_gpus_per_instance`.
+
+    Time t = D ÷ tokens/s (failure-free), the seed's C/τ with C and τ counted alike;
+    wall time divides by the goodput; GPU-hours = N · wall; cost = GPU-hours × price.
     """
     tokens = inputs.tokens
     flops_6pd = training_flops_6pd(params, tokens)
     flops_attn = training_flops_with_attention(params, tokens, arch, seq_len)
     flops_total = flops_attn if inputs.include_attention_flops else flops_6pd
     per_token = flops_total / tokens
+    mfu_per_token = mfu_flops_per_token(
+        arch, seq_len, params, include_attention=inputs.include_attention_flops
+    )
     factor = hardware_flops_factor
     if factor is None:
-        from llm_planner.core import training
+        from llm_planner.core.sections import training
 
         ti = training_inputs or training.TrainingInputs(
             seq_len=seq_len, recompute="selective" if recompute == "threshold" else recompute
         )
-        factor = training.hardware_flops_factor(arch, ti, per_token)
-    achieved, peak = flops_per_gpu_per_s(inputs, gpu, per_token)
+        factor = training.hardware_flops_factor(arch, ti, mfu_per_token)
+    peak = gpu.peak_flops.for_dtype(inputs.compute_dtype)
+    rate = resolve_throughput(inputs, peak, num_gpus, mfu_per_token, modeled)
+    achieved = rate.model_flops_per_gpu_per_s
     failures = inputs.failures
     seconds = wall = gpu_hours = cost = cluster = tokens_per_s = None
     mfu = hfu = None
     failure = estimate_failures(1.0, num_gpus, failures)  # rate, MTBF, interval, goodput
-    if achieved is not None and achieved > 0:
+    if achieved is not None and rate.cluster_tokens_per_s is not None:
+        tokens_per_s = rate.cluster_tokens_per_s
         cluster = achieved * num_gpus
-        tokens_per_s = cluster / per_token
-        seconds = compute_seconds(flops_total, num_gpus, achieved)
+        seconds = tokens / tokens_per_s
         failure = estimate_failures(seconds, num_gpus, failures)
         wall = failure.wall_seconds
         if wall is not None:
             gpu_hours = num_gpus * wall / SECONDS_PER_HOUR
             cost = gpu_hours * inputs.price_usd_per_gpu_hour
-        if peak:
-            mfu = achieved / peak
+        mfu = rate.mfu
+        if mfu is not None:
             hfu = mfu * factor
     if gpus_per_instance is None:
         instance = min_gpus_per_instance(params_total, gpu.memory_bytes)
@@ -603,27 +676,15 @@ def estimate_compute(
     else:
         instance, lower_bound = gpus_per_instance, False
 
-    max_flops_params = (
-        largest_model_for_flops(inputs.budget_flops) if inputs.budget_flops is not None else None
+    questions = _budget_questions(
+        inputs,
+        num_gpus=num_gpus,
+        achieved=achieved,
+        goodput=failure.goodput,
+        instance=instance,
+        mfu_flops_total=tokens * mfu_per_token,
     )
-    max_usd_params = max_deadline_params = None
-    min_gpus = min_gpus_wall = None
-    if achieved is not None and achieved > 0:
-        if inputs.budget_usd is not None:
-            affordable = flops_for_budget_usd(
-                inputs.budget_usd, inputs.price_usd_per_gpu_hour, achieved, failure.goodput
-            )
-            max_usd_params = None if affordable is None else largest_model_for_flops(affordable)
-        if inputs.deadline_seconds is not None:
-            reachable = flops_for_deadline(
-                inputs.deadline_seconds, num_gpus, achieved, failure.goodput
-            )
-            max_deadline_params = largest_model_for_flops(reachable)
-            deployment = smallest_deployment(
-                flops_total, achieved, inputs.deadline_seconds, instance, failures=failures
-            )
-            if deployment is not None:
-                min_gpus, min_gpus_wall = deployment.gpus, deployment.wall_seconds
+    max_flops_params, max_usd_params, max_deadline_params, min_gpus, min_gpus_wall = questions
 
     return ComputeReport(
         params=params,
@@ -638,12 +699,15 @@ def estimate_compute(
         hardware_flops=flops_total * factor,
         hardware_flops_factor=factor,
         peak_flops_per_gpu=peak,
+        throughput_source=rate.source,
+        throughput_label=rate.label,
+        mfu_flops_per_token=mfu_per_token,
         flops_per_gpu_per_s=achieved,
         cluster_flops_per_s=cluster,
         mfu=mfu,
         hfu=hfu,
         tokens_per_s=tokens_per_s,
-        tokens_per_s_per_gpu=achieved / per_token if achieved is not None else None,
+        tokens_per_s_per_gpu=rate.tokens_per_s_per_gpu,
         compute_seconds=seconds,
         wall_seconds=wall,
         gpu_hours=gpu_hours,

@@ -23,8 +23,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core import units
-from llm_planner.core.architecture import Architecture, count_parameters
+from llm_planner.core.primitives import units
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
 
 VOCAB_SIZE = 32000
 """Llama-2's SentencePiece vocabulary (Touvron et al. 2023)."""

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from llm_planner.core.architecture import Architecture, MLAConfig, MoEConfig
+from llm_planner.core.primitives.architecture import Architecture, MLAConfig, MoEConfig
 
 CONFIG_MAX_BYTES = 1_000_000
 """config.json files are a few kB; anything above 1 MB is not a model config."""

@@ -2,7 +2,7 @@
 
 All three are made from the same place the window and ``llm-planner report`` use: each
 section's ``figures()`` (label, value, unit, formula, source) and, for JSON,
-:func:`llm_planner.core.estimate.report_json` (the ``report --json`` object).
+:func:`llm_planner.core.composition.estimate.report_json` (the ``report --json`` object).
 
 - **Markdown**: a title (the scenario's name, model, GPUs), then one table per section:
   figure, value in readable units, formula, source.
@@ -22,9 +22,9 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from llm_planner.core.estimate import Report, report_json
-from llm_planner.core.figures import Figure
-from llm_planner.core.scenario import Scenario
+from llm_planner.core.composition.estimate import Report, report_json
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives.figures import Figure
 
 ReportFormat = Literal["markdown", "csv", "json"]
 
@@ -158,7 +158,7 @@ def export_report(
     report: Report, path: Path, scenario: Scenario | None = None, fmt: ReportFormat | None = None
 ) -> Path:
     """Write the report to ``path`` (atomic), in ``fmt`` or the format its suffix names."""
-    from llm_planner.core.store import atomic_write_bytes
+    from llm_planner.core.files.store import atomic_write_bytes
 
     chosen = fmt or format_for_path(path)
     atomic_write_bytes(Path(path), render_report(report, chosen, scenario).encode("utf-8"))

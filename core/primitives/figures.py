@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core import units
+from llm_planner.core.primitives import units
 
 Unit = Literal[
     "bytes",

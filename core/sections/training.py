@@ -36,7 +36,16 @@ from pydantic import (
     model_validator,
 )
 
-from llm_planner.core.activations import (
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    ParameterCount,
+    attention_params_per_layer,
+    count_parameters,
+    mlp_params,
+)
+from llm_planner.core.primitives.figures import Figure, Unit
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities.activations import (
     ALL_LINEAR,
     LayerActivations,
     LedgerEntry,
@@ -45,17 +54,8 @@ from llm_planner.core.activations import (
     logits_working_bytes,
     outside_layer_ledger,
 )
-from llm_planner.core.architecture import (
-    Architecture,
-    ParameterCount,
-    attention_params_per_layer,
-    count_parameters,
-    mlp_params,
-)
-from llm_planner.core.compute import attention_forward_flops_per_token
-from llm_planner.core.figures import Figure, Unit
-from llm_planner.core.gpus import GPU
-from llm_planner.core.optimizers import (
+from llm_planner.core.quantities.flops import attention_forward_flops_per_token
+from llm_planner.core.quantities.optimizers import (
     factored_state_values,
     get_optimizer,
     get_precision,
@@ -905,7 +905,7 @@ class TrainingFlops(NamedTuple):
     weights_forward: float
     """2 × weight-matrix elements a token multiplies: every layer and the output head."""
     attention_forward: float
-    """Attention scores and weighted sum (:func:`.compute.attention_forward_flops_per_token`)."""
+    """Attention scores and weighted sum (:mod:`llm_planner.core.quantities.flops`)."""
     recomputed: float
     """Forward FLOPs run again during the backward pass under the recomputation policy."""
     weight_passes: int

@@ -38,8 +38,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.architecture import Architecture
-from llm_planner.core.dtypes import bytes_per_element
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.dtypes import bytes_per_element
 
 Num = Any
 """A number or a numpy array of numbers (s, b, t may be arrays in the vectorised search)."""

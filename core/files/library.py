@@ -1,13 +1,13 @@
 """The local scenario library: a folder of scenario files that never loses the user's work.
 
-Layout under the data folder (:func:`llm_planner.core.paths.data_dir`)::
+Layout under the data folder (:func:`llm_planner.core.files.paths.data_dir`)::
 
     scenarios/<key>.llmplan.json   saved scenarios; <key> is a slug of the name, unique
     trash/<stamp>--<key>.llmplan.json   deleted scenarios, restorable until purged
     quarantine/<stamp>--<file>      library files that could not be read, set aside
     recovery/<hash>.recovery.json   autosaved copies of unsaved edits
 
-Rules: every write is atomic (:func:`llm_planner.core.store.atomic_write_bytes`);
+Rules: every write is atomic (:func:`llm_planner.core.files.store.atomic_write_bytes`);
 nothing is ever overwritten unless the caller saves over the same key; nothing is
 deleted except by :meth:`Library.purge_trash` and :meth:`Library.discard_recovery`
 (and stale temporary files of interrupted writes). A file that cannot be read is moved
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from llm_planner.core import paths
-from llm_planner.core.scenario import Scenario
-from llm_planner.core.store import (
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.files import paths
+from llm_planner.core.files.store import (
     MAX_FILE_BYTES,
     SUFFIX,
     TEMP_SUFFIX,
@@ -504,7 +504,7 @@ class Library:
         return sorted(found, key=lambda r: r.saved, reverse=True)
 
     def _read_recovery(self, path: Path) -> Recovery:
-        from llm_planner.core.store import read_limited
+        from llm_planner.core.files.store import read_limited
 
         source = str(path)
         document = parse_document(read_limited(path, MAX_FILE_BYTES + 10_000), source)

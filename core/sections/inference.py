@@ -1,7 +1,7 @@
 """Inference memory: weights, KV cache, runtime overhead, fit, and speed bounds.
 
 Memory of one serving replica split over ``num_gpus`` GPUs by tensor parallelism:
-weights (bits per weight from :mod:`llm_planner.core.quantization`), the KV cache
+weights (bits per weight from :mod:`llm_planner.core.quantities.quantization`), the KV cache
 (2 · layers · kv_heads · head_dim · bytes · tokens · batch, aware of GQA/MQA, MLA and
 sliding windows) and runtime overhead as explicit, adjustable items. Speed bounds are
 rooflines: decode is limited by reading the weights and the cache once per step from HBM,
@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from llm_planner.core.architecture import Architecture, count_parameters
-from llm_planner.core.compute import attention_forward_flops_per_token, windowed_layers
-from llm_planner.core.dtypes import bytes_per_element
-from llm_planner.core.figures import Figure, Unit
-from llm_planner.core.gpus import GPU
-from llm_planner.core.quantization import WeightFormat, get_weight_format
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.figures import Figure, Unit
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
+from llm_planner.core.quantities.quantization import WeightFormat, get_weight_format
 
 GiB = 2.0**30
 

@@ -1,7 +1,7 @@
 """Migrations of scenario files: explicit, ordered steps on the raw JSON dict.
 
 A scenario file carries ``schema_version``. Before validation, :func:`migrate` runs every
-step from the file's version up to :data:`~llm_planner.core.scenario.SCHEMA_VERSION`, in
+step from the file's version up to :data:`~llm_planner.core.composition.scenario.SCHEMA_VERSION`, in
 order, each on the output of the one before. Each step is a pure function of a dict (it
 gets its own deep copy), so a failing step leaves nothing half-migrated: the caller gets a
 :class:`MigrationError` naming the step, and the file on disk is never rewritten by
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from llm_planner.core.scenario import SCHEMA_VERSION
+from llm_planner.core.composition.scenario import SCHEMA_VERSION
 
 JsonDict = dict[str, Any]
 
@@ -87,8 +87,8 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
     The v0 catalog ids are resolved against the catalog shipped with this app (the
     v0 drafts always referred to presets that still exist under the same id).
     """
-    from llm_planner.core.gpus import get_gpu
-    from llm_planner.core.presets import get_preset
+    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.primitives.presets import get_preset
 
     out: JsonDict = {}
     renames = {"title": "name", "description": "notes", "gpus": "num_gpus"}

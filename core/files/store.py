@@ -3,7 +3,7 @@
 Format: one JSON document per scenario, UTF-8, indented by 2 spaces, keys in the models'
 declaration order (stable from one save to the next), no NaN/Infinity, suffix
 ``.llmplan.json``. It carries ``schema_version`` and the ``app_version`` that wrote it;
-older versions are migrated (:mod:`llm_planner.core.migrations`) on the raw dict before
+older versions are migrated (:mod:`llm_planner.core.files.migrations`) on the raw dict before
 validation. Its JSON Schema, generated from the model, ships as
 ``resources/scenario.schema.json``.
 
@@ -33,8 +33,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from llm_planner import __version__
-from llm_planner.core.migrations import MigrationError, NewerVersionError, migrate
-from llm_planner.core.scenario import SCHEMA_VERSION, Scenario
+from llm_planner.core.composition.scenario import SCHEMA_VERSION, Scenario
+from llm_planner.core.files.migrations import MigrationError, NewerVersionError, migrate
 
 SUFFIX = ".llmplan.json"
 """File name suffix of scenario files."""

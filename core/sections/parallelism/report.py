@@ -1,0 +1,287 @@
+"""The parallelism section of the report: the scenario's layout priced, with per-GPU memory
+from the training estimator."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
+from llm_planner.core.primitives.figures import Figure, Unit
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities import comm
+from llm_planner.core.sections.parallelism.layout import ParallelInputs, resolve_layout
+from llm_planner.core.sections.parallelism.memory import memory_recipe, training_memory
+from llm_planner.core.sections.parallelism.step_time import (
+    TIME_PARTS,
+    bottleneck_of,
+    evaluate_layouts,
+)
+from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
+from llm_planner.core.sections.training import (
+    TrainingInputs,
+)
+
+
+class ParallelismReport(BaseModel):
+    """The parallelism section: layout, bubble, communication, step time, MFU, memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    dp: int
+    tp: int
+    pp: int
+    ep: int
+    zero_stage: int
+    fsdp_strategy: str | None
+    sequence_parallel: bool
+    schedule: str
+    interleave_chunks: int
+    micro_batch: int
+    global_batch: int
+    gradient_accumulation_steps: int
+    bubble_fraction: float
+    mfu_flops_per_token: float
+    """Model FLOPs per token MFU counts, the compute section's count
+    (:func:`llm_planner.core.quantities.flops.mfu_flops_per_token`)."""
+    step_seconds: float
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    comm_bytes_per_step: float
+    comm_bytes_breakdown: dict[str, float]
+    time_breakdown_seconds: dict[str, float]
+    links: dict[str, str]
+    bottleneck: str
+    peak_bytes: float | None
+    fits: bool | None
+    zero3_gathered_bytes: float
+    gpus_per_instance: int | None
+    """Fewest GPUs (a power of two) on which one model instance fits in some layout."""
+    problems: list[str]
+
+    @property
+    def layout_label(self) -> str:
+        """The layout in a few words, e.g. "dp 64 × tp 8 × pp 1, ZeRO-1, 1f1b"."""
+        zero = self.fsdp_strategy or f"ZeRO-{self.zero_stage}"
+        return f"dp {self.dp} × tp {self.tp} × pp {self.pp}, {zero}, {self.schedule}"
+
+    def figures(self) -> list[Figure]:
+        nar = "Narayanan et al. 2021, arXiv:2104.04473"
+
+        def fig(key: str, label: str, unit: Unit, formula: str = "", source: str = "") -> Figure:
+            return Figure(
+                key=key,
+                label=label,
+                value=getattr(self, key),
+                unit=unit,
+                formula=formula,
+                source=source,
+            )
+
+        f = [
+            Figure(
+                key="layout",
+                label="Layout (dp × tp × pp)",
+                value=f"{self.dp} × {self.tp} × {self.pp} = {self.gpus} GPUs on {self.nodes} nodes",
+                unit="text",
+                formula="dp · tp · pp = GPUs",
+            ),
+            fig(
+                "zero_stage",
+                "ZeRO stage",
+                "count",
+                source="Rajbhandari et al. 2019, arXiv:1910.02054",
+            ),
+            fig(
+                "gradient_accumulation_steps",
+                "Micro-batches per step",
+                "count",
+                "m = global batch ÷ (dp · micro-batch)",
+            ),
+            fig(
+                "bubble_fraction",
+                "Pipeline bubble",
+                "percent",
+                "(p − 1) ÷ (v · m) of the ideal compute time",
+                f"{nar} section 2.2",
+            ),
+            fig(
+                "comm_bytes_per_step",
+                "Communication per GPU per step",
+                "bytes",
+                "TP all-reduces + pipeline p2p + MoE all-to-all + DP/ZeRO collectives",
+                "Shoeybi 2019 §3; Narayanan 2021 §4.1; Rajbhandari 2019 §7",
+            ),
+            fig(
+                "step_seconds",
+                "Step time",
+                "seconds",
+                "(m + (p−1)/v)·(compute + TP + p2p + all-to-all) + exposed DP",
+                f"{nar} section 2.2; overlap model in core.comm",
+            ),
+            fig(
+                "tokens_per_s",
+                "Throughput",
+                "tokens/s",
+                "global batch · sequence length ÷ step time",
+            ),
+            fig(
+                "mfu",
+                "MFU",
+                "percent",
+                "model FLOPs/token (6·P, or + attention) · tokens/s ÷ (GPUs · peak)",
+                "Kaplan et al. 2020 §2.1; Chowdhery et al. 2022 (PaLM) Appendix B",
+            ),
+            fig(
+                "hfu",
+                "HFU (with recomputation)",
+                "percent",
+                "hardware FLOPs · tokens/s ÷ (GPUs · peak)",
+                "Korthikanti et al. 2022, arXiv:2205.05198 section 6",
+            ),
+            fig("bottleneck", "Bottleneck", "text"),
+        ]
+        f.extend(
+            Figure(
+                key=f"time_{part}",
+                label=f"  time: {part.replace('_', ' ')}",
+                value=seconds,
+                unit="seconds",
+            )
+            for part, seconds in self.time_breakdown_seconds.items()
+        )
+        if self.zero_stage >= 3:
+            f.append(
+                fig(
+                    "zero3_gathered_bytes",
+                    "ZeRO-3 gathered parameters",
+                    "bytes",
+                    "2 blocks (current + prefetched) × block params ÷ tp × bytes/param",
+                )
+            )
+        if self.gpus_per_instance is not None:
+            f.append(
+                fig(
+                    "gpus_per_instance",
+                    "Fewest GPUs for one instance",
+                    "count",
+                    "smallest power of two with a fitting layout (search)",
+                )
+            )
+        if self.peak_bytes is not None:
+            f.append(
+                fig(
+                    "peak_bytes",
+                    "Peak memory per GPU",
+                    "bytes",
+                    "training estimator at this layout",
+                )
+            )
+        f.extend(
+            Figure(key="problem", label="Problem", value=p, unit="text") for p in self.problems
+        )
+        return f
+
+
+def _num(x: float) -> float:
+    """A JSON-safe float (no NaN/inf)."""
+    return float(x) if math.isfinite(x) else 0.0
+
+
+def parallelism_report(
+    arch: Architecture,
+    gpu: GPU,
+    num_gpus: int,
+    inputs: ParallelInputs,
+    training_inputs: TrainingInputs,
+    *,
+    params_override: float | None = None,
+    compute_dtype: str = "bf16",
+    gpus_per_instance: int | None = None,
+    include_attention_flops: bool = False,
+) -> ParallelismReport:
+    """Price the scenario's layout; per-GPU memory from the training estimator.
+
+    ``gpus_per_instance`` (the fewest GPUs one model instance fits on) is the search's
+    answer, passed in by the composition layer (:mod:`llm_planner.core.composition.estimate`),
+    which sits above both this section and the search."""
+    lay = resolve_layout(
+        inputs,
+        num_gpus,
+        int(training_inputs.micro_batch),
+        str(training_inputs.recompute),
+        arch.layers,
+    )
+    params = params_override or float(_count_parameters(arch).total)
+    work = workload_of(
+        arch,
+        int(training_inputs.seq_len),
+        inputs.global_batch,
+        params,
+        None,
+        training_inputs=training_inputs,
+        include_attention_flops=include_attention_flops,
+    )
+    cluster = cluster_of(gpu, inputs, compute_dtype)
+    recipe = memory_recipe(arch, training_inputs, gpu, params)
+    out = {
+        k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
+    }
+    problems = list(lay.problems)
+    exact = training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+    peak = float(exact.peak_bytes)
+    fits = peak <= gpu.memory_bytes
+    g = inputs.gpus_per_node
+    links = {
+        "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, g)),
+        "data_parallel": _link_name(comm.crosses_nodes(lay.tp, lay.dp, g)),
+        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.dp, lay.pp, g)),
+    }
+    return ParallelismReport(
+        gpus=lay.gpus,
+        nodes=math.ceil(lay.gpus / g),
+        gpus_per_node=g,
+        dp=lay.dp,
+        tp=lay.tp,
+        pp=lay.pp,
+        ep=lay.ep,
+        zero_stage=lay.zero_stage,
+        fsdp_strategy=inputs.fsdp_strategy,
+        sequence_parallel=lay.sequence_parallel,
+        schedule=lay.schedule,
+        interleave_chunks=lay.v,
+        micro_batch=lay.micro_batch,
+        global_batch=inputs.global_batch,
+        gradient_accumulation_steps=lay.gradient_accumulation_steps,
+        bubble_fraction=_num(out["bubble_fraction"]),
+        mfu_flops_per_token=work.mfu_flops_per_token,
+        step_seconds=_num(out["step_seconds"]),
+        tokens_per_s=_num(out["tokens_per_s"]),
+        mfu=_num(out["mfu"]),
+        hfu=_num(out["hfu"]),
+        comm_bytes_per_step=_num(out["comm_bytes_per_step"]),
+        comm_bytes_breakdown={
+            "tensor_parallel": _num(out["comm_tp_bytes"]),
+            "pipeline_p2p": _num(out["comm_pp_bytes"]),
+            "expert_all_to_all": _num(out["comm_ep_bytes"]),
+            "data_parallel": _num(out["comm_dp_bytes"]),
+        },
+        time_breakdown_seconds={p: _num(out[f"time_{p}"]) for p in TIME_PARTS},
+        links=links,
+        bottleneck=bottleneck_of(out),
+        peak_bytes=peak,
+        fits=fits,
+        zero3_gathered_bytes=_num(out["zero3_gathered_bytes"]),
+        gpus_per_instance=gpus_per_instance,
+        problems=problems,
+    )
+
+
+def _link_name(crosses: bool) -> str:
+    return "inter-node" if crosses else "intra-node"

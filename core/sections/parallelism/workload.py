@@ -1,0 +1,255 @@
+"""What pricing a layout needs of the model and the cluster: FLOPs per token, hardware ÷
+model FLOPs per recomputation policy, the bytes the memory-bound kernels and the optimizer
+step move, and the GPU and network with their efficiencies."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities import comm
+from llm_planner.core.quantities.activations import LedgerEntry
+from llm_planner.core.quantities.flops import mfu_flops_per_token, model_flops_per_token
+from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, ParallelInputs
+from llm_planner.core.sections.training import (
+    TrainingInputs,
+    hardware_flops_factor,
+    layer_activations_for,
+    layer_kinds,
+    stage_params,
+    state_bytes,
+)
+
+# --------------------------------------------------------------------- the workload
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The scalars of a model × training setup that layout pricing needs."""
+
+    layers: int
+    hidden: int
+    seq_len: int
+    global_batch: int
+    params_total: float
+    params_expert: float
+    """Routed-expert parameters (divided by expert parallelism)."""
+    moe_layers: int
+    top_k: int
+    model_flops_per_token: float
+    """FLOPs the GEMMs and attention execute per token, no recomputation (the step time's)."""
+    mfu_flops_per_token: float
+    """The count MFU reports (:func:`.flops.mfu_flops_per_token`: 6·P, or with attention)."""
+    hw_flops_factor: tuple[float, float, float]
+    """Hardware/model FLOPs for recompute none, selective, full."""
+    elementwise_bytes: tuple[ElementwiseBytes, ElementwiseBytes, ElementwiseBytes] = (
+        (0.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0),
+    )
+    """HBM bytes the non-GEMM kernels move per token per layer (forward + backward), for
+    recompute none, selective, full; each split by how tp divides it (:func:`elementwise_bytes_of`).
+    Zeros: no memory-bound term."""
+    optimizer_step_bytes_per_param: float = 0.0
+    """HBM bytes the optimizer step reads and writes per parameter it updates
+    (:func:`optimizer_step_bytes_per_param`)."""
+
+
+ElementwiseBytes = tuple[float, float, float]
+"""(÷ tp always, ÷ tp only with sequence parallelism, never ÷ tp) bytes per token per layer."""
+
+NON_GEMM_TENSORS: tuple[str, ...] = (
+    "norm output",
+    "rotary",
+    "softmax",
+    "dropout",
+    "activation output",
+    "repeated to",
+    "routed tokens",
+    "router probabilities",
+)
+"""Name fragments of the ledger tensors written by a non-GEMM kernel, besides every tensor of
+the ``norm`` block (a norm's input is the residual add's output; its statistics, fp32 copies
+and normalised values are the norm kernel's): norm outputs (LayerNorm/RMSNorm), RoPE outputs,
+softmax and dropout outputs and masks (attention when not flash, residual dropout), the
+activation function's output (GeLU, SiLU·up), GQA key/value copies, the MoE dispatch copies
+and the router softmax. GEMM outputs (Q, K, V, fc1 output, flash attention's output and
+log-sum-exp, expert outputs) are not: their traffic is part of the GEMM's time."""
+
+
+def _is_non_gemm(entry: LedgerEntry) -> bool:
+    return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
+
+
+@cache
+def elementwise_bytes_of(
+    arch: Architecture, training_inputs: TrainingInputs
+) -> tuple[ElementwiseBytes, ElementwiseBytes, ElementwiseBytes]:
+    """HBM bytes the element-wise and normalisation kernels move, per token per layer.
+
+    Ivanov et al. 2021 ("Data Movement Is All You Need", MLSys, arXiv:2007.00072) split a
+    transformer's operators into tensor contractions, statistical normalisations and
+    element-wise operators and show the latter two are bound by memory bandwidth (a few FLOPs
+    per byte) yet take a large share of training time. Their bytes are read off the
+    activation ledger (:func:`.training.layer_activations_for`, recompute "none", b = 1):
+    each tensor X a non-GEMM kernel writes (:data:`NON_GEMM_TENSORS`) costs
+
+    - forward: read its input (≈ |X|) + write X = 2·|X| (ELEMENTWISE_PASSES_FORWARD);
+    - backward: read dY, read the saved X, write dX = 3·|X| (ELEMENTWISE_PASSES_BACKWARD);
+    - recomputation replays the forward, + 2·|X|: for every such tensor with full
+      recomputation, for the attention core's (softmax, dropout) with selective.
+
+    Layers are averaged over dense and MoE layers as the memory screen does. Each total is
+    split by the tensor's tp sharding (``tp``, ``sp``, ``none``) so the vectorised step time
+    divides it per layout. Assumptions: an input about the size of the output (masks are
+    counted at their own 1 byte), fused kernels counted once per saved output, no L2 reuse.
+    """
+    ti = training_inputs.model_copy(update={"recompute": "none"})
+    fwd, bwd = comm.ELEMENTWISE_PASSES_FORWARD, comm.ELEMENTWISE_PASSES_BACKWARD
+    totals = {"none": [0.0, 0.0, 0.0], "selective": [0.0, 0.0, 0.0], "full": [0.0, 0.0, 0.0]}
+    column = {"tp": 0, "sp": 1, "none": 2}
+    for moe, n in layer_kinds(arch):
+        la = layer_activations_for(arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe)
+        for e in la.ledger:
+            if not _is_non_gemm(e):
+                continue
+            per_token = e.bytes / ti.seq_len * n / arch.layers
+            k = column[e.shard]
+            totals["none"][k] += (fwd + bwd) * per_token
+            totals["selective"][k] += (fwd + bwd + fwd * e.attention_core) * per_token
+            totals["full"][k] += (2.0 * fwd + bwd) * per_token
+    none, sel, full = (tuple(totals[rc]) for rc in RECOMPUTE_CODES)
+    return (
+        (none[0], none[1], none[2]),
+        (sel[0], sel[1], sel[2]),
+        (full[0], full[1], full[2]),
+    )
+
+
+@cache
+def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: TrainingInputs) -> float:
+    """HBM bytes the optimizer step moves per parameter of the model, once per step.
+
+    The step reads every gradient, reads and writes every optimizer state (fp32 master
+    weights and moments) and writes the updated 16-bit weights: G + 2·O + W, with W, G, O the
+    training estimator's state bytes of the whole model (:func:`.training.state_bytes`) ÷
+    its parameters; 2 + 2·12 + 2 = 28 bytes for mixed-precision Adam. Under LoRA only the
+    adapters are written (W counts the trainable weights, approximated by G's count). ZeRO
+    stages ≥ 1 shard this work over the data-parallel group (each rank steps its shard).
+    """
+    whole = stage_params(
+        arch, training_inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
+    )
+    w, g, o = state_bytes(whole, training_inputs)
+    params = whole.layer_params + whole.outside_params
+    if params <= 0:
+        return 0.0
+    recipe = get_precision(training_inputs.precision)
+    trained_w = w if training_inputs.effective_lora_rank is None else 0.0
+    if training_inputs.effective_lora_rank is not None and recipe.gradients_bytes > 0:
+        trained_w = g / recipe.gradients_bytes * recipe.weights_bytes
+    return float((g + 2.0 * o + trained_w) / params)
+
+
+def workload_of(
+    arch: Architecture,
+    seq_len: int,
+    global_batch: int,
+    params_override: float | None = None,
+    hw_factors: tuple[float, float, float] | None = None,
+    *,
+    training_inputs: TrainingInputs | None = None,
+    include_attention_flops: bool = False,
+) -> Workload:
+    """Collect the model's scalars; ``params_override`` rescales every parameter count.
+
+    ``hw_factors`` default: :func:`hardware_flops_factors` of ``training_inputs`` (the
+    training defaults at ``seq_len`` when None). ``include_attention_flops`` picks the
+    count MFU reports (the compute section's ``include_attention_flops``)."""
+    counts = _count_parameters(arch)
+    scale = params_override / counts.total if params_override else 1.0
+    matmul = counts.active_compute * scale
+    model = model_flops_per_token(arch, seq_len, matmul)
+    ti = training_inputs or TrainingInputs(seq_len=seq_len)
+    factors = hw_factors or hardware_flops_factors(arch, ti, model)
+    ti_s = ti if ti.seq_len == seq_len else ti.model_copy(update={"seq_len": seq_len})
+    return Workload(
+        layers=arch.layers,
+        hidden=arch.hidden_size,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        params_total=counts.total * scale,
+        params_expert=counts.experts * scale,
+        moe_layers=arch.moe_layers,
+        top_k=arch.moe.experts_per_token if arch.moe else 0,
+        model_flops_per_token=model,
+        mfu_flops_per_token=mfu_flops_per_token(
+            arch, seq_len, counts.active * scale, include_attention=include_attention_flops
+        ),
+        hw_flops_factor=(float(factors[0]), float(factors[1]), float(factors[2])),
+        elementwise_bytes=elementwise_bytes_of(arch, ti_s),
+        optimizer_step_bytes_per_param=optimizer_step_bytes_per_param(arch, ti_s),
+    )
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The GPU and the network, with every efficiency applied."""
+
+    gpu_id: str
+    memory_bytes: float
+    peak_flops: float
+    """Dense bf16 peak per GPU, FLOP/s."""
+    gpus_per_node: int
+    links: comm.Links
+    kernel_efficiency: float
+    dp_overlap: float
+    tp_overlap: float
+    memory_bytes_per_s: float = math.inf
+    """Achieved HBM bandwidth for the memory-bound kernels: the GPU's × MEMORY_BANDWIDTH_
+    ACHIEVED_FRACTION. Infinite: no memory-bound term."""
+
+
+def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
+    """The cluster of ``inputs`` built on ``gpu`` (intra-node link from the GPU catalog)."""
+    flops = gpu.peak_flops
+    peak = flops.for_dtype(compute_dtype) or flops.for_dtype("bf16") or flops.for_dtype("fp16")
+    peak = peak or flops.for_dtype("fp32") or 1.0
+    intra = inputs.intra_node_bandwidth_bytes_per_s or gpu.link_bandwidth_bytes_per_s
+    return Cluster(
+        gpu_id=gpu.id,
+        memory_bytes=gpu.memory_bytes,
+        peak_flops=float(peak),
+        gpus_per_node=inputs.gpus_per_node,
+        links=comm.Links(
+            gpus_per_node=inputs.gpus_per_node,
+            intra_bytes_per_s=intra * inputs.intra_node_efficiency,
+            inter_bytes_per_s_per_node=inputs.inter_node_bandwidth_bytes_per_s
+            * inputs.inter_node_efficiency,
+        ),
+        kernel_efficiency=inputs.kernel_efficiency,
+        dp_overlap=inputs.dp_overlap,
+        tp_overlap=inputs.tp_overlap,
+        memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s
+        * comm.MEMORY_BANDWIDTH_ACHIEVED_FRACTION,
+    )
+
+
+@cache
+def hardware_flops_factors(
+    arch: Architecture, training_inputs: TrainingInputs, model_flops: float
+) -> tuple[float, float, float]:
+    """Hardware ÷ model FLOPs for each policy of RECOMPUTE_CODES, relative to
+    ``model_flops`` per token (this module's MFU count, :func:`model_flops_per_token`):
+    :func:`llm_planner.core.sections.training.hardware_flops_factor`, the one definition."""
+    ti = training_inputs
+    values = [
+        hardware_flops_factor(arch, ti.model_copy(update={"recompute": rc}), model_flops)
+        for rc in RECOMPUTE_CODES
+    ]
+    return (values[0], values[1], values[2])
