@@ -60,6 +60,7 @@ from llm_planner.core.quantities.optimizers import (
     get_optimizer,
     get_precision,
 )
+from llm_planner.core.quantities.stacks import Stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
 
@@ -92,6 +93,9 @@ class TrainingInputs(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    stack: Stack = Field(
+        default="megatron", description="training framework the run is launched with"
+    )
     precision: str = Field(default="mixed_bf16", description="precision recipe")
     optimizer: str = Field(default="adamw")
     seq_len: int = Field(default=4096, ge=1, description="training sequence length s")
