@@ -296,8 +296,11 @@ def test_qwen2_moe_shared_expert_as_routed_size_experts():
     assert arch.moe is not None
     assert (arch.moe.num_shared_experts, arch.moe.expert_ffn_size) == (4, 32)
     assert arch.attention_bias == "qkv"
-    with pytest.raises(HFImportError, match="decoder_sparse_step"):
-        architecture_from_config({**data, "decoder_sparse_step": 2})
+    assert arch.moe.shared_expert_gate  # Qwen2MoeSparseMoeBlock.shared_expert_gate: h → 1
+    # decoder_sparse_step 2: layer i is MoE when (i + 1) % 2 == 0, so layer 1 of 2
+    sparse = architecture_from_config({**data, "decoder_sparse_step": 2})
+    assert (sparse.moe_layers, sparse.dense_layers) == (1, 1)
+    assert [sparse.is_moe_layer(i) for i in range(2)] == [False, True]
 
 
 # ------------------------------------------------------------------ errors
@@ -344,7 +347,11 @@ def test_unknown_and_missing_model_type():
         (b'{"model_type": "llama",', "not valid JSON (line 1"),
         (b"[1, 2]", "must be a JSON object, not list"),
         (b"\xff\xfe\x00", "not UTF-8"),
-        (b'{"model_type": "llama", "hidden_size": NaN}', "not valid JSON"),
+        # a config may hold NaN / Infinity (transformers writes them); a shape field may not
+        (
+            b'{"model_type": "llama", "num_hidden_layers": NaN}',
+            "field 'num_hidden_layers' must be an integer",
+        ),
     ],
 )
 def test_malformed_config_files(tmp_path, content, needle):
