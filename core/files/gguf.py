@@ -269,7 +269,7 @@ def _parse(data: mmap.mmap, path: Path, size: int) -> GGUFHeader:
     tensors = []
     seen: set[str] = set()
     for name, shape, kind, offset in infos:
-        tensors.append(_tensor(path, name, shape, kind, offset, data_offset, size))
+        tensors.append(_tensor(path, (name, shape, kind, offset), data_offset, size))
         if name in seen:
             raise GGUFError(f"{path}: tensor {name[:200]!r} appears twice")
         seen.add(name)
@@ -284,8 +284,10 @@ def _parse(data: mmap.mmap, path: Path, size: int) -> GGUFHeader:
 
 
 def _tensor(
-    path: Path, name: str, shape: tuple[int, ...], kind: int, offset: int, start: int, size: int
+    path: Path, info: tuple[str, tuple[int, ...], int, int], start: int, size: int
 ) -> GGUFTensor:
+    """One tensor's info checked: known ggml type, whole blocks, inside the file."""
+    name, shape, kind, offset = info
     if kind not in GGML_TYPES:
         raise GGUFError(f"{path}: tensor {name[:200]!r} has unknown ggml type {kind}")
     type_name, block, block_bytes = GGML_TYPES[kind]

@@ -511,8 +511,10 @@ def _window_every(c: _Config, layers: int, default_every: int | None) -> int | N
     types = c.data.get("layer_types")
     if types is None:
         return c.opt_int("sliding_window_pattern", "_sliding_window_pattern") or default_every
-    if not isinstance(types, list) or len(types) != layers or not all(
-        t in ("sliding_attention", "full_attention", "chunked_attention") for t in types
+    if (
+        not isinstance(types, list)
+        or len(types) != layers
+        or not all(t in ("sliding_attention", "full_attention", "chunked_attention") for t in types)
     ):
         raise c.error(f"field 'layer_types' must list {layers} attention types")
     full = [i for i, t in enumerate(types) if t == "full_attention"]
@@ -572,7 +574,9 @@ def _gemma3_text(c: _Config) -> Fields:
         "num_attention_heads": 8,
         "num_key_value_heads": 4,
     }  # Gemma3TextConfig's, which a multimodal config's text_config relies on
-    c = _Config({**defaults, **{k: v for k, v in c.data.items() if v is not None}}, c.label, c.model_type)
+    c = _Config(
+        {**defaults, **{k: v for k, v in c.data.items() if v is not None}}, c.label, c.model_type
+    )
     fields = _gemma(c)
     fields["norms_per_layer"] = 4
     fields["qk_norm"] = "head"
@@ -1223,23 +1227,10 @@ def architecture_from_path(path: Path) -> ImportedModel:
     anything missing, malformed, oversized or unsupported.
     """
     path = Path(path)
-    if path.suffix.lower() == ".gguf" and path.is_file():
-        return import_gguf(path)
-    if path.is_dir():
-        folder, config_path = path, path / "config.json"
-        if not config_path.is_file():
-            ggufs = sorted(path.glob("*.gguf"))
-            if len(ggufs) == 1:
-                return import_gguf(ggufs[0])
-            raise HFImportError(f"{path}: no config.json in this folder")
-    elif path.is_file():
-        if path.suffix == ".safetensors" or path.name.endswith(".index.json"):
-            raise HFImportError(
-                f"{path}: give the model folder (or its config.json), not a weights file"
-            )
-        folder, config_path = path.parent, path
-    else:
-        raise HFImportError(f"{path}: no such file or folder")
+    gguf_file = _lone_gguf(path)
+    if gguf_file is not None:
+        return import_gguf(gguf_file)
+    folder, config_path = _config_location(path)
     label = str(config_path)
     data = _parse_json_object(
         _read_limited(config_path, CONFIG_MAX_BYTES, "config.json"),
@@ -1295,6 +1286,32 @@ def architecture_from_path(path: Path) -> ImportedModel:
     )
 
 
+def _lone_gguf(path: Path) -> Path | None:
+    """``path`` if it is a .gguf file, or a folder's one .gguf file when it has no config."""
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        return path
+    if path.is_dir() and not (path / "config.json").is_file():
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return ggufs[0]
+    return None
+
+
+def _config_location(path: Path) -> tuple[Path, Path]:
+    """(model folder, config.json) for a folder or a config file; one-line errors else."""
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise HFImportError(f"{path}: no config.json in this folder")
+        return path, path / "config.json"
+    if path.is_file():
+        if path.suffix == ".safetensors" or path.name.endswith(".index.json"):
+            raise HFImportError(
+                f"{path}: give the model folder (or its config.json), not a weights file"
+            )
+        return path.parent, path
+    raise HFImportError(f"{path}: no such file or folder")
+
+
 def _count_mismatch(
     arch: Architecture, stored: int, quantized: bool, data: dict[str, Any]
 ) -> list[str]:
@@ -1304,16 +1321,18 @@ def _count_mismatch(
     counted = count_parameters(arch).total
     if quantized or stored == counted:
         return []
-    extra = " (includes the multi-token-prediction layers)" if data.get(
-        "num_nextn_predict_layers"
-    ) else ""
+    extra = (
+        " (includes the multi-token-prediction layers)"
+        if data.get("num_nextn_predict_layers")
+        else ""
+    )
     return [
         f"warning: config.json describes {counted:,} parameters but the safetensors headers "
         f"hold {stored:,}{extra}; the estimates use config.json's architecture"
     ]
 
 
-_QUANT_FORMATS = {
+_QUANT_FORMATS: dict[tuple[str, Any], str] = {
     ("gptq", 4): "awq_int4_g128",
     ("awq", 4): "awq_int4_g128",
     ("gptq", 8): "int8",
@@ -1339,7 +1358,11 @@ def quantization_format(
     method = str(quant.get("quant_method", "")).lower()
     bits = quant.get("bits", quant.get("w_bit", 4))
     if method in ("fp8", "fbgemm_fp8"):
-        return "fp8", None, "fp8 weights (quantization_config); 16-bit embeddings and norms not split out"
+        return (
+            "fp8",
+            None,
+            "fp8 weights (quantization_config); 16-bit embeddings and norms not split out",
+        )
     if method in ("gptq", "awq") and (method, bits) in _QUANT_FORMATS:
         return _QUANT_FORMATS[(method, bits)], None, f"{method.upper()} {bits}-bit weights"
     if method == "bitsandbytes":

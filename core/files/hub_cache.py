@@ -35,7 +35,7 @@ def looks_like_hub_id(text: str) -> bool:
     repo, _, revision = text.partition("@")
     if ".." in repo or not REPO_ID.match(repo):
         return False
-    return not revision or bool(REVISION.match(revision)) and ".." not in revision
+    return not revision or (bool(REVISION.match(revision)) and ".." not in revision)
 
 
 def hub_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -79,7 +79,9 @@ def resolve_hub_id(text: str, environ: Mapping[str, str] | None = None) -> Path:
                 f"name one as {repo}@<commit>"
             )
     if commit is None:
-        raise HubCacheError(f"{repo}: revision {revision or 'main'!r} is not in the cache ({folder})")
+        raise HubCacheError(
+            f"{repo}: revision {revision or 'main'!r} is not in the cache ({folder})"
+        )
     snapshot = snapshots / commit
     if not snapshot.is_dir():
         raise HubCacheError(f"{repo}: snapshot {commit} is missing from the cache ({folder})")

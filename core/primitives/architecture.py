@@ -152,12 +152,10 @@ class RecurrentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
-        if self.kind == "mamba2":
-            if self.heads < 1 or self.inner_size % self.heads:
-                raise ValueError(
-                    f"mamba2 needs heads ≥ 1 dividing inner_size ({self.inner_size}), "
-                    f"got {self.heads}"
-                )
+        if self.kind == "mamba2" and (self.heads < 1 or self.inner_size % self.heads):
+            raise ValueError(
+                f"mamba2 needs heads ≥ 1 dividing inner_size ({self.inner_size}), got {self.heads}"
+            )
         if self.attention_period is not None and self.attention_offset >= self.attention_period:
             raise ValueError(
                 f"attention_offset ({self.attention_offset}) must be below attention_period "
@@ -295,9 +293,7 @@ class Architecture(BaseModel):
             every = 2
         if every is None:
             return self.attention_layers
-        return sum(
-            1 for i in range(self.layers) if self.is_attention_layer(i) and (i + 1) % every
-        )
+        return sum(1 for i in range(self.layers) if self.is_attention_layer(i) and (i + 1) % every)
 
     @property
     def gated(self) -> bool:
@@ -473,7 +469,9 @@ def layer_params(arch: Architecture, index: int) -> int:
 def mean_layer_params(arch: Architecture, moe_layer: bool) -> float:
     """Mean parameters of the model's MoE layers (``moe_layer``) or of its other layers;
     layers × mean = those layers' exact total (hybrids mix attention and recurrent layers)."""
-    picked = [layer_params(arch, i) for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer]
+    picked = [
+        layer_params(arch, i) for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer
+    ]
     return sum(picked) / len(picked) if picked else 0.0
 
 
@@ -499,9 +497,9 @@ def count_parameters(arch: Architecture) -> ParameterCount:
     experts + shared experts + router h·E [+E bias], or none in a Mamba/RWKV block) and
     ``norms_per_layer`` norms. Outside the layers: token embedding V·h, learned positions
     (max_context + position_offset)·h, optional embedding norm, final norm, and an untied
-    output head V·h (+V with ``head_bias``). This is the standard accounting of e.g. Narayanan et al. 2021
-    (arXiv:2104.04473, section 5.1) written out term by term rather than approximated as
-    12·L·h²; it reproduces published totals (see tests/test_architecture.py).
+    output head V·h (+V with ``head_bias``). This is the standard accounting of e.g.
+    Narayanan et al. 2021 (arXiv:2104.04473, section 5.1) written out term by term rather
+    than approximated as 12·L·h²; it reproduces published totals (see tests/test_architecture.py).
 
     Active parameters count, for each MoE layer, only ``experts_per_token`` routed experts.
     """
@@ -525,9 +523,7 @@ def count_parameters(arch: Architecture) -> ParameterCount:
     routed_active = moe_layers * one_active
     shared = moe_layers * one_shared
     router = moe_layers * one_router
-    total = (
-        embedding + positions + attention + recurrent + mlp + experts + shared + router + norms
-    )
+    total = embedding + positions + attention + recurrent + mlp + experts + shared + router + norms
     total += head
     active = total - experts + routed_active
     return ParameterCount(
