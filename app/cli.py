@@ -180,6 +180,10 @@ def _apply_report_options(data: dict[str, Any], args: argparse.Namespace) -> Non
             "architecture": arch.model_dump(mode="json"),
             "params_override": None,
         }
+        if preset is None:  # an imported file's weights format and stored bytes
+            from llm_planner.core.files.hf_import import inference_fields
+
+            data["inference"].update(inference_fields(_import_model(args.model, "--model")))
     if args.params is not None:
         from llm_planner.core.primitives.shapes import propose_architecture
 
@@ -244,17 +248,22 @@ def _resolve_model(text: str, option: str = "argument --model") -> tuple[str | N
     if text.lower() in model_presets():
         preset = get_preset(text)
         return preset.id, preset.architecture
-    path = Path(text)
-    if not path.exists():
+    return None, _import_model(text, option).architecture
+
+
+def _import_model(text: str, option: str) -> Any:
+    """A local folder, config.json or .gguf file, or a Hub id in the local cache."""
+    from llm_planner.core.files.hf_import import HFImportError, import_model
+    from llm_planner.core.files.hub_cache import looks_like_hub_id
+    from llm_planner.core.primitives.presets import model_presets
+
+    if not Path(text).exists() and not looks_like_hub_id(text):
         known = ", ".join(model_presets())
         raise UsageError(f"{option}: {text!r} is neither a preset ({known}) nor a path")
-    from llm_planner.core.files.hf_import import HFImportError, architecture_from_path
-
     try:
-        imported = architecture_from_path(path)
+        return import_model(text)
     except HFImportError as error:  # its message names the file and the field
         raise UsageError(str(error)) from None
-    return None, imported.architecture
 
 
 def build_scenario(args: argparse.Namespace) -> Any:
@@ -375,13 +384,15 @@ def cmd_model(args: argparse.Namespace) -> int:
         "architecture": arch.model_dump(mode="json"),
     }
     if preset is None:  # a local config.json / folder: what its safetensors headers say
-        from llm_planner.core.files.hf_import import architecture_from_path
-
-        imported = architecture_from_path(Path(args.model))
+        imported = _import_model(args.model, "argument ID_OR_PATH")
         row["model_type"] = imported.model_type
         row["params_safetensors"] = imported.safetensors_params
         row["safetensors_dtype"] = imported.safetensors_dtype
+        row["params_file"] = imported.file_params
+        row["weights_format"] = imported.weights_format
+        row["weights_bytes"] = imported.weights_bytes
         row["import_notes"] = list(imported.notes)
+        row["import_warnings"] = list(imported.warnings)
     if args.json:
         _print_json(row)
         return 0
@@ -405,12 +416,17 @@ def cmd_model(args: argparse.Namespace) -> int:
             f"  safetensors: {row['params_safetensors']:,} parameters stored "
             f"as {row['safetensors_dtype']}"
         )
-    for note in row.get("import_notes", []):
+    if row.get("params_file") is not None:
+        print(f"  file: {row['params_file']:,} parameters stored")
+    if row.get("weights_bytes") is not None:
+        print(f"  weights: {row['weights_format']}, {units.format_gb(row['weights_bytes'])}")
+    for note in row.get("import_notes", []) + row.get("import_warnings", []):
         print(f"  note: {note}")
     for name in (
         "embedding",
         "positions",
         "attention",
+        "recurrent",
         "mlp",
         "experts",
         "shared_experts",

@@ -1433,3 +1433,30 @@ def import_model(text: str) -> ImportedModel:
             raise HFImportError(str(error)) from None
         return architecture_from_path(snapshot)
     raise HFImportError(f"{text}: no such file or folder, and not a Hugging Face id (org/name)")
+
+
+_FORMAT_ALIASES = {"f16": "fp16", "f32": "fp32", "mxfp4_moe": "mxfp4", "q3_k_s": "q3_k_m"}
+
+
+def inference_fields(imported: ImportedModel) -> dict[str, Any]:
+    """The ``inference`` scenario fields an imported model implies: its weights format (a
+    known :mod:`.quantization` id) and, when the files give them, the exact stored bytes
+    (:class:`~llm_planner.core.sections.inference.StoredWeights`). Empty when unknown."""
+    from llm_planner.core.quantities.quantization import get_weight_format
+
+    name = imported.weights_format
+    if name is None:
+        return {}
+    name = _FORMAT_ALIASES.get(name, name)
+    try:
+        fmt = get_weight_format(name).id
+    except ValueError:
+        return {}
+    fields: dict[str, Any] = {"weights_format": fmt}
+    if imported.weights_bytes is not None:
+        fields["stored_weights"] = {
+            "format": fmt,
+            "bytes": imported.weights_bytes,
+            "source": str(imported.source_path)[:500],
+        }
+    return fields
