@@ -567,3 +567,23 @@ def test_too_short_file_and_duplicate_tensor(tmp_path):
     write_safetensors(tmp_path / "b.safetensors", {"w": ("BF16", [4])})
     with pytest.raises(HFImportError, match=r"'w' is also in a\.safetensors"):
         architecture_from_path(tmp_path)
+
+
+def test_config_and_safetensors_disagreeing_is_a_warning(tmp_path):
+    # config.json says 3 layers, the weights hold 2: both totals, and a one-line warning
+    folder = tmp_path
+    (folder / "config.json").write_text(json.dumps(_llama_dict(num_hidden_layers=3)))
+    tensors = _tiny_llama_tensors(range(2))
+    tensors["model.embed_tokens.weight"] = ("BF16", [100, 64])
+    tensors["model.norm.weight"] = ("BF16", [64])
+    tensors["lm_head.weight"] = ("BF16", [100, 64])
+    write_safetensors(folder / "model.safetensors", tensors)
+    imported = architecture_from_path(folder)
+    layer = 64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 64 * 128 + 2 * 64
+    assert imported.safetensors_params == 2 * layer + 2 * 100 * 64 + 64
+    assert count_parameters(imported.architecture).total == 3 * layer + 2 * 100 * 64 + 64
+    (warning,) = imported.warnings
+    assert "config.json describes 123,840 parameters" in warning
+    assert "hold 86,848" in warning
+    assert imported.weights_bytes == 2 * 86_848  # bf16 data section
+    assert imported.weights_format == "bf16"
