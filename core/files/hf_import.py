@@ -1435,7 +1435,7 @@ def import_model(text: str) -> ImportedModel:
     raise HFImportError(f"{text}: no such file or folder, and not a Hugging Face id (org/name)")
 
 
-_FORMAT_ALIASES = {"f16": "fp16", "f32": "fp32", "mxfp4_moe": "mxfp4", "q3_k_s": "q3_k_m"}
+_FORMAT_ALIASES = {"f16": "fp16", "f32": "fp32", "mxfp4_moe": "mxfp4"}
 
 
 def inference_fields(imported: ImportedModel) -> dict[str, Any]:
