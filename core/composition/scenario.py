@@ -9,6 +9,7 @@ custom model or GPU. Persistence (files, library, migrations) lives in ``store``
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,6 +67,11 @@ class Scenario(BaseModel):
     inference: InferenceInputs = InferenceInputs()
     training: TrainingInputs = TrainingInputs()
     parallelism: ParallelInputs = ParallelInputs()
+    price_overrides: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="USD per GPU-hour by GPU id, overriding resources/prices.json for this "
+        "scenario (the hardware ranking reads it)",
+    )
 
 
 def default_scenario() -> Scenario:
