@@ -37,6 +37,7 @@ from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.gui import settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
@@ -363,6 +364,8 @@ class MainWindow(QMainWindow):
             )
         view.addSeparator()
         view.addAction(self.library_dock.toggleViewAction())
+        choose = lambda _=False: open_choose_window(self)  # noqa: E731 (one menu entry)
+        self._action(view, "Compare and &choose…", choose, "Ctrl+Shift+K", "compare")
 
         help_menu = bar.addMenu("&Help")
         self._action(
