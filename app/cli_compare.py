@@ -119,6 +119,9 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     from llm_planner.core.composition.hardware import rank_hardware
 
     scenario = build_scenario(args)
+    if args.price_for:
+        overrides = {**scenario.price_overrides, **dict(args.price_for)}
+        scenario = scenario.model_copy(update={"price_overrides": overrides})
     ranking = rank_hardware(
         scenario,
         objective=args.objective,
@@ -241,6 +244,16 @@ def cmd_prices(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ parsers
 
 
+def _gpu_price(text: str) -> tuple[str, float]:
+    gpu, sep, price = text.partition("=")
+    if not sep or not gpu.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected GPU=PRICE, e.g. h100-sxm=2.10")
+    try:
+        return gpu.strip(), units.parse_price_per_hour(price)
+    except (units.UnitError, ValueError) as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
+
+
 def _objective(parser: argparse.ArgumentParser) -> None:
     from llm_planner.core.composition.hardware import OBJECTIVES, TIERS
 
@@ -295,6 +308,14 @@ def add_commands(commands: Any) -> None:
     )
     hardware.add_argument("--top", type=INT, metavar="N", help="print only the first N")
     hardware.add_argument("--prices", metavar="FILE", help="a price list instead of the shipped")
+    hardware.add_argument(
+        "--price-for",
+        type=_gpu_price,
+        action="append",
+        metavar="GPU=PRICE",
+        help="this GPU's price per GPU-hour (e.g. h100-sxm=2.10), as the scenario's "
+        "price_overrides; repeatable",
+    )
     hout = hardware.add_mutually_exclusive_group()
     hout.add_argument("--json", action="store_true", help="one JSON object, SI units")
     hout.add_argument("--csv", action="store_true", help="CSV with a header row")

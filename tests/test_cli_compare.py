@@ -105,3 +105,14 @@ def test_prices_lists_sources(capsys: pytest.CaptureFixture[str]) -> None:
     assert "out_of_date" in data
     text = run(capsys, "prices")
     assert "https://" in text
+
+
+def test_hardware_price_for_overrides(capsys: pytest.CaptureFixture[str], files: list[str]) -> None:
+    argv = ["hardware", files[0], "--max-gpus", "16", "--json", "--price-for", "mi300x=1.5"]
+    data = json.loads(run(capsys, *argv))
+    mi = [o for o in data["options"] if o["gpu_id"] == "mi300x"]
+    assert mi
+    assert all(o["price_usd_per_gpu_hour"] == 1.5 for o in mi)
+    assert all(o["price_source"] == "scenario price override" for o in mi)
+    assert main(["hardware", "--price-for", "oops"]) == 2
+    assert "GPU=PRICE" in capsys.readouterr().err
