@@ -277,3 +277,17 @@ def test_sensitivity_modeled_moves_kernel_efficiency() -> None:
     assert k.time_high_seconds is not None
     assert k.time_low_seconds is not None
     assert k.time_high_seconds < s.base_time_seconds < k.time_low_seconds
+
+
+def test_own_gpu_and_count_agree_with_the_report() -> None:
+    """The default scenario's layout (dp 512, ZeRO-1, b 1) is also the search's best at 512
+    H100s, so that option's time and GPU-hours are the report's (one producer)."""
+    from llm_planner.core.composition.estimate import estimate
+
+    scenario = default_scenario()
+    report = estimate(scenario).compute
+    ranking = rank_hardware(scenario, gpus=[scenario.gpu], max_gpus=512)
+    own = next(o for o in ranking.options if o.num_gpus == scenario.num_gpus)
+    assert own.layout_label == "dp512 tp1 pp1 ZeRO-1 b1 rc:none"
+    assert own.time_seconds == pytest.approx(report.wall_seconds, rel=1e-9)
+    assert own.gpu_hours == pytest.approx(report.gpu_hours, rel=1e-9)

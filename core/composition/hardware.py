@@ -302,6 +302,8 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
         scenario.training,
         params_override=scenario.model.params_override,
         top=1,
+        compute_dtype=scenario.compute.compute_dtype,
+        include_attention_flops=scenario.compute.include_attention_flops,
     )
     row = result.rows[0] if result.rows else None
     tokens = scenario.compute.tokens
