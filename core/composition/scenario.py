@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.whatif.inputs import WhatIfInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, get_gpu
 from llm_planner.core.primitives.presets import get_preset
@@ -66,6 +67,7 @@ class Scenario(BaseModel):
     inference: InferenceInputs = InferenceInputs()
     training: TrainingInputs = TrainingInputs()
     parallelism: ParallelInputs = ParallelInputs()
+    whatif: WhatIfInputs = WhatIfInputs()
 
 
 def default_scenario() -> Scenario:
