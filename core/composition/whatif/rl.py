@@ -87,6 +87,10 @@ class RLPlan(BaseModel):
     problems: list[str]
 
 
+MAX_CURVE_POINTS = 256
+"""The split curve is sampled at most this many engine counts, then refined around its best."""
+
+
 def _engine(scenario: Scenario, report: Report, rl: RLInputs) -> RolloutEngine:
     length = rl.prompt_tokens + rl.response_tokens
     arch = scenario.model.architecture
