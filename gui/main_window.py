@@ -52,6 +52,7 @@ TAB_CLASSES = (
     ("llm_planner.gui.tabs.inference", "InferenceTab", "Inference memory"),
     ("llm_planner.gui.tabs.training", "TrainingTab", "Training memory"),
     ("llm_planner.gui.tabs.parallelism", "ParallelismTab", "Parallelism"),
+    ("llm_planner.gui.tabs.whatif", "WhatIfTab", "What if"),
 )
 SECTION_TITLES = {
     "model": "Model",
@@ -657,9 +658,13 @@ def _tab_class(index: int) -> Any:
         from llm_planner.gui.tabs.training import TrainingTab
 
         return TrainingTab
-    from llm_planner.gui.tabs.parallelism import ParallelismTab
+    if index == 3:
+        from llm_planner.gui.tabs.parallelism import ParallelismTab
 
-    return ParallelismTab
+        return ParallelismTab
+    from llm_planner.gui.tabs.whatif import WhatIfTab
+
+    return WhatIfTab
 
 
 def _safe_name(name: str) -> str:

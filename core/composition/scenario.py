@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.whatif.inputs import WhatIfInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, get_gpu
 from llm_planner.core.primitives.presets import get_preset
@@ -72,6 +73,7 @@ class Scenario(BaseModel):
         description="USD per GPU-hour by GPU id, overriding resources/prices.json for this "
         "scenario (the hardware ranking reads it)",
     )
+    whatif: WhatIfInputs = WhatIfInputs()
 
 
 def default_scenario() -> Scenario:
