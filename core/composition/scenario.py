@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.calibration import CalibrationInputs, Measurement
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, get_gpu
 from llm_planner.core.primitives.presets import get_preset
@@ -66,6 +67,10 @@ class Scenario(BaseModel):
     inference: InferenceInputs = InferenceInputs()
     training: TrainingInputs = TrainingInputs()
     parallelism: ParallelInputs = ParallelInputs()
+    measurements: list[Measurement] = Field(
+        default_factory=list, description="measured runs that calibrate the model"
+    )
+    calibration: CalibrationInputs = CalibrationInputs()
 
 
 def default_scenario() -> Scenario:
