@@ -577,7 +577,7 @@ def describe(m: Measurement) -> str:
         )
         if getattr(m, name) is not None
     ]
-    head = m.label or m.source
+    head = f"{m.label} ({m.source})" if m.label else m.source
     return f"{head}: {', '.join(layout)}; measured {', '.join(measured) or 'nothing'}"
 
 
@@ -719,24 +719,25 @@ def _fit_quantity(
             values[specs[k].name] = float(lo[k] + u[j] * (hi[k] - lo[k]))
         return values
 
-    # choose: in priority order, a parameter the data move that adds a new direction
-    all_idx = list(range(len(specs)))
-    jac_all = _jacobian(lambda u: residuals(values_of(u, all_idx)), u_base, r0)
-    chosen: list[int] = []
-    for k in all_idx:
-        if len(chosen) >= n:
-            break
-        column = jac_all[:, k]
-        if float(np.max(np.abs(column))) < 1e-3:
-            continue
-        trial = jac_all[:, [*chosen, k]]
-        singular = np.linalg.svd(trial, compute_uv=False)
-        if singular[-1] > 1e-3 * singular[0]:
-            chosen.append(k)
+    chosen = _choose(specs, u_base, n, lambda u: residuals(values_of(u, list(range(len(specs))))))
     if not chosen:
         return {}, []
-    u0 = u_base[chosen]
-    u, jac, r = _levenberg_marquardt(lambda u: residuals(values_of(u, chosen)), u0)
+
+    def fun(u: FloatArray) -> FloatArray:
+        return residuals(values_of(u, chosen))
+
+    # several starts: a hidden collective (exposed = max(0, comm − overlap)) gives a flat
+    # direction at the default that a start inside the exposed region does not have
+    starts = [u_base[chosen], *(np.full(len(chosen), x) for x in (0.2, 0.5, 0.8))]
+    fits = [_levenberg_marquardt(fun, start) for start in starts]
+    u, jac, r = min(fits, key=lambda f: float(f[2] @ f[2]))
+    # a parameter the data do not move at the solution is not determined: back to default
+    moved = [j for j in range(len(chosen)) if float(np.max(np.abs(jac[:, j]))) > 1e-6]
+    if len(moved) < len(chosen):
+        chosen = [chosen[j] for j in moved]
+        if not chosen:
+            return {}, []
+        u, jac, r = _levenberg_marquardt(fun_of(residuals, values_of, chosen), u[moved])
     dof = n - len(chosen)
     sigma_u: FloatArray | None = None
     if dof > 0:
@@ -766,6 +767,42 @@ def _fit_quantity(
             )
         )
     return {specs[k].name: values[specs[k].name] for k in chosen}, out
+
+
+def fun_of(
+    residuals: Callable[[dict[str, float]], FloatArray],
+    values_of: Callable[[FloatArray, list[int]], dict[str, float]],
+    chosen: list[int],
+) -> Callable[[FloatArray], FloatArray]:
+    """Residuals as a function of the chosen parameters' unit coordinates."""
+    return lambda u: residuals(values_of(u, chosen))
+
+
+def _choose(
+    specs: list[ParameterSpec],
+    u_base: FloatArray,
+    n: int,
+    fun: Callable[[FloatArray], FloatArray],
+) -> list[int]:
+    """In priority order, the parameters the data move across their range (secant from
+    u = 0.15 to 0.85, the others at their defaults) that add a new direction (the secant
+    matrix's smallest singular value stays above 1e-3 of the largest), at most n."""
+    columns = []
+    for k in range(len(specs)):
+        low, high = u_base.copy(), u_base.copy()
+        low[k], high[k] = 0.15, 0.85
+        columns.append(fun(high) - fun(low))
+    secants = np.array(columns).T
+    chosen: list[int] = []
+    for k in range(len(specs)):
+        if len(chosen) >= n:
+            break
+        if float(np.max(np.abs(secants[:, k]))) < 1e-3:
+            continue
+        singular = np.linalg.svd(secants[:, [*chosen, k]], compute_uv=False)
+        if singular[-1] > 1e-3 * singular[0]:
+            chosen.append(k)
+    return chosen
 
 
 def _jacobian(fun: Callable[[FloatArray], FloatArray], u: FloatArray, r: FloatArray) -> FloatArray:
