@@ -35,6 +35,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.parallelism import ParallelInputs
 from llm_planner.core.sections.parallelism.layout import (
@@ -267,6 +268,58 @@ class CalibrationReport(BaseModel):
     rms_error_before: float | None
     rms_error_after: float | None
     checks: list[RateCheck] = Field(default_factory=list)
+
+    def figures(self) -> list[Figure]:
+        """The calibration as report lines: state, each parameter, errors, band checks."""
+        src = "bounded least squares on ln(model ÷ measured) (core.composition.calibration)"
+        state = "off" if not self.enabled else ("applied" if self.applied else "nothing to fit")
+        out = [
+            Figure(
+                key="state",
+                label="Calibration",
+                value=f"{state}: {len(self.measurements)} measurement(s), {len(self.used)} used",
+                unit="text",
+            )
+        ]
+        for p in self.parameters:
+            sigma = f" ± {p.uncertainty:.3g}" if p.uncertainty is not None else ""
+            out.append(
+                Figure(
+                    key=f"parameter_{p.name}",
+                    label=f"  {p.name}",
+                    value=f"{p.default:.3g} → {p.value:.3g}{sigma}",
+                    unit="text",
+                    formula=p.meaning,
+                    source=src,
+                )
+            )
+        for key, label, value in (
+            ("rms_error_before", "RMS error before", self.rms_error_before),
+            ("rms_error_after", "RMS error after", self.rms_error_after),
+        ):
+            if value is not None:
+                out.append(Figure(key=key, label=label, value=value, unit="percent", source=src))
+        for check in self.checks:
+            if not (check.below or check.above):
+                continue
+            where = "below" if check.below else "above"
+            causes = f"; likely: {'; '.join(check.causes)}" if check.causes else ""
+            out.append(
+                Figure(
+                    key="rate_check",
+                    label="Achieved rate",
+                    value=f"{check.what}: {check.flops_per_gpu_per_s / 1e12:.0f} TFLOP/s per GPU, "
+                    f"{where} the {check.band_low / 1e12:.0f}-{check.band_high / 1e12:.0f} "
+                    f"band{causes}",
+                    unit="text",
+                    source=check.band_source,
+                )
+            )
+        out.extend(
+            Figure(key="skipped", label="Not used", value=text, unit="text")
+            for text in self.skipped
+        )
+        return out
 
 
 # ------------------------------------------------------------------ measured quantities
