@@ -21,6 +21,7 @@ from llm_planner.core.composition import calibration as cal
 from llm_planner.core.composition.calibration import CalibrationInputs, Measurement
 from llm_planner.core.composition.estimate import estimate, report_json
 from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.composition.scaling import time_vs_gpus
 from llm_planner.core.composition.search import scaling_curve, search_scenario
 from llm_planner.core.files.store import dumps_scenario, parse_scenario
 from llm_planner.core.primitives.gpus import get_gpu
@@ -251,6 +252,16 @@ def test_measured_points_feed_the_fit_and_the_scaling_curve() -> None:
     rate = measured.measurements[0].tokens_per_s_per_gpu
     assert rate is not None
     assert [(p.gpus, p.tokens_per_s) for p in drawn] == [(64, pytest.approx(64 * rate))]
+    # the compute tab's time-vs-GPUs charts draw it too, with the calibrated family
+    series = time_vs_gpus(measured, estimate(measured))
+    assert series is not None
+    assert [p.gpus for p in series.measured] == [64]
+    assert series.measured[0].tokens_per_s_per_gpu == pytest.approx(rate)
+    plain = time_vs_gpus(measured.model_copy(update={"measurements": []}), estimate(measured))
+    assert plain is not None
+    slower = {p.gpus: p.tokens_per_s_per_gpu for p in series.family}
+    for p in plain.family:
+        assert slower[p.gpus] < p.tokens_per_s_per_gpu
 
 
 def test_sanity_band_a100_below_threshold_names_causes() -> None:
