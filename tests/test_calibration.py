@@ -20,8 +20,8 @@ import pytest
 from llm_planner.core.composition import calibration as cal
 from llm_planner.core.composition.calibration import CalibrationInputs, Measurement
 from llm_planner.core.composition.estimate import estimate, report_json
-from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.core.composition.scaling import time_vs_gpus
+from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.core.composition.search import scaling_curve, search_scenario
 from llm_planner.core.files.store import dumps_scenario, parse_scenario
 from llm_planner.core.primitives.gpus import get_gpu
