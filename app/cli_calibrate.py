@@ -32,32 +32,7 @@ def _split_paths(paths: list[str]) -> tuple[str | None, list[Path]]:
     return (scenarios[0] if scenarios else None), logs_
 
 
-def _layout_of(scenario: Any) -> dict[str, Any]:
-    """The Measurement layout fields of the scenario (the run the logs come from)."""
-    par, tr = scenario.parallelism, scenario.training
-    layout: dict[str, Any] = {
-        "gpus_per_node": par.gpus_per_node,
-        "tp": par.tp,
-        "pp": par.pp,
-        "dp": par.dp,
-        "ep": par.expert_parallel,
-        "zero_stage": par.zero_stage,
-        "fsdp_strategy": par.fsdp_strategy,
-        "sequence_parallel": par.sequence_parallel,
-        "micro_batch": tr.micro_batch,
-        "global_batch": par.global_batch,
-        "seq_len": tr.seq_len,
-        "schedule": par.schedule,
-        "interleave_chunks": par.interleave_chunks,
-    }
-    if tr.recompute in ("none", "selective", "full"):
-        layout["recompute"] = tr.recompute
-    return {k: v for k, v in layout.items() if v is not None}
-
-
-def measurements_from_logs(
-    paths: list[Path], scenario: Any, *, log_batch: bool
-) -> tuple[list[Any], list[str]]:
+def measurements_from_logs(paths: list[Path], scenario: Any) -> tuple[list[Any], list[str]]:
     """One measurement per log (the scenario's layout), and the lines that were not read."""
     from llm_planner.core.files import logs
 
@@ -65,25 +40,11 @@ def measurements_from_logs(
     problems: list[str] = []
     for path in paths:
         try:
-            parsed = logs.read_log(path)
+            measurement, unread = logs.measurement_from_file(path, scenario)
         except logs.LogError as error:
             raise UsageError(str(error)) from None
-        problems.extend(parsed.problems)
-        layout = _layout_of(scenario)
-        if log_batch and parsed.steady("global_batch") is not None:
-            layout.pop("global_batch", None)  # the log's own batch wins
-        try:
-            measurements.append(
-                logs.measurement_from_log(
-                    parsed,
-                    gpus=scenario.num_gpus,
-                    seq_len=scenario.training.seq_len,
-                    label=path.name,
-                    layout=layout,
-                )
-            )
-        except (logs.LogError, ValueError) as error:
-            raise UsageError(str(error).splitlines()[0]) from None
+        measurements.append(measurement)
+        problems.extend(unread)
     return measurements, problems
 
 
@@ -94,7 +55,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     scenario_file, log_paths = _split_paths(args.paths)
     args.file = scenario_file
     scenario = build_scenario(args)
-    measurements, problems = measurements_from_logs(log_paths, scenario, log_batch=True)
+    measurements, problems = measurements_from_logs(log_paths, scenario)
     calibrated = scenario.model_copy(
         update={"measurements": [*scenario.measurements, *measurements]}
     )

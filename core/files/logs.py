@@ -341,6 +341,50 @@ def read_log(path: Path) -> ParsedLog:
 # ------------------------------------------------------------------ to a measurement
 
 
+def layout_of(scenario: Any) -> dict[str, Any]:
+    """The :class:`Measurement` layout fields of a scenario: the run a log comes from is
+    described by the scenario's layout (a log does not carry it)."""
+    par, tr = scenario.parallelism, scenario.training
+    layout: dict[str, Any] = {
+        "gpus_per_node": par.gpus_per_node,
+        "tp": par.tp,
+        "pp": par.pp,
+        "dp": par.dp,
+        "ep": par.expert_parallel,
+        "zero_stage": par.zero_stage,
+        "fsdp_strategy": par.fsdp_strategy,
+        "sequence_parallel": par.sequence_parallel,
+        "micro_batch": tr.micro_batch,
+        "global_batch": par.global_batch,
+        "seq_len": tr.seq_len,
+        "schedule": par.schedule,
+        "interleave_chunks": par.interleave_chunks,
+    }
+    if tr.recompute in ("none", "selective", "full"):
+        layout["recompute"] = tr.recompute
+    return {k: v for k, v in layout.items() if v is not None}
+
+
+def measurement_from_file(path: Path, scenario: Any) -> tuple[Measurement, list[str]]:
+    """A log file as a measurement of the scenario's run (its GPUs, layout and sequence
+    length; the log's own global batch when it prints one), and its unread lines."""
+    parsed = read_log(path)
+    layout = layout_of(scenario)
+    if parsed.steady("global_batch") is not None:
+        layout.pop("global_batch", None)
+    try:
+        m = measurement_from_log(
+            parsed,
+            gpus=scenario.num_gpus,
+            seq_len=scenario.training.seq_len,
+            label=path.name,
+            layout=layout,
+        )
+    except ValueError as error:
+        raise LogError(str(error).splitlines()[0]) from None
+    return m, parsed.problems
+
+
 def measurement_from_log(
     parsed: ParsedLog,
     *,
