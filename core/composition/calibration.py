@@ -556,14 +556,37 @@ def calibrate(
 
     ``parallelism.measured_points`` (GPUs, tokens/s) join as measurements of the scenario's
     layout family (its tp, pp, batch; dp = GPUs ÷ (tp·pp))."""
+    inputs = inputs or CalibrationInputs()
+    entries: list[Any] = []
+    for i, m in enumerate(all_measurements(parallelism, measurements)):
+        try:
+            par_i, tr_i = _case_inputs(m, parallelism, training)
+        except ValueError as exc:
+            name = m.label or f"measurement {i + 1}"
+            entries.append(f"{name}: layout not valid ({str(exc).splitlines()[0]})")
+            continue
+        entries.append(
+            [m.model_dump(mode="json"), par_i.model_dump(mode="json"), tr_i.model_dump(mode="json")]
+        )
+    names = [
+        *(inputs.time_parameters or DEFAULT_TIME_PARAMETERS),
+        *(inputs.memory_parameters or DEFAULT_MEMORY_PARAMETERS),
+    ]
+    base = {
+        n: float(
+            getattr(parallelism if parameter_spec(n).section == "parallelism" else training, n)
+        )
+        for n in names
+    }
+    # keyed on what each measurement is priced with, not on the scenario's own layout: an edit
+    # elsewhere in the scenario does not refit
     key = json.dumps(
         [
             arch.model_dump(mode="json"),
             gpu.model_dump(mode="json"),
-            parallelism.model_dump(mode="json"),
-            training.model_dump(mode="json"),
-            [m.model_dump(mode="json") for m in measurements],
-            (inputs or CalibrationInputs()).model_dump(mode="json"),
+            entries,
+            base,
+            inputs.model_dump(mode="json"),
             params_override,
             compute_dtype,
             include_attention_flops,
@@ -571,12 +594,23 @@ def calibrate(
         sort_keys=True,
         default=str,
     )
-    return _calibrate_cached(key)
+    fit, report, rates = _calibrate_cached(key)
+    applied = report.applied
+    return Calibration(
+        parallelism=_updated(parallelism, _of_section(fit, "parallelism"))
+        if applied
+        else parallelism,
+        training=_updated(training, _of_section(fit, "training")) if applied else training,
+        report=report,
+        rates=rates,
+    )
 
 
 @lru_cache(maxsize=64)
-def _calibrate_cached(key: str) -> Calibration:
-    arch_d, gpu_d, par_d, tr_d, ms_d, inp_d, override, dtype, attn = json.loads(key)
+def _calibrate_cached(
+    key: str,
+) -> tuple[dict[str, float], CalibrationReport, tuple[tuple[int, float], ...]]:
+    arch_d, gpu_d, entries, base, inp_d, override, dtype, attn = json.loads(key)
     pricing = _Pricing(
         Architecture.model_validate(arch_d),
         GPU.model_validate(gpu_d),
@@ -584,13 +618,17 @@ def _calibrate_cached(key: str) -> Calibration:
         str(dtype),
         bool(attn),
     )
-    return _calibrate(
-        pricing,
-        ParallelInputs.model_validate(par_d),
-        TrainingInputs.model_validate(tr_d),
-        [Measurement.model_validate(m) for m in ms_d],
-        CalibrationInputs.model_validate(inp_d),
-    )
+    resolved: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str] = [
+        e
+        if isinstance(e, str)
+        else (
+            Measurement.model_validate(e[0]),
+            ParallelInputs.model_validate(e[1]),
+            TrainingInputs.model_validate(e[2]),
+        )
+        for e in entries
+    ]
+    return _calibrate(pricing, resolved, base, CalibrationInputs.model_validate(inp_d))
 
 
 def all_measurements(
@@ -666,16 +704,22 @@ def _residuals(pricing: _Pricing, data: list[_Datum]) -> Callable[[dict[str, flo
 
 def _calibrate(
     pricing: _Pricing,
-    parallelism: ParallelInputs,
-    training: TrainingInputs,
-    given: list[Measurement],
+    entries: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str],
+    base: dict[str, float],
     inputs: CalibrationInputs,
-) -> Calibration:
-    measurements = all_measurements(parallelism, given)
+) -> tuple[dict[str, float], CalibrationReport, tuple[tuple[int, float], ...]]:
+    """The fit on resolved measurements: fitted values, the report, (GPUs, tokens/s) pairs."""
     cases: list[_Case] = []
     skipped: list[str] = []
-    for i, m in enumerate(measurements):
-        case = pricing.case(i, m, parallelism, training)
+    described: list[str] = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, str):
+            skipped.append(entry)
+            described.append(entry)
+            continue
+        m, par_i, tr_i = entry
+        described.append(describe(m))
+        case = pricing.case(i, m, par_i, tr_i)
         if isinstance(case, str):
             skipped.append(case)
             continue
@@ -690,10 +734,6 @@ def _calibrate(
     memory_specs = [
         parameter_spec(n) for n in inputs.memory_parameters or DEFAULT_MEMORY_PARAMETERS
     ]
-    base = {
-        s.name: float(getattr(parallelism if s.section == "parallelism" else training, s.name))
-        for s in [*time_specs, *memory_specs]
-    }
     fit: dict[str, float] = {}
     fitted: list[FittedParameter] = []
     quantities: tuple[tuple[Literal["time", "memory"], list[ParameterSpec], list[_Datum]], ...]
@@ -712,7 +752,7 @@ def _calibrate(
     report = CalibrationReport(
         enabled=inputs.enabled,
         applied=applied,
-        measurements=[describe(m) for m in measurements],
+        measurements=described,
         used=sorted({c.index for c in cases}),
         skipped=skipped,
         parameters=fitted,
@@ -725,12 +765,8 @@ def _calibrate(
             if (check := _measured_check(pricing, d.case, after)) is not None
         ],
     )
-    return Calibration(
-        parallelism=_updated(parallelism, _of_section(fit, "parallelism")),
-        training=_updated(training, _of_section(fit, "training")),
-        report=report,
-        rates=tuple((d.case.num_gpus, d.measured * d.case.num_gpus) for d in time_data),
-    )
+    rates = tuple((d.case.num_gpus, d.measured * d.case.num_gpus) for d in time_data)
+    return fit, report, rates
 
 
 def _rms(errors: list[float]) -> float | None:
@@ -781,8 +817,10 @@ def _fit_quantity(
 
     # several starts: a hidden collective (exposed = max(0, comm − overlap)) gives a flat
     # direction at the default that a start inside the exposed region does not have
-    starts = [u_base[chosen], *(np.full(len(chosen), x) for x in (0.2, 0.5, 0.8))]
-    fits = [_levenberg_marquardt(fun, start) for start in starts]
+    # (started only when the first fit is stuck on such a flat direction)
+    fits = [_levenberg_marquardt(fun, u_base[chosen])]
+    if any(float(np.max(np.abs(fits[0][1][:, j]))) <= 1e-6 for j in range(len(chosen))):
+        fits += [_levenberg_marquardt(fun, np.full(len(chosen), x)) for x in (0.2, 0.5, 0.8)]
     u, jac, r = min(fits, key=lambda f: float(f[2] @ f[2]))
     # a parameter the data do not move at the solution is not determined: back to default
     moved = [j for j in range(len(chosen)) if float(np.max(np.abs(jac[:, j]))) > 1e-6]
