@@ -304,6 +304,8 @@ class CalibrationReport(BaseModel):
                 continue
             where = "below" if check.below else "above"
             causes = f"; likely: {'; '.join(check.causes)}" if check.causes else ""
+            if check.above:
+                causes = ": faster than the published runs (optimistic efficiencies?)"
             out.append(
                 Figure(
                     key="rate_check",
