@@ -9,10 +9,12 @@ custom model or GPU. Persistence (files, library, migrations) lives in ``store``
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.composition.calibration import CalibrationInputs, Measurement
+from llm_planner.core.composition.whatif.inputs import WhatIfInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, get_gpu
 from llm_planner.core.primitives.presets import get_preset
@@ -67,6 +69,12 @@ class Scenario(BaseModel):
     inference: InferenceInputs = InferenceInputs()
     training: TrainingInputs = TrainingInputs()
     parallelism: ParallelInputs = ParallelInputs()
+    price_overrides: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="USD per GPU-hour by GPU id, overriding resources/prices.json for this "
+        "scenario (the hardware ranking reads it)",
+    )
+    whatif: WhatIfInputs = WhatIfInputs()
     measurements: list[Measurement] = Field(
         default_factory=list, description="measured runs that calibrate the model"
     )

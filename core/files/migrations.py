@@ -21,7 +21,8 @@ Version history:
 - **v2** (this round): new inputs, each with a default that keeps a v1 file's numbers:
   ``compute.throughput_mode`` may be ``"modeled"`` (the default for new scenarios: the
   parallel layout's step time; a v1 file keeps the source it names), ``training.stack``
-  (the framework, default ``"megatron"``). No v1 value changes meaning; the version
+  (the framework, default ``"megatron"``), ``whatif`` (the what-if parts, none planned),
+  ``price_overrides`` (none). No v1 value changes meaning; the version
   moves so that an older app refuses a v2 file as "newer" instead of naming a field.
 """
 
