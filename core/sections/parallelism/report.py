@@ -22,6 +22,7 @@ from llm_planner.core.sections.parallelism.step_time import (
 from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
 from llm_planner.core.sections.training import (
     TrainingInputs,
+    TrainingReport,
 )
 
 
@@ -205,12 +206,15 @@ def parallelism_report(
     compute_dtype: str = "bf16",
     gpus_per_instance: int | None = None,
     include_attention_flops: bool = False,
+    training_report: TrainingReport | None = None,
 ) -> ParallelismReport:
     """Price the scenario's layout; per-GPU memory from the training estimator.
 
     ``gpus_per_instance`` (the fewest GPUs one model instance fits on) is the search's
     answer, passed in by the composition layer (:mod:`llm_planner.core.composition.estimate`),
-    which sits above both this section and the search."""
+    which sits above both this section and the search. ``training_report``: the training
+    estimator's report for this same layout when the caller already has it (``estimate``'s
+    training section), so one computation gives both sections' peak."""
     lay = resolve_layout(
         inputs,
         num_gpus,
@@ -234,7 +238,11 @@ def parallelism_report(
         k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
     }
     problems = list(lay.problems)
-    exact = training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+    exact = (
+        training_report
+        if training_report is not None
+        else training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+    )
     peak = float(exact.peak_bytes)
     fits = peak <= gpu.memory_bytes
     g = inputs.gpus_per_node
