@@ -303,10 +303,18 @@ def _work(arch_id: str = "llama-3.1-8b", batch: int = 8) -> par.Workload:
 
 
 def _gemm_only(inputs: par.ParallelInputs | None = None) -> par.Cluster:
-    """H100 cluster with infinite HBM bandwidth: the memory-bound term's limit is zero, so
-    these tests check the GEMM/communication arithmetic alone."""
+    """H100 cluster with infinite HBM bandwidth, no GEMM shape model (sms = 0: every kernel
+    at the kernel efficiency), no latency and no host overhead: these tests check the
+    GEMM/bandwidth arithmetic alone (the other terms have tests of their own)."""
     return replace(
-        par.cluster_of(H100, inputs or par.ParallelInputs()), memory_bytes_per_s=math.inf
+        par.cluster_of(H100, inputs or par.ParallelInputs()),
+        memory_bytes_per_s=math.inf,
+        sms=0,
+        host_seconds_per_layer=0.0,
+        base_latency=0.0,
+        intra_step_latency=0.0,
+        inter_step_latency=0.0,
+        inter_p2p_latency=0.0,
     )
 
 
@@ -340,16 +348,19 @@ def test_memory_bound_term_by_hand() -> None:
     norm input (residual add) h, its output h, Q after rotary a·d = h, MLP norm input h, its
     output h, SwiGLU output f: (5·4096 + 14336)·2 = 69,632 B; × (2 forward + 3 backward)
     passes (Ivanov et al. 2021) = 348,160 B. Optimizer step: grads 2 + master/m/v read and
-    written 2·12 + bf16 weights 2 = 28 B per parameter. HBM 3.35e12 B/s × 0.80.
+    written 2·12 + bf16 weights 2 = 28 B per parameter. HBM 3.35e12 B/s × 0.80. The loss:
+    Megatron's fused cross-entropy moves 14 B per logit (StackProfile.loss_bytes_per_logit)
+    over s·b·V = 4096·2·128,256 logits; its gradient accumulation fusion adds no pass.
     """
     work = _work(batch=8)
     per_token_layer = (5 * 4096 + 14336) * 2 * (2 + 3)
     assert per_token_layer == 348_160
     bw = 3.35e12 * 0.80
     t_mem = per_token_layer * 32 * 4096 * 2 / bw  # one micro-batch of 2 sequences
+    t_mem += 14 * 4096 * 2 * 128_256 / bw
     t_opt = work.params_total * 28 / bw
     t_gemm = 4096 * 2 * work.model_flops_per_token / (989.4e12 * 0.70)
-    cluster = par.cluster_of(H100, par.ParallelInputs())
+    cluster = replace(_gemm_only(), memory_bytes_per_s=bw)
     out = par.evaluate_layouts(work, cluster, _layout(micro_batch=2))
     assert float(out["step_seconds"][0]) == pytest.approx(4 * (t_gemm + t_mem) + t_opt)
     assert float(out["time_memory_bound"][0]) == pytest.approx(4 * t_mem + t_opt)
@@ -406,26 +417,38 @@ def test_model_flops_per_token_palm() -> None:
 
 
 def test_pipeline_bubble_in_step_time() -> None:
-    """pp = 4, m = 8 on one node, no TP: step = (m + p − 1)·(t_c + p2p) exactly."""
+    """pp = 4, m = 8 on one node, no TP: step = (m + p − 1)·(t_c + p2p) exactly, t_c the
+    last stage's: a quarter of the layers plus the whole output head (6·V·h per token),
+    Megatron's equal split."""
     work = _work(batch=8)
     inputs = par.ParallelInputs(gpus_per_node=8)
     cluster = _gemm_only(inputs)
     out = par.evaluate_layouts(work, cluster, _layout(pp=4))
-    t_c = 4096 * work.model_flops_per_token / 4 / (989.4e12 * 0.70)
+    head = 6 * 128_256 * 4096
+    assert work.head_flops_per_token == head
+    per_token = (work.model_flops_per_token - head) / 4 + head
+    t_c = 4096 * per_token / (989.4e12 * 0.70)
     p2p = 2 * 4096 * 4096 * 2 / (450e9 * 0.80)  # s·h bf16, forward + backward, NVLink
     assert float(out["step_seconds"][0]) == pytest.approx((8 + 3) * (t_c + p2p))
     assert float(out["bubble_fraction"][0]) == pytest.approx(3 / 8)
 
 
 def test_dp_overlap_model() -> None:
-    """Exposed DP time = max(0, t_dp − overlap · backward of the last micro-batch)."""
+    """Exposed DP time = max(last bucket, t_dp − overlap · backward of the last micro-batch).
+
+    Megatron's bucket: max(40e6, 1e6 · dp) = 64e6 parameters × 2 B = 128 MB; the last one's
+    ring all-reduce, 2·63/64 of it at the 64-GPU ring's 8 × (400e9 · 0.8) / 8 B/s per rank,
+    is exposed even when the rest hides behind the backward."""
     work = _work(batch=64)
     inputs = par.ParallelInputs(gpus_per_node=8)
     cluster = _gemm_only(inputs)
     out = par.evaluate_layouts(work, cluster, _layout(dp=64, shard=64))
     t_dp = float(out["time_data_parallel_total"][0])
     t_c = 4096 * work.model_flops_per_token / (989.4e12 * 0.70)
-    assert float(out["time_data_parallel"][0]) == pytest.approx(max(0.0, t_dp - 0.9 * 2 / 3 * t_c))
+    last = 128e6 * 2 * 63 / 64 / (400e9 * 0.8)
+    expected = max(last, t_dp - 0.9 * 2 / 3 * t_c)
+    assert expected == pytest.approx(last)
+    assert float(out["time_data_parallel"][0]) == pytest.approx(expected)
     # no overlap at all: everything exposed
     blocking = _gemm_only(par.ParallelInputs(dp_overlap=0.0))
     out0 = par.evaluate_layouts(work, blocking, _layout(dp=64, shard=64))

@@ -60,7 +60,7 @@ from llm_planner.core.quantities.optimizers import (
     get_optimizer,
     get_precision,
 )
-from llm_planner.core.quantities.stacks import Stack
+from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
 
@@ -127,6 +127,16 @@ class TrainingInputs(BaseModel):
         description="allocator fragmentation allowance as a fraction of allocated bytes "
         "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stack_defaults(cls, data: object) -> object:
+        """The stack's activation profile when none is given (editable under the stack)."""
+        if isinstance(data, dict) and "implementation" not in data and data.get("stack"):
+            stack = data["stack"]
+            if isinstance(stack, str) and stack in STACKS:
+                return {**data, "implementation": STACKS[stack].implementation}
+        return data
 
     @field_validator("precision", "optimizer", "implementation")
     @classmethod
@@ -439,7 +449,8 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
         )
     else:
         weights = (base + trainable) * w_bytes
-    gradients = trainable * recipe.gradients_bytes
+    # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
+    gradients = trainable * (recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param)
     moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
     optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
     return StateBytes(weights, gradients, optimizer)

@@ -234,6 +234,7 @@ _PARALLEL_FIELDS = {
     "schedule": "schedule",
     "interleave_chunks": "interleave_chunks",
     "ep": "expert_parallel",
+    "ep_overlap": "ep_overlap",
 }
 """runs.json layout key → ParallelInputs field."""
 
@@ -242,6 +243,7 @@ def _layout_args(run: dict[str, Any], with_layout: bool) -> tuple[dict[str, Any]
     """(TrainingInputs, ParallelInputs) keyword arguments from the run's layout."""
     layout = run.get("layout") or {}
     keys = ("seq_len", "micro_batch", "recompute") if with_layout else ("seq_len", "recompute")
+    keys = (*keys, "stack")
     training = {key: layout[key] for key in keys if key in layout}
     if not (with_layout and layout):
         return training, {}
