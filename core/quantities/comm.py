@@ -241,11 +241,11 @@ NETWORK_STEP_LATENCY_SECONDS = 14e-6
 few bytes across 2+ InfiniBand nodes measures a few tens of µs, consistent with it."""
 
 
-
 def collective_latency_seconds(
     kind: str,
     ranks: npt.ArrayLike,
     nodes: npt.ArrayLike,
+    *,
     intra_step: float = NVLINK_STEP_LATENCY_SECONDS,
     inter_step: float = NETWORK_STEP_LATENCY_SECONDS,
     base: float = NCCL_BASE_LATENCY_SECONDS,
@@ -349,6 +349,7 @@ def gemm_efficiency(
     m: npt.ArrayLike,
     n: npt.ArrayLike,
     k: npt.ArrayLike,
+    *,
     sms: int,
     large_efficiency: float,
     peak_flops: float,

@@ -450,7 +450,9 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
     else:
         weights = (base + trainable) * w_bytes
     # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
-    gradients = trainable * (recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param)
+    gradients = trainable * (
+        recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param
+    )
     moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
     optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
     return StateBytes(weights, gradients, optimizer)
@@ -513,6 +515,13 @@ class TrainingReport(BaseModel):
     ledger: list[LedgerEntry] = Field(description="one layer's saved tensors, bytes per GPU")
     outside_ledger: list[LedgerEntry] = Field(description="saved tensors outside the layers")
     # context
+    stack: str = Field(default="megatron", description="training stack id (quantities.stacks)")
+    stack_name: str = Field(default="", description="the stack's name")
+    peak_memory_figure: str = Field(
+        default="",
+        description="what the peak estimates: reserved memory (allocated + fragmentation "
+        "allowance + CUDA context); the stack's logs report allocated, reserved or both",
+    )
     precision: str
     optimizer: str
     implementation: str
@@ -1144,6 +1153,10 @@ def estimate_training(
         hardware_flops_factor=hardware_flops_factor(arch, inputs),
         ledger=la.ledger,
         outside_ledger=outside,
+        stack=inputs.stack,
+        stack_name=get_stack(inputs.stack).name,
+        peak_memory_figure="reserved (allocated + fragmentation allowance + CUDA context); "
+        f"{get_stack(inputs.stack).name} logs {get_stack(inputs.stack).memory_figure}",
         precision=inputs.precision,
         optimizer=inputs.optimizer,
         implementation=inputs.implementation,

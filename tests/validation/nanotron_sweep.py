@@ -123,7 +123,12 @@ class SweepRow:
         )
 
 
-SWEEP_NETWORK: dict[str, Any] = {"inter_node_efficiency": 0.3, "inter_node_step_latency_seconds": 5e-05, "inter_node_p2p_latency_seconds": 0.001, "kernel_efficiency": 0.5}
+SWEEP_NETWORK: dict[str, Any] = {
+    "inter_node_efficiency": 0.3,
+    "inter_node_step_latency_seconds": 5e-05,
+    "inter_node_p2p_latency_seconds": 0.001,
+    "kernel_efficiency": 0.5,
+}
 """The sweep cluster's network, which the sweep does not publish, as fitted by :func:`fit`."""
 
 

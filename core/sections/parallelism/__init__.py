@@ -21,6 +21,7 @@ Every tunable constant lives in :mod:`llm_planner.core.quantities.comm` (named, 
 editable) and is also a field of :class:`ParallelInputs`, so a scenario can override it.
 """
 
+from llm_planner.core.quantities.flops import model_flops_per_token
 from llm_planner.core.sections.parallelism.layout import (
     FSDP_TO_ZERO,
     LAYOUT_FIELDS,
@@ -58,7 +59,6 @@ from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
     cluster_of,
-    model_flops_per_token,
     workload_of,
 )
 

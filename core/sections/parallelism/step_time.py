@@ -75,12 +75,10 @@ def evaluate_layouts(
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = lay.as_float("dp")
-    ep = lay.as_float("ep")
     b = lay.as_float("micro_batch")
     v = lay.as_float("v")
     tp_pp = tp * pp
     gpus = tp_pp * dp
-    g = float(cluster.gpus_per_node)
     # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
     dp_work = np.minimum(dp, np.maximum(1.0, np.floor(work.global_batch / b)))
     m = work.global_batch / (dp_work * b)
@@ -91,7 +89,9 @@ def evaluate_layouts(
     chunk_layers = np.ceil(work.layers / (pp * v))
     fullest_layers, fullest_head = _fullest_stage(work, pp, v)
     stage_tokens = tokens_mb * fullest_layers / (work.layers * tp)  # s·b·(layers share) ÷ t
-    t_c, t_mem = _compute_seconds(work, cluster, lay, stage_tokens, tokens_mb, fullest_head)
+    t_c, t_mem = _compute_seconds(
+        work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head
+    )
     t_opt = _optimizer_step_seconds(work, lay, cluster, tp_pp)
 
     links = cluster.links
@@ -102,19 +102,7 @@ def evaluate_layouts(
     )
     tp_lat_mb = _tensor_parallel_latency(cluster, lay, chunk_layers * v, full)
     t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
-    pp_bytes_mb = comm.pipeline_p2p_bytes_per_microbatch(pp, tp, tokens_mb, work.hidden, v)
-    pp_inside = tp * dp * pp <= g
-    pp_bw = np.where(pp_inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
-    p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
-    t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
-    if work.moe_layers > 0:
-        ep_bytes_mb = (work.moe_layers / pp) * comm.moe_all_to_all_bytes_per_layer(
-            ep, tp, tokens_mb, work.hidden, work.top_k
-        )
-        t_ep = ep_bytes_mb / links.group_bandwidth(tp, ep, False) * (1.0 - cluster.ep_overlap)
-    else:
-        ep_bytes_mb = np.zeros_like(tp)
-        t_ep = np.zeros_like(tp)
+    pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
     dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work)
     window_share = np.select(
@@ -166,6 +154,34 @@ def evaluate_layouts(
     return out
 
 
+def _pipeline_and_experts(
+    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all."""
+    tp = lay.as_float("tp")
+    pp = lay.as_float("pp")
+    dp = lay.as_float("dp")
+    ep = lay.as_float("ep")
+    v = lay.as_float("v")
+    links = cluster.links
+    g = float(cluster.gpus_per_node)
+    pp_bytes_mb = comm.pipeline_p2p_bytes_per_microbatch(pp, tp, tokens_mb, work.hidden, v)
+    pp_inside = tp * dp * pp <= g
+    pp_bw = np.where(pp_inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
+    t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
+    if work.moe_layers > 0:
+        ep_bytes_mb = (work.moe_layers / pp) * comm.moe_all_to_all_bytes_per_layer(
+            ep, tp, tokens_mb, work.hidden, work.top_k
+        )
+        t_ep = ep_bytes_mb / links.group_bandwidth(tp, ep, False) * (1.0 - cluster.ep_overlap)
+    else:
+        ep_bytes_mb = np.zeros_like(tp)
+        t_ep = np.zeros_like(tp)
+
+    return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+
+
 def _fullest_stage(work: Workload, pp: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
     """(layers, 1 if it holds the output head) of the pipeline stage that sets the pace.
 
@@ -211,8 +227,12 @@ def _tensor_parallel_latency(
     nodes = comm.nodes_spanned(1.0, tp, cluster.gpus_per_node)
     intra, inter = cluster.intra_step_latency, cluster.inter_step_latency
     base = cluster.base_latency
-    all_reduce = comm.collective_latency_seconds("all_reduce", tp, nodes, intra, inter, base)
-    gather = comm.collective_latency_seconds("all_gather", tp, nodes, intra, inter, base)
+    all_reduce = comm.collective_latency_seconds(
+        "all_reduce", tp, nodes, intra_step=intra, inter_step=inter, base=base
+    )
+    gather = comm.collective_latency_seconds(
+        "all_gather", tp, nodes, intra_step=intra, inter_step=inter, base=base
+    )
     passes = np.where(full_recompute, 3.0, 2.0)
     per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
     return np.asarray(layers * per_layer)
@@ -224,23 +244,24 @@ def _compute_seconds(
     lay: Layouts,
     stage_tokens: FloatArray,
     tokens_mb: FloatArray,
+    *,
     head_on_stage: FloatArray,
 ) -> tuple[FloatArray, FloatArray]:
     """(t_c, t_mem) of one micro-batch on the fullest stage, and the memory-bound part.
 
     ``stage_tokens`` = s·b · (the stage's layers ÷ L) ÷ t; ``head_on_stage`` 1 where the
-    fullest stage holds the output head and the loss (:func:`_fullest_stage`). Layer GEMMs at their shape's efficiency,
-    attention at the fused kernel's, the head GEMM at its own; memory-bound kernels on the
-    same CUDA stream (not overlapped): the layers' element-wise kernels, the loss over the
-    logits (the stack's bytes per logit, ÷ tp: vocab-parallel), and the gradient
-    accumulation of every micro-batch (the stack's bytes per parameter)."""
+    fullest stage holds the output head and the loss (:func:`_fullest_stage`). Layer GEMMs
+    at their shape's efficiency, attention at the fused kernel's, the head GEMM at its own;
+    memory-bound kernels on the same CUDA stream (not overlapped): the layers' element-wise
+    kernels, the loss over the logits (the stack's bytes per logit, ÷ tp: vocab-parallel),
+    and the gradient accumulation of every micro-batch (the stack's bytes per parameter)."""
     hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     attention = min(work.attention_flops_per_token, work.model_flops_per_token)
     head = work.head_flops_per_token
     layer_gemm = max(work.model_flops_per_token - attention - head, 0.0)
-    inverse, inverse_head = _gemm_inverse_efficiency(work, cluster, lay, tokens_mb)
+    inverse, inverse_head = _gemm_inverse_efficiency(work, cluster, lay)
     attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
         work.stack.flash_attention_generation
     ].get(cluster.generation, cluster.kernel_efficiency)
@@ -262,7 +283,7 @@ def _compute_seconds(
 
 
 def _gemm_inverse_efficiency(
-    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+    work: Workload, cluster: Cluster, lay: Layouts
 ) -> tuple[FloatArray, FloatArray]:
     """FLOP-weighted mean of 1 / efficiency over the layers' weight GEMMs, and 1 / the
     output head's efficiency (N = V ÷ tp, K = h), per layout.
@@ -277,30 +298,53 @@ def _gemm_inverse_efficiency(
     if not work.gemms or cluster.sms <= 0:
         flat = np.full_like(tp, 1.0 / cluster.kernel_efficiency)
         return flat, flat
-    keys = np.stack([tokens_mb, tp, lay.as_float("ep")])
-    pairs, index = np.unique(keys, axis=1, return_inverse=True)
-    tok, t, e = pairs[0], pairs[1], pairs[2]
+    (b_values, b_code), (t_values, t_code), (e_values, e_code) = (
+        _distinct(lay.micro_batch),
+        _distinct(lay.tp),
+        _distinct(lay.ep),
+    )
+    grid_b, grid_t, grid_e = np.meshgrid(b_values, t_values, e_values, indexing="ij")
+    tok = grid_b.reshape(-1).astype(np.float64) * work.seq_len
+    t = grid_t.reshape(-1).astype(np.float64)
+    e = grid_e.reshape(-1).astype(np.float64)
     inverse = np.zeros_like(tok)
-    ke, peak, sms, ramp = cluster.kernel_efficiency, cluster.peak_flops, cluster.sms, cluster.gemm_ramp_seconds
+
+    def eff(m_: npt.ArrayLike, n_: npt.ArrayLike, k_: npt.ArrayLike) -> FloatArray:
+        return comm.gemm_efficiency(
+            m_,
+            n_,
+            k_,
+            sms=cluster.sms,
+            large_efficiency=cluster.kernel_efficiency,
+            peak_flops=cluster.peak_flops,
+            ramp_seconds=cluster.gemm_ramp_seconds,
+        )
+
     for n_dim, k_dim, share, n_tp, k_tp, expert in work.gemms:
         rows = tok * work.moe_tokens_share * e if expert else tok
         n_ = n_dim / t if n_tp else np.full_like(t, n_dim)
         k_ = k_dim / t if k_tp else np.full_like(t, k_dim)
         passes = (
-            comm.gemm_efficiency(rows, n_, k_, sms, ke, peak, ramp),
-            comm.gemm_efficiency(rows, k_, n_, sms, ke, peak, ramp),
-            comm.gemm_efficiency(k_, n_, rows, sms, ke, peak, ramp),
+            eff(rows, n_, k_),
+            eff(rows, k_, n_),
+            eff(k_, n_, rows),
         )
         inverse = inverse + share * sum(1.0 / e for e in passes) / 3.0
     h, v = float(work.hidden), float(work.vocab or 1)
     head_n = v / t
-    head = (
-        1.0 / comm.gemm_efficiency(tok, head_n, h, sms, ke, peak, ramp)
-        + 1.0 / comm.gemm_efficiency(tok, h, head_n, sms, ke, peak, ramp)
-        + 1.0 / comm.gemm_efficiency(h, head_n, tok, sms, ke, peak, ramp)
-    ) / 3.0
-    flat_index = np.asarray(index).reshape(-1)
+    head = (1.0 / eff(tok, head_n, h) + 1.0 / eff(tok, h, head_n) + 1.0 / eff(h, head_n, tok)) / 3.0
+    shape = (len(b_values), len(t_values), len(e_values))
+    flat_index = np.ravel_multi_index((b_code, t_code, e_code), shape)
     return np.asarray(inverse[flat_index]), np.asarray(head[flat_index])
+
+
+def _distinct(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(distinct values, each entry's index among them) of small positive integers, in
+    O(n) with a bincount (np.unique sorts: too slow for the search's millions)."""
+    present = np.flatnonzero(np.bincount(values))
+    lookup = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+    lookup[present] = np.arange(len(present))
+    return present.astype(np.int64), lookup[values]
 
 
 def _elementwise_seconds(
@@ -384,8 +428,12 @@ def _data_parallel(
     nodes = comm.nodes_spanned(tp, shard, g)
     intra, inter = cluster.intra_step_latency, cluster.inter_step_latency
     base = cluster.base_latency
-    lat_ar = comm.collective_latency_seconds("all_reduce", shard, nodes, intra, inter, base)
-    lat_g = comm.collective_latency_seconds("all_gather", shard, nodes, intra, inter, base)
+    lat_ar = comm.collective_latency_seconds(
+        "all_reduce", shard, nodes, intra_step=intra, inter_step=inter, base=base
+    )
+    lat_g = comm.collective_latency_seconds(
+        "all_gather", shard, nodes, intra_step=intra, inter_step=inter, base=base
+    )
     stack = work.stack
     grad_gpu = (params_gpu_dense + params_gpu_expert) * gbytes
     layer_grad = np.maximum(work.layer_params / tp * gbytes, 1.0)

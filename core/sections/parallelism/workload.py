@@ -13,8 +13,11 @@ from llm_planner.core.primitives.architecture import count_parameters as _count_
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.activations import LedgerEntry
-from llm_planner.core.quantities.flops import mfu_flops_per_token, model_flops_per_token
-from llm_planner.core.quantities.flops import attention_forward_flops_per_token
+from llm_planner.core.quantities.flops import (
+    attention_forward_flops_per_token,
+    mfu_flops_per_token,
+    model_flops_per_token,
+)
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
 from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, ParallelInputs
@@ -244,8 +247,9 @@ def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     fused QKV projection (N = q + 2·kv ÷ tp, K = h), the output projection (N = h, K = q ÷ tp),
     the MLP's first linear (gate‖up fused, N = f or 2f ÷ tp, K = h) and second (N = h,
     K = f ÷ tp); routed experts run the same MLP on k/E of the tokens. (The output head,
-    N = V ÷ tp, K = h, is priced apart: it runs on the last stage.) Shares are each GEMM's N·K·count over the sum (every GEMM runs three
-    times, forward, input and weight gradient, so the share holds for the backward too).
+    N = V ÷ tp, K = h, is priced apart: it runs on the last stage.) Shares are each GEMM's
+    N·K·count over the sum (every GEMM runs three times, forward, input and weight
+    gradient, so the share holds for the backward too).
     MLA's low-rank projections are folded into a QKV GEMM of the same total size."""
     h = float(arch.hidden_size)
     out: list[tuple[float, float, float, bool, bool, bool]] = []
