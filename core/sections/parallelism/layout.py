@@ -100,6 +100,11 @@ class ParallelInputs(BaseModel):
         le=1,
         description="share of the MoE all-to-all hidden behind compute (DeepSeek's DualPipe: ~1)",
     )
+    balance_pipeline_head: bool | None = Field(
+        default=None,
+        description="pipeline stages balanced with the output head counted (fewer layers on "
+        "the last stage); None: the stack's split",
+    )
     inter_node_p2p_latency_seconds: float = Field(
         default=comm.NETWORK_STEP_LATENCY_SECONDS,
         ge=0,

@@ -46,7 +46,10 @@ def evaluate_layouts(
       - exposed tensor-parallel time (1 − TP overlap) · (bytes ÷ link + collectives ×
         latency): 4 all-reduces per layer (8 all-gathers/reduce-scatters with sequence
         parallelism), each priced with NCCL's latency model (:func:`.comm.
-        collective_latency_seconds`); a TP group larger than a node uses the network;
+        collective_latency_seconds`); a TP group larger than a node uses the network, at
+        one NIC's share per rank (no hierarchical-ring gain: a layer's activations, tens of
+        MB, travel on few NCCL channels; an assumption, which the nanotron sweep's
+        cross-node TP runs bear out at ~17 GB/s per rank);
       - pipeline point-to-point: bytes ÷ link + 2·v sends × P2P latency (+ a network step
         when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
         share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
@@ -87,7 +90,10 @@ def evaluate_layouts(
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
     chunk_layers = np.ceil(work.layers / (pp * v))
-    fullest_layers, fullest_head = _fullest_stage(work, pp, v)
+    balanced = cluster.balance_pipeline_head
+    if balanced is None:
+        balanced = work.stack.pipeline_balances_head
+    fullest_layers, fullest_head = _fullest_stage(work, pp, v, balanced=balanced)
     stage_tokens = tokens_mb * fullest_layers / (work.layers * tp)  # s·b·(layers share) ÷ t
     t_c, t_mem = _compute_seconds(
         work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head
@@ -101,7 +107,9 @@ def evaluate_layouts(
         tp, tokens_mb, work.hidden, full
     )
     tp_lat_mb = _tensor_parallel_latency(cluster, lay, chunk_layers * v, full)
-    t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
+    t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp, False) + tp_lat_mb) * (
+        1.0 - cluster.tp_overlap
+    )
     pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
     dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work)
@@ -182,18 +190,21 @@ def _pipeline_and_experts(
     return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
 
 
-def _fullest_stage(work: Workload, pp: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _fullest_stage(
+    work: Workload, pp: FloatArray, v: FloatArray, *, balanced: bool
+) -> tuple[FloatArray, FloatArray]:
     """(layers, 1 if it holds the output head) of the pipeline stage that sets the pace.
 
     Equal split (Megatron-LM): ⌈L/(p·v)⌉·v layers per stage, and the last stage also runs
     the output head and the loss; with one stage that is the whole model. Cost-balanced split
-    (nanotron, ``StackProfile.pipeline_balances_head``): blocks (layers, then the head) are
-    cut where the cumulative cost passes k/p of the total (src/nanotron/models/base.py), cost
-    = the block's weight FLOPs; the stage of the largest cost is the fullest. Computed once
+    (nanotron, ``StackProfile.pipeline_balances_head``; Llama 3 removes a layer from the
+    last stage for the same reason, arXiv:2407.21783 section 3.3.2): blocks (layers, then
+    the head) are cut where the cumulative cost passes k/p of the total
+    (src/nanotron/models/base.py), cost = the block's weight FLOPs; the stage of the largest cost is the fullest. Computed once
     per distinct (p, v)."""
     layers = np.ceil(work.layers / (pp * v)) * v
     head = np.ones_like(pp)
-    if not work.stack.pipeline_balances_head or work.head_flops_per_token <= 0:
+    if not balanced or work.head_flops_per_token <= 0:
         return np.asarray(layers), head
     layer_cost = max(work.model_flops_per_token - work.head_flops_per_token, 0.0) / work.layers
     head_cost = work.head_flops_per_token

@@ -313,6 +313,8 @@ class Cluster:
     """Extra latency of a pipeline send between nodes, seconds."""
     ep_overlap: float = 0.0
     """Share of the MoE all-to-all hidden behind compute."""
+    balance_pipeline_head: bool | None = None
+    """Override of the stack's pipeline split (None: the stack's)."""
 
 
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
@@ -348,6 +350,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
         dp_bucket_bytes=inputs.dp_bucket_bytes,
         inter_p2p_latency=inputs.inter_node_p2p_latency_seconds,
         ep_overlap=inputs.ep_overlap,
+        balance_pipeline_head=inputs.balance_pipeline_head,
     )
 
 
