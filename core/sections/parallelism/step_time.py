@@ -200,8 +200,8 @@ def _fullest_stage(
     (nanotron, ``StackProfile.pipeline_balances_head``; Llama 3 removes a layer from the
     last stage for the same reason, arXiv:2407.21783 section 3.3.2): blocks (layers, then
     the head) are cut where the cumulative cost passes k/p of the total
-    (src/nanotron/models/base.py), cost = the block's weight FLOPs; the stage of the largest cost is the fullest. Computed once
-    per distinct (p, v)."""
+    (src/nanotron/models/base.py), cost = the block's weight FLOPs; the stage of the largest
+    cost is the fullest. Computed once per distinct (p, v)."""
     layers = np.ceil(work.layers / (pp * v)) * v
     head = np.ones_like(pp)
     if not balanced or work.head_flops_per_token <= 0:
