@@ -246,7 +246,13 @@ def _intro(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def _summary(fid: ModuleType, arith: list[Any], pred: list[Any]) -> list[str]:
-    out = ["## Summary", ""]
+    out = [
+        "## Summary",
+        "",
+        "Before issue 14 the prediction over these runs had a median absolute error of 14.3%, "
+        "worst 85.6%, optimistic on 29 of 35 runs.",
+        "",
+    ]
     summary = fid.summarise(pred)
     if summary is not None:
         out.append(
@@ -487,6 +493,11 @@ def _nanotron() -> list[str]:
         shown = f"{value:.2f}" if "spearman" in key else f"{100 * value:.1f}%"
         out.append(f"| {label} | {shown} | {target} |")
     out += [
+        "",
+        "Before issue 14 (one kernel efficiency, no latency, no host time, no stack "
+        "profiles) the same rows priced at a median |error| of 290% (all 1,112 optimistic, "
+        "median Spearman 0.55, worst predicted-best layout 85% below the best measured) and "
+        "peak memory 27% low (median), with 46% of the crashed runs predicted not to fit.",
         "",
         f"The step-time model is optimistic on {summary.optimistic} of the "
         f"{summary.runs_ok} runs that ran (median signed error "

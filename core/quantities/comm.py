@@ -283,6 +283,7 @@ def nodes_spanned(stride: npt.ArrayLike, size: npt.ArrayLike, gpus_per_node: int
 # --------------------------------------------------------------------- kernels
 
 GEMM_TILE_M = 128
+"""Rows of a GEMM output tile (see GEMM_TILE_N)."""
 GEMM_TILE_N = 256
 """Output tile of a large bf16 cuBLAS/CUTLASS GEMM on Hopper and Ampere (CUTLASS's default
 128×256 tensor-core tile for bf16 GEMMs; one thread block per tile, one wave = one block
@@ -305,6 +306,7 @@ whitepaper), A100 108 (A100 whitepaper), V100 80 (Volta whitepaper), B200 148, L
 MI300X 304 CUs. Unknown GPUs: 108 (DEFAULT_SMS)."""
 
 DEFAULT_SMS = 108
+"""SMs assumed for a GPU not in STREAMING_MULTIPROCESSORS (an A100's)."""
 
 GEMM_RAMP_SECONDS = 4e-6
 """Fixed time of one GEMM kernel beyond its FLOPs at full rate (launch latency on the GPU,
