@@ -128,15 +128,13 @@ class TrainingInputs(BaseModel):
         "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _stack_defaults(cls, data: object) -> object:
-        """The stack's activation profile when none is given (editable under the stack)."""
-        if isinstance(data, dict) and "implementation" not in data and data.get("stack"):
-            stack = data["stack"]
-            if isinstance(stack, str) and stack in STACKS:
-                return {**data, "implementation": STACKS[stack].implementation}
-        return data
+    @model_validator(mode="after")
+    def _stack_defaults(self) -> Self:
+        """The stack's activation profile when none is given (editable under the stack).
+        Set after validation so JSON input keeps its strict-mode types."""
+        if "implementation" not in self.model_fields_set and self.stack in STACKS:
+            object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
+        return self
 
     @field_validator("precision", "optimizer", "implementation")
     @classmethod
