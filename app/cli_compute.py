@@ -1,12 +1,15 @@
-"""Command-line options of the compute-budget tab beyond the basic ones in ``cli``:
-deadline and budgets (the inverse questions), the throughput dtype, attention FLOPs, and
-the failure model. Each writes one field of ``scenario.compute``.
+"""Command-line options of the compute-budget tab beyond the basic ones in
+:mod:`llm_planner.cli_scenario`: deadline and budgets (the inverse questions), the
+throughput dtype, attention FLOPs, and the failure model. Each writes one field of
+``scenario.compute``.
 """
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
+
+from llm_planner.cli_common import COUNT, DURATION, USD, set_path
 
 OPTION_OF_FIELD = {
     "compute.deadline_seconds": "--deadline",
@@ -22,7 +25,6 @@ OPTION_OF_FIELD = {
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The compute-budget option group of ``report``."""
-    from llm_planner.cli import COUNT, DURATION, USD
 
     group = parser.add_argument_group("schedule, budget and failures")
     group.add_argument(
@@ -78,8 +80,6 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     """Write the given options into the scenario dict (validated afterwards as a whole)."""
-    from llm_planner.cli import _set
-
     values = {
         "compute.deadline_seconds": getattr(args, "deadline", None),
         "compute.budget_usd": getattr(args, "budget_usd", None),
@@ -92,14 +92,4 @@ def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     }
     for path, value in values.items():
         if value is not None:
-            _set(data, path, value)
-
-
-def register() -> None:
-    """Append this group to the CLI's hook lists (called once at the bottom of cli.py)."""
-    from llm_planner import cli
-
-    if add_options not in cli._EXTRA_OPTION_ADDERS:
-        cli._EXTRA_OPTION_ADDERS.append(add_options)
-        cli._EXTRA_OPTION_APPLIERS.append(apply_options)
-        cli._OPTION_OF_FIELD.update(OPTION_OF_FIELD)
+            set_path(data, path, value)

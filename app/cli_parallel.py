@@ -1,4 +1,4 @@
-"""Command-line face of the parallelism tab (issue 5): ``report`` options and ``search``.
+"""Command-line options of the parallelism tab, for ``report`` and ``search``.
 
 ``report`` gains ``--zero 0|1|2|3``, ``--fsdp NAME``, ``--tp N``, ``--pp N``, ``--dp N``,
 ``--ep N``, ``--sequence-parallel``, ``--global-batch N``, ``--gpus-per-node N``,
@@ -6,18 +6,14 @@
 ``--kernel-efficiency F`` and ``--measured GPUS:TOKENS_PER_S`` (repeatable). Each writes
 one field of ``scenario.parallelism``.
 
-``llm-planner search [FILE] [options] [--top N] [--json|--csv]`` prints the ranked layouts
-that fit (JSON: a list of objects with the layout, ``peak_bytes``, ``step_seconds``,
-``tokens_per_s``, ``mfu``, ``bottleneck``).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import sys
 from typing import Any
 
+from llm_planner.cli_common import FRACTION, INT
 from llm_planner.core.primitives import units
 
 OPTION_OF_FIELD = {
@@ -99,7 +95,6 @@ def _fsdp(text: str) -> str:
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The parallelism option group (report and search)."""
-    from llm_planner.cli import FRACTION, INT
 
     group = parser.add_argument_group("parallelism")
     group.add_argument("--zero", type=_zero, metavar="0|1|2|3", help="ZeRO stage")
@@ -174,118 +169,3 @@ def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 # ------------------------------------------------------------------ search command
-
-SEARCH_COLUMNS = (
-    "rank",
-    "dp",
-    "tp",
-    "pp",
-    "ep",
-    "zero_stage",
-    "micro_batch",
-    "recompute",
-    "sequence_parallel",
-    "schedule",
-    "interleave_chunks",
-    "gradient_accumulation_steps",
-    "peak_bytes",
-    "step_seconds",
-    "tokens_per_s",
-    "mfu",
-    "hfu",
-    "bubble_fraction",
-    "comm_bytes_per_step",
-    "bottleneck",
-)
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    from llm_planner.cli import _print_json, build_scenario
-    from llm_planner.core.composition.search import SearchOptions, search_scenario
-
-    scenario = build_scenario(args)
-    options = SearchOptions(max_tp=args.max_tp) if args.max_tp else SearchOptions()
-    result = search_scenario(scenario, options=options, top=args.top)
-    rows = [row.model_dump(mode="json") for row in result.rows]
-    if args.json:
-        _print_json(rows)
-        return 0
-    if args.csv:
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(SEARCH_COLUMNS), extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-        return 0
-    sys.stdout.write(format_search_text(scenario, result))
-    return 0
-
-
-def format_search_text(scenario: Any, result: Any) -> str:
-    """The ranked layouts as an aligned table, one line per layout."""
-    head = (
-        f"{scenario.model.architecture.name} on {scenario.num_gpus} × {scenario.gpu.name}, "
-        f"global batch {scenario.parallelism.global_batch} × {scenario.training.seq_len} tokens: "
-        f"{result.candidates:,} layouts tried, {result.fitting:,} fit "
-        f"({result.seconds * 1000:.0f} ms)"
-    )
-    lines = [head, ""]
-    if not result.rows:
-        lines.append("No layout fits: more GPUs, a smaller micro-batch or more sharding needed.")
-        return "\n".join(lines) + "\n"
-    header = (
-        f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3} {'ep':>3} {'ZeRO':>4} {'b':>3} "
-        f"{'recompute':<9} {'SP':<3} {'sched':<11} {'peak/GPU':>9} {'step':>8} "
-        f"{'tokens/s':>9} {'MFU':>6}  bottleneck"
-    )
-    lines.append(header)
-    for r in result.rows:
-        sched = f"interl:{r.interleave_chunks}" if r.interleave_chunks > 1 else r.schedule
-        lines.append(
-            f"{r.rank:>3} {r.dp:>5} {r.tp:>3} {r.pp:>3} {r.ep:>3} {r.zero_stage:>4} "
-            f"{r.micro_batch:>3} {r.recompute:<9} {'yes' if r.sequence_parallel else 'no':<3} "
-            f"{sched:<11} {units.format_gb(r.peak_bytes):>9} "
-            f"{units.format_duration(r.step_seconds):>8} "
-            f"{units.format_count(r.tokens_per_s):>9} {100 * r.mfu:5.1f}%  {r.bottleneck}"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def register_commands(commands: Any) -> None:
-    """Add the ``search`` subcommand (called by build_parser via _EXTRA_COMMANDS)."""
-    from llm_planner import cli
-
-    parser = commands.add_parser(
-        "search",
-        help="rank the parallel layouts that fit",
-        description="Enumerate every layout (tp, pp, dp, ZeRO stage, micro-batch, recompute, "
-        "sequence parallel, interleaving) for the scenario's model, GPU count and global "
-        "batch; drop those that do not fit; print the fastest first.",
-    )
-    parser.add_argument("file", nargs="?", metavar="SCENARIO_FILE")
-    parser.add_argument("--top", type=cli.INT, default=10, metavar="N", help="rows (default 10)")
-    parser.add_argument(
-        "--max-tp",
-        type=cli.INT,
-        metavar="N",
-        help="largest tensor-parallel degree tried (default: GPUs per node, "
-        "so tensor parallelism stays inside a node)",
-    )
-    out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="a JSON list, values in SI units")
-    out.add_argument("--csv", action="store_true", help="CSV with a header row")
-    cli._add_report_options(parser)
-    for add in cli._EXTRA_OPTION_ADDERS:
-        # the scenario-file group brings report formats (--csv, --markdown) search has its own
-        if getattr(add, "__module__", "") != "llm_planner.cli_store":
-            add(parser)
-    parser.set_defaults(handler=cmd_search)
-
-
-def register() -> None:
-    """Append this group and command to the CLI's hook lists (once, from cli.py)."""
-    from llm_planner import cli
-
-    if add_options not in cli._EXTRA_OPTION_ADDERS:
-        cli._EXTRA_OPTION_ADDERS.append(add_options)
-        cli._EXTRA_OPTION_APPLIERS.append(apply_options)
-        cli._OPTION_OF_FIELD.update(OPTION_OF_FIELD)
-        cli._EXTRA_COMMANDS.append(register_commands)

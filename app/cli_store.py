@@ -18,19 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_USAGE = 2
-
-
-def _usage_error(message: str) -> Exception:
-    from llm_planner.cli import UsageError
-
-    return UsageError(message)
-
+from llm_planner.cli_common import EXIT_USAGE, UsageError
 
 # ------------------------------------------------------------------ report options
 
 
-def add_report_options(parser: argparse.ArgumentParser) -> None:
+def add_output_options(parser: argparse.ArgumentParser) -> None:
     """``--save``, ``--name``, ``--notes``, ``--markdown``, ``--csv`` on ``report``."""
     group = parser.add_argument_group("scenario file and report formats")
     group.add_argument(
@@ -45,12 +38,20 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
     fmt.add_argument("--csv", action="store_true", help="print the report as CSV (SI units)")
 
 
-def apply_report_options(data: dict[str, Any], args: argparse.Namespace) -> None:
-    """Write ``--name`` / ``--notes`` into the scenario dict."""
-    if getattr(args, "name", None) is not None:
-        data["name"] = args.name
-    if getattr(args, "notes", None) is not None:
-        data["notes"] = args.notes
+def named(scenario: Any, args: argparse.Namespace) -> Any:
+    """``scenario`` with ``--name`` / ``--notes`` applied (validated like a file's)."""
+    changes = {
+        key: getattr(args, key) for key in ("name", "notes") if getattr(args, key, None) is not None
+    }
+    if not changes:
+        return scenario
+    from pydantic import ValidationError
+
+    try:
+        return type(scenario).model_validate({**scenario.model_dump(), **changes})
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise UsageError(f"argument --{first['loc'][0]}: {first['msg']}") from None
 
 
 def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
@@ -61,13 +62,13 @@ def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
     if getattr(args, "json", False) and (
         getattr(args, "markdown", False) or getattr(args, "csv", False)
     ):
-        raise _usage_error("argument --json: not allowed with --markdown or --csv")
+        raise UsageError("argument --json: not allowed with --markdown or --csv")
     if getattr(args, "save", None):
         path = Path(args.save)
         try:
             save_scenario_file(scenario, path)
         except OSError as error:
-            raise _usage_error(f"{path}: cannot write ({error.strerror or error})") from None
+            raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
         sys.stderr.write(f"llm-planner: saved {path}\n")
     if getattr(args, "markdown", False):
         sys.stdout.write(report_markdown(report, scenario))
@@ -139,18 +140,18 @@ def cmd_export(args: argparse.Namespace) -> int:
         keys = [library.find(name) for name in args.names]
         folder = Path(args.to)
         if folder.exists() and not folder.is_dir():
-            raise _usage_error(f"argument --to: {folder} is not a folder")
+            raise UsageError(f"argument --to: {folder} is not a folder")
         written = library.export(keys, folder)
     except (LibraryError, ScenarioFileError) as error:
-        raise _usage_error(str(error)) from None
+        raise UsageError(str(error)) from None
     except OSError as error:
-        raise _usage_error(f"{args.to}: cannot write ({error.strerror or error})") from None
+        raise UsageError(f"{args.to}: cannot write ({error.strerror or error})") from None
     for path in written:
         print(path)
     return 0
 
 
-def register_commands(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """Add ``list``, ``import`` and ``export`` to the subcommand parser."""
     listing = commands.add_parser(
         "list",

@@ -1,4 +1,4 @@
-"""Command-line options of the training-memory tab (issue 4), registered into ``report``.
+"""Command-line options of the training-memory tab (issue 4), for ``report`` and ``search``.
 
 ``--precision P``, ``--optimizer O``, ``--seq-len N``, ``--micro-batch N``,
 ``--recompute none|selective|full|threshold:BYTES``, ``--flash-attention`` /
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llm_planner.cli_common import INT
 from llm_planner.core.primitives import units
 
 OPTION_OF_FIELD = {
@@ -76,7 +77,6 @@ def _targets(text: str) -> tuple[str, ...]:
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The training-memory option group of ``report``."""
-    from llm_planner.cli import INT
     from llm_planner.core.quantities.activations import PROFILES
     from llm_planner.core.quantities.optimizers import OPTIMIZERS, PRECISIONS
 
@@ -158,13 +158,3 @@ def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     recompute = getattr(args, "recompute", None)
     if recompute is not None:
         training["recompute"], training["recompute_threshold_bytes"] = recompute
-
-
-def register() -> None:
-    """Append this group to the CLI's hook lists (called once at the bottom of cli.py)."""
-    from llm_planner import cli
-
-    if add_options not in cli._EXTRA_OPTION_ADDERS:
-        cli._EXTRA_OPTION_ADDERS.append(add_options)
-        cli._EXTRA_OPTION_APPLIERS.append(apply_options)
-        cli._OPTION_OF_FIELD.update(OPTION_OF_FIELD)

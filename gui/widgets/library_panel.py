@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
@@ -23,7 +23,22 @@ from PySide6.QtWidgets import (
 )
 
 if TYPE_CHECKING:
-    from llm_planner.gui.main_window import MainWindow
+    from PySide6.QtWidgets import QStatusBar
+
+    from llm_planner.gui.binding import ScenarioState
+
+
+class LibraryHost(Protocol):
+    """What the panel needs of the window it sits in (the main window provides it)."""
+
+    state: ScenarioState
+
+    def open_file(self, path: str | Path) -> bool: ...
+
+    def show_message(self, message: str) -> None: ...
+
+    def statusBar(self) -> QStatusBar: ...  # noqa: N802 (Qt's name)
+
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +46,11 @@ log = logging.getLogger(__name__)
 class LibraryPanel(QWidget):
     """A view of ``core.library.Library``; every operation goes through it."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window: QWidget):
         super().__init__(window)
         from llm_planner.core.files.library import Library
 
-        self.window_ = window
+        self.window_ = cast("LibraryHost", window)
         self.library = Library()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)

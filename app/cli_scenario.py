@@ -1,0 +1,218 @@
+"""The scenario a ``report`` or ``search`` command works on: a file (or the built-in
+default) with the command line's options written into it, then validated as a whole.
+
+The options come in groups, one module per tab (:mod:`llm_planner.cli_compute`,
+:mod:`llm_planner.cli_training`, :mod:`llm_planner.cli_parallel`), each exposing
+``add_options(parser)``, ``apply_options(data, args)`` and ``OPTION_OF_FIELD``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from llm_planner import cli_compute, cli_parallel, cli_training
+from llm_planner.cli_common import (
+    COUNT,
+    FRACTION,
+    INT,
+    PRICE,
+    UsageError,
+    set_path,
+)
+
+OPTION_GROUPS = (cli_compute, cli_training, cli_parallel)
+"""The per-tab option groups, in the order ``--help`` lists them."""
+
+
+def add_scenario_options(parser: argparse.ArgumentParser) -> None:
+    """Every option that overrides the scenario (file or built-in default)."""
+    _add_basic_options(parser)
+    for group in OPTION_GROUPS:
+        group.add_options(parser)
+
+
+def _add_basic_options(parser: argparse.ArgumentParser) -> None:
+    """Model, hardware, compute-rate and inference options."""
+    model = parser.add_argument_group("model and hardware")
+    model.add_argument(
+        "--model", metavar="ID|PATH", help="preset id, or a local config.json / model folder"
+    )
+    model.add_argument(
+        "--params",
+        type=COUNT,
+        metavar="N",
+        help="P exactly N in every P-based formula (e.g. 13B); shapes proposed",
+    )
+    model.add_argument("--gpu", metavar="ID", help="GPU id (see `llm-planner presets gpus`)")
+    model.add_argument("--num-gpus", type=INT, metavar="N", help="GPUs for training")
+
+    compute = parser.add_argument_group("compute budget")
+    compute.add_argument("--tokens", type=COUNT, metavar="N", help="training tokens (e.g. 1.4T)")
+    rate = compute.add_mutually_exclusive_group()
+    rate.add_argument("--mfu", type=FRACTION, metavar="F", help="model FLOPs utilisation, 0-1")
+    rate.add_argument("--tflops", type=COUNT, metavar="F", help="measured achieved TFLOP/s per GPU")
+    rate.add_argument(
+        "--tokens-per-sec-per-gpu",
+        type=COUNT,
+        metavar="N",
+        help="measured training tokens/s per GPU",
+    )
+    compute.add_argument(
+        "--price",
+        type=PRICE,
+        metavar="USD_PER_GPU_HOUR",
+        help="price per GPU-hour (e.g. 2.5 or $2.50/h)",
+    )
+
+    inference = parser.add_argument_group("inference memory")
+    inference.add_argument(
+        "--weights-dtype",
+        metavar="D",
+        help="weights dtype or quantized format (bf16, fp8, int4, q4_k_m...)",
+    )
+    inference.add_argument("--kv-dtype", metavar="D", help="KV-cache dtype")
+    inference.add_argument("--batch", type=INT, metavar="N", help="concurrent sequences")
+    inference.add_argument("--context", type=INT, metavar="N", help="tokens per sequence")
+    inference.add_argument(
+        "--inference-gpus", type=INT, metavar="N", help="GPUs serving one replica (tensor parallel)"
+    )
+
+
+def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None:
+    """Write the given options into a scenario dict (validated afterwards as a whole)."""
+    from llm_planner.core.primitives.gpus import get_gpu
+
+    if args.model is not None:
+        preset, arch = resolve_model(args.model)
+        data["model"] = {
+            "preset": preset,
+            "architecture": arch.model_dump(mode="json"),
+            "params_override": None,
+        }
+        if preset is None:  # an imported file's weights format and stored bytes
+            from llm_planner.core.files.hf_import import inference_fields
+
+            data["inference"].update(inference_fields(import_model_arg(args.model, "--model")))
+    if args.params is not None:
+        from llm_planner.core.primitives.shapes import propose_architecture
+
+        try:
+            proposal = propose_architecture(args.params)
+        except ValueError as error:
+            raise UsageError(f"argument --params: {error}") from None
+        data["model"] = {
+            "preset": None,
+            "architecture": proposal.architecture.model_dump(mode="json"),
+            "params_override": args.params,
+        }
+    if args.gpu is not None:
+        try:
+            data["gpu"] = get_gpu(args.gpu).model_dump(mode="json")
+        except KeyError as error:
+            raise UsageError(f"argument --gpu: {error.args[0]}") from None
+    simple = {
+        "num_gpus": "num_gpus",
+        "tokens": "compute.tokens",
+        "price": "compute.price_usd_per_gpu_hour",
+        "weights_dtype": "inference.weights_format",
+        "kv_dtype": "inference.kv_dtype",
+        "batch": "inference.batch",
+        "context": "inference.context",
+        "inference_gpus": "inference.num_gpus",
+    }
+    for option, path in simple.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            set_path(data, path, value)
+    if args.mfu is not None:
+        set_path(data, "compute.throughput_mode", "mfu")
+        set_path(data, "compute.mfu", args.mfu)
+    if args.tflops is not None:
+        set_path(data, "compute.throughput_mode", "tflops")
+        set_path(data, "compute.achieved_flops_per_gpu", args.tflops * 1e12)
+    if args.tokens_per_sec_per_gpu is not None:
+        set_path(data, "compute.throughput_mode", "tokens_per_s")
+        set_path(data, "compute.tokens_per_s_per_gpu", args.tokens_per_sec_per_gpu)
+
+
+_BASIC_OPTION_OF_FIELD = {
+    "num_gpus": "--num-gpus",
+    "compute.tokens": "--tokens",
+    "compute.mfu": "--mfu",
+    "compute.achieved_flops_per_gpu": "--tflops",
+    "compute.tokens_per_s_per_gpu": "--tokens-per-sec-per-gpu",
+    "compute.price_usd_per_gpu_hour": "--price",
+    "inference.weights_format": "--weights-dtype",
+    "inference.kv_dtype": "--kv-dtype",
+    "inference.batch": "--batch",
+    "inference.context": "--context",
+    "inference.num_gpus": "--inference-gpus",
+}
+
+
+def resolve_model(text: str, option: str = "argument --model") -> tuple[str | None, Any]:
+    """A preset id or a local config.json / model folder → (preset id or None, Architecture)."""
+    from llm_planner.core.primitives.presets import get_preset, model_presets
+
+    if text.lower() in model_presets():
+        preset = get_preset(text)
+        return preset.id, preset.architecture
+    return None, import_model_arg(text, option).architecture
+
+
+def import_model_arg(text: str, option: str) -> Any:
+    """A local folder, config.json or .gguf file, or a Hub id found in the local cache
+    (``core.files.hf_import.import_model``) → ImportedModel; one-line UsageError else."""
+    from llm_planner.core.files.hf_import import HFImportError, import_model
+    from llm_planner.core.files.hub_cache import looks_like_hub_id
+    from llm_planner.core.primitives.presets import model_presets
+
+    if not Path(text).exists() and not looks_like_hub_id(text):
+        known = ", ".join(model_presets())
+        raise UsageError(f"{option}: {text!r} is neither a preset ({known}) nor a path")
+    try:
+        return import_model(text)
+    except HFImportError as error:  # its message names the file and the field
+        raise UsageError(str(error)) from None
+
+
+OPTION_OF_FIELD: dict[str, str] = {
+    **_BASIC_OPTION_OF_FIELD,
+    **cli_compute.OPTION_OF_FIELD,
+    **cli_training.OPTION_OF_FIELD,
+    **cli_parallel.OPTION_OF_FIELD,
+}
+"""The option that sets each scenario field (validation errors name it)."""
+
+
+def build_scenario(args: argparse.Namespace) -> Any:
+    """The scenario a report/search command works on: the file (or default) plus options."""
+    from llm_planner.core.composition.scenario import Scenario, default_scenario
+
+    base = load_scenario_file(args.file) if getattr(args, "file", None) else default_scenario()
+    data = base.model_dump(mode="json")
+    _apply_basic_options(data, args)
+    for group in OPTION_GROUPS:
+        group.apply_options(data, args)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        option = OPTION_OF_FIELD.get(field)
+        where = f"argument {option}" if option else field
+        raise UsageError(f"{where}: {first['msg']}") from None
+
+
+def load_scenario_file(path_text: str) -> Any:
+    """Read a scenario file; every failure becomes a one-line UsageError naming the file."""
+    from llm_planner.core.files import store
+
+    try:
+        return store.load_scenario_file(Path(path_text))
+    except store.ScenarioFileError as error:
+        raise UsageError(str(error)) from None

@@ -1,0 +1,111 @@
+"""``llm-planner search [FILE] [options] [--top N] [--json|--csv]``: the ranked layouts that
+fit (JSON: a list of objects with the layout, ``peak_bytes``, ``step_seconds``,
+``tokens_per_s``, ``mfu``, ``bottleneck``)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from typing import Any
+
+from llm_planner.cli_common import INT, print_json
+from llm_planner.cli_scenario import add_scenario_options, build_scenario
+from llm_planner.core.primitives import units
+
+SEARCH_COLUMNS = (
+    "rank",
+    "dp",
+    "tp",
+    "pp",
+    "ep",
+    "zero_stage",
+    "micro_batch",
+    "recompute",
+    "sequence_parallel",
+    "schedule",
+    "interleave_chunks",
+    "gradient_accumulation_steps",
+    "peak_bytes",
+    "step_seconds",
+    "tokens_per_s",
+    "mfu",
+    "hfu",
+    "bubble_fraction",
+    "comm_bytes_per_step",
+    "bottleneck",
+)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from llm_planner.core.composition.search import SearchOptions, search_scenario
+
+    scenario = build_scenario(args)
+    options = SearchOptions(max_tp=args.max_tp) if args.max_tp else SearchOptions()
+    result = search_scenario(scenario, options=options, top=args.top)
+    rows = [row.model_dump(mode="json") for row in result.rows]
+    if args.json:
+        print_json(rows)
+        return 0
+    if args.csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(SEARCH_COLUMNS), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        return 0
+    sys.stdout.write(format_search_text(scenario, result))
+    return 0
+
+
+def format_search_text(scenario: Any, result: Any) -> str:
+    """The ranked layouts as an aligned table, one line per layout."""
+    head = (
+        f"{scenario.model.architecture.name} on {scenario.num_gpus} × {scenario.gpu.name}, "
+        f"global batch {scenario.parallelism.global_batch} × {scenario.training.seq_len} tokens: "
+        f"{result.candidates:,} layouts tried, {result.fitting:,} fit "
+        f"({result.seconds * 1000:.0f} ms)"
+    )
+    lines = [head, ""]
+    if not result.rows:
+        lines.append("No layout fits: more GPUs, a smaller micro-batch or more sharding needed.")
+        return "\n".join(lines) + "\n"
+    header = (
+        f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3} {'ep':>3} {'ZeRO':>4} {'b':>3} "
+        f"{'recompute':<9} {'SP':<3} {'sched':<11} {'peak/GPU':>9} {'step':>8} "
+        f"{'tokens/s':>9} {'MFU':>6}  bottleneck"
+    )
+    lines.append(header)
+    for r in result.rows:
+        sched = f"interl:{r.interleave_chunks}" if r.interleave_chunks > 1 else r.schedule
+        lines.append(
+            f"{r.rank:>3} {r.dp:>5} {r.tp:>3} {r.pp:>3} {r.ep:>3} {r.zero_stage:>4} "
+            f"{r.micro_batch:>3} {r.recompute:<9} {'yes' if r.sequence_parallel else 'no':<3} "
+            f"{sched:<11} {units.format_gb(r.peak_bytes):>9} "
+            f"{units.format_duration(r.step_seconds):>8} "
+            f"{units.format_count(r.tokens_per_s):>9} {100 * r.mfu:5.1f}%  {r.bottleneck}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def add_commands(commands: Any) -> None:
+    """Add the ``search`` subcommand."""
+    parser = commands.add_parser(
+        "search",
+        help="rank the parallel layouts that fit",
+        description="Enumerate every layout (tp, pp, dp, ZeRO stage, micro-batch, recompute, "
+        "sequence parallel, interleaving) for the scenario's model, GPU count and global "
+        "batch; drop those that do not fit; print the fastest first.",
+    )
+    parser.add_argument("file", nargs="?", metavar="SCENARIO_FILE")
+    parser.add_argument("--top", type=INT, default=10, metavar="N", help="rows (default 10)")
+    parser.add_argument(
+        "--max-tp",
+        type=INT,
+        metavar="N",
+        help="largest tensor-parallel degree tried (default: GPUs per node, "
+        "so tensor parallelism stays inside a node)",
+    )
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="a JSON list, values in SI units")
+    out.add_argument("--csv", action="store_true", help="CSV with a header row")
+    add_scenario_options(parser)
+    parser.set_defaults(handler=cmd_search)
