@@ -57,6 +57,10 @@ class ParallelismReport(BaseModel):
     comm_bytes_per_step: float
     comm_bytes_breakdown: dict[str, float]
     time_breakdown_seconds: dict[str, float]
+    time_breakdown: dict[str, float | dict[str, float]]
+    """Seconds per step: compute (GEMMs and attention), memory_bound (element-wise kernels,
+    loss, gradient accumulation, optimizer step), exposed_communication per kind, bubble,
+    overhead (host-bound launch time); they add up to ``total`` = step_seconds."""
     links: dict[str, str]
     bottleneck: str
     peak_bytes: float | None
@@ -281,6 +285,7 @@ def parallelism_report(
             "data_parallel": _num(out["comm_dp_bytes"]),
         },
         time_breakdown_seconds={p: _num(out[f"time_{p}"]) for p in TIME_PARTS},
+        time_breakdown=_time_breakdown(out),
         links=links,
         bottleneck=bottleneck_of(out),
         peak_bytes=peak,
@@ -289,6 +294,22 @@ def parallelism_report(
         gpus_per_instance=gpus_per_instance,
         problems=problems,
     )
+
+
+def _time_breakdown(out: dict[str, float]) -> dict[str, float | dict[str, float]]:
+    """The step split into parts that add up to the step time (seconds per step)."""
+    exposed = {
+        kind: _num(out[f"time_{kind}"])
+        for kind in ("tensor_parallel", "pipeline_p2p", "expert_all_to_all", "data_parallel")
+    }
+    return {
+        "compute": _num(out["time_gemm_attention"]),
+        "memory_bound": _num(out["time_memory_bound"]),
+        "exposed_communication": exposed,
+        "bubble": _num(out["time_bubble"]),
+        "overhead": _num(out["time_overhead"]),
+        "total": _num(out["step_seconds"]),
+    }
 
 
 def _link_name(crosses: bool) -> str:
