@@ -12,12 +12,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from llm_planner import __version__, cli_catalog, cli_search, cli_store
+from llm_planner import __version__, cli_catalog, cli_launch, cli_search, cli_store
 from llm_planner.cli_common import EXIT_USAGE, Parser, UsageError, format_report_text, print_json
 from llm_planner.cli_scenario import add_scenario_options, build_scenario
 from llm_planner.cli_window import QT_PROBE_FLAG, cmd_window, qt_probe
 
-COMMAND_GROUPS = (cli_catalog, cli_search, cli_store)
+COMMAND_GROUPS = (cli_catalog, cli_search, cli_store, cli_launch)
 """Modules that add subcommands (each exposes ``add_commands(commands)``)."""
 
 
