@@ -12,6 +12,7 @@ the config cannot be read (one line on stderr).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -235,15 +236,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _add_stack_option(parser: argparse.ArgumentParser) -> None:
-    try:
+    with contextlib.suppress(argparse.ArgumentError):  # scenario options set training.stack
         parser.add_argument(
             "--stack",
             dest="config_stack",
             choices=(*FORMAT_CHOICES, "hf"),
             help="the config format (default: the scenario's training stack; hf = accelerate)",
         )
-    except argparse.ArgumentError:  # the scenario options already set training.stack
-        pass
 
 
 def _add_config_input(parser: argparse.ArgumentParser) -> None:

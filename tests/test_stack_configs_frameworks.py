@@ -91,21 +91,17 @@ def _torchtitan_config_manager(monkeypatch: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("extra", "replicate", "shard", "reshard"),
+    ("extra", "expected"),
     [
-        ({"parallelism.zero_stage": 3}, 1, 64, "always"),
-        ({"parallelism.zero_stage": 2}, 1, 64, "never"),
-        ({"parallelism.fsdp_strategy": "HYBRID_SHARD"}, 16, 4, "always"),  # 8 per node / tp 2
+        ({"parallelism.zero_stage": 3}, (1, 64, "always")),
+        ({"parallelism.zero_stage": 2}, (1, 64, "never")),
+        ({"parallelism.fsdp_strategy": "HYBRID_SHARD"}, (16, 4, "always")),  # 8 per node / tp 2
     ],
 )
 def test_torchtitan_reads_the_job_toml(
-    extra: dict[str, Any],
-    replicate: int,
-    shard: int,
-    reshard: str,
-    tmp_path: Path,
-    monkeypatch: Any,
+    extra: dict[str, Any], expected: tuple[int, int, str], tmp_path: Path, monkeypatch: Any
 ) -> None:
+    replicate, shard, reshard = expected
     manager = _torchtitan_config_manager(monkeypatch)
     path = exported_file(planned(**extra), "torchtitan", tmp_path)
     job = manager().parse_args(["--job.config_file", str(path)])

@@ -20,9 +20,11 @@ from llm_planner.core.files.stack_configs.plan import (
     ExportedConfig,
     ImportedConfig,
     LaunchPlan,
+    Reader,
     StackConfigError,
     common_unexpressed,
     export_recompute,
+    leaf_paths,
     match_preset,
     provenance_lines,
 )
@@ -127,100 +129,88 @@ def export(plan: LaunchPlan) -> ExportedConfig:
     )
 
 
+def _parallel_fields(r: Reader) -> dict[str, Any]:
+    if not isinstance(r.data.get("parallelism"), dict):
+        raise r.fail("no 'parallelism' section (dp, tp, pp)")
+    dp = r.get("parallelism.dp", int, 1)
+    tp = r.get("parallelism.tp", int, 1)
+    pp = r.get("parallelism.pp", int, 1)
+    engine = r.get("parallelism.pp_engine", str, "afab")
+    if engine not in {"1f1b", "afab"}:
+        raise r.fail("parallelism.pp_engine must be 1f1b or afab")
+    mode = r.get("parallelism.tp_mode", str, "ALL_REDUCE").upper()
+    recompute = r.get("parallelism.recompute_granularity", str, "none").lower()
+    if recompute not in {"none", "selective", "full"}:
+        raise r.fail(f"parallelism.recompute_granularity {recompute!r}")
+    return {
+        "num_gpus": dp * tp * pp,
+        "parallelism.dp": dp,
+        "parallelism.tp": tp,
+        "parallelism.pp": pp,
+        "parallelism.expert_parallel": r.get("parallelism.expert_parallel_size", int, 1),
+        "parallelism.schedule": "gpipe" if engine == "afab" else "1f1b",
+        "parallelism.interleave_chunks": 1,
+        "parallelism.sequence_parallel": mode == "REDUCE_SCATTER",
+        "parallelism.fsdp_strategy": None,
+        "training.recompute": recompute,
+    }
+
+
+def _training_fields(r: Reader, dp: int) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    micro = r.get("tokens.micro_batch_size", int)
+    accumulation = r.get("tokens.batch_accumulation_per_replica", int)
+    seq = r.get("tokens.sequence_length", int)
+    if micro:
+        fields["training.micro_batch"] = micro
+    if micro and accumulation:
+        fields["parallelism.global_batch"] = micro * accumulation * dp
+    if seq:
+        fields["training.seq_len"] = seq
+    stage = r.get("optimizer.zero_stage", int)
+    if stage is not None and stage not in (0, 1):
+        raise r.fail(f"optimizer.zero_stage {stage}: nanotron has 0 or 1")
+    if stage is not None:
+        fields["parallelism.zero_stage"] = stage
+    fp32_grads = r.get("optimizer.accumulate_grad_in_fp32", bool, False)
+    dtype = r.get("model.dtype", str, "bfloat16")
+    if dtype in {"float16", "fp16"}:
+        fields["training.precision"] = "mixed_fp16"
+    elif dtype in {"bfloat16", "bf16"}:
+        fields["training.precision"] = "mixed_bf16_fp32_grads" if fp32_grads else "mixed_bf16"
+    else:
+        fields["training.precision"] = "fp32"
+    return fields
+
+
+_HINT_KEYS = {
+    "layers": "num_hidden_layers",
+    "hidden_size": "hidden_size",
+    "heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads",
+    "ffn_size": "intermediate_size",
+    "vocab_size": "vocab_size",
+}
+"""Architecture field → nanotron's LlamaConfig key."""
+
+
 def parse(text: str, source: str) -> ImportedConfig:
     """A nanotron config YAML as scenario fields."""
     try:
         data = load_yaml(text)
     except TextFormatError as error:
         raise StackConfigError(f"{source}: {error}") from None
-    read: list[str] = []
-
-    def get(section: str, key: str, kind: type, default: Any = None) -> Any:
-        table = data.get(section)
-        if isinstance(table, dict) and section == "model" and key != "dtype":
-            table = table.get("model_config")
-        if not isinstance(table, dict) or table.get(key) is None:
-            return default
-        value = table[key]
-        if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
-            raise StackConfigError(f"{source}: {section}.{key} has the wrong type ({value!r})")
-        read.append(f"{section}.{key}")
-        return value
-
-    if not isinstance(data.get("parallelism"), dict):
-        raise StackConfigError(f"{source}: no 'parallelism' section (dp, tp, pp)")
-    dp = get("parallelism", "dp", int, 1)
-    tp = get("parallelism", "tp", int, 1)
-    pp = get("parallelism", "pp", int, 1)
-    engine = get("parallelism", "pp_engine", str, "afab")
-    mode = get("parallelism", "tp_mode", str, "ALL_REDUCE").upper()
-    granularity = get("parallelism", "recompute_granularity", str)
-    ep = get("parallelism", "expert_parallel_size", int, 1)
-    if engine not in {"1f1b", "afab"}:
-        raise StackConfigError(f"{source}: parallelism.pp_engine must be 1f1b or afab")
-    fields: dict[str, Any] = {
-        "num_gpus": dp * tp * pp,
-        "parallelism.dp": dp,
-        "parallelism.tp": tp,
-        "parallelism.pp": pp,
-        "parallelism.expert_parallel": ep,
-        "parallelism.schedule": "gpipe" if engine == "afab" else "1f1b",
-        "parallelism.interleave_chunks": 1,
-        "parallelism.sequence_parallel": mode == "REDUCE_SCATTER",
-        "parallelism.fsdp_strategy": None,
-        "training.recompute": (granularity or "none").lower(),
-    }
-    if fields["training.recompute"] not in {"none", "selective", "full"}:
-        raise StackConfigError(f"{source}: parallelism.recompute_granularity {granularity!r}")
-    micro = get("tokens", "micro_batch_size", int)
-    accumulation = get("tokens", "batch_accumulation_per_replica", int)
-    seq = get("tokens", "sequence_length", int)
-    if micro:
-        fields["training.micro_batch"] = micro
-        if accumulation:
-            fields["parallelism.global_batch"] = micro * accumulation * dp
-    if seq:
-        fields["training.seq_len"] = seq
-    stage = get("optimizer", "zero_stage", int)
-    if stage is not None:
-        if stage not in (0, 1):
-            raise StackConfigError(f"{source}: optimizer.zero_stage {stage}: nanotron has 0 or 1")
-        fields["parallelism.zero_stage"] = stage
-    fp32_grads = get("optimizer", "accumulate_grad_in_fp32", bool, False)
-    dtype = get("model", "dtype", str, "bfloat16")
-    if dtype in {"bfloat16", "bf16"}:
-        fields["training.precision"] = "mixed_bf16_fp32_grads" if fp32_grads else "mixed_bf16"
-    elif dtype in {"float16", "fp16"}:
-        fields["training.precision"] = "mixed_fp16"
-    else:
-        fields["training.precision"] = "fp32"
-    hint = {
-        k: v
-        for k, v in {
-            "layers": get("model", "num_hidden_layers", int),
-            "hidden_size": get("model", "hidden_size", int),
-            "heads": get("model", "num_attention_heads", int),
-            "kv_heads": get("model", "num_key_value_heads", int),
-            "ffn_size": get("model", "intermediate_size", int),
-            "vocab_size": get("model", "vocab_size", int),
-        }.items()
-        if v
-    }
-    leaves: set[str] = set()
-    for section, table in data.items():
-        if isinstance(table, dict):
-            inner = table.get("model_config") if section == "model" else None
-            leaves |= {f"{section}.{k}" for k in table if k != "model_config"}
-            if isinstance(inner, dict):
-                leaves |= {f"model.{k}" for k in inner}
-        else:
-            leaves.add(section)
+    r = Reader(data, source)
+    fields = _parallel_fields(r)
+    fields |= _training_fields(r, fields["parallelism.dp"])
+    hint = {k: r.get(f"model.model_config.{key}", int) for k, key in _HINT_KEYS.items()}
+    hint = {k: v for k, v in hint.items() if v}
     return ImportedConfig(
         stack=STACK,
         fields=fields,
         model=match_preset(hint),
-        read=tuple(read),
-        ignored=tuple(sorted(leaves - set(read))),
+        read=tuple(r.read),
+        ignored=tuple(sorted(leaf_paths(data) - set(r.read))),
         arch_hint=hint,
     )
 

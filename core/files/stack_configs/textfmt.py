@@ -48,18 +48,27 @@ def _scalar_text(value: Any) -> str:
     return json.dumps(text)
 
 
+_KEYWORDS: dict[str, Any] = {
+    "": None,
+    "~": None,
+    "null": None,
+    "Null": None,
+    "NULL": None,
+    "true": True,
+    "True": True,
+    "TRUE": True,
+    "false": False,
+    "False": False,
+    "FALSE": False,
+}
+
+
 def _parse_scalar(text: str, line_no: int) -> Any:
     text = text.strip()
-    if text in {"", "~", "null", "Null", "NULL"}:
-        return None
-    if text in {"true", "True", "TRUE"}:
-        return True
-    if text in {"false", "False", "FALSE"}:
-        return False
-    if text == "[]":
-        return []
-    if text == "{}":
-        return {}
+    if text in _KEYWORDS:
+        return _KEYWORDS[text]
+    if text in {"[]", "{}"}:
+        return [] if text == "[]" else {}
     if text[0] == '"':
         try:
             value = json.loads(text)
