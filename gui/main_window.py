@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
-from llm_planner.gui import settings
+from llm_planner.gui import export_config, settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 from llm_planner.gui.formatting import figure_text
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
@@ -600,7 +600,11 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ drag and drop
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
         urls = event.mimeData().urls()
-        if urls and all(u.isLocalFile() and u.toLocalFile().endswith(".json") for u in urls):
+        if urls and all(
+            u.isLocalFile()
+            and u.toLocalFile().endswith((".json", *export_config.STACK_CONFIG_SUFFIXES))
+            for u in urls
+        ):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt API)
@@ -612,6 +616,8 @@ class MainWindow(QMainWindow):
         """A dropped ``.llmplan.json`` opens; a ``config.json`` imports a model."""
         if path.endswith(SUFFIX):
             return self.open_file(path)
+        if export_config.is_stack_config(path):
+            return export_config.import_dropped(self, path)
         return self.bar.import_config(Path(path))
 
     # ------------------------------------------------------------ window state

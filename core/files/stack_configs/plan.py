@@ -232,19 +232,24 @@ def with_fields(scenario: Scenario, fields: dict[str, Any]) -> Scenario:
 
 
 def row_fields(row: Any) -> dict[str, Any]:
-    """A search row's layout as scenario fields (the ZeRO stage explicit, FSDP name cleared)."""
+    """A search row's layout (a SearchRow, or its ``model_dump`` dict) as scenario fields:
+    the ZeRO stage explicit, the FSDP name cleared."""
+
+    def get(key: str) -> Any:
+        return row[key] if isinstance(row, dict) else getattr(row, key)
+
     return {
-        "parallelism.tp": int(row.tp),
-        "parallelism.pp": int(row.pp),
-        "parallelism.dp": int(row.dp),
-        "parallelism.expert_parallel": int(row.ep),
-        "parallelism.zero_stage": int(row.zero_stage),
+        "parallelism.tp": int(get("tp")),
+        "parallelism.pp": int(get("pp")),
+        "parallelism.dp": int(get("dp")),
+        "parallelism.expert_parallel": int(get("ep")),
+        "parallelism.zero_stage": int(get("zero_stage")),
         "parallelism.fsdp_strategy": None,
-        "parallelism.sequence_parallel": bool(row.sequence_parallel),
-        "parallelism.schedule": str(row.schedule),
-        "parallelism.interleave_chunks": int(row.interleave_chunks),
-        "training.micro_batch": int(row.micro_batch),
-        "training.recompute": str(row.recompute),
+        "parallelism.sequence_parallel": bool(get("sequence_parallel")),
+        "parallelism.schedule": str(get("schedule")),
+        "parallelism.interleave_chunks": int(get("interleave_chunks")),
+        "training.micro_batch": int(get("micro_batch")),
+        "training.recompute": str(get("recompute")),
     }
 
 

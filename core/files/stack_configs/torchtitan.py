@@ -73,7 +73,9 @@ def _precision_notes(plan: LaunchPlan) -> list[str]:
     if plan.precision == "bf16":
         return ["pure bf16: torchtitan keeps fp32 sharded parameters (FSDP2 mixed precision)"]
     if plan.precision == "mixed_bf16":
-        return ["FSDP2 reduces gradients in float32 (mixed_precision_reduce)"]
+        return [
+            "the plan counts bf16 gradients: FSDP2 reduces them in float32 (mixed_precision_reduce)"
+        ]
     if plan.precision not in _PRECISIONS:
         return [f"precision {plan.precision!r}: torchtitan mixes in bf16 or fp32 only"]
     return []
