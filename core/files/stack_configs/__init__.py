@@ -36,7 +36,6 @@ from llm_planner.core.files.stack_configs.plan import (
     apply_row,
     launch_plan,
     layout_of,
-    row_fields,
     with_fields,
 )
 
@@ -77,7 +76,6 @@ __all__ = [
     "launch_plan",
     "layout_of",
     "read_config",
-    "row_fields",
     "with_fields",
 ]
 

@@ -231,32 +231,16 @@ def with_fields(scenario: Scenario, fields: dict[str, Any]) -> Scenario:
         raise ValueError(f"{where}: {first['msg']}") from None
 
 
-def row_fields(row: Any) -> dict[str, Any]:
-    """A search row's layout (a SearchRow, or its ``model_dump`` dict) as scenario fields:
-    the ZeRO stage explicit, the FSDP name cleared."""
-
-    def get(key: str) -> Any:
-        return row[key] if isinstance(row, dict) else getattr(row, key)
-
-    return {
-        "parallelism.tp": int(get("tp")),
-        "parallelism.pp": int(get("pp")),
-        "parallelism.dp": int(get("dp")),
-        "parallelism.expert_parallel": int(get("ep")),
-        "parallelism.zero_stage": int(get("zero_stage")),
-        "parallelism.fsdp_strategy": None,
-        "parallelism.sequence_parallel": bool(get("sequence_parallel")),
-        "parallelism.schedule": str(get("schedule")),
-        "parallelism.interleave_chunks": int(get("interleave_chunks")),
-        "training.micro_batch": int(get("micro_batch")),
-        "training.recompute": str(get("recompute")),
-    }
-
-
 def apply_row(scenario: Scenario, row: Any) -> Scenario:
-    """The scenario with a search row's layout (a :class:`SearchRow` or any object with its
-    attributes), so the row exports like the scenario's own layout."""
-    return with_fields(scenario, row_fields(row))
+    """The scenario with a search row's layout (a :class:`SearchRow` or its ``model_dump``
+    dict), so the row exports like the scenario's own layout: the search's own
+    :func:`~llm_planner.core.composition.search.apply_row`."""
+    from llm_planner.core.composition import search
+
+    if isinstance(row, dict):
+        row = search.SearchRow.model_validate(row)
+    applied: Scenario = search.apply_row(scenario, row)
+    return applied
 
 
 def layout_of(scenario: Scenario) -> dict[str, Any]:
