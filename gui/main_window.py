@@ -39,6 +39,7 @@ from llm_planner.gui import export_config, settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
+from llm_planner.gui.widgets.measurements import LOG_SUFFIXES, drop_log
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
 
@@ -606,7 +607,9 @@ class MainWindow(QMainWindow):
         urls = event.mimeData().urls()
         if urls and all(
             u.isLocalFile()
-            and u.toLocalFile().endswith((".json", *export_config.STACK_CONFIG_SUFFIXES))
+            and u.toLocalFile().endswith(
+                (".json", *LOG_SUFFIXES, *export_config.STACK_CONFIG_SUFFIXES)
+            )
             for u in urls
         ):
             event.acceptProposedAction()
@@ -620,7 +623,9 @@ class MainWindow(QMainWindow):
         """A dropped ``.llmplan.json`` opens; a ``config.json`` imports a model."""
         if path.endswith(SUFFIX):
             return self.open_file(path)
-        if export_config.is_stack_config(path):
+        if path.endswith(LOG_SUFFIXES):  # a training log: a measured run (calibration)
+            return drop_log(self, self.state, Path(path))
+        if export_config.is_stack_config(path):  # a training stack's launch config
             return export_config.import_dropped(self, path)
         return self.bar.import_config(Path(path))
 

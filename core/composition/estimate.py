@@ -20,6 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.composition.calibration import (
+    CalibrationReport,
+    calibrate_scenario,
+    modeled_check,
+    with_checks,
+)
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
 from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
@@ -101,10 +107,11 @@ class Report(BaseModel):
     inference: InferenceReport
     training: TrainingReport
     parallelism: ParallelismReport
+    calibration: CalibrationReport | None = None
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
-        names = ("model", "compute", "inference", "training", "parallelism")
+        names = ("model", "compute", "inference", "training", "parallelism", "calibration")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -231,7 +238,12 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceRepor
 
 
 def estimate(scenario: Scenario) -> Report:
-    """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output."""
+    """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output.
+
+    The scenario's measurements first calibrate the model (:func:`.calibration.calibrate_scenario`;
+    ``scenario.calibration.enabled`` off: the uncalibrated model); every section below is
+    computed on the calibrated inputs."""
+    scenario, calibration = calibrate_scenario(scenario)
     model = model_section(scenario)
     layout = scenario_layout(scenario)
     training = _training_section(scenario, model, layout)
@@ -245,6 +257,10 @@ def estimate(scenario: Scenario) -> Report:
         inference=inference,
         training=training,
         parallelism=parallelism,
+        calibration=with_checks(
+            calibration.report,
+            [modeled_check(scenario.gpu, parallelism, scenario.parallelism.kernel_efficiency)],
+        ),
     )
 
 
