@@ -1,8 +1,9 @@
 """Does calibration help? Calibrate on a few 1B runs of the Ultra-Scale Playbook sweep on 1–2
 nodes, predict every other 1B run and every 3B run, before and after.
 
-Data: ``/work/shared/data/nanotron-sweep-1b-3b.json`` (nanotron on 8×H100 nodes, hover text
-of the Playbook's benchmark chart; shapes from nanotron's ``scripts/scaling_benchmarks.py``).
+Data: ``nanotron-sweep-1b-3b.json`` beside this file, a copy of shared/data's (nanotron on
+8×H100 nodes, hover text of the Playbook's benchmark chart; shapes from nanotron's
+``scripts/scaling_benchmarks.py``).
 Used by ``test_calibration_accuracy.py`` (which bounds the held-back error) and by
 ``scripts/gen_accuracy.py`` (:func:`markdown_section`, a section of ``docs/ACCURACY.md``).
 
@@ -35,8 +36,11 @@ from llm_planner.core.sections.parallelism import ParallelInputs
 from llm_planner.core.sections.training import TrainingInputs
 
 SWEEP_PATH = Path(
-    os.environ.get("LLM_PLANNER_NANOTRON_SWEEP", "/work/shared/data/nanotron-sweep-1b-3b.json")
+    os.environ.get(
+        "LLM_PLANNER_NANOTRON_SWEEP", str(Path(__file__).with_name("nanotron-sweep-1b-3b.json"))
+    )
 )
+"""The team's sweep, copied next to this file (shared/data/nanotron-sweep-1b-3b.json)."""
 SEQ_LEN = 4096
 
 
