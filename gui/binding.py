@@ -179,6 +179,8 @@ class Binder(QObject):
 
     error_changed = Signal(str)
     """The latest inline error message ("" when the last edit was valid)."""
+    echoed = Signal(str)
+    """What a typed abbreviation was read as ("GPUs: 2k = 2048")."""
 
     def __init__(self, state: ScenarioState, parent: QObject | None = None):
         super().__init__(parent)
@@ -281,7 +283,17 @@ class Binder(QObject):
                     pass
             edit.setText("" if current is None else fmt(current))
 
-        edit.textEdited.connect(lambda _text: self.commit(edit, path, value, label, also=also))
+        def edited(_text: str) -> None:
+            self.commit(edit, path, value, label, also=also)
+            typed = edit.text().strip()
+            if edit in self.errors or not any(c.isalpha() for c in typed):
+                return
+            current = get_path(self.state.scenario, path)
+            exact = "" if current is None else fmt(current)
+            if exact and exact != typed:  # "8k" → "8192": say exactly what was read
+                self.echoed.emit(f"{label}: {typed} = {exact}")
+
+        edit.textEdited.connect(edited)
         edit.editingFinished.connect(lambda: self._tidy(edit, path, fmt))
         if optional:
             edit.setPlaceholderText("(none)")

@@ -20,6 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.composition.fit import (
+    FitSuggestion,
+    inference_fit_suggestions,
+    training_fit_suggestions,
+)
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
 from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
@@ -101,6 +106,10 @@ class Report(BaseModel):
     inference: InferenceReport
     training: TrainingReport
     parallelism: ParallelismReport
+    training_fit_suggestions: list[FitSuggestion] = []
+    """When training does not fit: the few smallest changes that would (``composition.fit``)."""
+    inference_fit_suggestions: list[FitSuggestion] = []
+    """When inference does not fit: the few smallest changes that would."""
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
@@ -245,9 +254,31 @@ def estimate(scenario: Scenario) -> Report:
         inference=inference,
         training=training,
         parallelism=parallelism,
+        training_fit_suggestions=training_fit_suggestions(
+            scenario, training.peak_bytes, training.capacity_bytes, _training_peak
+        ),
+        inference_fit_suggestions=inference_fit_suggestions(
+            scenario,
+            inference.per_gpu_total_bytes,
+            inference.gpu_memory_bytes,
+            inference.max_batch,
+            lambda s: _inference_section(s, model_section(s)).per_gpu_total_bytes,
+        ),
+    )
+
+
+def _training_peak(scenario: Scenario) -> float:
+    """The training peak per GPU exactly as :func:`estimate` computes it (for ``fit``)."""
+    return float(
+        _training_section(scenario, model_section(scenario), scenario_layout(scenario)).peak_bytes
     )
 
 
 def report_json(report: Report) -> dict[str, Any]:
     """The ``report --json`` object: one key per section, values in SI base units."""
-    return {name: section.model_dump(mode="json") for name, section in report.sections().items()}
+    out = {name: section.model_dump(mode="json") for name, section in report.sections().items()}
+    for name in ("training", "inference"):
+        if name in out:
+            suggestions = getattr(report, f"{name}_fit_suggestions")
+            out[name]["fit_suggestions"] = [s.model_dump(mode="json") for s in suggestions]
+    return out

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -12,9 +11,11 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QLabel,
     QLineEdit,
+    QPushButton,
     QScrollArea,
     QSizePolicy,
     QSplitter,
@@ -65,7 +66,7 @@ def parse_points(text: str) -> list[tuple[int, float]]:
         gpus, sep, rate = part.partition(":")
         if not sep:
             raise ValueError(f"{part.strip()!r}: write GPUs: tokens/s, e.g. 64: 1.1M")
-        points.append((units.parse_int_count(gpus, "GPUs"), units.parse_count(rate, "tokens/s")))
+        points.append((units.parse_length(gpus, "GPUs"), units.parse_count(rate, "tokens/s")))
     return points
 
 
@@ -106,64 +107,16 @@ def format_bytes_input(value: float) -> str:
     return units.format_gb(value, digits=4)
 
 
-# ---------------------------------------------------------------- feature checks
+# ---------------------------------------------------------------- catalogs and calls
 
 
-_CORE_MODULES = {
-    "compute": "sections.compute",
-    "inference": "sections.inference",
-    "training": "sections.training",
-    "parallelism": "sections.parallelism",
-    "search": "composition.search",
-    "quantization": "quantities.quantization",
-    "optimizers": "quantities.optimizers",
-    "activations": "quantities.activations",
-}
-"""Where each module named by :func:`core_attr` lives in core's layout."""
-
-
-def core_attr(module: str, *names: str) -> Any:
-    """The first attribute among ``names`` of ``llm_planner.core.<module>`` (``"a|b"``: of
-    the first of those modules that has one), or None."""
-    for candidate in module.split("|"):
-        try:
-            mod = importlib.import_module(f"llm_planner.core.{_CORE_MODULES[candidate]}")
-        except ImportError:
-            continue
-        for name in names:
-            value = getattr(mod, name, None)
-            if value is not None:
-                return value
-    return None
-
-
-def choices(module: str, names: Sequence[str], fallback: Iterable[str]) -> list[tuple[str, Any]]:
-    """(label, value) pairs from a catalog a core module exposes (dict, list, or Literal)."""
-    found = core_attr(module, *names)
+def named_items(catalog: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(human name, id) pairs for a picker from a core catalog (``PRECISIONS``, ``OPTIMIZERS``,
+    ``PROFILES``, ``weight_formats()``): the entry's ``name`` or ``label``; the id is the data."""
     items: list[tuple[str, Any]] = []
-    if callable(found) and not isinstance(found, type):
-        try:
-            found = found()
-        except Exception:  # a half-finished catalog must not break the window
-            log.exception("catalog %s.%s", module, names)
-            found = None
-    if isinstance(found, dict):
-        for key, entry in found.items():
-            label = getattr(entry, "label", None) or getattr(entry, "name", None)
-            items.append(
-                (f"{key} — {label}" if isinstance(label, str) and label != key else str(key), key)
-            )
-    elif isinstance(found, list | tuple):
-        for entry in found:
-            key = (
-                entry
-                if isinstance(entry, str)
-                else getattr(entry, "id", None) or getattr(entry, "name", None)
-            )
-            if isinstance(key, str):
-                items.append((key, key))
-    if not items:
-        items = [(value, value) for value in fallback]
+    for key, entry in catalog.items():
+        label = getattr(entry, "name", None) or getattr(entry, "label", None) or key
+        items.append((str(label), key))
     return items
 
 
@@ -187,6 +140,92 @@ def field(obj: Any, *names: str) -> Any:
         if value is not None:
             return value
     return None
+
+
+# ---------------------------------------------------------------- what would fit
+
+
+class FitPanel(QWidget):
+    """Over capacity: the changes ``core.composition.fit`` found, one button each; a click
+    applies that change as one undo step. Hidden while the run fits."""
+
+    COLUMNS = 2
+
+    def __init__(self, state: ScenarioState, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(4, 0, 4, 2)
+        self._grid.setSpacing(4)
+        self.title = QLabel()
+        self.title.setObjectName("fit_title")
+        self.title.setWordWrap(True)
+        self._grid.addWidget(self.title, 0, 0, 1, self.COLUMNS)
+        self.buttons: list[QPushButton] = []
+        self.suggestions: list[Any] = []
+        self._over = False
+        self.hide()
+
+    def set_suggestions(self, suggestions: Sequence[Any], over: bool) -> None:
+        key = [(s.label, s.peak_bytes) for s in suggestions]
+        if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self._over:
+            return  # nothing new: no relayout on every keystroke
+        self.suggestions, self._over = list(suggestions), over
+        self.setVisible(over)
+        while len(self.buttons) < len(self.suggestions):
+            index = len(self.buttons)
+            button = QPushButton()
+            button.setObjectName(f"fit_{index}")
+            button.setMinimumWidth(80)  # long labels clip; the tooltip has the whole text
+            button.clicked.connect(lambda _checked=False, i=index: self.apply(i))
+            self._grid.addWidget(button, 1 + index // self.COLUMNS, index % self.COLUMNS)
+            self.buttons.append(button)
+        for index, button in enumerate(self.buttons):
+            if index < len(self.suggestions):
+                s = self.suggestions[index]
+                button.setText(f"{s.label} → {units.format_gb(s.peak_bytes)}")
+                button.setToolTip(
+                    f"Apply: {s.label}. Peak per GPU after it: {units.format_bytes(s.peak_bytes)}"
+                    f" of {units.format_bytes(s.capacity_bytes)} (the same estimator). Undo "
+                    "takes it back."
+                )
+                button.show()
+            else:
+                button.hide()
+        self.title.setText(
+            "<b style='color:#D62728'>Does not fit.</b> Any one of these would "
+            "(peak per GPU after it):"
+            if self.suggestions
+            else "<b style='color:#D62728'>Does not fit</b>, and no small change found fits "
+            "(try a GPU with more memory or a smaller model)."
+        )
+
+    def apply(self, index: int) -> None:
+        if 0 <= index < len(self.suggestions):
+            chosen = self.suggestions[index]
+            self.state.set_fields(dict(chosen.changes), f"Make it fit: {chosen.label}")
+
+
+def with_fit_panel(bars: QWidget, panel: FitPanel) -> QWidget:
+    """The bars with the fit suggestions right under them (one splitter pane)."""
+    holder = QWidget()
+    layout = QVBoxLayout(holder)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(2)
+    layout.addWidget(bars, 1)
+    layout.addWidget(panel)
+    return holder
+
+
+def context_warning(limit: int, length: int, what: str) -> str:
+    """The warning (not a block: RoPE scaling exists) when ``length`` exceeds the model's
+    ``max_context``; "" otherwise."""
+    if limit and length > limit:
+        return (
+            f"⚠ {what} {length:,} exceeds the model's max_context of {limit:,} tokens: it needs "
+            "RoPE scaling or a long-context variant; memory is computed as asked."
+        )
+    return ""
 
 
 # ---------------------------------------------------------------- the tab
@@ -317,6 +356,22 @@ class Tab(QWidget):
         self.binder.check(box, path, label, tooltip)
         form.addRow("", box)
         return box
+
+    def warning(self) -> QLabel:
+        """A warning line at the top of the inputs (hidden while empty)."""
+        label = QLabel()
+        label.setObjectName(f"{self.section}_warning")
+        label.setWordWrap(True)
+        label.setStyleSheet("color: #B8860B;")
+        label.hide()
+        self.inputs_layout.insertWidget(0, label)
+        return label
+
+    @staticmethod
+    def set_warning(label: QLabel, text: str) -> None:
+        if label.text() != text:
+            label.setText(text)
+        label.setVisible(bool(text))
 
     def note(self, text: str) -> QLabel:
         label = QLabel(text)
