@@ -50,6 +50,8 @@ FILE_FILTER = "LLM Planner scenarios (*.llmplan.json);;JSON (*.json);;All files 
 DEFAULT_SIZE = (1366, 820)
 """Preferred size; never more than the screen's available area (a 1366×768 laptop)."""
 MIN_WIDTH, MIN_HEIGHT = 1024, 640
+LIBRARY_WIDTH = 290
+"""The library's starting width: name, model, GPUs and date readable at 1366 px."""
 CHART_NAMES = (
     "bars",
     "time_chart",
@@ -193,6 +195,8 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
+        if not self._painted and not self.settings.get("geometry"):  # the docks exist now
+            self.resizeDocks([self.library_dock], [LIBRARY_WIDTH], Qt.Orientation.Horizontal)
         if not self._painted:  # in case the frame itself gets no paint event
             QTimer.singleShot(100, self._after_first_paint)
 
@@ -336,7 +340,7 @@ class MainWindow(QMainWindow):
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
         )
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
-        self.resizeDocks([dock], [330], Qt.Orientation.Horizontal)
+        self.resizeDocks([dock], [LIBRARY_WIDTH], Qt.Orientation.Horizontal)
         self.library_dock = dock
 
     # ------------------------------------------------------------ menus

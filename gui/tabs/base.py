@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -27,12 +28,45 @@ from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
 from llm_planner.gui.binding import Binder, ScenarioState
+from llm_planner.gui.widgets.elided import ElidedCombo
 from llm_planner.gui.widgets.figure_table import FigureTable
 
 log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- parsers (units only)
+
+
+class FractionField:
+    """Parse and show one fraction field the way the user writes it: typed ``0.4`` shows
+    ``0.4``, typed ``40%`` shows ``40%`` (the value is 0.4 either way)."""
+
+    def __init__(self) -> None:
+        self.percent = False
+
+    def parse(self, text: str) -> float:
+        self.percent = text.strip().endswith("%")
+        return parse_fraction(text)
+
+    def format(self, value: float) -> str:
+        return f"{100 * value:.4g}%" if self.percent else format_fraction(value)
+
+
+def parse_whole(what: str, example: str = "1, 4, 16") -> Callable[[str], int]:
+    """A whole-number field (micro-batch, batch): its own examples in the error message."""
+
+    def parse(text: str) -> int:
+        try:
+            value = units.parse_int_count(text, what)
+        except units.UnitError:
+            raise units.UnitError(
+                f"{what}: {text.strip()!r} is not a whole number; write e.g. {example}"
+            ) from None
+        if value < 1:
+            raise units.UnitError(f"{what}: must be at least 1 (e.g. {example})")
+        return value
+
+    return parse
 
 
 def parse_fraction(text: str) -> float:
@@ -104,7 +138,24 @@ def format_duration(value: float) -> str:
 
 
 def format_bytes_input(value: float) -> str:
+    """An allowance as it was most likely meant: a whole number of GiB shows as GiB
+    (``1 GiB``, the inference default), anything else in GB (``1.000 GB``). Explicit
+    either way, so the same 2^30 bytes never reads 1.074 GB on one tab and 1 GiB on another."""
+    gib = value / units.GiB
+    if value and gib == round(gib):
+        return f"{round(gib)} GiB"
     return units.format_gb(value, digits=4)
+
+
+def visible_indicator(box: QCheckBox) -> None:
+    """In a dark palette Fusion outlines an unchecked box in the window colour darkened: near
+    black on dark grey. A lighter window colour for the box alone gives it a visible edge."""
+    palette = box.palette()
+    window = palette.color(QPalette.ColorRole.Window)
+    if window.lightness() < 110:
+        palette.setColor(QPalette.ColorRole.Window, QColor("#a8a8a8"))
+        palette.setColor(QPalette.ColorRole.Base, QColor("#242424"))
+        box.setPalette(palette)
 
 
 # ---------------------------------------------------------------- catalogs and calls
@@ -327,6 +378,9 @@ class Tab(QWidget):
         edit = QLineEdit()
         edit.setObjectName(path)
         edit.setClearButtonEnabled(optional)
+        if parse is parse_fraction:  # shown as the user types it (0.4 or 40%)
+            fraction = FractionField()
+            parse, fmt = fraction.parse, fraction.format
         self.binder.line(edit, path, parse, fmt, label, tooltip, optional)
         form.addRow(label, edit)
         return edit
@@ -339,7 +393,7 @@ class Tab(QWidget):
         items: Sequence[tuple[str, Any]],
         tooltip: str,
     ) -> QComboBox:
-        combo = QComboBox()
+        combo = ElidedCombo()
         combo.setObjectName(path)
         combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -347,12 +401,14 @@ class Tab(QWidget):
         for text, value in items:
             combo.addItem(text, value)
         self.binder.combo(combo, path, label, tooltip)
+        combo.set_base_tooltip(tooltip)
         form.addRow(label, combo)
         return combo
 
     def check(self, form: QFormLayout, label: str, path: str, tooltip: str) -> QCheckBox:
         box = QCheckBox(label)
         box.setObjectName(path)
+        visible_indicator(box)
         self.binder.check(box, path, label, tooltip)
         form.addRow("", box)
         return box

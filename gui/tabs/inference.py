@@ -22,6 +22,7 @@ from llm_planner.gui.tabs.base import (
     format_bytes_input,
     format_int,
     named_items,
+    parse_whole,
     safe_call,
     with_fit_panel,
 )
@@ -80,7 +81,7 @@ class InferenceTab(Tab):
             form,
             "Batch",
             "inference.batch",
-            units.parse_int_count,
+            parse_whole("Batch"),
             format_int,
             "Concurrent sequences",
         )

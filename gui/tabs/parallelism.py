@@ -7,6 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
@@ -42,6 +43,7 @@ from llm_planner.gui.tabs.base import (
     format_int,
     parse_bandwidth,
     parse_fraction,
+    parse_whole,
     safe_call,
 )
 from llm_planner.gui.tabs.training import PARTS
@@ -196,9 +198,11 @@ class SearchTable(QWidget):
         self.table.setWordWrap(False)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.table.horizontalHeader()
-        # every column visible at 1366 px: share the width, elide, full text in the tooltip
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        # every column visible at 1366 px: each as wide as its text when there is room,
+        # narrower (elided, full text in the tooltip) when not; no horizontal scrolling
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setMinimumSectionSize(24)
+        self.table.viewport().installEventFilter(self)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.doubleClicked.connect(self._double_clicked)
         self.table.selectionModel().selectionChanged.connect(
@@ -213,6 +217,38 @@ class SearchTable(QWidget):
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         self.model.set_rows(rows)
         self.apply_button.setEnabled(False)
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Column widths from their texts (header and cells), scaled to the view's width."""
+        metrics = self.table.fontMetrics()
+        needed = []
+        for column, (key, header, _tip) in enumerate(COLUMNS):
+            texts = [header, *(cell_text(key, row.get(key)) for row in self.model.rows)]
+            needed.append(max(metrics.horizontalAdvance(t) for t in texts) + 14)
+            del column
+        available = self.table.viewport().width()
+        if available <= 50:
+            return
+        total = sum(needed)
+        if total <= available:  # the spare room goes to the last column
+            needed[-1] += available - total
+        else:  # squeeze the wide columns first, never below a minimum
+            excess = total - available
+            for column in sorted(range(len(needed)), key=lambda c: -needed[c]):
+                take = min(excess, max(needed[column] - 44, 0))
+                needed[column] -= take
+                excess -= take
+                if excess <= 0:
+                    break
+        for column, width in enumerate(needed):
+            if self.table.columnWidth(column) != width:
+                self.table.setColumnWidth(column, width)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()
+        return False
 
     def set_busy(self, busy: bool) -> None:
         self.busy.setVisible(busy)
@@ -301,7 +337,7 @@ class ParallelismTab(Tab):
             batch,
             "Global batch",
             "parallelism.global_batch",
-            units.parse_int_count,
+            parse_whole("Global batch", "256, 1024"),
             format_int,
             "Sequences per optimizer step",
         )
@@ -388,7 +424,7 @@ class ParallelismTab(Tab):
         self.top.addWidget(self.zero_bars)
         self.top.addWidget(self.timeline)
         self.top.addWidget(self.figures)
-        self.top.setSizes([420, 300, 330])
+        self.top.setSizes([440, 300, 360])
         self.search = SearchTable()
         self.search.apply_row.connect(self.apply_layout)
         self.search.run_button.clicked.connect(lambda _checked=False: self.run_search(force=True))

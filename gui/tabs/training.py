@@ -28,6 +28,7 @@ from llm_planner.gui.tabs.base import (
     format_int,
     named_items,
     parse_fraction,
+    parse_whole,
     with_fit_panel,
 )
 
@@ -104,7 +105,7 @@ class TrainingTab(Tab):
             shape,
             "Micro-batch",
             "training.micro_batch",
-            units.parse_int_count,
+            parse_whole("Micro-batch"),
             format_int,
             "Sequences per micro-batch b",
         )

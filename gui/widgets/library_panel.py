@@ -13,15 +13,20 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
+    QSize,
     QSortFilterProxyModel,
     Qt,
     QTimer,
 )
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QGridLayout,
+    QHBoxLayout,
     QHeaderView,
     QInputDialog,
     QLabel,
@@ -29,6 +34,9 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -112,7 +120,7 @@ class LibraryModel(QAbstractTableModel):
             return (
                 entry.name.casefold(),
                 entry.model.casefold(),
-                (entry.gpu, entry.num_gpus),
+                f"{gpu_name(entry.gpu).casefold()}\t{entry.num_gpus:012d}",  # Qt sorts text
                 entry.modified.timestamp(),
             )[column]
         if role == Qt.ItemDataRole.UserRole + 1:
@@ -136,6 +144,51 @@ class LibraryModel(QAbstractTableModel):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.HEADERS[section]
         return None
+
+
+class EntryDelegate(QStyledItemDelegate):
+    """Paints an entry as two lines: the name, then model · GPU × count · date (dimmed)."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        opt.text = ""
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        model = index.model()
+        row = index.row()
+        details = " · ".join(
+            str(model.index(row, column, index.parent()).data()) for column in (1, 2, 3)
+        )
+        rect = opt.rect.adjusted(6, 4, -6, -4)
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        painter.save()
+        bold = QFont(opt.font)
+        bold.setBold(True)
+        painter.setFont(bold)
+        painter.setPen(opt.palette.color(role))
+        line = QFontMetrics(bold).height()
+        name = QFontMetrics(bold).elidedText(
+            str(index.data()), Qt.TextElideMode.ElideRight, rect.width()
+        )
+        painter.drawText(rect.x(), rect.y(), rect.width(), line, 0, name)
+        painter.setFont(opt.font)
+        if not selected:
+            dim = QColor(opt.palette.color(role))
+            dim.setAlpha(170)
+            painter.setPen(dim)
+        small = QFontMetrics(opt.font).elidedText(
+            details, Qt.TextElideMode.ElideRight, rect.width()
+        )
+        painter.drawText(rect.x(), rect.y() + line + 1, rect.width(), line, 0, small)
+        painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # noqa: N802
+        del index
+        height = QFontMetrics(option.font).height()
+        return QSize(200, 2 * height + 10)
 
 
 class LibraryFilter(QSortFilterProxyModel):
@@ -277,6 +330,11 @@ class LibraryPanel(QWidget):
         self.proxy.setSourceModel(self.model)
         self.search.textChanged.connect(self.proxy.set_query)
         self.list = self._table()
+        self.sort = self._sort_picker()
+        sort_row = QHBoxLayout()
+        sort_row.addWidget(QLabel("Sort"))
+        sort_row.addWidget(self.sort, 1)
+        layout.addLayout(sort_row)
         self.list.doubleClicked.connect(self._open_index)
         self.list.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
         layout.addWidget(self.list, 1)
@@ -314,19 +372,42 @@ class LibraryPanel(QWidget):
         table = QTableView()
         table.setObjectName("library_list")
         table.setModel(self.proxy)
-        table.setSortingEnabled(True)
-        table.sortByColumn(3, Qt.SortOrder.DescendingOrder)  # newest first
+        self.proxy.sort(3, Qt.SortOrder.DescendingOrder)  # newest first
         table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.verticalHeader().setVisible(False)
         table.setWordWrap(False)
         table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        header = table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # one column, two lines per entry: the name, then model · GPU × count · date, so a
+        # narrow panel still tells entries apart; the sort picker orders by any of them
         for column in (1, 2, 3):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+            table.setColumnHidden(column, True)
+        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        table.horizontalHeader().hide()
+        table.setItemDelegateForColumn(0, EntryDelegate(table))
+        table.verticalHeader().setDefaultSectionSize(2 * self.fontMetrics().height() + 10)
         return table
+
+    def _sort_picker(self) -> QComboBox:
+        picker = QComboBox()
+        picker.setObjectName("library_sort")
+        for text, column, order in (
+            ("Newest first", 3, Qt.SortOrder.DescendingOrder),
+            ("Name", 0, Qt.SortOrder.AscendingOrder),
+            ("Model", 1, Qt.SortOrder.AscendingOrder),
+            ("GPUs", 2, Qt.SortOrder.AscendingOrder),
+            ("Oldest first", 3, Qt.SortOrder.AscendingOrder),
+        ):
+            picker.addItem(text, (column, order))
+        picker.setToolTip("Order the library by date, name, model or GPUs")
+        picker.currentIndexChanged.connect(self._sort)
+        return picker
+
+    def _sort(self, index: int) -> None:
+        column, order = self.sort.itemData(index)
+        self.proxy.sort(column, order)
 
     def _buttons(self) -> QGridLayout:
         # every slot ignores clicked(bool): a flag landing in a name or "confirm" was a bug

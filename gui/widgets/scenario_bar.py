@@ -14,6 +14,7 @@ from llm_planner.core.primitives import units
 from llm_planner.core.primitives.gpus import get_gpu, gpu_catalog
 from llm_planner.core.primitives.presets import get_preset, model_presets
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.widgets.elided import ElidedCombo
 
 log = logging.getLogger(__name__)
 IMPORT = "__import__"
@@ -49,7 +50,7 @@ class ScenarioBar(QWidget):
             "Name",
             "The scenario's name (shown in the title, the library and exported files)",
         )
-        self.model = QComboBox()
+        self.model = ElidedCombo()
         self.model.setObjectName("model_picker")
         self.model.setMinimumContentsLength(10)
         self.model.setSizeAdjustPolicy(
@@ -77,7 +78,7 @@ class ScenarioBar(QWidget):
             optional=True,
         )
         self.params.setPlaceholderText("exact count")
-        self.gpu = QComboBox()
+        self.gpu = ElidedCombo()
         self.gpu.setObjectName("gpu_picker")
         for gpu in gpu_catalog().values():
             self.gpu.addItem(f"{gpu.name} ({units.format_gb(gpu.memory_bytes)})", gpu.id)
@@ -86,8 +87,6 @@ class ScenarioBar(QWidget):
         self.gpu.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.gpu.view().setMinimumWidth(self.gpu.view().sizeHintForColumn(0) + 24)
-        self.model.view().setMinimumWidth(self.model.view().sizeHintForColumn(0) + 24)
         self.gpu.currentIndexChanged.connect(self._gpu_chosen)
         self.num_gpus = QLineEdit()
         self.num_gpus.setObjectName("num_gpus")

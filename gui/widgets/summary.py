@@ -42,13 +42,17 @@ class ElidedLabel(QLabel):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         self.full_text = ""
 
     def set_full_text(self, text: str) -> None:
         self.full_text = text
-        self.setMinimumWidth(min(self.fontMetrics().horizontalAdvance(text), 90))
+        self.updateGeometry()
         self._elide()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        width = min(self.fontMetrics().horizontalAdvance(self.full_text) + 4, 90)
+        return QSize(width, super().minimumSizeHint().height())
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         hint = super().sizeHint()
@@ -93,7 +97,7 @@ class SummaryStrip(QFrame):
                 label.setFont(bold)
                 label.setTextFormat(Qt.TextFormat.PlainText)
             self.labels[key] = label
-            layout.addWidget(label, 1 if key == "model" else 0)
+            layout.addWidget(label)
         self.dot = QLabel("●")
         self.dot.setObjectName("summary_dot")
         layout.addWidget(self.dot)

@@ -96,7 +96,12 @@ def press(button: QMessageBox.StandardButton) -> Callable[[QDialog], None]:
 
 
 def click_row(table: QTableView, row: int, double: bool = False) -> None:
-    rect = table.visualRect(table.model().index(row, 1))
+    column = next(c for c in range(table.model().columnCount()) if not table.isColumnHidden(c))
+    rect = table.visualRect(
+        table.model().index(
+            row, max(column, 1 if column == 0 and not table.isColumnHidden(1) else column)
+        )
+    )
     assert rect.isValid(), f"row {row} is not visible"
     if double:
         QTest.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
@@ -208,12 +213,13 @@ def test_library_lists_model_gpus_and_date_sorts_and_searches(
     assert rows["Llama-3.1-70B pretraining"][1:3] == ["Llama-3.1-70B", f"{gpu} × 1,024"]
     assert rows["Llama-3.1-8B pretraining"][1:3] == ["Llama-3.1-8B", f"{gpu} × 512"]
     assert all(len(r[3]) == len("2026-01-01") for r in rows.values())
-    header = panel.list.horizontalHeader()
-    x = header.sectionViewportPosition(0) + header.sectionSize(0) // 2
-    QTest.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, 5))
-    first = names(window)
-    QTest.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, 5))
-    assert names(window) == list(reversed(first))
+    # sorted by the picker: by name, then newest first (the 70B entry was saved last)
+    panel.sort.setCurrentIndex(panel.sort.findText("Name"))
+    assert names(window) == ["Llama-3.1-70B pretraining", "Llama-3.1-8B pretraining"]
+    panel.sort.setCurrentIndex(panel.sort.findText("GPUs"))
+    assert names(window)[0] == "Llama-3.1-8B pretraining"  # same GPU: 512 before 1,024
+    panel.sort.setCurrentIndex(panel.sort.findText("Newest first"))
+    assert (panel.proxy.sortColumn(), panel.proxy.sortOrder()) == (3, Qt.SortOrder.DescendingOrder)
     QTest.keyClicks(panel.search, "70b")
     assert names(window) == ["Llama-3.1-70B pretraining"]
 
