@@ -97,6 +97,8 @@ class Latest(QObject):
         """Block until the pool is idle and deliver results (tests, screenshots)."""
         from PySide6.QtCore import QCoreApplication
 
-        while self.busy:
+        for _round in range(100):  # each round delivers one result (and starts the next)
+            if not self.busy:
+                return
             self.pool.waitForDone(msecs)
             QCoreApplication.processEvents()

@@ -246,6 +246,7 @@ class MainWindow(QMainWindow):
 
     def flush(self) -> None:
         """Run pending deferred redraws now (tests, screenshots, smoke test)."""
+        self.state.fit_worker.wait()
         self._slow_timer.stop()
         page = self.pages[self.tabs.currentIndex()]
         if page is not None:

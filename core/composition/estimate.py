@@ -239,8 +239,12 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceRepor
     )
 
 
-def estimate(scenario: Scenario) -> Report:
-    """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output."""
+def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
+    """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output.
+
+    ``suggest=False`` leaves the fit suggestions empty (the window asks for them with
+    :func:`with_fit_suggestions` off the keystroke's path); the figures are the same.
+    """
     model = model_section(scenario)
     layout = scenario_layout(scenario)
     training = _training_section(scenario, model, layout)
@@ -248,22 +252,33 @@ def estimate(scenario: Scenario) -> Report:
     parallelism = _parallelism_section(scenario, model, instance)
     compute = _compute_section(scenario, model, parallelism, instance)
     inference = _inference_section(scenario, model)
-    return Report(
+    report = Report(
         model=model,
         compute=compute,
         inference=inference,
         training=training,
         parallelism=parallelism,
-        training_fit_suggestions=training_fit_suggestions(
-            scenario, training.peak_bytes, training.capacity_bytes, _training_peak
-        ),
-        inference_fit_suggestions=inference_fit_suggestions(
-            scenario,
-            inference.per_gpu_total_bytes,
-            inference.gpu_memory_bytes,
-            inference.max_batch,
-            lambda s: _inference_section(s, model_section(s)).per_gpu_total_bytes,
-        ),
+    )
+    return with_fit_suggestions(scenario, report) if suggest else report
+
+
+def with_fit_suggestions(scenario: Scenario, report: Report) -> Report:
+    """``report`` with the few smallest changes that would make it fit (empty when it fits;
+    bounded work: ``composition.fit.MAX_CANDIDATES`` section estimates per side)."""
+    training, inference = report.training, report.inference
+    return report.model_copy(
+        update={
+            "training_fit_suggestions": training_fit_suggestions(
+                scenario, training.peak_bytes, training.capacity_bytes, _training_peak
+            ),
+            "inference_fit_suggestions": inference_fit_suggestions(
+                scenario,
+                inference.per_gpu_total_bytes,
+                inference.gpu_memory_bytes,
+                inference.max_batch,
+                lambda s: _inference_section(s, model_section(s)).per_gpu_total_bytes,
+            ),
+        }
     )
 
 

@@ -25,7 +25,6 @@ from llm_planner.gui.tabs.base import (
     parse_fraction,
     parse_points,
     parse_tflops,
-    safe_call,
 )
 
 """GPU counts drawn on the time and cost charts (plus the scenario's own count)."""
@@ -283,12 +282,25 @@ class ComputeTab(Tab):
             self.chinchilla_chart.set_markers("optimum", [optimum_p], [tokens_for(optimum_p)])
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
-        """Time and cost against GPUs from ``core.composition.scaling.time_vs_gpus``: the
+        """Time and cost against GPUs from ``core.composition.scaling.time_vs_gpus`` (the
         estimate's one throughput, perfect scaling of the best per-GPU rate, the modeled
-        layout family and the measured points, all as wall-clock time."""
+        layout family, the measured points), computed in a worker thread; a newer scenario
+        supersedes an older run."""
         from llm_planner.core.composition.scaling import time_vs_gpus
+        from llm_planner.gui.background import Latest
 
-        series = safe_call(time_vs_gpus, scenario, report)
+        if getattr(self, "scaling", None) is None:
+            self.scaling = Latest(self)
+            self.scaling.done.connect(self._draw_scaling)
+            self.scaling.failed.connect(lambda _message: self._draw_scaling(None))
+        self.scaling.submit(lambda: time_vs_gpus(scenario, report))
+
+    def flush(self) -> None:
+        scaling = getattr(self, "scaling", None)
+        if scaling is not None:
+            scaling.wait()
+
+    def _draw_scaling(self, series: Any) -> None:
         if series is None:
             for chart, name in ((self.time_chart, "time"), (self.cost_chart, "cost")):
                 chart.set_line(name, [], [])

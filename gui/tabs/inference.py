@@ -146,6 +146,11 @@ class InferenceTab(Tab):
         self.context_chart.add_vline("max_context", colors.OK, "largest context that fits")
         self.fit_panel = FitPanel(self.state)
         self.fit_panel.setObjectName("inference_fit")
+        self.state.suggestions_ready.connect(
+            lambda r: self.fit_panel.set_suggestions(
+                r.inference_fit_suggestions, not r.inference.fits
+            )
+        )
         row.addWidget(with_fit_panel(self.bars, self.fit_panel))
         row.addWidget(self.context_chart)
         row.setSizes([220, 380])
@@ -158,7 +163,8 @@ class InferenceTab(Tab):
             return
         rows, capacity = inference_rows(scenario, section)
         self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
-        self.fit_panel.set_suggestions(report.inference_fit_suggestions, not section.fits)
+        if section.fits or report.inference_fit_suggestions:
+            self.fit_panel.set_suggestions(report.inference_fit_suggestions, not section.fits)
         limit = scenario.model.architecture.max_context
         self.set_warning(
             self.context_warning,

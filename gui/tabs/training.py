@@ -206,6 +206,11 @@ class TrainingTab(Tab):
         self.ledger.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.fit_panel = FitPanel(self.state)
         self.fit_panel.setObjectName("training_fit")
+        self.state.suggestions_ready.connect(
+            lambda r: self.fit_panel.set_suggestions(
+                r.training_fit_suggestions, not r.training.fits
+            )
+        )
         row.addWidget(with_fit_panel(self.bars, self.fit_panel))
         row.addWidget(self.ledger)
         self.right.addWidget(row)
@@ -231,7 +236,8 @@ class TrainingTab(Tab):
         )
         rows, capacity = training_rows(scenario, section)
         self.bars.set_rows(rows, capacity)
-        self.fit_panel.set_suggestions(report.training_fit_suggestions, not section.fits)
+        if section.fits or report.training_fit_suggestions:
+            self.fit_panel.set_suggestions(report.training_fit_suggestions, not section.fits)
         self.fill_ledger(
             list(field(section, "ledger") or []) + list(field(section, "outside_ledger") or [])
         )

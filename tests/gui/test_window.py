@@ -160,7 +160,7 @@ def test_estimator_error_keeps_last_figures(
     tab = window.page(0)
     shown = tab.figures.value_text("flops_total")
 
-    def broken(_scenario: Any) -> Any:
+    def broken(_scenario: Any, **_options: Any) -> Any:
         raise ZeroDivisionError("estimator bug")
 
     monkeypatch.setattr(binding, "estimate", broken)
