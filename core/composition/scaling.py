@@ -92,7 +92,7 @@ def time_vs_gpus(scenario: Scenario, report: Report) -> TimeVsGpus | None:
             (measured if p.measured else family).append(point)
     best = max([own, *(p.tokens_per_s_per_gpu for p in family + measured)])
     counts = sorted({*GPU_COUNTS, scenario.num_gpus, *(p.gpus for p in family)})
-    perfect = [p for n in counts if (p := _point(scenario, n, best)) is not None]
+    perfect = [q for n in counts if (q := _point(scenario, n, best)) is not None]
     return TimeVsGpus(
         best_tokens_per_s_per_gpu=best,
         perfect=perfect,

@@ -41,7 +41,9 @@ from llm_planner.core.primitives.architecture import (
     ParameterCount,
     attention_params_per_layer,
     count_parameters,
+    mean_layer_params,
     mlp_params,
+    norm_params,
 )
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
@@ -202,11 +204,15 @@ def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:
 
 def _norm_params(arch: Architecture) -> int:
     """One norm's parameters: weight and bias (LayerNorm) or weight only (RMSNorm)."""
-    return (2 if arch.norm == "layernorm" else 1) * arch.hidden_size
+    return norm_params(arch)
 
 
-def _layer_params(arch: Architecture, moe_layer: bool) -> int:
-    """All parameters of one layer (matrices, biases, norms)."""
+def _layer_params(arch: Architecture, moe_layer: bool) -> float:
+    """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
+    when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
+    differs = arch.recurrent is not None or arch.qk_norm != "none" or arch.attention_sinks
+    if differs or (arch.moe is not None and arch.moe.shared_expert_gate):
+        return mean_layer_params(arch, moe_layer)
     norm = _norm_params(arch) * arch.norms_per_layer
     if moe_layer and arch.moe is not None:
         moe = arch.moe
@@ -217,7 +223,7 @@ def _layer_params(arch: Architecture, moe_layer: bool) -> int:
     return attention_params_per_layer(arch) + ffn + norm
 
 
-def one_layer_params(arch: Architecture) -> int:
+def one_layer_params(arch: Architecture) -> float:
     """Parameters of the largest layer (a ZeRO-3 gather or a gradient bucket holds one)."""
     return max(_layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch))
 
