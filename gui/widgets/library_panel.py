@@ -201,7 +201,7 @@ class LibraryFilter(QSortFilterProxyModel):
 
     def set_query(self, text: str) -> None:
         self.words = text.casefold().split()
-        self.invalidateFilter()
+        self.invalidateRowsFilter()
 
     def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:  # noqa: N802
         haystack = self.sourceModel().index(row, 0, parent).data(Qt.ItemDataRole.UserRole + 2)
