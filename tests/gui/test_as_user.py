@@ -507,3 +507,29 @@ def test_window_fits_a_laptop_and_resizes_to_1024x640(qtbot: Any, window: MainWi
     assert (fresh.width(), fresh.height()) == (1024, 640)
     fresh.ask_before_discard = False
     assert os.environ["QT_QPA_PLATFORM"] == "offscreen"
+
+
+def test_small_things_fractions_messages_ticks_and_legends(qtbot: Any, window: MainWindow) -> None:
+    window.tabs.setCurrentIndex(2)
+    training = window.page(2)
+    type_into(qtbot, window, training.fragmentation, "10%")
+    QTest.keyClick(training.fragmentation, Qt.Key.Key_Return)
+    assert window.state.scenario.training.fragmentation_fraction == pytest.approx(0.1)
+    assert training.fragmentation.text() == "10%"  # shown as typed, not 0.1
+    type_into(qtbot, window, training.fragmentation, "0.05")
+    QTest.keyClick(training.fragmentation, Qt.Key.Key_Return)
+    assert training.fragmentation.text() == "0.05"
+    type_into(qtbot, window, training.micro_batch, "two")
+    message = window.error_label.text()
+    assert "Micro-batch" in message
+    assert "7B" not in message  # the examples fit the field: 1, 4, 16
+    assert "1, 4, 16" in message
+    assert window.error_label.isVisible()
+    window.tabs.setCurrentIndex(0)
+    window.flush()
+    chinchilla = window.page(0).chinchilla_chart
+    ticks = chinchilla.plot.getPlotItem().getAxis("bottom")._tickLevels[0]
+    labels = [text for _pos, text in ticks]
+    assert all(label[:1] in "1" for label in labels), labels  # decades: 1B, 10B, 100B, 1T
+    assert chinchilla.legend.parent() is chinchilla  # the legend is a row under the plot
+    assert "this scenario" in chinchilla.legend.text()
