@@ -40,6 +40,7 @@ from llm_planner.gui import settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
+from llm_planner.gui.widgets.measurements import LOG_SUFFIXES, drop_log
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
 
@@ -762,6 +763,8 @@ class MainWindow(QMainWindow):
             return self.bar.import_config(Path(path))
         if path.endswith(SUFFIX):
             return self.open_file(path)
+        if path.endswith(LOG_SUFFIXES):  # a training log: a measured run (calibration)
+            return drop_log(self, self.state, Path(path))
         return self.bar.import_config(Path(path))
 
     # ------------------------------------------------------------ window state
@@ -814,9 +817,11 @@ def _tab_class(index: int) -> Any:
 
 
 def _droppable(path: str) -> bool:
-    """What the window accepts from a drop: JSON files and model folders."""
+    """What the window accepts from a drop: JSON files, training logs and model folders."""
     target = Path(path)
-    return target.suffix == ".json" or (target.is_dir() and (target / "config.json").is_file())
+    if path.endswith((".json", *LOG_SUFFIXES)):
+        return True
+    return target.is_dir() and (target / "config.json").is_file()
 
 
 def _safe_name(name: str) -> str:

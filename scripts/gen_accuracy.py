@@ -19,6 +19,7 @@ import ast
 import importlib.util
 import math
 import re
+import runpy
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -449,6 +450,7 @@ def render() -> str:
         *_prediction(fid, pred, {run["id"]: run for run in runs}),
         *_memory(fid),
         *_defaults(runs, sources),
+        *runpy.run_path(f"{VALIDATION}/calibration_report.py")["markdown_section"]().split("\n"),
         "## Training-memory ledger: measured validation",
         "",
         *_memory_validation(),

@@ -20,6 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.composition.calibration import (
+    CalibrationReport,
+    calibrate_scenario,
+    modeled_check,
+    with_checks,
+)
 from llm_planner.core.composition.fit import (
     FitSuggestion,
     inference_fit_suggestions,
@@ -106,6 +112,7 @@ class Report(BaseModel):
     inference: InferenceReport
     training: TrainingReport
     parallelism: ParallelismReport
+    calibration: CalibrationReport | None = None
     training_fit_suggestions: list[FitSuggestion] = []
     """When training does not fit: the few smallest changes that would (``composition.fit``)."""
     inference_fit_suggestions: list[FitSuggestion] = []
@@ -113,7 +120,7 @@ class Report(BaseModel):
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
-        names = ("model", "compute", "inference", "training", "parallelism")
+        names = ("model", "compute", "inference", "training", "parallelism", "calibration")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -242,9 +249,14 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceRepor
 def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
     """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output.
 
+    The scenario's measurements first calibrate the model (:func:`.calibration.calibrate_scenario`;
+    ``scenario.calibration.enabled`` off: the uncalibrated model); every section below is
+    computed on the calibrated inputs.
+
     ``suggest=False`` leaves the fit suggestions empty (the window asks for them with
     :func:`with_fit_suggestions` off the keystroke's path); the figures are the same.
     """
+    scenario, calibration = calibrate_scenario(scenario)
     model = model_section(scenario)
     layout = scenario_layout(scenario)
     training = _training_section(scenario, model, layout)
@@ -258,6 +270,10 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
         inference=inference,
         training=training,
         parallelism=parallelism,
+        calibration=with_checks(
+            calibration.report,
+            [modeled_check(scenario.gpu, parallelism, scenario.parallelism.kernel_efficiency)],
+        ),
     )
     return with_fit_suggestions(scenario, report) if suggest else report
 

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.calibration import CalibrationInputs, Measurement
 from llm_planner.core.composition.whatif.inputs import WhatIfInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, get_gpu
@@ -74,6 +75,10 @@ class Scenario(BaseModel):
         "scenario (the hardware ranking reads it)",
     )
     whatif: WhatIfInputs = WhatIfInputs()
+    measurements: list[Measurement] = Field(
+        default_factory=list, description="measured runs that calibrate the model"
+    )
+    calibration: CalibrationInputs = CalibrationInputs()
 
 
 def default_scenario() -> Scenario:

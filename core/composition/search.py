@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.calibration import calibrate_scenario
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
@@ -361,7 +362,10 @@ def search(
 def search_scenario(
     scenario: Any, *, options: SearchOptions | None = None, top: int = 10
 ) -> SearchResult:
-    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training."""
+    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training, with
+    the scenario's measurements calibrating the step-time model first (the ranking is the
+    calibrated model's)."""
+    scenario = calibrate_scenario(scenario)[0]
     return search(
         scenario.model.architecture,
         scenario.gpu,

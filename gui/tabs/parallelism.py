@@ -47,6 +47,7 @@ from llm_planner.gui.tabs.base import (
     safe_call,
 )
 from llm_planner.gui.tabs.training import PARTS
+from llm_planner.gui.widgets.measurements import MeasurementsPanel
 
 log = logging.getLogger(__name__)
 
@@ -370,6 +371,8 @@ class ParallelismTab(Tab):
             "Model chunks per GPU (interleaved schedule)",
         )
         self.build_network_inputs()
+        self.measurements = MeasurementsPanel(self.state)
+        self.inputs_layout.addWidget(self.measurements)
 
     def build_network_inputs(self) -> None:
         net = self.group("Network and efficiency")
