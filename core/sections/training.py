@@ -62,7 +62,7 @@ from llm_planner.core.quantities.optimizers import (
     get_optimizer,
     get_precision,
 )
-from llm_planner.core.quantities.stacks import Stack
+from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
 
@@ -129,6 +129,14 @@ class TrainingInputs(BaseModel):
         description="allocator fragmentation allowance as a fraction of allocated bytes "
         "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
     )
+
+    @model_validator(mode="after")
+    def _stack_defaults(self) -> Self:
+        """The stack's activation profile when none is given (editable under the stack).
+        Set after validation so JSON input keeps its strict-mode types."""
+        if "implementation" not in self.model_fields_set and self.stack in STACKS:
+            object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
+        return self
 
     @field_validator("precision", "optimizer", "implementation")
     @classmethod
@@ -445,7 +453,10 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
         )
     else:
         weights = (base + trainable) * w_bytes
-    gradients = trainable * recipe.gradients_bytes
+    # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
+    gradients = trainable * (
+        recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param
+    )
     moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
     optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
     return StateBytes(weights, gradients, optimizer)
@@ -508,6 +519,13 @@ class TrainingReport(BaseModel):
     ledger: list[LedgerEntry] = Field(description="one layer's saved tensors, bytes per GPU")
     outside_ledger: list[LedgerEntry] = Field(description="saved tensors outside the layers")
     # context
+    stack: str = Field(default="megatron", description="training stack id (quantities.stacks)")
+    stack_name: str = Field(default="", description="the stack's name")
+    peak_memory_figure: str = Field(
+        default="",
+        description="what the peak estimates: reserved memory (allocated + fragmentation "
+        "allowance + CUDA context); the stack's logs report allocated, reserved or both",
+    )
     precision: str
     optimizer: str
     implementation: str
@@ -1139,6 +1157,10 @@ def estimate_training(
         hardware_flops_factor=hardware_flops_factor(arch, inputs),
         ledger=la.ledger,
         outside_ledger=outside,
+        stack=inputs.stack,
+        stack_name=get_stack(inputs.stack).name,
+        peak_memory_figure="reserved (allocated + fragmentation allowance + CUDA context); "
+        f"{get_stack(inputs.stack).name} logs {get_stack(inputs.stack).memory_figure}",
         precision=inputs.precision,
         optimizer=inputs.optimizer,
         implementation=inputs.implementation,
