@@ -6,6 +6,7 @@
 - ``list [--search TEXT] [--json]``: the local library.
 - ``import FILE...``: copy scenario files into the library (validated, nothing overwritten).
 - ``export NAME... --to DIR``: write library scenarios to a folder.
+- ``trash [--empty] [--json]``: deleted scenarios; ``restore NAME``: put one back.
 
 Invalid or foreign files exit with status 2 and one line per file naming file and field.
 """
@@ -151,6 +152,63 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trash(args: argparse.Namespace) -> int:
+    """List the library's trash (newest first), or empty it with ``--empty``."""
+    from llm_planner.core.files.library import Library
+
+    library = Library()
+    if args.empty:
+        print(f"deleted {library.purge_trash()} scenario(s) for good")
+        return 0
+    items = library.trash()
+    if args.json:
+        rows = [
+            {"id": i.id, "key": i.key, "name": i.name, "deleted": i.deleted.isoformat()}
+            for i in items
+        ]
+        json.dump(rows, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    if not items:
+        print("(the trash is empty)")
+        return 0
+    for i in items:
+        print(f"{i.deleted.astimezone():%Y-%m-%d %H:%M}  {i.name}  [{i.id}]")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    """Move a library scenario to the trash (``restore NAME`` puts it back)."""
+    from llm_planner.core.files.library import Library, LibraryError
+
+    library = Library()
+    try:
+        item = library.delete(library.find(args.name))
+    except LibraryError as error:
+        raise UsageError(str(error)) from None
+    print(f"moved {item.name} to the trash (llm-planner restore {item.name!r} puts it back)")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Put a deleted scenario back: by trash id, or by name (the newest deletion of it)."""
+    from llm_planner.core.files.library import Library, LibraryError
+
+    library = Library()
+    items = library.trash()
+    chosen = [i for i in items if args.name == i.id] or [
+        i for i in items if args.name.casefold() in (i.name.casefold(), i.key.casefold())
+    ]
+    if not chosen:
+        raise UsageError(f"argument NAME: nothing called {args.name!r} in the trash")
+    try:
+        saved = library.restore(chosen[0].id)
+    except LibraryError as error:
+        raise UsageError(str(error)) from None
+    print(f"restored {saved.scenario.name} as {saved.key}")
+    return 0
+
+
 def add_commands(commands: Any) -> None:
     """Add ``list``, ``import`` and ``export`` to the subcommand parser."""
     listing = commands.add_parser(
@@ -182,3 +240,31 @@ def add_commands(commands: Any) -> None:
     exporting.add_argument("names", nargs="+", metavar="NAME")
     exporting.add_argument("--to", required=True, metavar="DIR", help="destination folder")
     exporting.set_defaults(handler=cmd_export)
+
+    trash = commands.add_parser(
+        "trash",
+        help="list deleted library scenarios (or empty the trash)",
+        description="List the scenarios deleted from the library, newest first; "
+        "`restore NAME` puts one back. --empty deletes them for good.",
+    )
+    trash.add_argument("--empty", action="store_true", help="delete everything in the trash")
+    trash.add_argument("--json", action="store_true")
+    trash.set_defaults(handler=cmd_trash)
+
+    delete = commands.add_parser(
+        "delete",
+        help="move a library scenario to the trash",
+        description="Move a library scenario (by name or key) to the trash; "
+        "`restore NAME` puts it back.",
+    )
+    delete.add_argument("name", metavar="NAME")
+    delete.set_defaults(handler=cmd_delete)
+
+    restore = commands.add_parser(
+        "restore",
+        help="put a deleted scenario back into the library",
+        description="Restore a deleted scenario by name (its newest deletion) or trash id; "
+        "a name already in use gets a ' (2)' suffix.",
+    )
+    restore.add_argument("name", metavar="NAME")
+    restore.set_defaults(handler=cmd_restore)

@@ -5,8 +5,10 @@ Not a timed test: it prints figures (median and p95 latency in ms; cold start in
 
 - Latency: a value typed into a real input field (``textEdited``, as a keystroke sends)
   → one validated scenario → ``estimate`` → the visible tab's bars and figures redrawn
-  → the paint events processed. Measured on the training tab (after-load/peak bars,
-  ledger) and the inference tab, alternating values so every change is a real change.
+  → the paint events processed. Measured on all four tabs (compute: tokens; inference:
+  context; training: micro-batch and sequence length; parallelism: TP), alternating values
+  so every change is a real change. Work deferred off the keystroke (the layout search and
+  the scaling curve, in worker threads) is not part of the figure: it arrives later.
 - Cold start: a fresh interpreter, from process launch to the first paint event of the
   main window (the median of several launches).
 """
@@ -24,6 +26,12 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # never touch the user's real library, settings or recovery folder (child processes inherit it)
 os.environ.setdefault("LLM_PLANNER_HOME", tempfile.mkdtemp(prefix="llm-planner-bench-"))
+
+
+def _value(text: str) -> float:
+    from llm_planner.core.primitives import units
+
+    return units.parse_int_count(text) if text.isdigit() else units.parse_count(text)
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -49,9 +57,11 @@ def latency(changes: int) -> dict[str, dict[str, float]]:
     window.flush()
     results: dict[str, dict[str, float]] = {}
     cases = (
-        (2, "micro_batch", ("1", "2", "3", "4")),
+        (0, "tokens", ("15T", "10T", "2T", "1T")),
         (1, "context", ("4096", "8192", "16384", "32768")),
+        (2, "micro_batch", ("1", "2", "3", "4")),
         (2, "seq_len", ("2048", "4096", "8192")),
+        (3, "tp", ("1", "2", "4", "8")),
     )
     for tab_index, attribute, values in cases:
         window.tabs.setCurrentIndex(tab_index)
@@ -72,7 +82,8 @@ def latency(changes: int) -> dict[str, dict[str, float]]:
         path = next(b.path for b in window.binder.bindings if b.widget is edit)
         core_ms: list[float] = []
         for i in range(changes):
-            scenario = with_changes(window.state.scenario, {path: int(values[i % len(values)])})
+            text = values[i % len(values)]
+            scenario = with_changes(window.state.scenario, {path: _value(text)})
             start = time.perf_counter()
             estimate(scenario)
             core_ms.append((time.perf_counter() - start) * 1e3)

@@ -22,9 +22,10 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 
-from llm_planner.core.composition.estimate import Report, estimate
+from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
+from llm_planner.gui.background import Latest
 
 log = logging.getLogger(__name__)
 
@@ -95,12 +96,18 @@ class ScenarioState(QObject):
     """(scenario, report) after every change, once."""
     estimate_failed = Signal(str)
     """An estimator raised: the message; the last report stays on screen."""
+    suggestions_ready = Signal(object)
+    """(report) the current report with its fit suggestions, computed after the redraw."""
 
     def __init__(self, scenario: Scenario, parent: QObject | None = None):
         super().__init__(parent)
         self.scenario = scenario
         self.report: Report = estimate(scenario)
         self.undo_stack = QUndoStack(self)
+        # what would make it fit costs a few more estimates: worked out after the bars are
+        # redrawn, in a worker thread, superseded by the next change
+        self.fit_worker = Latest(self)
+        self.fit_worker.done.connect(self._suggested)
         self._merge_ids: dict[str, int] = {}
         self._merge_counter = 0
         self.path: str | None = None
@@ -154,11 +161,23 @@ class ScenarioState(QObject):
             return
         self.scenario = scenario
         try:
-            self.report = estimate(scenario)
+            self.report = estimate(scenario, suggest=False)
         except Exception as error:  # an estimator bug must not take the window down
             log.exception("estimate failed")
             self.estimate_failed.emit(f"{type(error).__name__}: {error}")
         self.changed.emit(self.scenario, self.report)
+        done, report = self.scenario, self.report
+        if not (report.training.fits and report.inference.fits):
+            self.fit_worker.submit(lambda: (done, with_fit_suggestions(done, report)))
+        else:
+            self.fit_worker.cancel()
+            self.suggestions_ready.emit(report)
+
+    def _suggested(self, payload: tuple[Scenario, Report]) -> None:
+        scenario, report = payload
+        if scenario == self.scenario and report.training == self.report.training:
+            self.report = report
+            self.suggestions_ready.emit(report)
 
 
 # ---------------------------------------------------------------- widget bindings
@@ -179,6 +198,8 @@ class Binder(QObject):
 
     error_changed = Signal(str)
     """The latest inline error message ("" when the last edit was valid)."""
+    echoed = Signal(str)
+    """What a typed abbreviation was read as ("GPUs: 2k = 2048")."""
 
     def __init__(self, state: ScenarioState, parent: QObject | None = None):
         super().__init__(parent)
@@ -281,7 +302,17 @@ class Binder(QObject):
                     pass
             edit.setText("" if current is None else fmt(current))
 
-        edit.textEdited.connect(lambda _text: self.commit(edit, path, value, label, also=also))
+        def edited(_text: str) -> None:
+            self.commit(edit, path, value, label, also=also)
+            typed = edit.text().strip()
+            if edit in self.errors or not any(c.isalpha() for c in typed):
+                return
+            current = get_path(self.state.scenario, path)
+            exact = "" if current is None else fmt(current)
+            if exact and exact != typed:  # "8k" → "8192": say exactly what was read
+                self.echoed.emit(f"{label}: {typed} = {exact}")
+
+        edit.textEdited.connect(edited)
         edit.editingFinished.connect(lambda: self._tidy(edit, path, fmt))
         if optional:
             edit.setPlaceholderText("(none)")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QFileDialog, QMenu, QPushButton, QTableWidget, QWidget
+from PySide6.QtWidgets import QFileDialog, QMenu, QPushButton, QTableView, QWidget
 
 from llm_planner.core.composition.scenario import Scenario
 
@@ -81,7 +81,7 @@ def export_button(parent: QWidget, scenario: Callable[[], Scenario]) -> QPushBut
 
 
 def attach_row_menu(
-    table: QTableWidget, rows: Callable[[], list[dict[str, Any]]], scenario: Callable[[], Scenario]
+    table: QTableView, rows: Callable[[], list[dict[str, Any]]], scenario: Callable[[], Scenario]
 ) -> None:
     """A search table's context menu: *Export for…* the row under the mouse."""
     from llm_planner.core.files.stack_configs import apply_row
@@ -90,9 +90,9 @@ def attach_row_menu(
         return apply_row(scenario(), rows()[index])
 
     def show(pos: QPoint) -> None:
-        item = table.itemAt(pos)
-        index = item.data(Qt.ItemDataRole.UserRole + 1) if item is not None else None
-        if not isinstance(index, int) or not 0 <= index < len(rows()):
+        cell = table.indexAt(pos)  # the model's row i is the search's row i
+        index = cell.row() if cell.isValid() else -1
+        if not 0 <= index < len(rows()):
             return
         menu = row_context_menu(table, lambda: row_scenario(index))
         menu.popup(table.viewport().mapToGlobal(pos))
@@ -101,7 +101,7 @@ def attach_row_menu(
     table.customContextMenuRequested.connect(show)
 
 
-def row_context_menu(table: QTableWidget, scenario: Callable[[], Scenario]) -> QMenu:
+def row_context_menu(table: QTableView, scenario: Callable[[], Scenario]) -> QMenu:
     menu = QMenu(table)
     menu.setObjectName("search_row_menu")
     sub = export_menu(table, scenario)

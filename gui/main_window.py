@@ -17,6 +17,7 @@ from PySide6.QtGui import (
     QDesktopServices,
     QDragEnterEvent,
     QDropEvent,
+    QGuiApplication,
     QKeySequence,
     QPaintEvent,
     QShowEvent,
@@ -48,6 +49,21 @@ SUFFIX = ".llmplan.json"
 AUTOSAVE_DELAY_MS = 2000
 """Unsaved edits are copied to the recovery folder this long after the last change."""
 FILE_FILTER = "LLM Planner scenarios (*.llmplan.json);;JSON (*.json);;All files (*)"
+DEFAULT_SIZE = (1366, 820)
+"""Preferred size; never more than the screen's available area (a 1366×768 laptop)."""
+MIN_WIDTH, MIN_HEIGHT = 1024, 640
+LIBRARY_WIDTH = 290
+"""The library's starting width: name, model, GPUs and date readable at 1366 px."""
+CHART_NAMES = (
+    "bars",
+    "time_chart",
+    "cost_chart",
+    "chinchilla_chart",
+    "context_chart",
+    "zero_bars",
+    "timeline",
+)
+"""Chart attributes of the tabs, in the order File ▸ Export chart writes them."""
 TAB_CLASSES = (
     ("llm_planner.gui.tabs.compute", "ComputeTab", "Compute budget"),
     ("llm_planner.gui.tabs.inference", "InferenceTab", "Inference memory"),
@@ -87,6 +103,7 @@ class MainWindow(QMainWindow):
         self.statusBar()
 
         self.binder.error_changed.connect(self._show_input_error)
+        self.binder.echoed.connect(lambda text: self.statusBar().showMessage(text, 6000))
         self.state.changed.connect(self._changed)
         self.state.estimate_failed.connect(self._estimate_failed)
         self.state.undo_stack.cleanChanged.connect(self._clean_changed)
@@ -102,13 +119,34 @@ class MainWindow(QMainWindow):
         self._autosave_timer.setInterval(AUTOSAVE_DELAY_MS)
         self._autosave_timer.timeout.connect(self.autosave)
 
-        self.resize(1366, 820)
+        self.setMinimumSize(MIN_WIDTH, MIN_HEIGHT)
+        self._fit_screen()
         if restore:
             self._restore()
+            self._fit_screen(only_if_larger=True)
         self._tab_shown(self.tabs.currentIndex())
         self._starting = False
         self.summary.update_from(self.state.scenario, self.state.report)
         self._update_title()
+
+    def _fit_screen(self, only_if_larger: bool = False) -> None:
+        """Size the window within the screen's available geometry (taskbars excluded)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            if not only_if_larger:
+                self.resize(*DEFAULT_SIZE)
+            return
+        area = screen.availableGeometry()
+        frame = 32  # title bar and borders the window manager adds around the client area
+        width = min(DEFAULT_SIZE[0], area.width())
+        height = min(DEFAULT_SIZE[1], area.height() - frame)
+        if only_if_larger:
+            if self.width() <= area.width() and self.height() <= area.height() - frame:
+                return
+            width, height = min(self.width(), width), min(self.height(), height)
+        self.resize(max(width, MIN_WIDTH), max(height, MIN_HEIGHT))
+        if not only_if_larger:
+            self.move(area.topLeft())
 
     def _build_central(self) -> QWidget:
         central = QWidget()
@@ -160,6 +198,8 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
+        if not self._painted and not self.settings.get("geometry"):  # the docks exist now
+            self.resizeDocks([self.library_dock], [LIBRARY_WIDTH], Qt.Orientation.Horizontal)
         if not self._painted:  # in case the frame itself gets no paint event
             QTimer.singleShot(100, self._after_first_paint)
 
@@ -209,6 +249,7 @@ class MainWindow(QMainWindow):
 
     def flush(self) -> None:
         """Run pending deferred redraws now (tests, screenshots, smoke test)."""
+        self.state.fit_worker.wait()
         self._slow_timer.stop()
         page = self.pages[self.tabs.currentIndex()]
         if page is not None:
@@ -232,7 +273,7 @@ class MainWindow(QMainWindow):
 
     def _update_title(self) -> None:
         scenario = self.state.scenario
-        name = Path(self.state.path).name if self.state.path else scenario.name
+        name = scenario.name
         self.setWindowTitle(
             f"LLM Planner — {name}[*] ({scenario.model.architecture.name} on "
             f"{scenario.num_gpus:,} × {scenario.gpu.name})"
@@ -271,7 +312,9 @@ class MainWindow(QMainWindow):
             answer = QMessageBox.question(
                 self,
                 "Recover unsaved changes",
-                f"“{newest.scenario.name}” has unsaved changes from "
+                f"“{newest.scenario.name}” ({newest.scenario.model.architecture.name} on "
+                f"{newest.scenario.num_gpus:,} × {newest.scenario.gpu.name}) has unsaved "
+                "changes from "
                 f"{newest.saved.astimezone():%Y-%m-%d %H:%M}. Recover them?",
             )
             if answer != QMessageBox.StandardButton.Yes:
@@ -301,7 +344,7 @@ class MainWindow(QMainWindow):
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
         )
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
-        self.resizeDocks([dock], [230], Qt.Orientation.Horizontal)
+        self.resizeDocks([dock], [LIBRARY_WIDTH], Qt.Orientation.Horizontal)
         self.library_dock = dock
 
     # ------------------------------------------------------------ menus
@@ -459,6 +502,8 @@ class MainWindow(QMainWindow):
         )
         if paths and self.library is not None:
             self.library.import_files([Path(p) for p in paths])
+            for p in paths:
+                self._remember(p)
 
     def export_scenario_dialog(self) -> None:
         suggested = str(Path(self._folder()) / f"{_safe_name(self.state.scenario.name)}{SUFFIX}")
@@ -470,6 +515,9 @@ class MainWindow(QMainWindow):
                 store.save_scenario_file(self.state.scenario, Path(path))
             except OSError as error:
                 self.show_message(f"Could not export {path}: {error.strerror or error}")
+                return
+            self._remember(path)
+            self.statusBar().showMessage(f"Exported {path}", 10000)
 
     def report_text(self, kind: str) -> str:
         """The report as Markdown or CSV, exactly as ``core.report_export`` writes it."""
@@ -489,44 +537,126 @@ class MainWindow(QMainWindow):
     def export_report(self, path: str, kind: str) -> None:
         from llm_planner.core.files import store
 
-        store.atomic_write_bytes(Path(path), self.report_text(kind).encode("utf-8"))
+        try:
+            store.atomic_write_bytes(Path(path), self.report_text(kind).encode("utf-8"))
+        except OSError as error:
+            self.show_message(f"Could not export {path}: {error.strerror or error}")
+            return
+        self._remember_folder(path)
+        self.statusBar().showMessage(f"Exported {path}", 10000)
+
+    def charts(self) -> list[tuple[str, Any]]:
+        """(name, widget) of every chart of the visible tab (hidden ones left out)."""
+        page = self.page(self.tabs.currentIndex())
+        page.ensure_charts()
+        found = []
+        for name in CHART_NAMES:
+            chart = getattr(page, name, None)
+            if chart is not None and not chart.isHidden():
+                found.append((name, chart))
+        return found
 
     def current_chart(self) -> Any:
         """The first chart of the visible tab."""
-        page = self.page(self.tabs.currentIndex())
-        for name in ("bars", "time_chart", "zero_bars", "context_chart"):
-            chart = getattr(page, name, None)
-            if chart is not None:
-                return chart
-        return None
+        charts = self.charts()
+        return charts[0][1] if charts else None
+
+    def caption(self) -> str:
+        """What an exported chart says about itself: scenario, model, GPUs, layout, version."""
+        from datetime import datetime
+
+        from llm_planner import __version__
+
+        scenario, report = self.state.scenario, self.state.report
+        layout = getattr(report.parallelism, "layout_label", "") if report.parallelism else ""
+        return (
+            f"{scenario.name} · {scenario.model.architecture.name} · "
+            f"{scenario.num_gpus:,} × {scenario.gpu.name}"
+            + (f" · {layout}" if layout else "")
+            + f" · LLM Planner {__version__} · {datetime.now().astimezone():%Y-%m-%d %H:%M}"
+        )
 
     def export_chart_dialog(self, kind: str) -> None:
-        suggested = str(Path(self._folder()) / f"chart.{kind}")
-        path, _ = QFileDialog.getSaveFileName(self, "Export chart", suggested, f"*.{kind}")
+        """Ask for a file (and for PNG a scale); write every chart of the tab to it."""
+        scale = 2.0
+        if kind == "png":
+            from PySide6.QtWidgets import QInputDialog
+
+            value, ok = QInputDialog.getDouble(
+                self, "Export charts as PNG", "Scale (× screen size):", 2.0, 1.0, 4.0, 1
+            )
+            if not ok:
+                return
+            scale = value
+        title = self.tabs.tabText(self.tabs.currentIndex())
+        suggested = str(
+            Path(self._folder()) / f"{_safe_name(self.state.scenario.name)} - {title}.{kind}"
+        )
+        path, _ = QFileDialog.getSaveFileName(self, "Export charts", suggested, f"*.{kind}")
         if path:
-            self.export_chart(path, kind)
+            self.export_chart(path, kind, scale)
 
-    def export_chart(self, path: str, kind: str) -> bool:
-        chart = self.current_chart()
-        if chart is None:
+    def export_chart(self, path: str, kind: str, scale: float = 2.0) -> bool:
+        """Every chart of the visible tab, stacked, with the caption underneath, as one PNG
+        (``scale`` × screen size) or SVG. Says where it wrote it in the status bar."""
+        from PySide6.QtCore import QRect, QSize
+        from PySide6.QtGui import QImage, QPainter
+        from PySide6.QtSvg import QSvgGenerator
+
+        charts = [chart for _name, chart in self.charts()]
+        if not charts:
             return False
+        width = max(chart.width() for chart in charts)
+        caption_height = 2 * self.fontMetrics().height()
+        height = sum(chart.height() for chart in charts) + caption_height
         if kind == "svg":
-            from PySide6.QtCore import QPoint, QRect, QSize
-            from PySide6.QtGui import QPainter
-            from PySide6.QtSvg import QSvgGenerator
-
             generator = QSvgGenerator()
             generator.setFileName(path)
-            generator.setSize(QSize(chart.width(), chart.height()))
-            generator.setViewBox(QRect(0, 0, chart.width(), chart.height()))
+            generator.setSize(QSize(width, height))
+            generator.setViewBox(QRect(0, 0, width, height))
             generator.setTitle(self.state.scenario.name)
+            generator.setDescription(self.caption())
             painter = QPainter(generator)
             try:
-                chart.render(painter, QPoint(0, 0))
+                self._paint_charts(painter, charts, width, caption_height)
             finally:
                 painter.end()
-            return True
-        return bool(chart.grab().save(path, "PNG"))
+            written = Path(path).is_file()
+        else:
+            image = QImage(round(width * scale), round(height * scale), QImage.Format.Format_ARGB32)
+            image.fill(self.palette().color(self.backgroundRole()))
+            painter = QPainter(image)
+            try:
+                painter.scale(scale, scale)
+                self._paint_charts(painter, charts, width, caption_height)
+            finally:
+                painter.end()
+            written = image.save(path, "PNG")
+        if written:
+            self._remember_folder(path)
+            self.statusBar().showMessage(f"Exported {len(charts)} chart(s) to {path}", 10000)
+        else:
+            self.show_message(f"Could not write {path}")
+        return bool(written)
+
+    def _paint_charts(
+        self, painter: Any, charts: list[Any], width: int, caption_height: int
+    ) -> None:
+        from PySide6.QtCore import QPoint, QRect
+
+        height = sum(chart.height() for chart in charts) + caption_height
+        painter.fillRect(QRect(0, 0, width, height), self.palette().color(self.backgroundRole()))
+        y = 0
+        for chart in charts:
+            chart.render(painter, QPoint(0, y))
+            y += chart.height()
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.setFont(self.font())
+        painter.drawText(
+            QRect(6, y, width - 12, caption_height),
+            int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+            self.caption(),
+        )
 
     def copy_figures(self) -> str:
         lines = []
@@ -549,13 +679,26 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction("(none)").setEnabled(False)
 
     def _remember(self, path: str) -> None:
+        """A scenario file opened, saved, imported or exported: Open Recent lists it."""
         settings.add_recent(self.settings, str(Path(path).resolve()))
+        self._remember_folder(path)
+
+    def _remember_folder(self, path: str) -> None:
+        self.settings["last_folder"] = str(Path(path).resolve().parent)
         settings.save(self.settings)
 
     def _folder(self) -> str:
-        if self.state.path:
-            return str(Path(self.state.path).parent)
-        return str(Path.home())
+        """Where file dialogs start: the last folder used, else the documents folder (never
+        the library's own data folder)."""
+        last = self.settings.get("last_folder")
+        if isinstance(last, str) and Path(last).is_dir():
+            return last
+        from PySide6.QtCore import QStandardPaths
+
+        documents = QStandardPaths.writableLocation(
+            QStandardPaths.StandardLocation.DocumentsLocation
+        )
+        return documents if documents and Path(documents).is_dir() else str(Path.home())
 
     # ------------------------------------------------------------ help
     def show_about(self) -> None:
@@ -605,13 +748,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ drag and drop
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
         urls = event.mimeData().urls()
-        if urls and all(
-            u.isLocalFile()
-            and u.toLocalFile().endswith(
-                (".json", *LOG_SUFFIXES, *export_config.STACK_CONFIG_SUFFIXES)
-            )
-            for u in urls
-        ):
+        if urls and all(u.isLocalFile() and _droppable(u.toLocalFile()) for u in urls):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt API)
@@ -620,7 +757,10 @@ class MainWindow(QMainWindow):
         event.acceptProposedAction()
 
     def open_dropped(self, path: str) -> bool:
-        """A dropped ``.llmplan.json`` opens; a ``config.json`` imports a model."""
+        """A dropped ``.llmplan.json`` opens; a ``config.json`` or a model folder (one with a
+        ``config.json``) imports a model."""
+        if Path(path).is_dir():
+            return self.bar.import_config(Path(path))
         if path.endswith(SUFFIX):
             return self.open_file(path)
         if path.endswith(LOG_SUFFIXES):  # a training log: a measured run (calibration)
@@ -676,6 +816,15 @@ def _tab_class(index: int) -> Any:
     from llm_planner.gui.tabs.whatif import WhatIfTab
 
     return WhatIfTab
+
+
+def _droppable(path: str) -> bool:
+    """What the window accepts from a drop: JSON files, training logs, stack configs and
+    model folders."""
+    target = Path(path)
+    if path.endswith((".json", *LOG_SUFFIXES, *export_config.STACK_CONFIG_SUFFIXES)):
+        return True
+    return target.is_dir() and (target / "config.json").is_file()
 
 
 def _safe_name(name: str) -> str:

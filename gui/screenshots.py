@@ -43,6 +43,32 @@ def dark_palette() -> object:
     return palette
 
 
+def _sample_library() -> None:
+    """A few saved scenarios, so the library panel looks as it does in use."""
+    from llm_planner.core.composition.scenario import default_scenario
+    from llm_planner.core.files.library import Library
+    from llm_planner.core.primitives.presets import get_preset
+
+    library = Library()
+    if library.listing().entries:
+        return
+    base = default_scenario()
+    library.save_as(base)
+    seventy = get_preset("llama-3.1-70b")
+    library.save_as(
+        base.model_copy(
+            update={
+                "name": "Llama-3.1-70B on 2k GPUs",
+                "model": base.model.model_copy(
+                    update={"preset": seventy.id, "architecture": seventy.architecture}
+                ),
+                "num_gpus": 2048,
+            }
+        )
+    )
+    library.save_as(base.model_copy(update={"name": "8B fine-tune, 64 GPUs", "num_gpus": 64}))
+
+
 def main(argv: list[str]) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     # a throwaway home: renders never touch the user's library, settings or recovery copies
@@ -56,6 +82,7 @@ def main(argv: list[str]) -> int:
 
     app = make_application()
     assert isinstance(app, QApplication)
+    _sample_library()
     app.setStyle("Fusion")
     light = app.palette()
     themes = [("light", light), ("dark", dark_palette())]

@@ -80,12 +80,11 @@ def test_search_row_context_menu_exports_that_row(
     window.tabs.setCurrentIndex(3)
     tab = window.page(3)
     QTest.mouseClick(tab.search.run_button, Qt.MouseButton.LeftButton)
+    window.flush()
+    qtbot.waitUntil(lambda: tab.search.table.model().rowCount() > 1, timeout=20_000)
     table = tab.search.table
-    assert table.rowCount() > 1
-    rect = table.visualItemRect(table.item(1, 0))
-    position = rect.center()
-    index = table.item(1, 0).data(Qt.ItemDataRole.UserRole + 1)
-    row = tab.search.rows[index]
+    position = table.visualRect(table.model().index(1, 0)).center()
+    row = tab.search.rows[1]
     event = QContextMenuEvent(
         QContextMenuEvent.Reason.Mouse, position, table.viewport().mapToGlobal(position)
     )

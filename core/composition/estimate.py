@@ -36,6 +36,11 @@ from llm_planner.core.composition.calibration import (
     modeled_check,
     with_checks,
 )
+from llm_planner.core.composition.fit import (
+    FitSuggestion,
+    inference_fit_suggestions,
+    training_fit_suggestions,
+)
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
 from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
@@ -179,6 +184,10 @@ class Report(BaseModel):
     training: TrainingReport
     parallelism: ParallelismReport
     calibration: CalibrationReport | None = None
+    training_fit_suggestions: list[FitSuggestion] = []
+    """When training does not fit: the few smallest changes that would (``composition.fit``)."""
+    inference_fit_suggestions: list[FitSuggestion] = []
+    """When inference does not fit: the few smallest changes that would."""
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
@@ -339,13 +348,17 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceRepor
     )
 
 
-def estimate(scenario: Scenario) -> Report:
+def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
     """Every figure for ``scenario``. Pure: no I/O, same input → same output (the memo
     only spares recomputing a section whose inputs did not change).
 
     The scenario's measurements first calibrate the model (:func:`.calibration.calibrate_scenario`;
     ``scenario.calibration.enabled`` off: the uncalibrated model); every section below is
-    computed on the calibrated inputs."""
+    computed on the calibrated inputs.
+
+    ``suggest=False`` leaves the fit suggestions empty (the window asks for them with
+    :func:`with_fit_suggestions` off the keystroke's path); the figures are the same.
+    """
     scenario, calibration = calibrate_scenario(scenario)
     model = model_section(scenario)
     layout = scenario_layout(scenario)
@@ -354,7 +367,7 @@ def estimate(scenario: Scenario) -> Report:
     parallelism = _parallelism_section(scenario, model, instance, training)
     compute = _compute_section(scenario, model, parallelism, instance)
     inference = _inference_section(scenario, model)
-    return Report(
+    report = Report(
         model=model,
         compute=compute,
         inference=inference,
@@ -365,8 +378,41 @@ def estimate(scenario: Scenario) -> Report:
             [modeled_check(scenario.gpu, parallelism, scenario.parallelism.kernel_efficiency)],
         ),
     )
+    return with_fit_suggestions(scenario, report) if suggest else report
+
+
+def with_fit_suggestions(scenario: Scenario, report: Report) -> Report:
+    """``report`` with the few smallest changes that would make it fit (empty when it fits;
+    bounded work: ``composition.fit.MAX_CANDIDATES`` section estimates per side)."""
+    training, inference = report.training, report.inference
+    return report.model_copy(
+        update={
+            "training_fit_suggestions": training_fit_suggestions(
+                scenario, training.peak_bytes, training.capacity_bytes, _training_peak
+            ),
+            "inference_fit_suggestions": inference_fit_suggestions(
+                scenario,
+                inference.per_gpu_total_bytes,
+                inference.gpu_memory_bytes,
+                inference.max_batch,
+                lambda s: _inference_section(s, model_section(s)).per_gpu_total_bytes,
+            ),
+        }
+    )
+
+
+def _training_peak(scenario: Scenario) -> float:
+    """The training peak per GPU exactly as :func:`estimate` computes it (for ``fit``)."""
+    return float(
+        _training_section(scenario, model_section(scenario), scenario_layout(scenario)).peak_bytes
+    )
 
 
 def report_json(report: Report) -> dict[str, Any]:
     """The ``report --json`` object: one key per section, values in SI base units."""
-    return {name: section.model_dump(mode="json") for name, section in report.sections().items()}
+    out = {name: section.model_dump(mode="json") for name, section in report.sections().items()}
+    for name in ("training", "inference"):
+        if name in out:
+            suggestions = getattr(report, f"{name}_fit_suggestions")
+            out[name]["fit_suggestions"] = [s.model_dump(mode="json") for s in suggestions]
+    return out

@@ -145,6 +145,24 @@ def parse_int_count(text: str | float | int, what: str = "value") -> int:
     return round(value)
 
 
+def parse_length(text: str | float | int, what: str = "value") -> int:
+    """A sequence length, context or GPU count: ``k`` is 1024 (``8k`` → 8192, ``16k`` →
+    16384, ``1.5k`` → 1536), ``M`` is 1024²; plain numbers and ``8192`` stay as written.
+
+    The ML convention (a "4k context" is 4,096 tokens, Llama-2's ``max_position_embeddings``);
+    tokens, parameters, FLOPs and money stay decimal (:func:`parse_count`).
+    """
+    if isinstance(text, str):
+        match = _COUNT_RE.match(text)
+        if match and match["suffix"] in ("k", "K", "M"):
+            scale = 1024 if match["suffix"] in ("k", "K") else 1024**2
+            value = _check_sign(_number(match["num"], what, text) * scale, what, text, False)
+            if value != round(value):
+                raise UnitError(f"{what}: {text!r} is not a whole number")
+            return round(value)
+    return parse_int_count(text, what)
+
+
 def parse_bytes(text: str | float | int, what: str = "memory") -> float:
     """Read a size such as ``80 GB`` (80e9 bytes), ``80 GiB`` (80·2^30) or ``141GB``.
 

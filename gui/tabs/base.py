@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QLabel,
     QLineEdit,
+    QPushButton,
     QScrollArea,
     QSizePolicy,
     QSplitter,
@@ -26,12 +28,45 @@ from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
 from llm_planner.gui.binding import Binder, ScenarioState
+from llm_planner.gui.widgets.elided import ElidedCombo
 from llm_planner.gui.widgets.figure_table import FigureTable
 
 log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- parsers (units only)
+
+
+class FractionField:
+    """Parse and show one fraction field the way the user writes it: typed ``0.4`` shows
+    ``0.4``, typed ``40%`` shows ``40%`` (the value is 0.4 either way)."""
+
+    def __init__(self) -> None:
+        self.percent = False
+
+    def parse(self, text: str) -> float:
+        self.percent = text.strip().endswith("%")
+        return parse_fraction(text)
+
+    def format(self, value: float) -> str:
+        return f"{100 * value:.4g}%" if self.percent else format_fraction(value)
+
+
+def parse_whole(what: str, example: str = "1, 4, 16") -> Callable[[str], int]:
+    """A whole-number field (micro-batch, batch): its own examples in the error message."""
+
+    def parse(text: str) -> int:
+        try:
+            value = units.parse_int_count(text, what)
+        except units.UnitError:
+            raise units.UnitError(
+                f"{what}: {text.strip()!r} is not a whole number; write e.g. {example}"
+            ) from None
+        if value < 1:
+            raise units.UnitError(f"{what}: must be at least 1 (e.g. {example})")
+        return value
+
+    return parse
 
 
 def parse_fraction(text: str) -> float:
@@ -65,7 +100,7 @@ def parse_points(text: str) -> list[tuple[int, float]]:
         gpus, sep, rate = part.partition(":")
         if not sep:
             raise ValueError(f"{part.strip()!r}: write GPUs: tokens/s, e.g. 64: 1.1M")
-        points.append((units.parse_int_count(gpus, "GPUs"), units.parse_count(rate, "tokens/s")))
+        points.append((units.parse_length(gpus, "GPUs"), units.parse_count(rate, "tokens/s")))
     return points
 
 
@@ -103,67 +138,36 @@ def format_duration(value: float) -> str:
 
 
 def format_bytes_input(value: float) -> str:
+    """An allowance as it was most likely meant: a whole number of GiB shows as GiB
+    (``1 GiB``, the inference default), anything else in GB (``1.000 GB``). Explicit
+    either way, so the same 2^30 bytes never reads 1.074 GB on one tab and 1 GiB on another."""
+    gib = value / units.GiB
+    if value and gib == round(gib):
+        return f"{round(gib)} GiB"
     return units.format_gb(value, digits=4)
 
 
-# ---------------------------------------------------------------- feature checks
+def visible_indicator(box: QCheckBox) -> None:
+    """In a dark palette Fusion outlines an unchecked box in the window colour darkened: near
+    black on dark grey. A lighter window colour for the box alone gives it a visible edge."""
+    palette = box.palette()
+    window = palette.color(QPalette.ColorRole.Window)
+    if window.lightness() < 110:
+        palette.setColor(QPalette.ColorRole.Window, QColor("#a8a8a8"))
+        palette.setColor(QPalette.ColorRole.Base, QColor("#242424"))
+        box.setPalette(palette)
 
 
-_CORE_MODULES = {
-    "compute": "sections.compute",
-    "inference": "sections.inference",
-    "training": "sections.training",
-    "parallelism": "sections.parallelism",
-    "search": "composition.search",
-    "quantization": "quantities.quantization",
-    "optimizers": "quantities.optimizers",
-    "activations": "quantities.activations",
-}
-"""Where each module named by :func:`core_attr` lives in core's layout."""
+# ---------------------------------------------------------------- catalogs and calls
 
 
-def core_attr(module: str, *names: str) -> Any:
-    """The first attribute among ``names`` of ``llm_planner.core.<module>`` (``"a|b"``: of
-    the first of those modules that has one), or None."""
-    for candidate in module.split("|"):
-        try:
-            mod = importlib.import_module(f"llm_planner.core.{_CORE_MODULES[candidate]}")
-        except ImportError:
-            continue
-        for name in names:
-            value = getattr(mod, name, None)
-            if value is not None:
-                return value
-    return None
-
-
-def choices(module: str, names: Sequence[str], fallback: Iterable[str]) -> list[tuple[str, Any]]:
-    """(label, value) pairs from a catalog a core module exposes (dict, list, or Literal)."""
-    found = core_attr(module, *names)
+def named_items(catalog: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(human name, id) pairs for a picker from a core catalog (``PRECISIONS``, ``OPTIMIZERS``,
+    ``PROFILES``, ``weight_formats()``): the entry's ``name`` or ``label``; the id is the data."""
     items: list[tuple[str, Any]] = []
-    if callable(found) and not isinstance(found, type):
-        try:
-            found = found()
-        except Exception:  # a half-finished catalog must not break the window
-            log.exception("catalog %s.%s", module, names)
-            found = None
-    if isinstance(found, dict):
-        for key, entry in found.items():
-            label = getattr(entry, "label", None) or getattr(entry, "name", None)
-            items.append(
-                (f"{key} — {label}" if isinstance(label, str) and label != key else str(key), key)
-            )
-    elif isinstance(found, list | tuple):
-        for entry in found:
-            key = (
-                entry
-                if isinstance(entry, str)
-                else getattr(entry, "id", None) or getattr(entry, "name", None)
-            )
-            if isinstance(key, str):
-                items.append((key, key))
-    if not items:
-        items = [(value, value) for value in fallback]
+    for key, entry in catalog.items():
+        label = getattr(entry, "name", None) or getattr(entry, "label", None) or key
+        items.append((str(label), key))
     return items
 
 
@@ -187,6 +191,92 @@ def field(obj: Any, *names: str) -> Any:
         if value is not None:
             return value
     return None
+
+
+# ---------------------------------------------------------------- what would fit
+
+
+class FitPanel(QWidget):
+    """Over capacity: the changes ``core.composition.fit`` found, one button each; a click
+    applies that change as one undo step. Hidden while the run fits."""
+
+    COLUMNS = 2
+
+    def __init__(self, state: ScenarioState, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(4, 0, 4, 2)
+        self._grid.setSpacing(4)
+        self.title = QLabel()
+        self.title.setObjectName("fit_title")
+        self.title.setWordWrap(True)
+        self._grid.addWidget(self.title, 0, 0, 1, self.COLUMNS)
+        self.buttons: list[QPushButton] = []
+        self.suggestions: list[Any] = []
+        self._over = False
+        self.hide()
+
+    def set_suggestions(self, suggestions: Sequence[Any], over: bool) -> None:
+        key = [(s.label, s.peak_bytes) for s in suggestions]
+        if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self._over:
+            return  # nothing new: no relayout on every keystroke
+        self.suggestions, self._over = list(suggestions), over
+        self.setVisible(over)
+        while len(self.buttons) < len(self.suggestions):
+            index = len(self.buttons)
+            button = QPushButton()
+            button.setObjectName(f"fit_{index}")
+            button.setMinimumWidth(80)  # long labels clip; the tooltip has the whole text
+            button.clicked.connect(lambda _checked=False, i=index: self.apply(i))
+            self._grid.addWidget(button, 1 + index // self.COLUMNS, index % self.COLUMNS)
+            self.buttons.append(button)
+        for index, button in enumerate(self.buttons):
+            if index < len(self.suggestions):
+                s = self.suggestions[index]
+                button.setText(f"{s.label} → {units.format_gb(s.peak_bytes)}")
+                button.setToolTip(
+                    f"Apply: {s.label}. Peak per GPU after it: {units.format_bytes(s.peak_bytes)}"
+                    f" of {units.format_bytes(s.capacity_bytes)} (the same estimator). Undo "
+                    "takes it back."
+                )
+                button.show()
+            else:
+                button.hide()
+        self.title.setText(
+            "<b style='color:#D62728'>Does not fit.</b> Any one of these would "
+            "(peak per GPU after it):"
+            if self.suggestions
+            else "<b style='color:#D62728'>Does not fit</b>, and no small change found fits "
+            "(try a GPU with more memory or a smaller model)."
+        )
+
+    def apply(self, index: int) -> None:
+        if 0 <= index < len(self.suggestions):
+            chosen = self.suggestions[index]
+            self.state.set_fields(dict(chosen.changes), f"Make it fit: {chosen.label}")
+
+
+def with_fit_panel(bars: QWidget, panel: FitPanel) -> QWidget:
+    """The bars with the fit suggestions right under them (one splitter pane)."""
+    holder = QWidget()
+    layout = QVBoxLayout(holder)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(2)
+    layout.addWidget(bars, 1)
+    layout.addWidget(panel)
+    return holder
+
+
+def context_warning(limit: int, length: int, what: str) -> str:
+    """The warning (not a block: RoPE scaling exists) when ``length`` exceeds the model's
+    ``max_context``; "" otherwise."""
+    if limit and length > limit:
+        return (
+            f"⚠ {what} {length:,} exceeds the model's max_context of {limit:,} tokens: it needs "
+            "RoPE scaling or a long-context variant; memory is computed as asked."
+        )
+    return ""
 
 
 # ---------------------------------------------------------------- the tab
@@ -288,6 +378,9 @@ class Tab(QWidget):
         edit = QLineEdit()
         edit.setObjectName(path)
         edit.setClearButtonEnabled(optional)
+        if parse is parse_fraction:  # shown as the user types it (0.4 or 40%)
+            fraction = FractionField()
+            parse, fmt = fraction.parse, fraction.format
         self.binder.line(edit, path, parse, fmt, label, tooltip, optional)
         form.addRow(label, edit)
         return edit
@@ -300,7 +393,7 @@ class Tab(QWidget):
         items: Sequence[tuple[str, Any]],
         tooltip: str,
     ) -> QComboBox:
-        combo = QComboBox()
+        combo = ElidedCombo()
         combo.setObjectName(path)
         combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -308,15 +401,33 @@ class Tab(QWidget):
         for text, value in items:
             combo.addItem(text, value)
         self.binder.combo(combo, path, label, tooltip)
+        combo.set_base_tooltip(tooltip)
         form.addRow(label, combo)
         return combo
 
     def check(self, form: QFormLayout, label: str, path: str, tooltip: str) -> QCheckBox:
         box = QCheckBox(label)
         box.setObjectName(path)
+        visible_indicator(box)
         self.binder.check(box, path, label, tooltip)
         form.addRow("", box)
         return box
+
+    def warning(self) -> QLabel:
+        """A warning line at the top of the inputs (hidden while empty)."""
+        label = QLabel()
+        label.setObjectName(f"{self.section}_warning")
+        label.setWordWrap(True)
+        label.setStyleSheet("color: #B8860B;")
+        label.hide()
+        self.inputs_layout.insertWidget(0, label)
+        return label
+
+    @staticmethod
+    def set_warning(label: QLabel, text: str) -> None:
+        if label.text() != text:
+            label.setText(text)
+        label.setVisible(bool(text))
 
     def note(self, text: str) -> QLabel:
         label = QLabel(text)

@@ -10,11 +10,11 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QMessageBox, QPushButton, QS
 from llm_planner.core.composition.estimate import Report, estimate
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
+from llm_planner.core.sections.compute import chinchilla_tokens
 from llm_planner.gui import colors
 from llm_planner.gui.binding import validation_message, with_changes
 from llm_planner.gui.tabs.base import (
     Tab,
-    core_attr,
     field,
     format_count,
     format_duration,
@@ -25,7 +25,6 @@ from llm_planner.gui.tabs.base import (
     parse_fraction,
     parse_points,
     parse_tflops,
-    safe_call,
 )
 
 """GPU counts drawn on the time and cost charts (plus the scenario's own count)."""
@@ -268,10 +267,10 @@ class ComputeTab(Tab):
 
     def draw_chinchilla(self, scenario: Scenario, report: Report) -> None:
         """The D ≈ 20·P line (core.compute.chinchilla_tokens), this run and the optimum."""
-        tokens_for = core_attr("compute", "chinchilla_tokens")
+        tokens_for = chinchilla_tokens
         section = report.compute
         params = field(section, "params")
-        if tokens_for is None or params is None:
+        if params is None:
             return
         optimum_p = field(section, "chinchilla_params")
         anchors = [p for p in (params, optimum_p) if p]
@@ -283,12 +282,25 @@ class ComputeTab(Tab):
             self.chinchilla_chart.set_markers("optimum", [optimum_p], [tokens_for(optimum_p)])
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
-        """Time and cost against GPUs from ``core.composition.scaling.time_vs_gpus``: the
+        """Time and cost against GPUs from ``core.composition.scaling.time_vs_gpus`` (the
         estimate's one throughput, perfect scaling of the best per-GPU rate, the modeled
-        layout family and the measured points, all as wall-clock time."""
+        layout family, the measured points), computed in a worker thread; a newer scenario
+        supersedes an older run."""
         from llm_planner.core.composition.scaling import time_vs_gpus
+        from llm_planner.gui.background import Latest
 
-        series = safe_call(time_vs_gpus, scenario, report)
+        if getattr(self, "scaling", None) is None:
+            self.scaling = Latest(self)
+            self.scaling.done.connect(self._draw_scaling)
+            self.scaling.failed.connect(lambda _message: self._draw_scaling(None))
+        self.scaling.submit(lambda: time_vs_gpus(scenario, report))
+
+    def flush(self) -> None:
+        scaling = getattr(self, "scaling", None)
+        if scaling is not None:
+            scaling.wait()
+
+    def _draw_scaling(self, series: Any) -> None:
         if series is None:
             for chart, name in ((self.time_chart, "time"), (self.cost_chart, "cost")):
                 chart.set_line(name, [], [])
@@ -314,20 +326,14 @@ class ComputeTab(Tab):
 
     def gpt3_check(self) -> None:
         """GPT-3 (175e9 parameters, 300e9 tokens) through the same estimator as the scenario."""
-        function = core_attr("compute", "gpt3_sanity_check")
-        result: Any = safe_call(function) if function else None
-        if result is None:
-            scenario = with_changes(
-                self.state.scenario, {"model.params_override": 175e9, "compute.tokens": 300e9}
-            )
-            section = estimate(scenario).compute
-            flops = field(section, "flops_total")
-            text = (
-                "The compute estimator is not available yet."
-                if flops is None
-                else f"C = 6 · P · D with P = 175e9, D = 300e9\n= {units.format_flop(flops)}\n"
-                "Reported for GPT-3 (Brown et al. 2020, Table D.1): 3.14e23 FLOP"
-            )
-        else:
-            text = str(result)
+        scenario = with_changes(
+            self.state.scenario, {"model.params_override": 175e9, "compute.tokens": 300e9}
+        )
+        flops = field(estimate(scenario).compute, "flops_total")
+        text = (
+            "The compute estimator gave no total."
+            if flops is None
+            else f"C = 6 · P · D with P = 175e9, D = 300e9\n= {units.format_flop(flops)}\n"
+            "Reported for GPT-3 (Brown et al. 2020, Table D.1): 3.14e23 FLOP"
+        )
         QMessageBox.information(self, "GPT-3 sanity check", text)

@@ -11,15 +11,20 @@ from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
 from llm_planner.core.primitives.dtypes import DTYPES
+from llm_planner.core.quantities.quantization import weight_formats
+from llm_planner.core.sections.inference import memory_vs_context
 from llm_planner.gui import colors
 from llm_planner.gui.tabs.base import (
+    FitPanel,
     Tab,
-    choices,
-    core_attr,
+    context_warning,
     field,
     format_bytes_input,
     format_int,
+    named_items,
+    parse_whole,
     safe_call,
+    with_fit_panel,
 )
 
 CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -55,8 +60,9 @@ class InferenceTab(Tab):
     section = "inference"
 
     def build_inputs(self) -> None:
+        self.context_warning = self.warning()
         form = self.group("Serving")
-        formats = choices("quantization", ("weight_formats",), DTYPES)
+        formats = named_items(weight_formats())
         self.weights = self.combo(
             form,
             "Weights",
@@ -75,7 +81,7 @@ class InferenceTab(Tab):
             form,
             "Batch",
             "inference.batch",
-            units.parse_int_count,
+            parse_whole("Batch"),
             format_int,
             "Concurrent sequences",
         )
@@ -83,7 +89,7 @@ class InferenceTab(Tab):
             form,
             "Context",
             "inference.context",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "Tokens per sequence (prompt + output), e.g. 8192 or 128k",
         )
@@ -91,7 +97,7 @@ class InferenceTab(Tab):
             form,
             "GPUs per replica",
             "inference.num_gpus",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "GPUs serving one replica (tensor parallel)",
         )
@@ -108,7 +114,7 @@ class InferenceTab(Tab):
             overhead,
             "Prefill chunk",
             "inference.prefill_chunk_tokens",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "Most tokens processed in one step (sets the activation working set)",
         )
@@ -138,7 +144,14 @@ class InferenceTab(Tab):
         )
         self.context_chart.add_hline("capacity", colors.CAPACITY, "capacity")
         self.context_chart.add_vline("max_context", colors.OK, "largest context that fits")
-        row.addWidget(self.bars)
+        self.fit_panel = FitPanel(self.state)
+        self.fit_panel.setObjectName("inference_fit")
+        self.state.suggestions_ready.connect(
+            lambda r: self.fit_panel.set_suggestions(
+                r.inference_fit_suggestions, not r.inference.fits
+            )
+        )
+        row.addWidget(with_fit_panel(self.bars, self.fit_panel))
         row.addWidget(self.context_chart)
         row.setSizes([220, 380])
         self.right.addWidget(row)
@@ -150,6 +163,13 @@ class InferenceTab(Tab):
             return
         rows, capacity = inference_rows(scenario, section)
         self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
+        if section.fits or report.inference_fit_suggestions:
+            self.fit_panel.set_suggestions(report.inference_fit_suggestions, not section.fits)
+        limit = scenario.model.architecture.max_context
+        self.set_warning(
+            self.context_warning,
+            context_warning(limit, scenario.inference.context, "Context"),
+        )
         self.context_chart.set_hline(
             "capacity", capacity / units.GB, f"capacity {units.format_gb(capacity)}"
         )
@@ -165,16 +185,17 @@ class InferenceTab(Tab):
             )
             self.context_chart.info.show()
         max_context = field(section, "max_context")
+        by = "the model's max_context" if max_context and max_context >= limit else "memory"
         self.context_chart.set_vline(
             "max_context",
             max_context,
-            f"largest context {units.format_count(max_context)}" if max_context else None,
+            f"largest context {max_context:,} (limited by {by})" if max_context else None,
         )
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
         """Per-GPU memory against context from ``core.inference.memory_vs_context``."""
-        function = core_attr("inference", "memory_vs_context")
-        if report.inference is None or function is None:
+        function = memory_vs_context
+        if report.inference is None:
             return
         contexts = sorted({*CONTEXTS, scenario.inference.context})
         result = safe_call(

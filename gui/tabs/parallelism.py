@@ -5,33 +5,46 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QProgressBar,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
+    QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.composition.search import SearchResult, search_scenario
 from llm_planner.core.primitives import units
+from llm_planner.core.sections.parallelism.memory import zero_stage_comparison
+from llm_planner.core.sections.parallelism.schedule import pipeline_timeline
 from llm_planner.gui import export_config
+from llm_planner.gui.background import Latest
 from llm_planner.gui.tabs.base import (
     Tab,
-    core_attr,
     field,
     format_bandwidth,
     format_fraction,
     format_int,
     parse_bandwidth,
     parse_fraction,
+    parse_whole,
     safe_call,
 )
 from llm_planner.gui.tabs.training import PARTS
@@ -45,6 +58,7 @@ SEARCH_TOP = 50
 """Rows the ranked table shows."""
 MAX_DRAWN_MICROBATCHES = 32
 """The timeline draws at most this many micro-batches (readable; the bubble figure is exact)."""
+_ROOT = QModelIndex()
 
 
 def report_stage(report: Report, scenario: Scenario) -> int:
@@ -52,109 +66,214 @@ def report_stage(report: Report, scenario: Scenario) -> int:
     return int(stage) if stage is not None else scenario.parallelism.zero_stage
 
 
-class NumericItem(QTableWidgetItem):
-    """Sorts by the number stored in UserRole, not by the text."""
+COLUMNS = (
+    ("rank", "#", "Rank (best first)"),
+    ("tp", "TP", "Tensor-parallel degree"),
+    ("pp", "PP", "Pipeline-parallel degree"),
+    ("dp", "DP", "Data-parallel degree"),
+    ("zero_stage", "ZeRO", "ZeRO stage"),
+    ("micro_batch", "µb", "Micro-batch (sequences)"),
+    ("recompute", "recomp.", "Activation recomputation"),
+    ("sequence_parallel", "SP", "Sequence parallel"),
+    ("peak_bytes", "peak/GPU", "Peak memory per GPU (training estimator)"),
+    ("step_seconds", "step", "Modeled step time"),
+    ("tokens_per_s", "tok/s", "Tokens per second, whole cluster"),
+    ("mfu", "MFU", "Model FLOPs utilisation"),
+    ("bottleneck", "bottleneck", "What limits the step"),
+)
+"""(row key, short header, header tooltip) of the ranked table."""
 
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        mine = self.data(Qt.ItemDataRole.UserRole)
-        theirs = other.data(Qt.ItemDataRole.UserRole)
-        if isinstance(mine, int | float) and isinstance(theirs, int | float):
-            return mine < theirs
-        return super().__lt__(other)
+
+def cell_text(key: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if key == "peak_bytes":
+        return units.format_gb(float(value))
+    if key == "step_seconds":
+        return units.format_duration(float(value))
+    if key == "tokens_per_s":
+        return units.format_count(float(value))
+    if key == "mfu":
+        return f"{100 * float(value):.1f}%"
+    return str(value)
+
+
+class SearchModel(QAbstractTableModel):
+    """The ranked rows as a Qt model: one reset per search, no per-cell widgets."""
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.rows: list[dict[str, Any]] = []
+
+    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
+        if not index.isValid():
+            return None
+        key = COLUMNS[index.column()][0]
+        value = self.rows[index.row()].get(key)
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            text = cell_text(key, value)
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return f"{COLUMNS[index.column()][2]}: {text}"
+            return text
+        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(value, int | float):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.UserRole:
+            return value
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:  # noqa: N802
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section][1]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return COLUMNS[section][2]
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        key = COLUMNS[column][0]
+
+        def value(row: dict[str, Any]) -> tuple[int, Any]:
+            v = row.get(key)
+            return (1, 0) if v is None else (0, v if not isinstance(v, str) else v.casefold())
+
+        self.layoutAboutToBeChanged.emit()
+        self.rows.sort(key=value, reverse=order == Qt.SortOrder.DescendingOrder)
+        self.layoutChanged.emit()
 
 
 class SearchTable(QWidget):
-    """The ranked layouts; double-click applies a row to the scenario."""
+    """The ranked layouts; double-click (or Apply) applies a row to the scenario."""
 
     apply_row = Signal(dict)
-    COLUMNS = (
-        ("rank", "#"),
-        ("tp", "TP"),
-        ("pp", "PP"),
-        ("dp", "DP"),
-        ("zero_stage", "ZeRO"),
-        ("micro_batch", "micro"),
-        ("recompute", "recompute"),
-        ("sequence_parallel", "SP"),
-        ("peak_bytes", "peak / GPU"),
-        ("step_seconds", "step"),
-        ("tokens_per_s", "tokens/s"),
-        ("mfu", "MFU"),
-        ("bottleneck", "bottleneck"),
-    )
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
-        self.title = QLabel("<b>Ranked layouts that fit</b> (double-click a row to apply it)")
-        self.run_button = QPushButton("Search now")
+        self.title = QLabel("<b>Ranked layouts that fit</b>")
         self.title.setWordWrap(True)
+        self.title.setObjectName("search_title")
+        self.busy = QProgressBar()
+        self.busy.setObjectName("search_busy")
+        self.busy.setRange(0, 0)  # indeterminate: a moving bar while the search runs
+        self.busy.setMaximumWidth(90)
+        self.busy.setMaximumHeight(14)
+        self.busy.setTextVisible(False)
+        self.busy.hide()
+        self.apply_button = QPushButton("Apply row")
+        self.apply_button.setObjectName("apply_row")
+        self.apply_button.setToolTip("Apply the selected layout to the scenario (undoable)")
+        self.apply_button.setEnabled(False)
+        self.apply_button.clicked.connect(self._apply_selected)
+        self.run_button = QPushButton("Search now")
+        self.run_button.setObjectName("search_now")
         top.addWidget(self.title, 1)
+        top.addWidget(self.busy)
+        top.addWidget(self.apply_button)
         top.addWidget(self.run_button)
         layout.addLayout(top)
-        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.model = SearchModel(self)
+        self.table = QTableView()
         self.table.setObjectName("search_table")
-        self.table.setHorizontalHeaderLabels([label for _, label in self.COLUMNS])
+        self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setAlternatingRowColors(True)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setSortingEnabled(True)
+        self.table.setWordWrap(False)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        header = self.table.horizontalHeader()
+        # every column visible at 1366 px: each as wide as its text when there is room,
+        # narrower (elided, full text in the tooltip) when not; no horizontal scrolling
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setMinimumSectionSize(24)
+        self.table.viewport().installEventFilter(self)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        self.table.itemDoubleClicked.connect(self._double_clicked)
+        self.table.doubleClicked.connect(self._double_clicked)
+        self.table.selectionModel().selectionChanged.connect(
+            lambda *_: self.apply_button.setEnabled(self.selected_row() is not None)
+        )
         layout.addWidget(self.table)
-        self.rows: list[dict[str, Any]] = []
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.model.rows
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
-        self.rows = rows
-        self.table.setSortingEnabled(False)
-        self.table.setRowCount(len(rows))
-        for r, row in enumerate(rows):
-            for c, (key, _) in enumerate(self.COLUMNS):
-                value = row.get(key)
-                item = NumericItem(self._text(key, value))
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    item.setData(Qt.ItemDataRole.UserRole, float(value))
-                    item.setTextAlignment(
-                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-                    )
-                item.setData(Qt.ItemDataRole.UserRole + 1, r)
-                self.table.setItem(r, c, item)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.model.set_rows(rows)
+        self.apply_button.setEnabled(False)
+        self.fit_columns()
 
-    @staticmethod
-    def _text(key: str, value: Any) -> str:
-        if value is None:
-            return "—"
-        if isinstance(value, bool):
-            return "on" if value else "off"
-        if key == "peak_bytes":
-            return units.format_gb(float(value))
-        if key == "step_seconds":
-            return units.format_duration(float(value))
-        if key == "tokens_per_s":
-            return units.format_count(float(value))
-        if key == "mfu":
-            return f"{100 * float(value):.1f}%"
-        return str(value)
+    def fit_columns(self) -> None:
+        """Column widths from their texts (header and cells), scaled to the view's width."""
+        metrics = self.table.fontMetrics()
+        needed = []
+        for column, (key, header, _tip) in enumerate(COLUMNS):
+            texts = [header, *(cell_text(key, row.get(key)) for row in self.model.rows)]
+            needed.append(max(metrics.horizontalAdvance(t) for t in texts) + 14)
+            del column
+        available = self.table.viewport().width()
+        if available <= 50:
+            return
+        total = sum(needed)
+        if total <= available:  # the spare room goes to the last column
+            needed[-1] += available - total
+        else:  # squeeze the wide columns first, never below a minimum
+            excess = total - available
+            for column in sorted(range(len(needed)), key=lambda c: -needed[c]):
+                take = min(excess, max(needed[column] - 44, 0))
+                needed[column] -= take
+                excess -= take
+                if excess <= 0:
+                    break
+        for column, width in enumerate(needed):
+            if self.table.columnWidth(column) != width:
+                self.table.setColumnWidth(column, width)
 
-    def _double_clicked(self, item: QTableWidgetItem) -> None:
-        index = item.data(Qt.ItemDataRole.UserRole + 1)
-        if isinstance(index, int) and 0 <= index < len(self.rows):
-            self.apply_row.emit(self.rows[index])
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()
+        return False
+
+    def set_busy(self, busy: bool) -> None:
+        self.busy.setVisible(busy)
+
+    def selected_row(self) -> dict[str, Any] | None:
+        chosen = self.table.selectionModel().selectedRows()
+        if not chosen:
+            return None
+        return self.model.rows[chosen[0].row()]
+
+    def _apply_selected(self) -> None:
+        row = self.selected_row()
+        if row is not None:
+            self.apply_row.emit(row)
+
+    def _double_clicked(self, index: QModelIndex) -> None:
+        if 0 <= index.row() < len(self.model.rows):
+            self.apply_row.emit(self.model.rows[index.row()])
 
 
-def search_rows(scenario: Scenario, top: int = SEARCH_TOP) -> list[dict[str, Any]] | None:
-    """Ranked layouts from ``core.search.search_scenario`` as dicts; None without a search."""
-    function = core_attr("search", "search_scenario")
-    result = safe_call(function, scenario, top=top) if function else None
-    if result is None:
-        return None
-    return [row.model_dump() for row in result.rows]
+def search_rows(scenario: Scenario, top: int = SEARCH_TOP) -> SearchResult:
+    """Ranked layouts from ``core.composition.search.search_scenario`` (worker thread)."""
+    return search_scenario(scenario, top=top)
 
 
 class ParallelismTab(Tab):
@@ -167,7 +286,7 @@ class ParallelismTab(Tab):
             cluster,
             "GPUs per node",
             "parallelism.gpus_per_node",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "GPUs in one node (NVLink domain)",
         )
@@ -176,7 +295,7 @@ class ParallelismTab(Tab):
             layout,
             "Tensor parallel",
             "parallelism.tp",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "Tensor-parallel degree t",
         )
@@ -184,7 +303,7 @@ class ParallelismTab(Tab):
             layout,
             "Pipeline parallel",
             "parallelism.pp",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "Pipeline-parallel degree p",
         )
@@ -192,7 +311,7 @@ class ParallelismTab(Tab):
             layout,
             "Data parallel",
             "parallelism.dp",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "Data-parallel degree; empty: GPUs / (t·p)",
             optional=True,
@@ -220,7 +339,7 @@ class ParallelismTab(Tab):
             batch,
             "Global batch",
             "parallelism.global_batch",
-            units.parse_int_count,
+            parse_whole("Global batch", "256, 1024"),
             format_int,
             "Sequences per optimizer step",
         )
@@ -290,7 +409,7 @@ class ParallelismTab(Tab):
             net,
             "Expert parallel",
             "parallelism.expert_parallel",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "Expert-parallel degree (MoE; divides data parallel)",
         )
@@ -298,27 +417,31 @@ class ParallelismTab(Tab):
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars, TimelineChart
 
-        top = QSplitter(Qt.Orientation.Horizontal)
+        self.top = QSplitter(Qt.Orientation.Horizontal)
         self.zero_bars = MemoryBars(
             "Per-GPU memory (peak) under ZeRO 0–3",
             ["weights", "gradients", "optimizer", "activations", "temporaries", "overhead"],
         )
         self.zero_bars.setObjectName("zero_bars")
         self.timeline = TimelineChart("Pipeline schedule")
-        top.addWidget(self.zero_bars)
-        top.addWidget(self.timeline)
-        top.setSizes([550, 450])
+        self.timeline.setObjectName("timeline")
+        self.top.addWidget(self.zero_bars)
+        self.top.addWidget(self.timeline)
+        self.top.addWidget(self.figures)
+        self.top.setSizes([440, 300, 360])
         self.search = SearchTable()
         self.search.apply_row.connect(self.apply_layout)
-        self.search.run_button.clicked.connect(self.run_search)
+        self.search.run_button.clicked.connect(lambda _checked=False: self.run_search(force=True))
         export_config.hook_search(self.search, lambda: self.state.scenario)
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.search)
-        bottom.addWidget(self.figures)
-        bottom.setSizes([520, 380])
-        self.right.addWidget(top)
-        self.right.addWidget(bottom)
+        self.right.addWidget(self.top)
+        self.right.addWidget(self.search)
+        self.right.setSizes([330, 300])
         self._searched_for: Scenario | None = None
+        self.result: SearchResult | None = None
+        self.worker = Latest(self)
+        self.worker.done.connect(self._search_done)
+        self.worker.failed.connect(self._search_failed)
+        self.worker.busy_changed.connect(self.search.set_busy)
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(SEARCH_DELAY_MS)
@@ -334,16 +457,24 @@ class ParallelismTab(Tab):
         )
         self.draw_zero(scenario, report)
         self.draw_timeline(scenario, report)
+        if self._searched_for is not None and self._searched_for != scenario:
+            self._mark_stale(scenario)
+
+    def _mark_stale(self, scenario: Scenario) -> None:
+        """Rows ranked for another scenario are not shown next to this one's figures."""
+        if self.search.rows:
+            self.search.set_rows([])
+        self.search.title.setText(
+            f"<b>Ranked layouts</b> for {scenario.num_gpus:,} × {scenario.gpu.name}: searching…"
+        )
+        self._searched_for = None
 
     def draw_zero(self, scenario: Scenario, report: Report) -> None:
-        """ZeRO 0–3 side by side from ``core.parallelism.zero_stage_comparison``."""
+        """ZeRO 0–3 side by side from ``core.sections.parallelism.memory``."""
         from llm_planner.gui.widgets.charts import BarRow
 
-        function = core_attr("parallelism", "zero_stage_comparison")
-        if function is None:
-            return
         result = safe_call(
-            function,
+            zero_stage_comparison,
             scenario.model.architecture,
             scenario.training,
             scenario.gpu,
@@ -362,28 +493,22 @@ class ParallelismTab(Tab):
         self.zero_bars.set_rows(rows, scenario.gpu.memory_bytes)
 
     def draw_timeline(self, scenario: Scenario, report: Report) -> None:
-        """The schedule from ``core.parallelism.pipeline_timeline``; gaps are bubbles."""
+        """The schedule from ``core.sections.parallelism.schedule``; gaps are bubbles.
+        With one stage there is no pipeline: the chart gives its room to the others."""
         from llm_planner.gui.widgets.charts import Block
 
-        function = core_attr("parallelism", "pipeline_timeline")
+        del scenario
         layout: Any = report.parallelism
-        if layout is None:  # section not wired yet: the layout as core resolves it
-            resolve = core_attr("parallelism", "resolve_layout")
-            layout = safe_call(
-                resolve,
-                scenario.parallelism,
-                scenario.num_gpus,
-                scenario.training.micro_batch,
-                scenario.training.recompute,
-                scenario.model.architecture.layers,
-            )
-        if function is None or layout is None:
+        if layout is None:
             return
         pp = int(layout.pp)
+        self.timeline.setVisible(pp > 1)
+        if pp <= 1:
+            return
         m = int(layout.gradient_accumulation_steps)
         shown = min(m, MAX_DRAWN_MICROBATCHES)
         v = int(field(layout, "interleave_chunks", "v") or 1)
-        events = safe_call(function, pp, shown, str(layout.schedule), v)
+        events = safe_call(pipeline_timeline, pp, shown, str(layout.schedule), v)
         if not events:
             return
         end = max(e[3] for e in events)
@@ -396,7 +521,7 @@ class ParallelismTab(Tab):
         more = f" (first {shown} of {m})" if shown < m else ""
         bubble = field(layout, "bubble_fraction")
         self.timeline.info.setText(
-            f"{pp} stage{'s' if pp > 1 else ''} × {m} micro-batch{'es' if m > 1 else ''}{more}"
+            f"{pp} stages × {m} micro-batch{'es' if m > 1 else ''}{more}"
             + (f" · bubble {100 * bubble:.1f}% of the step" if bubble is not None else "")
         )
 
@@ -405,23 +530,45 @@ class ParallelismTab(Tab):
         self._search_timer.start()
 
     def flush(self) -> None:
+        """Run a pending search now and wait for it (tests, screenshots)."""
         if self._search_timer.isActive():
             self._search_timer.stop()
             self.run_search()
+        self.worker.wait()
 
-    def run_search(self) -> None:
+    def run_search(self, force: bool = False) -> None:
+        """Start the search in a worker thread; a newer scenario supersedes an older run."""
         scenario = self.state.scenario
-        if self._searched_for == scenario:
+        if self._searched_for == scenario and not force:
             return
-        rows = search_rows(scenario)
         self._searched_for = scenario
-        if rows is None:
-            self.search.title.setText("<b>Ranked layouts</b>: the search is not available yet")
-            return
         self.search.title.setText(
-            f"<b>{len(rows)} best layouts that fit</b> (double-click a row to apply it)"
+            f"<b>Ranked layouts</b> for {scenario.num_gpus:,} × {scenario.gpu.name}: searching…"
         )
+        self.worker.submit(lambda: (scenario, search_rows(scenario)))
+
+    def _search_done(self, payload: tuple[Scenario, SearchResult]) -> None:
+        scenario, result = payload
+        if scenario != self.state.scenario:
+            return  # the scenario moved on while it ran; its own run is queued
+        self.result = result
+        rows = [row.model_dump() for row in result.rows]
         self.search.set_rows(rows)
+        where = f"{scenario.num_gpus:,} × {scenario.gpu.name}"
+        if rows:
+            self.search.title.setText(
+                f"<b>{len(rows)} best of {result.fitting:,} layouts that fit</b> on {where} "
+                "(double-click a row, or select it and Apply)"
+            )
+        else:
+            self.search.title.setText(
+                f"<b>No layout of {where} fits</b> ({result.candidates:,} tried). Try more "
+                "GPUs, a GPU with more memory, a shorter sequence, full recomputation or LoRA; "
+                "the training tab lists the smallest changes that would fit."
+            )
+
+    def _search_failed(self, message: str) -> None:
+        self.search.title.setText(f"<b>Search failed</b>: {message}")
 
     def apply_layout(self, row: dict[str, Any]) -> None:
         """Apply a search row's layout to the scenario as one undoable step."""

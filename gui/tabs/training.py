@@ -16,14 +16,20 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
+from llm_planner.core.quantities.activations import PROFILES
+from llm_planner.core.quantities.optimizers import OPTIMIZERS, PRECISIONS
 from llm_planner.gui.tabs.base import (
+    FitPanel,
     Tab,
-    choices,
+    context_warning,
     field,
     format_bytes_input,
     format_fraction,
     format_int,
+    named_items,
     parse_fraction,
+    parse_whole,
+    with_fit_panel,
 )
 
 PARTS = {
@@ -68,19 +74,22 @@ class TrainingTab(Tab):
     section = "training"
 
     def build_inputs(self) -> None:
+        self.context_warning = self.warning()
+        self.layout_note = self.note("")
+        self.layout_note.setObjectName("training_layout_note")
         recipe = self.group("Precision and optimizer")
         self.precision = self.combo(
             recipe,
             "Precision",
             "training.precision",
-            choices("optimizers|training", ("PRECISIONS", "precision_recipes"), ["mixed_bf16"]),
+            named_items(PRECISIONS),
             "Bytes per parameter for weights, gradients and optimizer state",
         )
         self.optimizer = self.combo(
             recipe,
             "Optimizer",
             "training.optimizer",
-            choices("optimizers|training", ("OPTIMIZERS", "optimizers"), ["adamw"]),
+            named_items(OPTIMIZERS),
             "Optimizer (its state per parameter)",
         )
         shape = self.group("Batch")
@@ -88,7 +97,7 @@ class TrainingTab(Tab):
             shape,
             "Sequence length",
             "training.seq_len",
-            units.parse_int_count,
+            units.parse_length,
             format_int,
             "Training sequence length s, e.g. 4096 or 8k",
         )
@@ -96,7 +105,7 @@ class TrainingTab(Tab):
             shape,
             "Micro-batch",
             "training.micro_batch",
-            units.parse_int_count,
+            parse_whole("Micro-batch"),
             format_int,
             "Sequences per micro-batch b",
         )
@@ -132,16 +141,7 @@ class TrainingTab(Tab):
             acts,
             "Implementation",
             "training.implementation",
-            choices(
-                "activations|training",
-                (
-                    "implementation_profiles",
-                    "IMPLEMENTATIONS",
-                    "PROFILES",
-                    "IMPLEMENTATION_PROFILES",
-                ),
-                ["megatron"],
-            ),
+            named_items(PROFILES),
             "Which tensors the training stack saves (activation-ledger profile)",
         )
         tune = self.group("Fine-tuning")
@@ -204,7 +204,14 @@ class TrainingTab(Tab):
         for column in (1, 2, 3, 4):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
         self.ledger.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        row.addWidget(self.bars)
+        self.fit_panel = FitPanel(self.state)
+        self.fit_panel.setObjectName("training_fit")
+        self.state.suggestions_ready.connect(
+            lambda r: self.fit_panel.set_suggestions(
+                r.training_fit_suggestions, not r.training.fits
+            )
+        )
+        row.addWidget(with_fit_panel(self.bars, self.fit_panel))
         row.addWidget(self.ledger)
         self.right.addWidget(row)
 
@@ -214,8 +221,23 @@ class TrainingTab(Tab):
         section = report.training
         if section is None:
             return
+        par = report.parallelism
+        self.layout_note.setText(
+            f"Per GPU under the layout set on the <b>Parallelism</b> tab: "
+            f"{getattr(par, 'layout_label', '')} (ZeRO, TP, PP and DP are set there)."
+        )
+        self.set_warning(
+            self.context_warning,
+            context_warning(
+                scenario.model.architecture.max_context,
+                scenario.training.seq_len,
+                "Sequence length",
+            ),
+        )
         rows, capacity = training_rows(scenario, section)
         self.bars.set_rows(rows, capacity)
+        if section.fits or report.training_fit_suggestions:
+            self.fit_panel.set_suggestions(report.training_fit_suggestions, not section.fits)
         self.fill_ledger(
             list(field(section, "ledger") or []) + list(field(section, "outside_ledger") or [])
         )

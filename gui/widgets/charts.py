@@ -6,6 +6,7 @@ follow the application palette (light or dark).
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,21 @@ class ThemedPlot(pg.PlotWidget):
         if event.type() == QEvent.Type.PaletteChange and self.getPlotItem() is not None:
             self.apply_palette()
         super().changeEvent(event)
+
+
+def _power_of_two(value: float) -> bool:
+    whole = round(value)
+    return whole == value and whole > 0 and whole & (whole - 1) == 0
+
+
+def binary_count(value: float) -> str:
+    """A GPU count or context as engineers write it: 8192 → "8k", 131072 → "128k", 512."""
+    whole = round(value)
+    if whole >= 1024**2 and whole % 1024**2 == 0:
+        return f"{whole // 1024**2}M"
+    if whole >= 1024 and whole % 1024 == 0:
+        return f"{whole // 1024}k"
+    return f"{whole:,}"
 
 
 def legend_row(entries: Sequence[tuple[str, str]]) -> QLabel:
@@ -264,7 +280,8 @@ class MemoryBars(QWidget):
         if self._last.get("range") != x_range:
             self._last["range"] = x_range
             plot.setXRange(x_range[0], x_range[1], padding=0)
-            plot.setYRange(-0.6, max(n - 0.4, 0.6), padding=0)
+            # a band above the first bar keeps the capacity label off the bars and unclipped
+            plot.setYRange(-1.05, max(n - 0.4, 0.6), padding=0)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
@@ -345,12 +362,14 @@ class SeriesChart(QWidget):
         for axis in ("left", "bottom"):
             item.getAxis(axis).enableAutoSIPrefix(False)
         item.showGrid(x=False, y=False)
-        self.legend = item.addLegend(offset=(-10, 10))
-        background, foreground, _ = palette_colors()
-        self.legend.setLabelTextColor(foreground)
-        veil = QColor(background)
-        veil.setAlpha(200)
-        self.legend.setBrush(pg.mkBrush(veil))
+        # the legend is a row under the plot, never over the data it explains
+        self.legend_entries: list[tuple[str, str, str]] = []
+        self.legend = QLabel()
+        self.legend.setObjectName("legend")
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setContentsMargins(6, 0, 6, 0)
+        self.headroom: dict[str, pg.PlotDataItem] = {}
         self.log_x, self.log_y = log_x, log_y
         self.lines: dict[str, pg.PlotDataItem] = {}
         self.markers: dict[str, pg.PlotDataItem] = {}
@@ -361,8 +380,20 @@ class SeriesChart(QWidget):
         self.info.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         self.info.hide()
         layout.addWidget(self.plot)
+        layout.addWidget(self.legend)
         layout.addWidget(self.info)
         self.right_axis: pg.ViewBox | None = None
+
+    def _legend(self, label: str, colour: str, glyph: str) -> None:
+        if not label:
+            return
+        self.legend_entries.append((label, colour, glyph))
+        self.legend.setText(
+            " &nbsp;&nbsp; ".join(
+                f'<span style="color:{c}; font-size: large;">{g}</span>&nbsp;{html.escape(t)}'
+                for t, c, g in self.legend_entries
+            )
+        )
 
     def add_line(
         self, key: str, label: str, colour: str, dashed: bool = False, symbol: str | None = None
@@ -382,6 +413,7 @@ class SeriesChart(QWidget):
             symbolSize=6,
         )
         self.lines[key] = line
+        self._legend(label, colour, "&#8211;&#8211;" if dashed else "&#9472;&#9472;")
 
     def add_markers(
         self, key: str, label: str, colour: str, symbol: str = "o", size: int = 10
@@ -398,6 +430,8 @@ class SeriesChart(QWidget):
             symbolPen=pg.mkPen(edge),
             symbolSize=size,
         )
+        glyph = {"star": "&#9733;", "d": "&#9670;", "s": "&#9632;"}.get(symbol, "&#9679;")
+        self._legend(label, colour, glyph)
 
     def add_hline(self, key: str, colour: str, label: str = "") -> None:
         line = pg.InfiniteLine(
@@ -406,6 +440,8 @@ class SeriesChart(QWidget):
         line.label = pg.InfLineLabel(line, text=label, position=0.12, anchor=(0, 1), color=colour)
         self.plot.addItem(line)
         self.hlines[key] = line
+        # an invisible point above the line: the view's auto-range keeps room for its label
+        self.headroom[key] = self.plot.plot([], [], pen=None, symbol=None)
 
     def add_vline(self, key: str, colour: str, label: str = "") -> None:
         line = pg.InfiniteLine(
@@ -432,11 +468,17 @@ class SeriesChart(QWidget):
         plot = self.plot.getPlotItem()
         if self.log_x and xs:
             values = sorted(set(xs))
-            stride = max(1, math.ceil(len(values) / 7))
-            chosen = values[::stride]
-            plot.getAxis("bottom").setTicks(
-                [[(math.log10(v), units.format_count(v)) for v in chosen]]
-            )
+            if all(_power_of_two(v) for v in values):  # GPU counts, contexts: 1k = 1024
+                stride = max(1, math.ceil(len(values) / 7))
+                ticks = [(math.log10(v), binary_count(v)) for v in values[::stride]]
+            else:  # parameters, tokens: decades, 100M 1B 10B, never 268M 1.21B 5.5B
+                low = math.floor(math.log10(min(values)))
+                high = math.ceil(math.log10(max(values)))
+                step = max(1, math.ceil((high - low) / 7))
+                ticks = [
+                    (float(e), units.format_count(10.0**e)) for e in range(low, high + 1, step)
+                ]
+            plot.getAxis("bottom").setTicks([ticks])
         if self.log_y and ys:
             low, high = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
             steps = (1.0,) if high - low > 3 else (1.0, 2.0, 5.0)
@@ -463,11 +505,20 @@ class SeriesChart(QWidget):
         line = self.hlines[key]
         if y is None:
             line.hide()
+            self.headroom[key].setData([], [])
             return
         line.show()
         line.setValue(np.log10(y) if self.log_y and y > 0 else y)
         if label is not None:
             line.label.setText(label)
+        xs = [
+            float(data[0])
+            for data in (item.getOriginalDataset()[0] for item in self.lines.values())
+            if data is not None and len(data)
+        ]
+        x = xs[0] if xs else 1.0
+        room = y * (1.6 if self.log_y else 1.12)
+        self.headroom[key].setData([x], [room])
 
     def set_vline(self, key: str, x: float | None, label: str | None = None) -> None:
         line = self.vlines[key]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -28,6 +29,8 @@ class FigureTable(QTableWidget):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setAlternatingRowColors(True)
         self.setWordWrap(False)
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         # Interactive, sized on demand: ResizeToContents re-measures every row on every
@@ -64,7 +67,20 @@ class FigureTable(QTableWidget):
                     item.setData(Qt.ItemDataRole.UserRole, figure.key)
         if widest > self._widest:
             self._widest = widest
-            self.resizeColumnToContents(1)
+            self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Labels first: the value column takes what its longest value needs, but at most
+        45% of the width (a long value elides; its tooltip has it all)."""
+        needed = self.sizeHintForColumn(1) + 12
+        cap = max(int(0.45 * self.viewport().width()), 80)
+        width = min(needed, cap)
+        if self.columnWidth(1) != width:
+            self.setColumnWidth(1, width)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._fit_columns()
 
     def value_text(self, key: str) -> str | None:
         """The text shown for figure ``key`` (for tests and copy)."""

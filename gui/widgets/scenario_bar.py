@@ -14,10 +14,18 @@ from llm_planner.core.primitives import units
 from llm_planner.core.primitives.gpus import get_gpu, gpu_catalog
 from llm_planner.core.primitives.presets import get_preset, model_presets
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.widgets.elided import ElidedCombo
 
 log = logging.getLogger(__name__)
 IMPORT = "__import__"
 CUSTOM = "__custom__"
+
+
+def _parse_name(text: str) -> str:
+    name = text.strip()
+    if not name:
+        raise ValueError("Name: a scenario needs a name")
+    return name
 
 
 class ScenarioBar(QWidget):
@@ -31,9 +39,23 @@ class ScenarioBar(QWidget):
         self.binder = binder
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
-        self.model = QComboBox()
+        self.name = QLineEdit()
+        self.name.setObjectName("name")
+        self.name.setMinimumWidth(80)
+        binder.line(
+            self.name,
+            "name",
+            _parse_name,
+            str,
+            "Name",
+            "The scenario's name (shown in the title, the library and exported files)",
+        )
+        self.model = ElidedCombo()
         self.model.setObjectName("model_picker")
-        self.model.setMinimumContentsLength(18)
+        self.model.setMinimumContentsLength(10)
+        self.model.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
         for preset in model_presets().values():
             self.model.addItem(preset.architecture.name, preset.id)
         self.model.insertSeparator(self.model.count())
@@ -56,11 +78,15 @@ class ScenarioBar(QWidget):
             optional=True,
         )
         self.params.setPlaceholderText("exact count")
-        self.gpu = QComboBox()
+        self.gpu = ElidedCombo()
         self.gpu.setObjectName("gpu_picker")
         for gpu in gpu_catalog().values():
             self.gpu.addItem(f"{gpu.name} ({units.format_gb(gpu.memory_bytes)})", gpu.id)
         self.gpu.setToolTip("GPU model (catalog datasheet figures)")
+        self.gpu.setMinimumContentsLength(10)
+        self.gpu.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
         self.gpu.currentIndexChanged.connect(self._gpu_chosen)
         self.num_gpus = QLineEdit()
         self.num_gpus.setObjectName("num_gpus")
@@ -68,7 +94,7 @@ class ScenarioBar(QWidget):
         binder.line(
             self.num_gpus,
             "num_gpus",
-            units.parse_int_count,
+            units.parse_length,
             lambda v: str(int(v)),
             "GPUs",
             "GPUs used for training, e.g. 512 or 2k",
@@ -86,6 +112,7 @@ class ScenarioBar(QWidget):
             also={"gpu.custom": True},
         )
         for text, widget in (
+            ("Name", self.name),
             ("Model", self.model),
             ("Params", self.params),
             ("GPU", self.gpu),
@@ -96,7 +123,9 @@ class ScenarioBar(QWidget):
             label.setBuddy(widget)
             layout.addWidget(label)
             layout.addWidget(widget)
-        layout.addStretch(1)
+        layout.setStretchFactor(self.name, 2)
+        layout.setStretchFactor(self.model, 2)
+        layout.setStretchFactor(self.gpu, 2)
         state.changed.connect(self.refresh)
         self.refresh(state.scenario)
 
@@ -113,6 +142,10 @@ class ScenarioBar(QWidget):
             self.model.setItemText(custom, text)
             index = custom
         self.model.setCurrentIndex(index)
+        self.model.setToolTip(
+            f"{self.model.currentText()}: model preset (published architecture), or import a "
+            "Hugging Face config.json or model folder"
+        )
         self.model.blockSignals(blocked)
         blocked = self.gpu.blockSignals(True)
         gpu = scenario.gpu
@@ -125,6 +158,7 @@ class ScenarioBar(QWidget):
                 gpu_index = self.gpu.count() - 1
             self.gpu.setItemText(gpu_index, text)
         self.gpu.setCurrentIndex(gpu_index)
+        self.gpu.setToolTip(f"{self.gpu.currentText()}: GPU model (catalog datasheet figures)")
         self.gpu.blockSignals(blocked)
 
     def _model_chosen(self, index: int) -> None:
@@ -146,10 +180,20 @@ class ScenarioBar(QWidget):
                     "preset": preset.id,
                     "architecture": preset.architecture.model_dump(),
                     "params_override": None,
-                }
+                },
+                **self._renamed(preset.architecture.name),
             },
             f"Choose model {preset.architecture.name}",
         )
+
+    def _renamed(self, new_model: str) -> dict[str, Any]:
+        """A name that still names the old model follows the new one ("Llama-3.1-8B
+        pretraining" → "Llama-3.1-70B pretraining"); a name the user chose stays."""
+        scenario = self.state.scenario
+        old = scenario.model.architecture.name
+        if old and old in scenario.name and old != new_model:
+            return {"name": scenario.name.replace(old, new_model)[:200]}
+        return {}
 
     def import_config(self, path: Path) -> bool:
         """Import a Hugging Face config.json (or model folder) as the model."""
@@ -167,7 +211,8 @@ class ScenarioBar(QWidget):
                         "preset": None,
                         "architecture": arch.model_dump(),
                         "params_override": None,
-                    }
+                    },
+                    **self._renamed(arch.name),
                 },
                 f"Import model from {path.name}",
             )

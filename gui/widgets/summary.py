@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
@@ -36,6 +37,39 @@ def _figure(section: Any, key: str) -> Figure | None:
     return None
 
 
+class ElidedLabel(QLabel):
+    """Plain text that shrinks with an ellipsis where space ends (full text in the tooltip)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        self.full_text = ""
+
+    def set_full_text(self, text: str) -> None:
+        self.full_text = text
+        self.updateGeometry()
+        self._elide()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        width = min(self.fontMetrics().horizontalAdvance(self.full_text) + 4, 90)
+        return QSize(width, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        hint = super().sizeHint()
+        return QSize(self.fontMetrics().horizontalAdvance(self.full_text) + 4, hint.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(
+            self.full_text, Qt.TextElideMode.ElideRight, max(self.width(), 20)
+        )
+        if shown != self.text():
+            self.setText(shown)
+
+
 class SummaryStrip(QFrame):
     """One line of the headline figures; each has its tooltip."""
 
@@ -47,16 +81,21 @@ class SummaryStrip(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 6)
-        layout.setSpacing(6)
+        layout.setSpacing(4)
         self.labels: dict[str, QLabel] = {}
         for index, key in enumerate(self.KEYS):
             if index:
                 sep = QLabel("·")
                 sep.setEnabled(False)
                 layout.addWidget(sep)
-            label = QLabel()
+            label = ElidedLabel() if key == "model" else QLabel()
             label.setObjectName(f"summary_{key}")
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            if key == "model":
+                bold = label.font()
+                bold.setBold(True)
+                label.setFont(bold)
+                label.setTextFormat(Qt.TextFormat.PlainText)
             self.labels[key] = label
             layout.addWidget(label)
         self.dot = QLabel("●")
@@ -64,13 +103,17 @@ class SummaryStrip(QFrame):
         layout.addWidget(self.dot)
         layout.addStretch(1)
         font = self.font()
-        font.setPointSizeF(font.pointSizeF() * 1.1)
+        font.setPointSizeF(font.pointSizeF() * 1.05)
         self.setFont(font)
         self.status = "ok"
 
     def _set(self, key: str, text: str, figure: Figure | None, fallback_tip: str = "") -> None:
         label = self.labels[key]
-        label.setText(text)
+        if isinstance(label, ElidedLabel):
+            label.set_full_text(text)
+            fallback_tip = f"{text}<br>{fallback_tip}" if fallback_tip else text
+        else:
+            label.setText(text)
         label.setToolTip(figure_tooltip(figure) if figure else fallback_tip)
         label.setVisible(bool(text))
 
@@ -78,7 +121,7 @@ class SummaryStrip(QFrame):
         model = report.model
         self._set(
             "model",
-            f"<b>{model.name}</b> on {scenario.num_gpus:,} × {scenario.gpu.name}",
+            f"{model.name} on {scenario.num_gpus:,} × {scenario.gpu.name}",
             None,
             scenario.gpu.source,
         )

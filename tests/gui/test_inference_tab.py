@@ -33,7 +33,7 @@ def test_bars_match_core_and_update_in_place(qtbot: Any, window: MainWindow) -> 
     item_before = tab.bars.items["weights"]
     choose(window, tab.weights, "int8")
     type_into(qtbot, window, tab.context, "32k")
-    assert window.state.scenario.inference.context == 32000
+    assert window.state.scenario.inference.context == 32 * 1024  # k = 1024 for contexts
     section = estimate(window.state.scenario).inference
     assert bar_widths_gb(tab.bars, "weights") == [
         pytest.approx(section.per_gpu_weights_bytes / 1e9)

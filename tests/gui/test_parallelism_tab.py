@@ -38,28 +38,3 @@ def test_pipeline_timeline_draws_every_stage(qtbot: Any, window: MainWindow) -> 
     assert stages == {0, 1, 2, 3}
     bubbles = [b for b in tab.timeline.blocks if b.kind == "bubble"]
     assert len(bubbles) == 4
-
-
-def test_search_row_double_click_applies_and_undoes(qtbot: Any, window: MainWindow) -> None:
-    window.tabs.setCurrentIndex(3)
-    tab = window.page(3)
-    tab.run_search()
-    table = tab.search.table
-    assert table.rowCount() > 0
-    row = tab.search.rows[-1]
-    item = next(
-        table.item(r, 1)
-        for r in range(table.rowCount())
-        if table.item(r, 0).text() == str(row["rank"])
-    )
-    original = window.state.scenario
-    tab.search.table.itemDoubleClicked.emit(item)
-    s = window.state.scenario
-    assert (s.parallelism.tp, s.parallelism.pp, s.parallelism.zero_stage) == (
-        row["tp"],
-        row["pp"],
-        row["zero_stage"],
-    )
-    assert s.training.micro_batch == row["micro_batch"]
-    window.state.undo_stack.undo()
-    assert window.state.scenario == original
