@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLabel,
     QLineEdit,
+    QSizePolicy,
     QSpinBox,
 )
 
@@ -77,6 +78,15 @@ class WhatIfTab(Tab):
         self.fields[(part, name)] = spin
         return spin
 
+    @staticmethod
+    def _fit(combo: QComboBox) -> QComboBox:
+        """Elide long item names instead of widening the column (full name in the tooltip)."""
+        combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(8)
+        combo.currentIndexChanged.connect(lambda _i, c=combo: c.setToolTip(c.currentText()))
+        return combo
+
     def build_inputs(self) -> None:
         self.boxes: dict[str, QGroupBox] = {}
         self.fields: dict[tuple[str, str], Any] = {}
@@ -89,7 +99,7 @@ class WhatIfTab(Tab):
             "mixed_cluster",
             "Node groups with different GPUs and networks: the slowest sets the pace",
         )
-        self.cluster = QComboBox()
+        self.cluster = self._fit(QComboBox())
         self.cluster.setObjectName("whatif.mixed_cluster.preset")
         for preset_id, preset in cluster_presets().items():
             self.cluster.addItem(str(preset["name"]), preset_id)
@@ -109,7 +119,7 @@ class WhatIfTab(Tab):
         self._spin(rl, "Prompt tokens", ("rl", "prompt_tokens"), lo=1, hi=10_000_000)
         self._spin(rl, "Response tokens", ("rl", "response_tokens"), lo=1, hi=10_000_000)
         self._spin(rl, "GPUs per engine", ("rl", "engine_gpus"), lo=1, hi=64)
-        self.placement = QComboBox()
+        self.placement = self._fit(QComboBox())
         self.placement.setObjectName("whatif.rl.placement")
         self.placement.addItem("separate pools", "separate")
         self.placement.addItem("colocated (reshard)", "colocated")
@@ -144,7 +154,7 @@ class WhatIfTab(Tab):
         comp = self._part_box(
             "Compressed communication", "compression", "Fewer bytes on the wire, a kernel to pay"
         )
-        self.kind = QComboBox()
+        self.kind = self._fit(QComboBox())
         self.kind.setObjectName("whatif.compression.kind")
         for text, value in COMM_KINDS:
             self.kind.addItem(text, value)
@@ -225,6 +235,14 @@ class WhatIfTab(Tab):
         self.rl_chart.add_line("rollout", "rollout", colors.SERIES[1], dashed=True)
         self.rl_chart.add_line("training", "training", colors.SERIES[2], dashed=True)
         self.rl_chart.add_markers("best", "best split", colors.OK, symbol="star", size=16)
+        self.empty = QLabel(
+            "Nothing planned yet: check a part on the left (a mixed cluster, RL in the loop, "
+            "a vision encoder's placement or compressed communication) to see its figures."
+        )
+        self.empty.setObjectName("whatif_empty")
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.right.addWidget(self.empty)
         self.right.addWidget(self.rl_chart)
         self.whatif: Any = None
 
@@ -265,6 +283,9 @@ class WhatIfTab(Tab):
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         self._sync_inputs(scenario)
+        self.empty.setVisible(not scenario.whatif.any)
+        self.figures.setVisible(scenario.whatif.any)
+        self.rl_chart.setVisible(scenario.whatif.rl is not None)
         if not scenario.whatif.any:
             self.whatif = None
             self.figures.set_figures([])
