@@ -822,7 +822,7 @@ def _droppable(path: str) -> bool:
     """What the window accepts from a drop: JSON files, training logs, stack configs and
     model folders."""
     target = Path(path)
-    if path.endswith((".json", *LOG_SUFFIXES, *export_config.STACK_CONFIG_SUFFIXES)):
+    if path.endswith((".json", ".gguf", *LOG_SUFFIXES, *export_config.STACK_CONFIG_SUFFIXES)):
         return True
     return target.is_dir() and (target / "config.json").is_file()
 

@@ -6,8 +6,21 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QWidget
+from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
@@ -18,7 +31,87 @@ from llm_planner.gui.widgets.elided import ElidedCombo
 
 log = logging.getLogger(__name__)
 IMPORT = "__import__"
+FIND = "__find__"
 CUSTOM = "__custom__"
+
+
+def model_kind(arch: Any) -> str:
+    """Dense, MoE, state-space (RWKV, Mamba) or hybrid, from the architecture's own fields."""
+    recurrent = getattr(arch, "recurrent", None)
+    if recurrent is not None:
+        hybrid = getattr(recurrent, "attention_period", None)
+        kind = str(getattr(recurrent, "kind", "recurrent"))
+        return f"hybrid {kind} + attention" if hybrid else kind
+    return "MoE" if arch.moe is not None else "dense"
+
+
+def preset_rows() -> list[tuple[str, str, str, str]]:
+    """(id, name, kind, size) of every preset, size as "47B (13B active)"."""
+    from llm_planner.core.primitives.architecture import count_parameters
+
+    rows = []
+    for preset in model_presets().values():
+        counts = count_parameters(preset.architecture)
+        size = units.format_count(counts.total)
+        if counts.active != counts.total:
+            size += f" ({units.format_count(counts.active)} active)"
+        rows.append((preset.id, preset.architecture.name, model_kind(preset.architecture), size))
+    return rows
+
+
+class ModelFinder(QDialog):
+    """Search the presets by name, kind or size; Enter or a double-click picks one."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Find a model")
+        self.resize(520, 420)
+        layout = QVBoxLayout(self)
+        self.search = QLineEdit()
+        self.search.setObjectName("model_search")
+        self.search.setPlaceholderText("Search presets: name, family, MoE, mamba, 70B…")
+        self.search.setClearButtonEnabled(True)
+        layout.addWidget(self.search)
+        source = QStandardItemModel(0, 3, self)
+        source.setHorizontalHeaderLabels(["Model", "Kind", "Parameters"])
+        for preset_id, name, kind, size in preset_rows():
+            items = [QStandardItem(name), QStandardItem(kind), QStandardItem(size)]
+            for item in items:
+                item.setData(preset_id, Qt.ItemDataRole.UserRole)
+                item.setEditable(False)
+            source.appendRow(items)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(source)
+        self.proxy.setFilterKeyColumn(-1)  # every column
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.search.textChanged.connect(self.proxy.setFilterFixedString)
+        self.view = QTableView()
+        self.view.setObjectName("model_list")
+        self.view.setModel(self.proxy)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.verticalHeader().setVisible(False)
+        self.view.horizontalHeader().setStretchLastSection(True)
+        self.view.setSortingEnabled(True)
+        self.view.resizeColumnsToContents()
+        self.view.doubleClicked.connect(lambda _index: self.accept())
+        layout.addWidget(self.view)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self.search.returnPressed.connect(self.accept)
+        self.search.textChanged.connect(lambda _text: self.view.selectRow(0))
+        self.view.selectRow(0)
+
+    def chosen(self) -> str | None:
+        """The selected preset id (the first match if none is selected), or None."""
+        rows = self.view.selectionModel().selectedRows()
+        index = rows[0] if rows else self.proxy.index(0, 0)
+        value = index.data(Qt.ItemDataRole.UserRole) if index.isValid() else None
+        return str(value) if value is not None else None
 
 
 def _parse_name(text: str) -> str:
@@ -56,10 +149,14 @@ class ScenarioBar(QWidget):
         self.model.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        for preset in model_presets().values():
-            self.model.addItem(preset.architecture.name, preset.id)
+        for preset_id, name, kind, size in preset_rows():
+            self.model.addItem(f"{name} · {size}", preset_id)
+            self.model.setItemData(
+                self.model.count() - 1, f"{name}: {kind}, {size}", Qt.ItemDataRole.ToolTipRole
+            )
         self.model.insertSeparator(self.model.count())
-        self.model.addItem("Import config.json…", IMPORT)
+        self.model.addItem("Find a model…", FIND)
+        self.model.addItem("Import config.json, model folder or GGUF…", IMPORT)
         self.model.setToolTip(
             "Model preset (published architecture), or import a Hugging Face config.json"
         )
@@ -163,17 +260,30 @@ class ScenarioBar(QWidget):
 
     def _model_chosen(self, index: int) -> None:
         data = self.model.itemData(index)
+        if data == FIND:
+            self.refresh(self.state.scenario)
+            finder = ModelFinder(self)
+            if finder.exec() == QDialog.DialogCode.Accepted and (chosen := finder.chosen()):
+                self.choose_preset(chosen)
+            return
         if data == IMPORT:
             self.refresh(self.state.scenario)
             path, _ = QFileDialog.getOpenFileName(
-                self, "Import config.json", "", "Model config (*.json);;All files (*)"
+                self,
+                "Import a model",
+                "",
+                "Model config or GGUF (*.json *.gguf);;All files (*)",
             )
             if path:
                 self.import_config(Path(path))
             return
         if data == CUSTOM or data is None:
             return
-        preset = get_preset(str(data))
+        self.choose_preset(str(data))
+
+    def choose_preset(self, preset_id: str) -> None:
+        """Make preset ``preset_id`` the scenario's model (one undo step)."""
+        preset = get_preset(preset_id)
         self.state.set_fields(
             {
                 "model": {

@@ -56,3 +56,30 @@ def test_gpu_memory_edit_makes_a_custom_gpu_and_picking_resets(
     choose(window, window.bar.gpu, "h100-sxm")
     assert not window.state.scenario.gpu.custom
     assert window.state.scenario.gpu.memory_bytes == 80e9
+
+
+def test_find_a_model_by_typing_into_the_search(qtbot: Any, window: MainWindow) -> None:
+    from PySide6.QtCore import Qt, QTimer
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    from llm_planner.gui.widgets.scenario_bar import FIND
+
+    seen: list[int] = []
+
+    def answer() -> None:
+        finder = QApplication.activeModalWidget()
+        assert finder is not None
+        QTest.keyClicks(finder.search, "moe")  # the kind column matches too
+        seen.append(finder.proxy.rowCount())
+        finder.search.clear()
+        QTest.keyClicks(finder.search, "mixtral")
+        QTest.keyClick(finder.search, Qt.Key.Key_Return)
+
+    QTimer.singleShot(0, answer)
+    combo = window.bar.model
+    combo.setCurrentIndex(combo.findData(FIND))
+    window.flush()
+    assert seen and seen[0] >= 3  # Mixtral, DeepSeek-V3, Qwen3-30B-A3B, …
+    assert window.state.scenario.model.preset == "mixtral-8x7b"
+    assert "Mixtral" in combo.currentText()
