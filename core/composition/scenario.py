@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.gpus import GPU, get_gpu
 from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.primitives.units import clean_text
 from llm_planner.core.sections.compute import ComputeInputs
 from llm_planner.core.sections.inference import InferenceInputs
 from llm_planner.core.sections.parallelism import ParallelInputs
@@ -41,7 +45,7 @@ class ModelChoice(BaseModel):
     architecture: Architecture
     params_override: float | None = Field(
         default=None,
-        gt=0,
+        **limits.bounds("model.params_override"),
         description="P used by every P-based formula instead of the architecture's exact count",
     )
 
@@ -60,12 +64,35 @@ class Scenario(BaseModel):
 
     model: ModelChoice
     gpu: GPU
-    num_gpus: int = Field(default=DEFAULT_NUM_GPUS, ge=1, description="GPUs used for training")
+    num_gpus: int = Field(
+        default=DEFAULT_NUM_GPUS, description="GPUs used for training", **limits.bounds("num_gpus")
+    )
 
     compute: ComputeInputs = ComputeInputs()
     inference: InferenceInputs = InferenceInputs()
     training: TrainingInputs = TrainingInputs()
     parallelism: ParallelInputs = ParallelInputs()
+
+    @field_validator("name")
+    @classmethod
+    def _clean_name(cls, value: str) -> str:
+        """Names are shown in terminals and used for file names: no control or bidi
+        characters (a received file must not rewrite the user's terminal)."""
+        return " ".join(clean_text(value).split()) or "Untitled scenario"
+
+    @field_validator("notes")
+    @classmethod
+    def _clean_notes(cls, value: str) -> str:
+        return clean_text(value, keep_newlines=True)
+
+    @model_validator(mode="after")
+    def _physical(self) -> Self:
+        """The GPU and architecture carried inline are within physical ranges, and the
+        layout can be built: see :func:`layout_refusal`."""
+        problem = inline_range_problem(self) or layout_refusal(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 def default_scenario() -> Scenario:
@@ -76,3 +103,83 @@ def default_scenario() -> Scenario:
         model=ModelChoice(preset=preset.id, architecture=preset.architecture),
         gpu=get_gpu(DEFAULT_GPU),
     )
+
+
+def inline_range_problem(scenario: Scenario) -> str | None:
+    """``"gpu.memory_bytes: must be ..."`` for the first out-of-range number of the GPU or
+    architecture the scenario carries inline (their own models bound them only below)."""
+    gpu = scenario.gpu
+    checks: list[tuple[str, str, float | None]] = [
+        (f"gpu.{name}", f"gpu.{name}", getattr(gpu, name))
+        for name in (
+            "memory_bytes",
+            "memory_bandwidth_bytes_per_s",
+            "link_bandwidth_bytes_per_s",
+            "tdp_watts",
+        )
+    ]
+    checks += [
+        (f"gpu.peak_flops.{name}", "gpu.peak_flops", value)
+        for name, value in gpu.peak_flops.model_dump().items()
+        if isinstance(value, int | float)
+    ]
+    arch = scenario.model.architecture
+    for key in limits.RANGES:
+        if not key.startswith("model.architecture."):
+            continue
+        node: object = arch
+        for part in key.split(".")[2:]:
+            node = getattr(node, part, None)
+            if node is None:
+                break
+        if isinstance(node, int | float) and not isinstance(node, bool):
+            checks.append((key, key, float(node)))
+    for where, key, value in checks:
+        reason = limits.check(key, value)
+        if reason is not None:
+            return f"{where}: {reason}"
+    return None
+
+
+def layout_refusal(scenario: Scenario) -> str | None:
+    """Why the scenario's parallel layout cannot be built (``"field: reason"``), or None.
+
+    Refused rather than priced: tensor parallelism splits attention heads, so tp must
+    divide them (Megatron-LM ``megatron/training/arguments.py`` asserts
+    ``num_attention_heads % tensor_model_parallel_size == 0``); a pipeline stage holds at
+    least one layer (pp·v ≤ L); the degrees multiply to the GPU count (dp·tp·pp = N, so
+    tp·pp divides N); each data-parallel replica gets at least one micro-batch per step
+    (global batch ≥ dp·micro-batch). Uneven layer splits, an ep that does not divide dp and
+    a global batch that is not a multiple of dp·micro-batch stay the report's "problems":
+    frameworks run them (uneven stages, padding), at a cost the report names.
+    """
+    par, arch = scenario.parallelism, scenario.model.architecture
+    tp, pp, n = par.tp, par.pp, scenario.num_gpus
+    if arch.heads % tp:
+        return f"parallelism.tp: tp = {tp} does not divide the model's {arch.heads} attention heads"
+    v = par.interleave_chunks if par.schedule == "interleaved" else 1
+    if pp * v > arch.layers:
+        return (
+            f"parallelism.pp: pp·v = {pp}·{v} stages is more than the model's {arch.layers} layers"
+        )
+    if par.dp is not None:
+        if par.dp * tp * pp != n:
+            return (
+                f"parallelism.dp: dp·tp·pp = {par.dp}·{tp}·{pp} = {par.dp * tp * pp} GPUs, "
+                f"not the scenario's {n}"
+            )
+        dp = par.dp
+    else:
+        if tp * pp > n:
+            return f"parallelism.tp: tp·pp = {tp}·{pp} = {tp * pp} GPUs is more than the {n} GPUs"
+        if n % (tp * pp):
+            return f"num_gpus: {n} GPUs are not a multiple of tp·pp = {tp}·{pp} = {tp * pp}"
+        dp = n // (tp * pp)
+    per_step = dp * scenario.training.micro_batch
+    if par.global_batch < per_step:
+        return (
+            f"parallelism.global_batch: {par.global_batch} sequences cannot feed dp·micro-batch "
+            f"= {dp}·{scenario.training.micro_batch} = {per_step} (each replica needs at least "
+            "one micro-batch per step)"
+        )
+    return None

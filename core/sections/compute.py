@@ -23,6 +23,7 @@ from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     training_flops_6pd,
@@ -79,24 +80,34 @@ class ComputeInputs(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tokens: float = Field(default=15e12, gt=0, description="training tokens D")
+    tokens: float = Field(
+        default=15e12, description="training tokens D", **bounds("compute.tokens")
+    )
     throughput_mode: ThroughputMode = Field(
         default="modeled",
         description="modeled (the layout's step time), mfu (assumed), tflops or tokens_per_s "
         "(measured per GPU)",
     )
     mfu: float = Field(
-        default=0.40, gt=0, le=1, description="assumed model FLOPs utilisation (mode 'mfu')"
+        default=0.40,
+        description="assumed model FLOPs utilisation (mode 'mfu')",
+        **bounds("compute.mfu"),
     )
-    achieved_flops_per_gpu: float | None = Field(default=None, gt=0, description="FLOP/s per GPU")
-    tokens_per_s_per_gpu: float | None = Field(default=None, gt=0)
+    achieved_flops_per_gpu: float | None = Field(
+        default=None, description="FLOP/s per GPU", **bounds("compute.achieved_flops_per_gpu")
+    )
+    tokens_per_s_per_gpu: float | None = Field(
+        default=None, **bounds("compute.tokens_per_s_per_gpu")
+    )
     compute_dtype: str = Field(default="bf16", description="dtype whose peak sets throughput")
-    price_usd_per_gpu_hour: float = Field(default=2.0, ge=0)
-    deadline_seconds: float | None = Field(default=None, gt=0)
-    budget_usd: float | None = Field(default=None, gt=0)
+    price_usd_per_gpu_hour: float = Field(default=2.0, **bounds("compute.price_usd_per_gpu_hour"))
+    deadline_seconds: float | None = Field(default=None, **bounds("compute.deadline_seconds"))
+    budget_usd: float | None = Field(default=None, **bounds("compute.budget_usd"))
     failures: FailureInputs = FailureInputs()
     budget_flops: float | None = Field(
-        default=None, gt=0, description="a compute budget in FLOP for the Chinchilla sizing"
+        default=None,
+        description="a compute budget in FLOP for the Chinchilla sizing",
+        **bounds("compute.budget_flops"),
     )
     include_attention_flops: bool = Field(
         default=False,
