@@ -9,13 +9,12 @@ custom model or GPU. Persistence (files, library, migrations) lives in ``store``
 from __future__ import annotations
 
 from datetime import UTC, datetime
-
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives import limits
+from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.primitives.units import clean_text

@@ -305,10 +305,8 @@ def make_folders(folder: Path) -> None:
         missing.append(node)
         node = node.parent
     for new in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):
             new.mkdir()
-        except FileExistsError:
-            pass
         _fsync_dir(new.parent)
     if not folder.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder))

@@ -302,7 +302,9 @@ def format_usd(value: float) -> str:
 
 # ---------------------------------------------------------------- untrusted text
 
-_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 """Unicode bidirectional formatting characters (UAX #9, section 2): they reorder what a
 terminal or label shows (the "Trojan Source" attack, CVE-2021-42574)."""
 
