@@ -348,14 +348,17 @@ def check_save_target(path: Path) -> None:
     )
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, overwrite: bool = True, sync_folder: bool = True
+) -> None:
     """Write ``data`` to ``path`` so that readers see the old or the new file, never a mix.
 
     Temporary file in the same folder (same file system, so the rename is atomic), write,
     flush, fsync, then ``os.replace`` over the target (``os.link`` when ``overwrite`` is
     false, which fails instead of replacing an existing file), then fsync the folder so
     the rename itself survives a power cut. FileExistsError when ``overwrite`` is false
-    and ``path`` exists.
+    and ``path`` exists. ``sync_folder=False`` leaves the folder's fsync to the caller (a
+    batch of writes into one folder syncs it once).
     """
     path = Path(path)
     check_save_target(path)
@@ -378,7 +381,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> No
             os.replace(temp, path)
         else:
             _link_new(temp, path)
-        _fsync_dir(folder)
+        if sync_folder:
+            _fsync_dir(folder)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
@@ -400,7 +404,12 @@ def _link_new(temp: Path, path: Path) -> None:
 
 
 def save_scenario_file(
-    scenario: Scenario, path: Path, *, overwrite: bool = True, touch: bool = True
+    scenario: Scenario,
+    path: Path,
+    *,
+    overwrite: bool = True,
+    touch: bool = True,
+    sync_folder: bool = True,
 ) -> Scenario:
     """Write ``scenario`` to ``path`` atomically; returns the scenario as written.
 
@@ -416,7 +425,7 @@ def save_scenario_file(
             "limit files are read with",
             str(path),
         )
-    atomic_write_bytes(Path(path), data, overwrite=overwrite)
+    atomic_write_bytes(Path(path), data, overwrite=overwrite, sync_folder=sync_folder)
     return written
 
 
