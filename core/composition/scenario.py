@@ -55,7 +55,7 @@ class Scenario(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
-    app_version: str = ""
+    app_version: str = Field(default="", max_length=100)
     name: str = Field(default="Untitled scenario", max_length=200)
     notes: str = Field(default="", max_length=100_000)
     created: datetime = Field(default_factory=_now)
@@ -78,6 +78,11 @@ class Scenario(BaseModel):
         """Names are shown in terminals and used for file names: no control or bidi
         characters (a received file must not rewrite the user's terminal)."""
         return " ".join(clean_text(value).split()) or "Untitled scenario"
+
+    @field_validator("app_version")
+    @classmethod
+    def _clean_version(cls, value: str) -> str:
+        return " ".join(clean_text(value).split())
 
     @field_validator("notes")
     @classmethod
