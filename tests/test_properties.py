@@ -267,8 +267,16 @@ def mutated_files(draw: st.DrawFn) -> bytes:
     collect(data, "")
     text = VALID_FILE
     for path in draw(st.lists(st.sampled_from(paths), min_size=1, max_size=4, unique=True)):
-        replacement = draw(st.sampled_from(HOSTILE) | st.integers().map(str))
         doc = json.loads(text)
+        original = _get(doc, path)
+        replacement = draw(st.sampled_from(HOSTILE) | st.integers().map(str))
+        if (
+            isinstance(original, int | float)
+            and not isinstance(original, bool)
+            and draw(st.booleans())
+        ):
+            scaled = original * 10.0 ** draw(st.integers(-4, 4))  # near the valid value
+            replacement = json.dumps(int(scaled) if isinstance(original, int) else scaled)
         _set(doc, path, "__HOLE__")
         text = json.dumps(doc).replace('"__HOLE__"', replacement, 1)
     data_bytes = text.encode("utf-8")

@@ -251,7 +251,10 @@ def format_flops_rate(value: float, digits: int = 3) -> str:
 
 
 def format_bytes(value: float, digits: int = 3) -> str:
-    """Both units, explicit: ``80e9`` → ``80.0 GB (74.5 GiB)``; small sizes in MB / MiB."""
+    """Both units, explicit: ``80e9`` → ``80.0 GB (74.5 GiB)``; small sizes in MB / MiB.
+    Sizes that round to zero bytes print as ``0 B`` (never ``-0 B``)."""
+    if abs(value) < 0.5:
+        return "0 B"
     if abs(value) >= 1e12:
         return f"{_sig(value / 1e12, digits)} TB ({_sig(value / 2**40, digits)} TiB)"
     if abs(value) >= 1e8:
