@@ -12,12 +12,19 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from llm_planner import __version__, cli_catalog, cli_search, cli_store
+from llm_planner import (
+    __version__,
+    cli_catalog,
+    cli_compare,
+    cli_search,
+    cli_store,
+    cli_whatif,
+)
 from llm_planner.cli_common import EXIT_USAGE, Parser, UsageError, format_report_text, print_json
 from llm_planner.cli_scenario import add_scenario_options, build_scenario
 from llm_planner.cli_window import QT_PROBE_FLAG, cmd_window, qt_probe
 
-COMMAND_GROUPS = (cli_catalog, cli_search, cli_store)
+COMMAND_GROUPS = (cli_catalog, cli_search, cli_store, cli_compare, cli_whatif)
 """Modules that add subcommands (each exposes ``add_commands(commands)``)."""
 
 
@@ -28,10 +35,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = estimate(scenario)
     if cli_store.report_output(args, scenario, report):  # --save, --markdown, --csv
         return 0
+    whatif = None
+    if scenario.whatif.any:  # the what-ifs the scenario plans (issue 18)
+        from llm_planner.core.composition.whatif.report import estimate_whatif, whatif_json
+
+        whatif = estimate_whatif(scenario, report)
     if args.json:
-        print_json(report_json(report))
+        data = report_json(report)
+        if whatif is not None:
+            data["whatif"] = whatif_json(whatif)
+        print_json(data)
     else:
         sys.stdout.write(format_report_text(report))
+        if whatif is not None:
+            sys.stdout.write("\nWhat if\n-------\n" + cli_whatif.format_whatif_text(whatif))
     return 0
 
 

@@ -37,6 +37,7 @@ from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.gui import settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
@@ -51,6 +52,7 @@ TAB_CLASSES = (
     ("llm_planner.gui.tabs.inference", "InferenceTab", "Inference memory"),
     ("llm_planner.gui.tabs.training", "TrainingTab", "Training memory"),
     ("llm_planner.gui.tabs.parallelism", "ParallelismTab", "Parallelism"),
+    ("llm_planner.gui.tabs.whatif", "WhatIfTab", "What if"),
 )
 SECTION_TITLES = {
     "model": "Model",
@@ -363,6 +365,8 @@ class MainWindow(QMainWindow):
             )
         view.addSeparator()
         view.addAction(self.library_dock.toggleViewAction())
+        choose = lambda _=False: open_choose_window(self)  # noqa: E731 (one menu entry)
+        self._action(view, "Compare and &choose…", choose, "Ctrl+Shift+K", "compare")
 
         help_menu = bar.addMenu("&Help")
         self._action(
@@ -654,9 +658,13 @@ def _tab_class(index: int) -> Any:
         from llm_planner.gui.tabs.training import TrainingTab
 
         return TrainingTab
-    from llm_planner.gui.tabs.parallelism import ParallelismTab
+    if index == 3:
+        from llm_planner.gui.tabs.parallelism import ParallelismTab
 
-    return ParallelismTab
+        return ParallelismTab
+    from llm_planner.gui.tabs.whatif import WhatIfTab
+
+    return WhatIfTab
 
 
 def _safe_name(name: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.composition.scenario import SCHEMA_VERSION, Scenario
 from llm_planner.core.files.store import ScenarioFileError, parse_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
@@ -117,7 +117,7 @@ def test_structural_mutations_of_valid_files(data: st.DataObject, action: str, v
     result = _outcome(json.dumps(mutated).encode("utf-8"))
     if result is not None:
         # whatever loads is a complete, current scenario
-        assert result.schema_version == 1
+        assert result.schema_version == SCHEMA_VERSION
 
 
 @FUZZ

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llm_planner.cli import main
-from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.composition.scenario import SCHEMA_VERSION, Scenario, default_scenario
 from llm_planner.core.files import paths
 from llm_planner.core.files.library import (
     Library,
@@ -230,7 +230,7 @@ def test_import_copies_in_without_overwriting_and_reports_bad_files(tmp_path: Pa
     assert library.open("fixture-v1-llama-3-1-8b-pretraining").notes == "mine"  # untouched
     assert {p: p.read_bytes() for p in sources} == before  # sources untouched
     imported = load_scenario_file(result.imported[1][1].path)
-    assert imported.schema_version == 1  # the v0 file was migrated on the way in
+    assert imported.schema_version == SCHEMA_VERSION  # the v0 file was migrated on the way in
 
 
 def test_export_writes_files_that_load_and_never_overwrites(tmp_path: Path) -> None:

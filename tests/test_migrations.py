@@ -123,7 +123,7 @@ def test_missing_version_means_not_a_scenario() -> None:
 def test_v0_fixture_migrates_to_the_expected_v1_scenario() -> None:
     scenario = load_scenario_file(FIXTURES / "v0-legacy.llmplan.json")
     # hand-checked against the fixture: title/description/gpus renamed, ids inlined
-    assert scenario.schema_version == 1
+    assert scenario.schema_version == SCHEMA_VERSION
     assert scenario.name == "70B pretraining (v0 draft)"
     assert scenario.notes.startswith("Hand-written in the pre-release v0 format")
     assert scenario.num_gpus == 1024
@@ -172,7 +172,7 @@ def test_a_v0_file_invalid_after_migration_says_so(tmp_path: Path) -> None:
     with pytest.raises(ScenarioFileError) as caught:
         load_scenario_file(path)
     assert caught.value.field == "num_gpus"
-    assert "after migrating the v0 file to v1" in str(caught.value)
+    assert f"after migrating the v0 file to v{SCHEMA_VERSION}" in str(caught.value)
 
 
 def test_every_schema_version_has_a_committed_fixture_that_loads() -> None:

@@ -93,7 +93,7 @@ def test_file_format_is_readable_stable_utf8_json(tmp_path: Path) -> None:
     text = raw.decode("utf-8")
     assert "Größe 70B — 東京" in text  # UTF-8, not \\u escapes
     assert text.endswith("}\n")
-    assert text.startswith('{\n  "schema_version": 1,\n  "app_version": ')
+    assert text.startswith(f'{{\n  "schema_version": {SCHEMA_VERSION},\n  "app_version": ')
     data = json.loads(text)
     assert data["schema_version"] == SCHEMA_VERSION
     assert data["app_version"] == __version__
@@ -115,7 +115,10 @@ def test_save_stamps_modified_and_keeps_created(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["v1-default.llmplan.json", "v1-custom.llmplan.json"])
 def test_committed_v1_fixtures_keep_loading(name: str) -> None:
     scenario = load_scenario_file(FIXTURES / name)
-    assert scenario.schema_version == 1
+    assert scenario.schema_version == SCHEMA_VERSION  # migrated on load
+    # v2 added inputs with defaults; a v1 file keeps the throughput source it names
+    assert scenario.compute.throughput_mode == "mfu"
+    assert scenario.training.stack == "megatron"
     assert scenario.created == datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     if name == "v1-default.llmplan.json":
         assert scenario.name == "Fixture v1: Llama-3.1-8B pretraining"

@@ -9,10 +9,11 @@ custom model or GPU. Persistence (files, library, migrations) lives in ``store``
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Self
+from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from llm_planner.core.composition.whatif.inputs import WhatIfInputs
 from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, get_gpu
@@ -23,7 +24,7 @@ from llm_planner.core.sections.inference import InferenceInputs
 from llm_planner.core.sections.parallelism import ParallelInputs
 from llm_planner.core.sections.training import TrainingInputs
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the scenario file format written by this app (see ``store`` migrations)."""
 
 DEFAULT_MODEL = "llama-3.1-8b"
@@ -71,6 +72,14 @@ class Scenario(BaseModel):
     inference: InferenceInputs = InferenceInputs()
     training: TrainingInputs = TrainingInputs()
     parallelism: ParallelInputs = ParallelInputs()
+    price_overrides: dict[
+        str, Annotated[float, Field(**limits.bounds("compute.price_usd_per_gpu_hour"))]
+    ] = Field(
+        default_factory=dict,
+        description="USD per GPU-hour by GPU id, overriding resources/prices.json for this "
+        "scenario (the hardware ranking reads it)",
+    )
+    whatif: WhatIfInputs = WhatIfInputs()
 
     @field_validator("name")
     @classmethod

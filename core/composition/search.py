@@ -216,6 +216,7 @@ class _Problem:
         *,
         params_override: float | None,
         compute_dtype: str = "bf16",
+        include_attention_flops: bool = False,
     ) -> None:
         self.arch = arch
         self.gpu = gpu
@@ -229,6 +230,7 @@ class _Problem:
             inputs.global_batch,
             self.params,
             training_inputs=training_inputs,
+            include_attention_flops=include_attention_flops,
         )
         self.cluster = par.cluster_of(gpu, inputs, compute_dtype)
         self.recipe = par.memory_recipe(arch, training_inputs, gpu, self.params)
@@ -336,9 +338,23 @@ def search(
     params_override: float | None = None,
     options: SearchOptions | None = None,
     top: int = 10,
+    compute_dtype: str = "bf16",
+    include_attention_flops: bool = False,
 ) -> SearchResult:
-    """The ``top`` fastest layouts of ``num_gpus`` GPUs that fit, best first."""
-    problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
+    """The ``top`` fastest layouts of ``num_gpus`` GPUs that fit, best first.
+
+    ``compute_dtype`` and ``include_attention_flops`` are the compute section's (the peak
+    the step time runs at, and the FLOPs MFU counts), so a row applied to the scenario
+    reports the same step time and MFU as the row."""
+    problem = _Problem(
+        arch,
+        gpu,
+        inputs,
+        training_inputs,
+        params_override=params_override,
+        compute_dtype=compute_dtype,
+        include_attention_flops=include_attention_flops,
+    )
     return _run(problem, num_gpus, options or SearchOptions(), top)
 
 
@@ -355,7 +371,38 @@ def search_scenario(
         params_override=scenario.model.params_override,
         options=options,
         top=top,
+        compute_dtype=scenario.compute.compute_dtype,
+        include_attention_flops=scenario.compute.include_attention_flops,
     )
+
+
+ROW_FIELDS: dict[str, str] = {
+    "tp": "tp",
+    "pp": "pp",
+    "dp": "dp",
+    "ep": "expert_parallel",
+    "zero_stage": "zero_stage",
+    "sequence_parallel": "sequence_parallel",
+    "schedule": "schedule",
+    "interleave_chunks": "interleave_chunks",
+}
+"""Search-row field → the parallelism input it sets (micro-batch and recompute are
+training's)."""
+
+
+def apply_row(scenario: Any, row: SearchRow) -> Any:
+    """``scenario`` with a search row's layout: the parallelism inputs of :data:`ROW_FIELDS`,
+    the micro-batch and the recomputation policy; an FSDP name is dropped, since the row
+    states its ZeRO stage. Validated as a whole (a row always applies to the scenario it
+    was searched for)."""
+    data = scenario.model_dump()
+    parallel = data["parallelism"]
+    for key, name in ROW_FIELDS.items():
+        parallel[name] = getattr(row, key)
+    parallel["fsdp_strategy"] = None
+    data["training"]["micro_batch"] = row.micro_batch
+    data["training"]["recompute"] = row.recompute
+    return type(scenario).model_validate(data)
 
 
 # --------------------------------------------------------------------- deployment
@@ -530,6 +577,7 @@ def scaling_curve(
     tokens: float,
     params_override: float | None = None,
     max_points: int = 16,
+    compute_dtype: str = "bf16",
 ) -> list[ScalingPoint]:
     """Time to train against GPU count for the scenario's layout family, plus measurements.
 
@@ -539,7 +587,14 @@ def scaling_curve(
     and the data-parallel sync is hidden behind less compute: doubling GPUs need not halve
     time. ``inputs.measured_points`` (GPUs, tokens/s) come back with ``measured=True``.
     """
-    problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
+    problem = _Problem(
+        arch,
+        gpu,
+        inputs,
+        training_inputs,
+        params_override=params_override,
+        compute_dtype=compute_dtype,
+    )
     b = int(training_inputs.micro_batch)
     dps: list[int] = []
     dp = 1

@@ -17,8 +17,13 @@ Version history:
 - **v0** (pre-release drafts): ``title`` and ``description`` instead of ``name`` and
   ``notes``; ``model`` and ``gpu`` were catalog ids (strings), not inline objects; ``gpus``
   instead of ``num_gpus``; ``saved_at`` (Unix seconds) instead of ``created``/``modified``.
-- **v1**: the current format (model architecture and GPU inline, so a file is
-  self-contained).
+- **v1**: model architecture and GPU inline, so a file is self-contained.
+- **v2** (this round): new inputs, each with a default that keeps a v1 file's numbers:
+  ``compute.throughput_mode`` may be ``"modeled"`` (the default for new scenarios: the
+  parallel layout's step time; a v1 file keeps the source it names), ``training.stack``
+  (the framework, default ``"megatron"``), ``whatif`` (the what-if parts, none planned),
+  ``price_overrides`` (none). No v1 value changes meaning; the version
+  moves so that an older app refuses a v2 file as "newer" instead of naming a field.
 """
 
 from __future__ import annotations
@@ -134,8 +139,14 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
     return out
 
 
+def _v1_to_v2(data: JsonDict) -> JsonDict:
+    """v1 → v2: only the version; every field v2 added has a default (see the history)."""
+    return {**data, "schema_version": 2}
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(0, "inline model and GPU, rename title/description/gpus", _v0_to_v1),
+    Migration(1, "new inputs with defaults: throughput source, training stack", _v1_to_v2),
 )
 """Every step, in order: ``MIGRATIONS[i]`` takes version ``i`` to ``i + 1``."""
 

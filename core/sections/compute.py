@@ -560,7 +560,15 @@ class ComputeReport(BaseModel):
                 "",
             ),
         ]
-        return [
+        source = Figure(
+            key="throughput_source",
+            label="Throughput from",
+            value=self.throughput_label,
+            unit="text",
+            formula="modeled (the layout's step time), assumed MFU, or measured",
+            source=SEED_SOURCE,
+        )
+        return [source] + [
             Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)
             for key, label, unit, f, s in rows
         ]

@@ -28,7 +28,6 @@ from llm_planner.gui.tabs.base import (
     safe_call,
 )
 
-GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 """GPU counts drawn on the time and cost charts (plus the scenario's own count)."""
 
 
@@ -216,7 +215,7 @@ class ComputeTab(Tab):
         self.time_chart = SeriesChart(
             "Time to train against GPUs", "GPUs", "days", log_x=True, log_y=True
         )
-        self.time_chart.add_line("time", "C/τ (perfect scaling)", colors.SERIES[0], symbol="o")
+        self.time_chart.add_line("time", "perfect scaling", colors.SERIES[0], symbol="o")
         self.time_chart.add_line("family", "this layout family", colors.SERIES[4], dashed=True)
         self.time_chart.add_markers("measured", "your measurements", colors.SERIES[1], symbol="s")
         self.time_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
@@ -224,7 +223,7 @@ class ComputeTab(Tab):
         self.cost_chart = SeriesChart(
             "Cost against GPUs", "GPUs", "US$", log_x=True, y_format=units.format_usd
         )
-        self.cost_chart.add_line("cost", "estimate", colors.SERIES[2], symbol="o")
+        self.cost_chart.add_line("cost", "perfect scaling", colors.SERIES[2], symbol="o")
         self.cost_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
         self.cost_chart.add_hline("budget", colors.BAD, "budget")
         self.chinchilla_chart = SeriesChart(
@@ -284,68 +283,33 @@ class ComputeTab(Tab):
             self.chinchilla_chart.set_markers("optimum", [optimum_p], [tokens_for(optimum_p)])
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
-        points = self.series(scenario, report)
-        if points is None:
+        """Time and cost against GPUs from ``core.composition.scaling.time_vs_gpus``: the
+        estimate's one throughput, perfect scaling of the best per-GPU rate, the modeled
+        layout family and the measured points, all as wall-clock time."""
+        from llm_planner.core.composition.scaling import time_vs_gpus
+
+        series = safe_call(time_vs_gpus, scenario, report)
+        if series is None:
+            for chart, name in ((self.time_chart, "time"), (self.cost_chart, "cost")):
+                chart.set_line(name, [], [])
+            self.time_chart.set_line("family", [], [])
+            self.time_chart.set_markers("measured", [], [])
             return
-        gpus, seconds, cost = points
-        self.time_chart.set_line("time", gpus, [s / units.SECONDS_PER_DAY for s in seconds])
-        self.cost_chart.set_line("cost", gpus, cost)
-        modelled, measured = self.scaling_series(scenario)
-        self.time_chart.set_line("family", *modelled)
-        self.time_chart.set_markers("measured", *measured)
-
-    def scaling_series(
-        self, scenario: Scenario
-    ) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:
-        """((GPUs, days) modelled for the layout family, (GPUs, days) measured), from
-        ``core.search.scaling_curve``."""
-        function = core_attr("search", "scaling_curve")
-        modelled: tuple[list[float], list[float]] = ([], [])
-        measured: tuple[list[float], list[float]] = ([], [])
-        points = (
-            safe_call(
-                function,
-                scenario.model.architecture,
-                scenario.gpu,
-                scenario.parallelism,
-                scenario.training,
-                tokens=scenario.compute.tokens,
-                params_override=scenario.model.params_override,
-            )
-            if function
-            else None
+        day = units.SECONDS_PER_DAY
+        perfect = series.perfect
+        self.time_chart.set_line(
+            "time", [p.gpus for p in perfect], [p.wall_seconds / day for p in perfect]
         )
-        for point in points or []:
-            target = measured if point.measured else modelled
-            target[0].append(float(point.gpus))
-            target[1].append(point.time_to_train_seconds / units.SECONDS_PER_DAY)
-        return modelled, measured
-
-    def series(
-        self, scenario: Scenario, report: Report
-    ) -> tuple[list[float], list[float], list[float]] | None:
-        """(GPUs, seconds, USD) from ``core.compute.time_and_cost_vs_gpus``."""
-        function = core_attr("compute", "time_and_cost_vs_gpus")
-        section = report.compute
-        flops = field(section, "flops_total")
-        per_gpu = field(section, "flops_per_gpu_per_s")
-        if function is None or flops is None or per_gpu is None:
-            return None
-        counts = sorted({*GPU_COUNTS, scenario.num_gpus})
-        result = safe_call(
-            function,
-            flops,
-            per_gpu,
-            scenario.compute.price_usd_per_gpu_hour,
-            counts,
-            scenario.compute.failures,
+        self.cost_chart.set_line("cost", [p.gpus for p in perfect], [p.cost_usd for p in perfect])
+        self.time_chart.set_line(
+            "family",
+            [p.gpus for p in series.family],
+            [p.wall_seconds / day for p in series.family],
         )
-        if result is None:
-            return None
-        return (
-            [float(p[0]) for p in result],
-            [float(p[1]) for p in result],
-            [float(p[2]) for p in result],
+        self.time_chart.set_markers(
+            "measured",
+            [p.gpus for p in series.measured],
+            [p.wall_seconds / day for p in series.measured],
         )
 
     def gpt3_check(self) -> None:

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
-from llm_planner.gui.binding import with_changes
 from llm_planner.gui.tabs.base import (
     Tab,
     core_attr,
@@ -49,18 +48,6 @@ MAX_DRAWN_MICROBATCHES = 32
 def report_stage(report: Report, scenario: Scenario) -> int:
     stage = field(report.parallelism, "zero_stage")
     return int(stage) if stage is not None else scenario.parallelism.zero_stage
-
-
-APPLIED_FIELDS = (
-    "tp",
-    "pp",
-    "dp",
-    "zero_stage",
-    "sequence_parallel",
-    "schedule",
-    "interleave_chunks",
-)
-"""Search-row fields that are parallelism inputs (micro-batch and recompute are training's)."""
 
 
 class NumericItem(QTableWidgetItem):
@@ -434,16 +421,10 @@ class ParallelismTab(Tab):
 
     def apply_layout(self, row: dict[str, Any]) -> None:
         """Apply a search row's layout to the scenario as one undoable step."""
-        changes: dict[str, Any] = {}
-        for key in APPLIED_FIELDS:
-            if row.get(key) is not None:
-                changes[f"parallelism.{key}"] = row[key]
-        if row.get("micro_batch") is not None:
-            changes["training.micro_batch"] = row["micro_batch"]
-        if row.get("recompute") is not None:
-            changes["training.recompute"] = row["recompute"]
+        from llm_planner.core.composition.search import SearchRow, apply_row
+
         try:
-            scenario = with_changes(self.state.scenario, changes)
+            scenario = apply_row(self.state.scenario, SearchRow.model_validate(row))
         except ValueError as error:
             log.warning("search row does not apply: %s", error)
             return

@@ -18,6 +18,15 @@ AMBER_SHARE = 0.9
 """Display rule: peak memory above this share of capacity shows amber (tight), not a formula."""
 
 
+SOURCE_WORDS = {
+    "modeled": "modeled",
+    "assumed_mfu": "assumed MFU",
+    "measured_tflops": "measured",
+    "measured_tokens_per_s": "measured",
+}
+"""How the headline names the throughput its time and cost come from."""
+
+
 def _figure(section: Any, key: str) -> Figure | None:
     if section is None:
         return None
@@ -91,9 +100,10 @@ class SummaryStrip(QFrame):
             "flops", units.format_flop(flops) if flops else "", _figure(compute, "flops_total")
         )
         wall = getattr(compute, "wall_seconds", None)
+        source = SOURCE_WORDS.get(compute.throughput_source, compute.throughput_source)
         self._set(
             "days",
-            units.format_duration(wall) if wall is not None else "",
+            f"{units.format_duration(wall)} ({source})" if wall is not None else "",
             _figure(compute, "wall_seconds"),
         )
         cost = getattr(compute, "cost_usd", None)

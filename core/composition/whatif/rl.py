@@ -1,0 +1,227 @@
+"""Reinforcement learning in the loop: rollout (generation) GPUs versus training GPUs.
+
+One RL step generates N = prompts × samples responses with the current policy, then trains
+on the N sequences of prompt + response tokens. Model:
+
+- **Rollout** on engines of ``engine_gpus`` GPUs (tensor parallel). Each engine holds the
+  weights and the KV cache of as many sequences as fit at the full length
+  (:func:`.inference.estimate_inference`'s largest batch b — the KV cache inside the larger
+  workflow). Sequences go in waves of b: a wave prefills its prompts (compute-bound:
+  prefill FLOPs ÷ (engine GPUs × peak)) and decodes the response one token per step, each
+  step memory-bound: it reads the engine's weights once and each sequence's cache
+  (at the mean length prompt + response/2), at the HBM bandwidth × an achieved fraction
+  (Kwon et al. 2023, vLLM, SOSP, section 2: decoding is memory-bound; the fraction is an
+  editable assumption, not a measured constant). t_roll(n) = waves(n) × t_wave.
+- **Training** at the estimate's one throughput per GPU (modeled, measured or assumed),
+  scaled to the pool's GPUs (perfect data-parallel scaling assumed across pool sizes):
+  t_train(n) = N · (prompt + response) ÷ (n · tokens/s per GPU).
+- **Separate pools**: synchronous (on-policy) step = t_roll(n_r) + t_train(N − n_r), each
+  pool idle while the other works; with ``overlap`` (one step off-policy, the next rollout
+  during training) step = max of the two. **Colocated**: every GPU generates, then trains:
+  step = t_roll(N) + t_train(N) + 2 × resharding (the weights move between the training
+  and the inference layout at each phase change; by default 2·W ÷ (GPUs × intra-node link)).
+
+For continuous pool sizes (t_roll = A/n_r, t_train = B/n_t, n_r + n_t = N) the synchronous
+optimum is n_r = N·√A/(√A + √B) and the overlapped one n_r = N·A/(A + B); the plan searches
+whole engines instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from llm_planner.core.composition.estimate import Report
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.composition.whatif.inputs import RLInputs
+from llm_planner.core.sections.inference import estimate_inference
+
+
+class RolloutEngine(BaseModel):
+    """One inference engine of the rollout pool."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    max_batch: int
+    """Sequences whose KV cache fits at the full prompt + response length."""
+    weights_bytes_per_gpu: float
+    kv_cache_bytes_per_gpu: float
+    """At ``max_batch`` sequences of the full length."""
+    wave_seconds: float
+    """Prefill of a wave's prompts plus its response tokens' decode steps."""
+
+
+class SplitPoint(BaseModel):
+    """The step time with ``rollout_gpus`` generating and the rest training."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rollout_gpus: int
+    rollout_seconds: float
+    training_seconds: float
+    step_seconds: float
+
+
+class RLPlan(BaseModel):
+    """The RL step: engines, the best split, idle shares and the split curve."""
+
+    model_config = ConfigDict(frozen=True)
+
+    placement: str
+    sequences_per_step: int
+    tokens_per_step: float
+    engine: RolloutEngine
+    training_tokens_per_s_per_gpu: float
+    rollout_gpus: int
+    training_gpus: int
+    rollout_seconds: float
+    training_seconds: float
+    reshard_seconds: float
+    step_seconds: float
+    rollout_idle_fraction: float
+    training_idle_fraction: float
+    training_peak_bytes: float
+    curve: list[SplitPoint]
+    problems: list[str]
+
+
+MAX_CURVE_POINTS = 256
+"""The split curve is sampled at most this many engine counts, then refined around its best."""
+
+
+def _engine(scenario: Scenario, report: Report, rl: RLInputs) -> RolloutEngine:
+    length = rl.prompt_tokens + rl.response_tokens
+    arch = scenario.model.architecture
+    base = scenario.inference.model_copy(
+        update={"num_gpus": rl.engine_gpus, "context": length, "batch": 1}
+    )
+    full = estimate_inference(
+        arch, report.model.params_total, report.model.params_active, scenario.gpu, base
+    )
+    b = max(1, full.max_batch)
+    at_max = estimate_inference(
+        arch,
+        report.model.params_total,
+        report.model.params_active,
+        scenario.gpu,
+        base.model_copy(update={"batch": b}),
+    )
+    mean = estimate_inference(
+        arch,
+        report.model.params_total,
+        report.model.params_active,
+        scenario.gpu,
+        base.model_copy(update={"batch": b, "context": rl.prompt_tokens + rl.response_tokens // 2}),
+    )
+    decode_step = mean.decode_step_seconds_bound / rl.decode_bandwidth_efficiency
+    prompts = base.model_copy(update={"batch": b, "context": rl.prompt_tokens})
+    prefill = estimate_inference(
+        arch, report.model.params_total, report.model.params_active, scenario.gpu, prompts
+    ).prefill_seconds_bound
+    wave = (prefill or 0.0) + rl.response_tokens * decode_step
+    return RolloutEngine(
+        gpus=rl.engine_gpus,
+        max_batch=b if full.fits or full.max_batch > 0 else 0,
+        weights_bytes_per_gpu=at_max.per_gpu_weights_bytes,
+        kv_cache_bytes_per_gpu=at_max.per_gpu_kv_cache_bytes,
+        wave_seconds=wave,
+    )
+
+
+def rollout_seconds(sequences: int, engines: int, engine: RolloutEngine) -> float:
+    """Waves of ``max_batch`` sequences per engine, each ``wave_seconds`` long."""
+    if engines < 1 or engine.max_batch < 1:
+        return math.inf
+    per_engine = math.ceil(sequences / engines)
+    return math.ceil(per_engine / engine.max_batch) * engine.wave_seconds
+
+
+def training_seconds(tokens: float, gpus: int, tokens_per_s_per_gpu: float) -> float:
+    """Tokens ÷ (GPUs × the estimate's tokens/s per GPU)."""
+    return tokens / (gpus * tokens_per_s_per_gpu) if gpus > 0 else math.inf
+
+
+def plan_rl(scenario: Scenario, report: Report, rl: RLInputs) -> RLPlan | None:
+    """The RL step for ``scenario``'s model; None without a training throughput."""
+    rate = report.compute.tokens_per_s_per_gpu
+    if rate is None or not rate > 0:
+        return None
+    problems: list[str] = []
+    sequences = rl.prompts_per_step * rl.samples_per_prompt
+    tokens = float(sequences * (rl.prompt_tokens + rl.response_tokens))
+    engine = _engine(scenario, report, rl)
+    if engine.max_batch < 1:
+        problems.append(
+            f"one engine of {rl.engine_gpus} GPU(s) cannot hold the weights and one sequence's "
+            "KV cache: use more GPUs per engine or a quantized format"
+        )
+    n = rl.num_gpus
+    e = rl.engine_gpus
+    peak = float(report.training.peak_bytes)
+    if rl.placement == "colocated":
+        reshard = rl.reshard_seconds
+        if reshard is None:
+            link = scenario.parallelism.intra_node_bandwidth_bytes_per_s or (
+                scenario.gpu.link_bandwidth_bytes_per_s
+            )
+            weights = engine.weights_bytes_per_gpu * e  # one copy of the weights
+            reshard = 2.0 * weights / (n * link) if link else 0.0
+        t_r = rollout_seconds(sequences, n // e, engine)
+        t_t = training_seconds(tokens, n, rate)
+        step = t_r + t_t + 2.0 * reshard
+        curve = [
+            SplitPoint(rollout_gpus=n, rollout_seconds=t_r, training_seconds=t_t, step_seconds=step)
+        ]
+        return RLPlan(
+            placement="colocated",
+            sequences_per_step=sequences,
+            tokens_per_step=tokens,
+            engine=engine,
+            training_tokens_per_s_per_gpu=rate,
+            rollout_gpus=n,
+            training_gpus=n,
+            rollout_seconds=t_r,
+            training_seconds=t_t,
+            reshard_seconds=reshard,
+            step_seconds=step,
+            rollout_idle_fraction=(t_t + 2 * reshard) / step if step else 0.0,
+            training_idle_fraction=(t_r + 2 * reshard) / step if step else 0.0,
+            training_peak_bytes=peak,
+            curve=curve,
+            problems=problems,
+        )
+    curve = []
+    for rollout in range(e, n, e):
+        t_r = rollout_seconds(sequences, rollout // e, engine)
+        t_t = training_seconds(tokens, n - rollout, rate)
+        step = max(t_r, t_t) if rl.overlap else t_r + t_t
+        curve.append(
+            SplitPoint(
+                rollout_gpus=rollout, rollout_seconds=t_r, training_seconds=t_t, step_seconds=step
+            )
+        )
+    if not curve:
+        problems.append(f"{n} GPUs leave none for training beside one engine of {e}")
+        return None
+    best = min(curve, key=lambda p: (p.step_seconds, p.rollout_gpus))
+    step = best.step_seconds
+    return RLPlan(
+        placement="separate",
+        sequences_per_step=sequences,
+        tokens_per_step=tokens,
+        engine=engine,
+        training_tokens_per_s_per_gpu=rate,
+        rollout_gpus=best.rollout_gpus,
+        training_gpus=n - best.rollout_gpus,
+        rollout_seconds=best.rollout_seconds,
+        training_seconds=best.training_seconds,
+        reshard_seconds=0.0,
+        step_seconds=step,
+        rollout_idle_fraction=1.0 - best.rollout_seconds / step if step else 0.0,
+        training_idle_fraction=1.0 - best.training_seconds / step if step else 0.0,
+        training_peak_bytes=peak,
+        curve=curve,
+        problems=problems,
+    )
