@@ -46,6 +46,8 @@ MAX_SECONDS = 1e10
 MAX_USD = 1e15
 """A quadrillion dollars."""
 MAX_USD_PER_GPU_HOUR = 1e4
+MIN_PRICE_USD_PER_GPU_HOUR = 1e-4
+"""The smallest non-zero price (0 means free); below it a budget buys over 1e19 GPU-hours."""
 MAX_MEASURED_POINTS = 1000
 """Measured (GPUs, tokens/s) points kept in one scenario; the files' own limit of 1 MB
 holds this many with ample room."""

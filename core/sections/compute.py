@@ -23,7 +23,7 @@ from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
-from llm_planner.core.primitives.limits import bounds
+from llm_planner.core.primitives.limits import MIN_PRICE_USD_PER_GPU_HOUR, bounds
 from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     training_flops_6pd,
@@ -114,6 +114,17 @@ class ComputeInputs(BaseModel):
         description="flops_total counts the attention scores too (PaLM's model FLOPs) "
         "instead of 6·P·D",
     )
+
+    @field_validator("price_usd_per_gpu_hour")
+    @classmethod
+    def _free_or_a_real_price(cls, value: float) -> float:
+        """0 (free: no cost figures) or at least $0.0001 per GPU-hour: a subnormal price
+        would turn a budget into an infinite GPU-hour count."""
+        if 0 < value < MIN_PRICE_USD_PER_GPU_HOUR:
+            raise ValueError(
+                f"must be 0 (free) or at least {MIN_PRICE_USD_PER_GPU_HOUR} USD per GPU-hour"
+            )
+        return value
 
     @field_validator("compute_dtype")
     @classmethod
