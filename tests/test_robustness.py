@@ -72,7 +72,6 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], words: str) ->
         (["--num-gpus", "8", "--tp", "1024"], "does not divide the model's 32 attention heads"),
         (["--num-gpus", "8", "--tp", "16"], "tp·pp = 16·1 = 16 GPUs is more than the 8 GPUs"),
         (["--pp", "1000"], "pp·v = 1000·1 stages is more than the model's 32 layers"),
-        (["--global-batch", "1", "--num-gpus", "512"], "argument --global-batch: 1 sequences"),
         (["--num-gpus", "500", "--tp", "8"], "500 GPUs are not a multiple of tp·pp"),
         (["--model", "m" * 5000], "argument --model"),
         (["--gpu", "g" * 5000], "argument --gpu"),
@@ -96,6 +95,15 @@ def test_search_with_absurd_gpu_counts_is_refused_or_bounded(
     assert code == 0, err
     assert "layouts tried" in out
     assert elapsed < 5.0  # the largest count allowed: its divisors only
+
+
+def test_fewer_sequences_than_replicas_is_named_as_a_problem(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _, elapsed = _run(["report", "--global-batch", "1", "--num-gpus", "512"], capsys)
+    assert code == 0
+    assert "global batch 1 is not a multiple of dp·micro-batch = 512" in out
+    assert elapsed < 1.0
 
 
 def test_text_report_shows_no_nan_or_negative_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -220,7 +228,7 @@ def _file_error(text: str) -> store.ScenarioFileError:
     start = time.perf_counter()
     with pytest.raises(store.ScenarioFileError) as caught:
         store.parse_scenario(text.encode("utf-8"), "f.llmplan.json")
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 2.0  # about 0.3 s; the shared CI machine waits
     assert "\n" not in str(caught.value)
     return caught.value
 
@@ -265,6 +273,9 @@ def test_measured_points_are_bounded_and_nothing_written_is_over_the_read_limit(
 ) -> None:
     doc = _doc()
     doc["parallelism"]["measured_points"] = [[8, 1000.0]] * 60_000
+    error = _file_error(json.dumps(doc))
+    assert "60,000 items (at most 10,000)" in str(error)
+    doc["parallelism"]["measured_points"] = [[8, 1000.0]] * 1001
     error = _file_error(json.dumps(doc))
     assert "measured_points" in str(error)
     assert "at most 1000" in str(error)

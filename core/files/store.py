@@ -48,6 +48,9 @@ TEMP_SUFFIX = ".tmp"
 """Suffix of the temporary files an atomic write leaves behind only if killed mid-write."""
 
 MAX_NESTING = 32
+MAX_ITEMS = 10_000
+"""Longest list or object accepted before migration (the longest a scenario holds is the
+1,000 measured points), so a padded file costs no more than its first pass."""
 """Deepest nesting of objects/arrays accepted (a scenario is about 5 levels deep)."""
 
 _MESSAGE_CHARS = 300
@@ -99,6 +102,10 @@ def _preview(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+class _TooLongError(ValueError):
+    pass
+
+
 def _nesting(document: Any) -> int:
     """How deeply ``document`` nests objects and arrays (iterative: no recursion limit)."""
     deepest = 0
@@ -109,6 +116,8 @@ def _nesting(document: Any) -> int:
             deepest = max(deepest, depth)
             if depth > MAX_NESTING:
                 return depth
+            if len(node) > MAX_ITEMS:  # no list or object of a scenario is this long
+                raise _TooLongError(len(node))
             children = node.values() if isinstance(node, dict) else node
             stack.extend((child, depth + 1) for child in children)
     return deepest
@@ -207,7 +216,13 @@ def parse_document(data: bytes, source: str) -> dict[str, Any]:
 
 def scenario_from_document(document: dict[str, Any], source: str) -> Scenario:
     """A raw scenario object (any known schema version) → a validated Scenario."""
-    if _nesting(document) > MAX_NESTING:
+    try:
+        depth = _nesting(document)
+    except _TooLongError as error:
+        raise ScenarioFileError(
+            source, "(document)", f"a list of {error.args[0]:,} items (at most {MAX_ITEMS:,})"
+        ) from None
+    if depth > MAX_NESTING:
         raise ScenarioFileError(
             source, "(document)", f"JSON nested too deeply (over {MAX_NESTING} levels)"
         )

@@ -61,7 +61,7 @@ def test_bad_input_marks_the_field_and_keeps_last_figures(qtbot: Any, window: Ma
 def test_save_open_round_trip_gives_identical_figures(
     qtbot: Any, window: MainWindow, tmp_path: Path
 ) -> None:
-    type_into(qtbot, window, window.bar.num_gpus, "1024")
+    type_into(qtbot, window, window.bar.num_gpus, "2048")
     path = tmp_path / "run.llmplan.json"
     assert window.save_to(str(path))
     assert window.state.undo_stack.isClean()
@@ -69,7 +69,7 @@ def test_save_open_round_trip_gives_identical_figures(
     type_into(qtbot, window, window.bar.num_gpus, "64")
     assert window.open_file(path, confirm=False)
     assert window.state.scenario == saved
-    assert window.bar.num_gpus.text() == "1024"
+    assert window.bar.num_gpus.text() == "2048"
     assert report_json(window.state.report) == report_json(estimate(saved))
 
 
