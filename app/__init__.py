@@ -5,9 +5,14 @@ The package is split in three: ``llm_planner.core`` (headless estimators, no Qt)
 data). This top package holds only the version and the command line.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import os
 
-try:
-    __version__ = version("llm-planner")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+source"
+__version__ = "0.1.0"
+"""The one place the version is written (pyproject.toml reads it: ``[tool.setuptools.dynamic]``).
+A constant, not ``importlib.metadata.version()``: that lookup imports email, zipfile and csv
+(≈ 15 ms of every command's start) and needs the dist-info, which a frozen bundle may lack."""
+
+# The estimators use numpy element-wise; OpenBLAS's thread pool, started when numpy is
+# imported (one thread per core), is never used and costs ≈ 25 ms of CPU at every start
+# on 2 cores, more on large machines. A user's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

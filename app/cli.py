@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from llm_planner import (
     __version__,
+    cli_calibrate,
     cli_catalog,
     cli_compare,
     cli_search,
@@ -24,7 +25,7 @@ from llm_planner.cli_common import EXIT_USAGE, Parser, UsageError, format_report
 from llm_planner.cli_scenario import add_scenario_options, build_scenario
 from llm_planner.cli_window import QT_PROBE_FLAG, cmd_window, qt_probe
 
-COMMAND_GROUPS = (cli_catalog, cli_search, cli_store, cli_compare, cli_whatif)
+COMMAND_GROUPS = (cli_catalog, cli_search, cli_store, cli_compare, cli_whatif, cli_calibrate)
 """Modules that add subcommands (each exposes ``add_commands(commands)``)."""
 
 

@@ -4,11 +4,10 @@ parameter breakdown, from a preset or a local Hugging Face folder)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from llm_planner.cli_common import print_json
-from llm_planner.cli_scenario import resolve_model
+from llm_planner.cli_scenario import import_model_arg, resolve_model
 from llm_planner.core.primitives import units
 
 
@@ -78,13 +77,15 @@ def cmd_model(args: argparse.Namespace) -> int:
         "architecture": arch.model_dump(mode="json"),
     }
     if preset is None:  # a local config.json / folder: what its safetensors headers say
-        from llm_planner.core.files.hf_import import architecture_from_path
-
-        imported = architecture_from_path(Path(args.model))
+        imported = import_model_arg(args.model, "argument ID_OR_PATH")
         row["model_type"] = imported.model_type
         row["params_safetensors"] = imported.safetensors_params
         row["safetensors_dtype"] = imported.safetensors_dtype
+        row["params_file"] = imported.file_params
+        row["weights_format"] = imported.weights_format
+        row["weights_bytes"] = imported.weights_bytes
         row["import_notes"] = list(imported.notes)
+        row["import_warnings"] = list(imported.warnings)
     if args.json:
         print_json(row)
         return 0
@@ -108,12 +109,17 @@ def cmd_model(args: argparse.Namespace) -> int:
             f"  safetensors: {row['params_safetensors']:,} parameters stored "
             f"as {row['safetensors_dtype']}"
         )
-    for note in row.get("import_notes", []):
+    if row.get("params_file") is not None:
+        print(f"  file: {row['params_file']:,} parameters stored")
+    if row.get("weights_bytes") is not None:
+        print(f"  weights: {row['weights_format']}, {units.format_gb(row['weights_bytes'])}")
+    for note in row.get("import_notes", []) + row.get("import_warnings", []):
         print(f"  note: {note}")
     for name in (
         "embedding",
         "positions",
         "attention",
+        "recurrent",
         "mlp",
         "experts",
         "shared_experts",

@@ -93,6 +93,10 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
             "architecture": arch.model_dump(mode="json"),
             "params_override": None,
         }
+        if preset is None:  # an imported file's weights format and stored bytes
+            from llm_planner.core.files.hf_import import inference_fields
+
+            data["inference"].update(inference_fields(import_model_arg(args.model, "--model")))
     if args.params is not None:
         from llm_planner.core.primitives.shapes import propose_architecture
 
@@ -160,21 +164,27 @@ def resolve_model(text: str, option: str = "argument --model") -> tuple[str | No
     if text.lower() in model_presets():
         preset = get_preset(text)
         return preset.id, preset.architecture
-    path = Path(text)
-    try:
-        exists = len(text) < 4096 and path.exists()
-    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
-        exists = False
-    if not exists:
-        known = ", ".join(model_presets())
-        raise UsageError(f"{option}: {text!r} is neither a preset ({known}) nor a path")
-    from llm_planner.core.files.hf_import import HFImportError, architecture_from_path
+    return None, import_model_arg(text, option).architecture
+
+
+def import_model_arg(text: str, option: str) -> Any:
+    """A local folder, config.json or .gguf file, or a Hub id found in the local cache
+    (``core.files.hf_import.import_model``) → ImportedModel; one-line UsageError else."""
+    from llm_planner.core.files.hf_import import HFImportError, import_model
+    from llm_planner.core.files.hub_cache import looks_like_hub_id
+    from llm_planner.core.primitives.presets import model_presets
 
     try:
-        imported = architecture_from_path(path)
+        exists = len(text) < 4096 and Path(text).exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        exists = False
+    if not exists and not looks_like_hub_id(text):
+        known = ", ".join(model_presets())
+        raise UsageError(f"{option}: {text!r} is neither a preset ({known}) nor a path")
+    try:
+        return import_model(text)
     except HFImportError as error:  # its message names the file and the field
         raise UsageError(str(error)) from None
-    return None, imported.architecture
 
 
 OPTION_OF_FIELD: dict[str, str] = {

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from llm_planner.cli_common import INT
@@ -75,16 +76,49 @@ def _targets(text: str) -> tuple[str, ...]:
     return tuple(part.strip().lower() for part in text.split(",") if part.strip())
 
 
+class _NamesHelp(str):
+    """A help text ending in a catalog's names, looked up only when the help is printed.
+
+    argparse expands a help text with ``help % params`` when it prints it; the names come
+    from modules (the activation profiles import numpy) that ``--version``, ``presets`` or
+    ``list`` have no use for, so building the parser must not import them.
+    """
+
+    names: Callable[[], Iterable[str]]
+
+    def __new__(cls, text: str, names: Callable[[], Iterable[str]]) -> _NamesHelp:
+        help_text = super().__new__(cls, text)
+        help_text.names = names
+        return help_text
+
+    def __mod__(self, params: Any) -> str:
+        text: str = f"{self}: {', '.join(self.names())}" % params
+        return text
+
+
+def _precisions() -> Iterable[str]:
+    from llm_planner.core.quantities.optimizers import PRECISIONS
+
+    return PRECISIONS
+
+
+def _optimizers() -> Iterable[str]:
+    from llm_planner.core.quantities.optimizers import OPTIMIZERS
+
+    return OPTIMIZERS
+
+
+def _profiles() -> Iterable[str]:
+    from llm_planner.core.quantities.activations import PROFILES
+
+    return PROFILES
+
+
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The training-memory option group of ``report``."""
-    from llm_planner.core.quantities.activations import PROFILES
-    from llm_planner.core.quantities.optimizers import OPTIMIZERS, PRECISIONS
-
     group = parser.add_argument_group("training memory")
-    group.add_argument(
-        "--precision", metavar="P", help=f"precision recipe: {', '.join(PRECISIONS)}"
-    )
-    group.add_argument("--optimizer", metavar="O", help=f"optimizer: {', '.join(OPTIMIZERS)}")
+    group.add_argument("--precision", metavar="P", help=_NamesHelp("precision recipe", _precisions))
+    group.add_argument("--optimizer", metavar="O", help=_NamesHelp("optimizer", _optimizers))
     group.add_argument("--seq-len", type=INT, metavar="N", help="training sequence length")
     group.add_argument("--micro-batch", type=INT, metavar="N", help="sequences per micro-batch")
     group.add_argument(
@@ -118,7 +152,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--implementation",
         metavar="NAME",
-        help=f"activation-ledger profile: {', '.join(PROFILES)}",
+        help=_NamesHelp("activation-ledger profile", _profiles),
     )
     group.add_argument(
         "--cuda-context",

@@ -4,7 +4,8 @@ Reports candidate layouts priced per second by the vectorised evaluator, and the
 time of whole searches, including Llama-3.1-405B on 16,384 H100s (global batch 2,048
 sequences of 8,192 tokens, as in the Llama 3 paper, arXiv:2407.21783 section 3.3).
 
-Run: ``.venv/bin/python benchmarks/bench_search.py``
+Run: ``.venv/bin/python benchmarks/bench_search.py`` (``python -m benchmarks`` runs it
+with every other figure).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -23,17 +25,19 @@ from llm_planner.core.sections import parallelism as par
 from llm_planner.core.sections.training import TrainingInputs
 
 
-def _best_of(fn: Callable[[], object], repeats: int = 5) -> tuple[float, float]:
+def timed(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Wall seconds of ``repeats`` calls of ``fn``."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return min(times), statistics.median(times)
+    return times
 
 
-def bench_evaluator(n: int = 2_000_000) -> None:
-    """Price n random layouts of Llama-3.1-405B in one call (memory screen included)."""
+def evaluator_rates(n: int = 2_000_000, repeats: int = 3) -> list[float]:
+    """Candidates/s of pricing n random layouts of Llama-3.1-405B in one call (memory
+    screen included), once per repeat."""
     arch = get_preset("llama-3.1-405b").architecture
     gpu = get_gpu("h100-sxm")
     ti = TrainingInputs(seq_len=8192)
@@ -63,12 +67,14 @@ def bench_evaluator(n: int = 2_000_000) -> None:
     def run() -> None:  # a fresh Layouts each time: no float conversions cached across runs
         par.evaluate_layouts(work, cluster, par.Layouts(**fields), recipe)
 
-    best, median = _best_of(run, 3)
-    print(f"evaluate_layouts: {n:,} candidates in {best:.3f} s (median {median:.3f} s)")
-    print(f"  → {n / best:,.0f} candidates/s (best), {n / median:,.0f} (median)")
+    run()  # warm: the first call pays the page faults of its fresh arrays
+    return [n / seconds for seconds in timed(run, repeats)]
 
 
-def bench_search(model: str, gpus: int, batch: int, seq_len: int, gpu_id: str = "h100-sxm") -> None:
+def search_times(
+    model: str, gpus: int, batch: int, seq_len: int, *, gpu_id: str = "h100-sxm", repeats: int = 5
+) -> tuple[list[float], Any]:
+    """Wall seconds of whole in-process searches, and the last result."""
     arch = get_preset(model).architecture
     gpu = get_gpu(gpu_id)
     inputs = par.ParallelInputs(global_batch=batch)
@@ -78,8 +84,18 @@ def bench_search(model: str, gpus: int, batch: int, seq_len: int, gpu_id: str = 
     def run() -> None:
         holder.append(srch.search(arch, gpu, gpus, inputs, ti, top=10))
 
-    best, median = _best_of(run)
-    result = holder[-1]
+    return timed(run, repeats), holder[-1]
+
+
+def bench_evaluator(n: int = 2_000_000) -> None:
+    rates = evaluator_rates(n)
+    print(f"evaluate_layouts: {n:,} candidates per call")
+    print(f"  → {max(rates):,.0f} candidates/s (best), {statistics.median(rates):,.0f} (median)")
+
+
+def bench_search(model: str, gpus: int, batch: int, seq_len: int, gpu_id: str = "h100-sxm") -> None:
+    times, result = search_times(model, gpus, batch, seq_len, gpu_id=gpu_id)
+    best, median = min(times), statistics.median(times)
     rate = result.candidates / best
     print(
         f"search {model} on {gpus:,} × {gpu_id}, batch {batch} × {seq_len}: "

@@ -39,6 +39,7 @@ from llm_planner.gui import settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
+from llm_planner.gui.widgets.measurements import LOG_SUFFIXES, drop_log
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
 
@@ -604,7 +605,9 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ drag and drop
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
         urls = event.mimeData().urls()
-        if urls and all(u.isLocalFile() and u.toLocalFile().endswith(".json") for u in urls):
+        if urls and all(
+            u.isLocalFile() and u.toLocalFile().endswith((".json", *LOG_SUFFIXES)) for u in urls
+        ):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt API)
@@ -616,6 +619,8 @@ class MainWindow(QMainWindow):
         """A dropped ``.llmplan.json`` opens; a ``config.json`` imports a model."""
         if path.endswith(SUFFIX):
             return self.open_file(path)
+        if path.endswith(LOG_SUFFIXES):  # a training log: a measured run (calibration)
+            return drop_log(self, self.state, Path(path))
         return self.bar.import_config(Path(path))
 
     # ------------------------------------------------------------ window state

@@ -19,6 +19,7 @@ import ast
 import importlib.util
 import math
 import re
+import runpy
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +36,19 @@ def _fidelity() -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, VALIDATION / "fidelity.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _sweep() -> ModuleType:
+    name = "llm_planner_nanotron_sweep"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, VALIDATION / "nanotron_sweep.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -233,7 +247,13 @@ def _intro(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def _summary(fid: ModuleType, arith: list[Any], pred: list[Any]) -> list[str]:
-    out = ["## Summary", ""]
+    out = [
+        "## Summary",
+        "",
+        "Before issue 14 the prediction over these runs had a median absolute error of 14.3%, "
+        "worst 85.6%, optimistic on 29 of 35 runs.",
+        "",
+    ]
     summary = fid.summarise(pred)
     if summary is not None:
         out.append(
@@ -434,6 +454,139 @@ def _defaults(runs: list[dict[str, Any]], sources: dict[str, str]) -> list[str]:
     return [*out, ""]
 
 
+SWEEP_TARGETS: dict[str, tuple[str, str]] = {
+    "median_abs_error": ("tokens/s per GPU, median |error|", "≤ 15%"),
+    "p90_abs_error": ("tokens/s per GPU, p90 |error|", "≤ 35%"),
+    "median_spearman": ("Spearman per (model, nodes), median over groups", "≥ 0.9"),
+    "min_spearman": ("Spearman per (model, nodes), lowest group", "≥ 0.9"),
+    "worst_best_shortfall": ("predicted-best layout below the best measured, worst group", "≤ 10%"),
+    "median_best_shortfall": ("the same, median over groups", "≤ 10%"),
+    "memory_median_abs_error": ("peak memory per GPU, median |error|", "≤ 10%"),
+    "fit_ok_share": ("runs that ran, predicted to fit", "≥ 97%"),
+    "crashed_predicted_not_fit_share": ("crashed runs, predicted not to fit", "(reported)"),
+}
+
+
+def _nanotron() -> list[str]:
+    """The nanotron sweep section (tests/validation/nanotron_sweep.py)."""
+    sw = _sweep()
+    data = sw.load_sweep()
+    rows = sw.sweep_rows()
+    summary = sw.summary(rows)
+    out = [
+        "## Prediction: the nanotron sweep (1,650 runs, 1B and 3B on 1-64 nodes of 8×H100)",
+        "",
+        f"Data: `tests/validation/nanotron-sweep-1b-3b.json`, {_cell(data['source'])}. "
+        f"{_cell(data['what'])} This file holds the 1B and 3B rows: "
+        f"{summary.runs_ok} that ran, {summary.runs_crashed} that crashed or ran out of memory. "
+        "Every row is priced by the app's own step-time model and memory screen with the "
+        "sweep's fixed inputs (`training.stack = nanotron`, seq 4096, no recomputation, "
+        "sequence-parallel TP, 1F1B) and the row's layout; measured peak memory is read as "
+        "GiB (nanotron divides by 1024³) and compared with the app's peak, which estimates "
+        "reserved memory.",
+        "",
+        "| Figure | Now | Issue 14's target |",
+        "|---|---|---|",
+    ]
+    values = summary.__dict__
+    for key, (label, target) in SWEEP_TARGETS.items():
+        value = values[key]
+        shown = f"{value:.2f}" if "spearman" in key else f"{100 * value:.1f}%"
+        out.append(f"| {label} | {shown} | {target} |")
+    out += [
+        "",
+        "Before issue 14 (one kernel efficiency, no latency, no host time, no stack "
+        "profiles) the same rows priced at a median |error| of 290% (all 1,112 optimistic, "
+        "median Spearman 0.55, worst predicted-best layout 85% below the best measured) and "
+        "peak memory 27% low (median), with 46% of the crashed runs predicted not to fit.",
+        "",
+        f"The step-time model is optimistic on {summary.optimistic} of the "
+        f"{summary.runs_ok} runs that ran (median signed error "
+        f"{_pct(summary.median_signed_error)}); peak memory median signed error "
+        f"{_pct(summary.memory_median_signed_error)}, p90 |error| "
+        f"{100 * summary.memory_p90_abs_error:.0f}%.",
+        "",
+        "**Fitted constants.** The sweep does not publish its cluster's network, so four "
+        "constants are fitted on the **1B** runs that ran and checked on the **3B** runs, "
+        "held out (`nanotron_sweep.fit('1B', FIT_GRID)`, grid search of the median |log "
+        "error|). They apply to this cluster only: the app's defaults stay NCCL's and the "
+        "catalog's figures.",
+        "",
+        "| Constant (ParallelInputs field) | Fitted | App default |",
+        "|---|---|---|",
+    ]
+    from llm_planner.core.sections.parallelism import ParallelInputs
+
+    base = ParallelInputs()
+    for key, value in sw.SWEEP_NETWORK.items():
+        out.append(f"| `{key}` | {value:g} | {getattr(base, key):g} |")
+    out += [
+        "",
+        "Residual, median |error| of tokens/s per GPU: "
+        f"**{100 * sw.median_abs_error_of('1B'):.1f}%** "
+        f"on the 1B rows they were fitted on, **{100 * sw.median_abs_error_of('3B'):.1f}%** on "
+        "the held-out 3B rows. One constant is fitted inside the stack profile: nanotron's "
+        "host time per layer (core/quantities/stacks.py, HOST_SECONDS_PER_LAYER_NANOTRON, "
+        "fitted on the 1B single-node tensor-parallel rows with micro-batch 1).",
+        "",
+        "Where the error is (median signed error of tokens/s per GPU by where the groups sit; "
+        "+100% means the app predicts twice the measured throughput):",
+        "",
+        "| Layout | Runs | Median error |",
+        "|---|---|---|",
+    ]
+    out += [f"| {name} | {n} | {_pct(err)} |" for name, n, err in sw.category_errors(rows)]
+    out += [
+        "",
+        "Layouts without a pipeline across nodes are predicted within a few percent (the "
+        "table); runs whose pipeline crosses nodes, most of all with tensor parallelism on "
+        "16+ nodes, measured 3-15× slower than any latency or bandwidth of the network "
+        "explains, with a spread the layout does not predict (per-micro-batch times from 30 "
+        "ms to 1.8 s for similar layouts; some such runs are fast). The model does not fit "
+        "that tail: it sets the median and p90 above, and the rank correlation inside the "
+        "large groups.",
+        "",
+        "Per (model, nodes) group: rank correlation of predicted and measured tokens/s, and "
+        "how the layout the app ranks first measured:",
+        "",
+        "| Model | Nodes | Runs | Spearman | Best measured | App's first | Its shortfall |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for g in sw.group_stats(rows):
+        out.append(
+            f"| {g.model} | {g.nodes} | {g.runs} | {g.spearman:.2f} | {g.best_measured.label} "
+            f"({g.best_measured.measured_tokens_per_s_per_gpu:,.0f}) | {g.best_predicted.label} "
+            f"({g.best_predicted.measured_tokens_per_s_per_gpu:,.0f}) | "
+            f"{100 * g.best_shortfall:.1f}% |"
+        )
+    return [*out, ""]
+
+
+def _headline() -> list[str]:
+    """The default scenario's and the search's MFU against the published range."""
+    from llm_planner.core.composition.estimate import estimate
+    from llm_planner.core.composition.scenario import default_scenario
+
+    report = estimate(default_scenario())
+    par = report.parallelism
+    assert par is not None
+    return [
+        "## MFU of the defaults",
+        "",
+        f"- The default scenario ({report.model.name} on {par.gpus} × H100, {par.layout_label}) "
+        f"prices at **{100 * par.mfu:.1f}% MFU** (66% before issue 14). Published H100 bf16 "
+        "runs sit at 38-46% (Llama 3 405B, 38-43%, arXiv:2407.21783 Table 4; MosaicML's "
+        "H100 FSDP table, 40-46%); those are 13-405B models with tensor and pipeline "
+        "parallelism or FSDP, where an 8B model in pure data parallelism with ZeRO-1 has "
+        "no tensor- or pipeline-parallel traffic: its step is GEMMs (at their shape's "
+        "efficiency, ≤ 70% of peak), attention at 55% (TE/cuDNN fused attention on Hopper), "
+        "memory-bound kernels and the exposed data-parallel tail, hence above that range.",
+        "- The search's best rows (`benchmarks/bench_search.py`): 405B on 16,384 H100 28.6%, "
+        "70B on 4,096 H100 46.1%, 8B on 16,384 H100 39.2% MFU.",
+        "",
+    ]
+
+
 def render() -> str:
     """The whole page, deterministic (no dates), from the suite as it is now."""
     fid = _fidelity()
@@ -447,8 +600,11 @@ def render() -> str:
         *_summary(fid, arith, pred),
         *_arithmetic(arith),
         *_prediction(fid, pred, {run["id"]: run for run in runs}),
+        *_nanotron(),
+        *_headline(),
         *_memory(fid),
         *_defaults(runs, sources),
+        *runpy.run_path(f"{VALIDATION}/calibration_report.py")["markdown_section"]().split("\n"),
         "## Training-memory ledger: measured validation",
         "",
         *_memory_validation(),

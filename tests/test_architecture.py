@@ -58,6 +58,16 @@ PUBLISHED_TOTALS: dict[str, tuple[float, str]] = {
     ),
     "gemma-2-27b": (27.2e9, "google/gemma-2-27b safetensors: 27.2B"),
     "phi-3-mini": (3.8e9, "Abdin et al. 2024, arXiv:2404.14219, section 2: 3.8B"),
+    # issue 16: current families and state-space models
+    "qwen3-8b": (8.2e9, "Qwen/Qwen3-8B model card: 8.2B"),
+    "qwen3-30b-a3b": (30.5e9, "Qwen/Qwen3-30B-A3B model card: 30.5B total"),
+    "gemma-3-1b": (1.0e9, "Gemma 3 report, arXiv:2503.19786, Table 1: 1B"),
+    "gpt-oss-20b": (20.9e9, "gpt-oss model card, arXiv:2508.10925, Table 1: 20.9B"),
+    "olmoe-1b-7b": (6.9e9, "Muennighoff et al. 2024, arXiv:2409.02060: 6.9B total"),
+    "jamba-v0.1": (52e9, "Lieber et al. 2024, arXiv:2403.19887, section 3.1: 52B"),
+    "mamba-130m": (130e6, "Gu & Dao 2023, arXiv:2312.00752, Table 12: 130M"),
+    "mamba-codestral-7b": (7_285_403_648, "mistralai/Mamba-Codestral-7B-v0.1 model card"),
+    "rwkv-4-169m": (169e6, "Peng et al. 2023, arXiv:2305.13048, Table 1: 169M"),
 }
 
 

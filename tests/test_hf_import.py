@@ -296,8 +296,11 @@ def test_qwen2_moe_shared_expert_as_routed_size_experts():
     assert arch.moe is not None
     assert (arch.moe.num_shared_experts, arch.moe.expert_ffn_size) == (4, 32)
     assert arch.attention_bias == "qkv"
-    with pytest.raises(HFImportError, match="decoder_sparse_step"):
-        architecture_from_config({**data, "decoder_sparse_step": 2})
+    assert arch.moe.shared_expert_gate  # Qwen2MoeSparseMoeBlock.shared_expert_gate: h → 1
+    # decoder_sparse_step 2: layer i is MoE when (i + 1) % 2 == 0, so layer 1 of 2
+    sparse = architecture_from_config({**data, "decoder_sparse_step": 2})
+    assert (sparse.moe_layers, sparse.dense_layers) == (1, 1)
+    assert [sparse.is_moe_layer(i) for i in range(2)] == [False, True]
 
 
 # ------------------------------------------------------------------ errors
@@ -344,7 +347,11 @@ def test_unknown_and_missing_model_type():
         (b'{"model_type": "llama",', "not valid JSON (line 1"),
         (b"[1, 2]", "must be a JSON object, not list"),
         (b"\xff\xfe\x00", "not UTF-8"),
-        (b'{"model_type": "llama", "hidden_size": NaN}', "not valid JSON"),
+        # a config may hold NaN / Infinity (transformers writes them); a shape field may not
+        (
+            b'{"model_type": "llama", "num_hidden_layers": NaN}',
+            "field 'num_hidden_layers' must be an integer",
+        ),
     ],
 )
 def test_malformed_config_files(tmp_path, content, needle):
@@ -560,3 +567,23 @@ def test_too_short_file_and_duplicate_tensor(tmp_path):
     write_safetensors(tmp_path / "b.safetensors", {"w": ("BF16", [4])})
     with pytest.raises(HFImportError, match=r"'w' is also in a\.safetensors"):
         architecture_from_path(tmp_path)
+
+
+def test_config_and_safetensors_disagreeing_is_a_warning(tmp_path):
+    # config.json says 3 layers, the weights hold 2: both totals, and a one-line warning
+    folder = tmp_path
+    (folder / "config.json").write_text(json.dumps(_llama_dict(num_hidden_layers=3)))
+    tensors = _tiny_llama_tensors(range(2))
+    tensors["model.embed_tokens.weight"] = ("BF16", [100, 64])
+    tensors["model.norm.weight"] = ("BF16", [64])
+    tensors["lm_head.weight"] = ("BF16", [100, 64])
+    write_safetensors(folder / "model.safetensors", tensors)
+    imported = architecture_from_path(folder)
+    layer = 64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 64 * 128 + 2 * 64
+    assert imported.safetensors_params == 2 * layer + 2 * 100 * 64 + 64
+    assert count_parameters(imported.architecture).total == 3 * layer + 2 * 100 * 64 + 64
+    (warning,) = imported.warnings
+    assert "config.json describes 123,840 parameters" in warning
+    assert "hold 86,848" in warning
+    assert imported.weights_bytes == 2 * 86_848  # bf16 data section
+    assert imported.weights_format == "bf16"

@@ -156,3 +156,19 @@ def test_core_never_imports_the_faces(outside: str) -> None:
 def test_every_core_module_sits_in_a_layer() -> None:
     loose = [m for m in _graph() if m.startswith("llm_planner.core.") and _layer(m) is None]
     assert not loose, f"core modules outside the layers {LAYERS}: {loose}"
+
+
+def test_every_package_is_installed() -> None:
+    """``pip install .`` ships only the packages pyproject lists: a new sub-package that is
+    not listed imports in an editable install and is missing from the real one."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    found = {name for name, path in _modules().items() if path.name == "__init__.py"} | {
+        "llm_planner"
+    }
+    assert found - listed == set(), "add to [tool.setuptools] packages in pyproject.toml"

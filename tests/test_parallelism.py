@@ -20,7 +20,9 @@ from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.activations import activation_bytes_per_layer
+from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections import parallelism as par
+from llm_planner.core.sections.parallelism import step_time
 from llm_planner.core.sections.training import TrainingInputs
 
 H100 = get_gpu("h100-sxm")
@@ -303,10 +305,18 @@ def _work(arch_id: str = "llama-3.1-8b", batch: int = 8) -> par.Workload:
 
 
 def _gemm_only(inputs: par.ParallelInputs | None = None) -> par.Cluster:
-    """H100 cluster with infinite HBM bandwidth: the memory-bound term's limit is zero, so
-    these tests check the GEMM/communication arithmetic alone."""
+    """H100 cluster with infinite HBM bandwidth, no GEMM shape model (sms = 0: every kernel
+    at the kernel efficiency), no latency and no host overhead: these tests check the
+    GEMM/bandwidth arithmetic alone (the other terms have tests of their own)."""
     return replace(
-        par.cluster_of(H100, inputs or par.ParallelInputs()), memory_bytes_per_s=math.inf
+        par.cluster_of(H100, inputs or par.ParallelInputs()),
+        memory_bytes_per_s=math.inf,
+        sms=0,
+        host_seconds_per_layer=0.0,
+        base_latency=0.0,
+        intra_step_latency=0.0,
+        inter_step_latency=0.0,
+        inter_p2p_latency=0.0,
     )
 
 
@@ -340,16 +350,19 @@ def test_memory_bound_term_by_hand() -> None:
     norm input (residual add) h, its output h, Q after rotary a·d = h, MLP norm input h, its
     output h, SwiGLU output f: (5·4096 + 14336)·2 = 69,632 B; × (2 forward + 3 backward)
     passes (Ivanov et al. 2021) = 348,160 B. Optimizer step: grads 2 + master/m/v read and
-    written 2·12 + bf16 weights 2 = 28 B per parameter. HBM 3.35e12 B/s × 0.80.
+    written 2·12 + bf16 weights 2 = 28 B per parameter. HBM 3.35e12 B/s × 0.80. The loss:
+    Megatron's fused cross-entropy moves 14 B per logit (StackProfile.loss_bytes_per_logit)
+    over s·b·V = 4096·2·128,256 logits; its gradient accumulation fusion adds no pass.
     """
     work = _work(batch=8)
     per_token_layer = (5 * 4096 + 14336) * 2 * (2 + 3)
     assert per_token_layer == 348_160
     bw = 3.35e12 * 0.80
     t_mem = per_token_layer * 32 * 4096 * 2 / bw  # one micro-batch of 2 sequences
+    t_mem += 14 * 4096 * 2 * 128_256 / bw
     t_opt = work.params_total * 28 / bw
     t_gemm = 4096 * 2 * work.model_flops_per_token / (989.4e12 * 0.70)
-    cluster = par.cluster_of(H100, par.ParallelInputs())
+    cluster = replace(_gemm_only(), memory_bytes_per_s=bw)
     out = par.evaluate_layouts(work, cluster, _layout(micro_batch=2))
     assert float(out["step_seconds"][0]) == pytest.approx(4 * (t_gemm + t_mem) + t_opt)
     assert float(out["time_memory_bound"][0]) == pytest.approx(4 * t_mem + t_opt)
@@ -406,26 +419,38 @@ def test_model_flops_per_token_palm() -> None:
 
 
 def test_pipeline_bubble_in_step_time() -> None:
-    """pp = 4, m = 8 on one node, no TP: step = (m + p − 1)·(t_c + p2p) exactly."""
+    """pp = 4, m = 8 on one node, no TP: step = (m + p − 1)·(t_c + p2p) exactly, t_c the
+    last stage's: a quarter of the layers plus the whole output head (6·V·h per token),
+    Megatron's equal split."""
     work = _work(batch=8)
     inputs = par.ParallelInputs(gpus_per_node=8)
     cluster = _gemm_only(inputs)
     out = par.evaluate_layouts(work, cluster, _layout(pp=4))
-    t_c = 4096 * work.model_flops_per_token / 4 / (989.4e12 * 0.70)
+    head = 6 * 128_256 * 4096
+    assert work.head_flops_per_token == head
+    per_token = (work.model_flops_per_token - head) / 4 + head
+    t_c = 4096 * per_token / (989.4e12 * 0.70)
     p2p = 2 * 4096 * 4096 * 2 / (450e9 * 0.80)  # s·h bf16, forward + backward, NVLink
     assert float(out["step_seconds"][0]) == pytest.approx((8 + 3) * (t_c + p2p))
     assert float(out["bubble_fraction"][0]) == pytest.approx(3 / 8)
 
 
 def test_dp_overlap_model() -> None:
-    """Exposed DP time = max(0, t_dp − overlap · backward of the last micro-batch)."""
+    """Exposed DP time = max(last bucket, t_dp − overlap · backward of the last micro-batch).
+
+    Megatron's bucket: max(40e6, 1e6 · dp) = 64e6 parameters × 2 B = 128 MB; the last one's
+    ring all-reduce, 2·63/64 of it at the 64-GPU ring's 8 × (400e9 · 0.8) / 8 B/s per rank,
+    is exposed even when the rest hides behind the backward."""
     work = _work(batch=64)
     inputs = par.ParallelInputs(gpus_per_node=8)
     cluster = _gemm_only(inputs)
     out = par.evaluate_layouts(work, cluster, _layout(dp=64, shard=64))
     t_dp = float(out["time_data_parallel_total"][0])
     t_c = 4096 * work.model_flops_per_token / (989.4e12 * 0.70)
-    assert float(out["time_data_parallel"][0]) == pytest.approx(max(0.0, t_dp - 0.9 * 2 / 3 * t_c))
+    last = 128e6 * 2 * 63 / 64 / (400e9 * 0.8)
+    expected = max(last, t_dp - 0.9 * 2 / 3 * t_c)
+    assert expected == pytest.approx(last)
+    assert float(out["time_data_parallel"][0]) == pytest.approx(expected)
     # no overlap at all: everything exposed
     blocking = _gemm_only(par.ParallelInputs(dp_overlap=0.0))
     out0 = par.evaluate_layouts(work, blocking, _layout(dp=64, shard=64))
@@ -627,3 +652,181 @@ def test_every_non_gemm_name_fragment_matches_a_ledger_tensor() -> None:
             names |= {e.name for e in acts.ledger}
     for fragment in par.NON_GEMM_TENSORS:
         assert any(fragment in name for name in names), fragment
+
+
+# --------------------------------------------------------------------- issue 14: latency,
+# kernel shapes, host overhead, stacks
+
+
+def test_nccl_latency_ring_and_tree_by_hand() -> None:
+    """NCCL's tuning model (src/graph/tuning.cc, Simple protocol): base 8.4 µs, NVLink step
+    3.4 µs (ring) / 4.0 (tree, not used here), network step 14 µs.
+
+    8 ranks, 1 node, all-reduce: ring 2·7 steps → 8.4 + 14·3.4 = 56.0 µs.
+    16 ranks on 2 nodes: ring 30 steps of which 2 cross → 8.4 + 28·3.4 + 2·14 = 131.6 µs;
+    tree 2·((8 − 1)·3.4 + log2(2)·14) = 75.6 → 84.0 µs: NCCL takes the tree.
+    All-gather over 16 ranks on 2 nodes: ring 15 steps, 1 crosses: 8.4 + 14·3.4 + 14 = 70.0."""
+    lat = comm.collective_latency_seconds
+    assert float(lat("all_reduce", 8, 1)) == pytest.approx(56.0e-6)
+    assert float(lat("all_reduce", 16, 2)) == pytest.approx(84.0e-6)
+    assert float(lat("all_gather", 16, 2)) == pytest.approx(70.0e-6)
+    assert float(lat("all_reduce", 1, 1)) == 0.0
+
+
+def test_gemm_wave_quantisation_by_hand() -> None:
+    """133 output tiles of 128×256 on 132 SMs take two waves: 133 / 264 of the SMs busy.
+    The size term with no ramp is 1, so the efficiency is 0.7 × 133/264."""
+    eff = comm.gemm_efficiency(
+        128, 256 * 133, 8192, sms=132, large_efficiency=0.7, peak_flops=1e15, ramp_seconds=0.0
+    )
+    assert float(eff) == pytest.approx(0.7 * 133 / 264)
+    full = comm.gemm_efficiency(
+        128, 256 * 132, 8192, sms=132, large_efficiency=0.7, peak_flops=1e15, ramp_seconds=0.0
+    )
+    assert float(full) == pytest.approx(0.7)
+    # size: F = 2·1024³ ≈ 2.15 GFLOP against peak·eff·ramp = 1e15·0.7·4e-6 = 2.8 GFLOP
+    small = comm.gemm_efficiency(
+        1024, 1024, 1024, sms=32, large_efficiency=0.7, peak_flops=1e15, ramp_seconds=4e-6
+    )
+    f = 2 * 1024**3
+    assert float(small) == pytest.approx(0.7 * f / (f + 2.8e9))
+
+
+def test_small_gemms_run_below_large_ones() -> None:
+    """The same model at tp 8 and micro-batch 1 runs its GEMMs less efficiently than at
+    tp 1: per-GPU step compute is more than 1/8 of tp 1's."""
+    work = _work(batch=8)
+    cluster = replace(_gemm_only(), sms=132)
+    one = par.evaluate_layouts(work, cluster, _layout())
+    eight = par.evaluate_layouts(work, cluster, _layout(tp=8, sp=True))
+    ratio = float(eight["time_gemm_attention"][0]) / float(one["time_gemm_attention"][0])
+    assert 1 / 8 < ratio < 1 / 8 * 1.5
+
+
+def test_host_floor_sets_tiny_micro_batches() -> None:
+    """With a host time per layer far above the GPU work, t_mb = layers × host seconds and
+    the difference is reported as overhead."""
+    work = _work(batch=8)
+    cluster = replace(_gemm_only(), host_seconds_per_layer=1.0)
+    out = par.evaluate_layouts(work, cluster, _layout(tp=8, sp=True))
+    assert float(out["step_seconds"][0]) == pytest.approx(8 * 32 * 1.0, rel=1e-3)
+    assert float(out["time_overhead"][0]) > 0.99 * float(out["step_seconds"][0])
+
+
+def test_nanotron_splits_the_pipeline_by_cost() -> None:
+    """nanotron (src/nanotron/models/base.py) cuts blocks where the cumulative cost passes
+    k/p of the total. 16 layers of cost 1 and a head of cost 4 over 8 stages: thresholds
+    2.5, 5, …, 20; the stages take 3, 3, 2, 3, 2, 3 layers, then the head alone (cost 4, the
+    fullest) and an empty last rank. Over 2 stages (thresholds 10, 20) the first takes
+    layers 1-11 (a block joins the rank before the cumulative cost passes its threshold):
+    11 > the other stage's 5 + 4."""
+    work = replace(
+        _work(batch=8),
+        layers=16,
+        model_flops_per_token=20.0,
+        head_flops_per_token=4.0,
+        stack=get_stack("nanotron"),
+    )
+    layers, head = step_time._fullest_stage(
+        work, np.array([8.0, 1.0, 2.0]), np.ones(3), balanced=True
+    )
+    assert layers.tolist() == [0.0, 16.0, 11.0]
+    assert head.tolist() == [1.0, 1.0, 0.0]
+    # Megatron's equal split: 2 layers and the head on the last of 8 stages
+    layers, head = step_time._fullest_stage(work, np.array([8.0]), np.ones(1), balanced=False)
+    assert (layers.tolist(), head.tolist()) == ([2.0], [1.0])
+
+
+TUNABLE = [
+    ("kernel_efficiency", 0.5, 0.9, -1),
+    ("intra_node_efficiency", 0.5, 0.9, -1),
+    ("inter_node_efficiency", 0.3, 0.9, -1),
+    ("dp_overlap", 0.2, 0.9, -1),
+    ("tp_overlap", 0.0, 0.8, -1),
+    ("intra_node_step_latency_seconds", 1e-6, 50e-6, 1),
+    ("inter_node_step_latency_seconds", 5e-6, 500e-6, 1),
+    ("inter_node_p2p_latency_seconds", 5e-6, 5e-3, 1),
+    ("gemm_ramp_seconds", 0.0, 20e-6, 1),
+    ("attention_efficiency", 0.3, 0.7, -1),
+    ("host_seconds_per_layer", 0.0, 5e-3, 1),
+    ("dp_bucket_bytes", 1e6, 1e9, 0),
+]
+"""(ParallelInputs field, low, high, direction): the model's calibratable constants and the
+way each moves the step time (−1: a higher value never slows a step; 1: never speeds it up;
+0: either, bucket size trades latency against the exposed last bucket)."""
+
+
+@pytest.mark.parametrize(("field", "low", "high", "direction"), TUNABLE)
+def test_each_tunable_moves_the_step_monotonically(
+    field: str, low: float, high: float, direction: int
+) -> None:
+    """Every calibratable field changes the prediction one way only, over layouts that
+    exercise each term (TP across nodes, pipelines across nodes, ZeRO 0-3, micro-batch 1)."""
+    work = _work(batch=256)
+    layouts = [
+        {"dp": 64},
+        {"dp": 8, "tp": 16, "sp": True},
+        {"dp": 16, "tp": 4, "pp": 4, "zero": 1, "sp": True},
+        {"dp": 32, "tp": 2, "zero": 3, "sp": True, "micro_batch": 2},
+        {"dp": 8, "tp": 8, "pp": 2, "zero": 2, "sp": True},
+    ]
+    steps = []
+    for value in np.linspace(low, high, 5):
+        cluster = par.cluster_of(H100, par.ParallelInputs(**{field: float(value)}))
+        steps.append(
+            [
+                float(par.evaluate_layouts(work, cluster, _layout(**k))["step_seconds"][0])
+                for k in layouts
+            ]
+        )
+    arr = np.array(steps)
+    diffs = np.diff(arr, axis=0)
+    if direction < 0:
+        assert np.all(diffs <= 1e-12), (field, arr)
+    elif direction > 0:
+        assert np.all(diffs >= -1e-12), (field, arr)
+    assert np.any(np.abs(diffs) > 0), f"{field} changes nothing"
+
+
+def test_nanotron_stack_holds_an_fp32_gradient_buffer() -> None:
+    """nanotron's FP32GradientAccumulator (gradient_accumulator.py) keeps an fp32 gradient
+    for every parameter on top of the bf16 one, not sharded by ZeRO-1: 4 more bytes per
+    parameter of the GPU's share than Megatron's recipe with the same precision."""
+    arch = get_preset("llama-3.1-8b").architecture
+    from llm_planner.core.sections.training import estimate_training
+
+    mega = estimate_training(arch, TrainingInputs(stack="megatron"), H100, tp=2, dp=8, zero_stage=1)
+    nano = estimate_training(
+        arch,
+        TrainingInputs(stack="nanotron", implementation="megatron"),
+        H100,
+        tp=2,
+        dp=8,
+        zero_stage=1,
+    )
+    params = count_parameters(arch).total
+    assert nano.gradients_bytes - mega.gradients_bytes == pytest.approx(4 * params / 2, rel=1e-6)
+    assert nano.stack == "nanotron"
+    assert TrainingInputs(stack="hf").implementation == "pytorch"  # the stack's profile
+    assert TrainingInputs(stack="hf", implementation="megatron").implementation == "megatron"
+
+
+def test_time_breakdown_adds_up_to_the_step() -> None:
+    """report --json's parallelism.time_breakdown: compute + memory-bound + exposed
+    communication + bubble + overhead = step seconds."""
+    from llm_planner.core.composition.estimate import estimate, report_json
+    from llm_planner.core.composition.scenario import default_scenario
+
+    scenario = default_scenario()
+    scenario = scenario.model_copy(
+        update={"parallelism": scenario.parallelism.model_copy(update={"tp": 8, "pp": 4})}
+    )
+    data = report_json(estimate(scenario))
+    tb = data["parallelism"]["time_breakdown"]
+    parts = tb["compute"] + tb["memory_bound"] + tb["bubble"] + tb["overhead"]
+    parts += sum(tb["exposed_communication"].values())
+    assert parts == pytest.approx(data["parallelism"]["step_seconds"])
+    assert tb["total"] == pytest.approx(data["parallelism"]["step_seconds"])
+    assert tb["bubble"] > 0
+    assert data["training"]["stack"] == "megatron"
+    assert set(data["parallelism"]["time_breakdown_seconds"]) >= {"compute", "data_parallel"}

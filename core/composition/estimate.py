@@ -12,14 +12,30 @@ line call. The flow, each step once:
 6. the compute section, whose one throughput is resolved from the parallelism section's
    modeled step time (the default) or the user's measured or assumed rate;
 7. inference memory.
+
+Each step's value depends only on its own inputs, so the last few values of the costly
+steps (training memory, the fewest-GPUs search, the parallelism section, inference) are
+kept by those inputs (:class:`_Memo`): a change recomputes only the sections it invalidates
+(a new context length re-prices inference alone; a new price, the compute section alone),
+and the same scenario estimated twice is computed once. The figures are the same as
+without the memo: a hit returns the very value the same inputs computed before.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.composition.calibration import (
+    CalibrationReport,
+    calibrate_scenario,
+    modeled_check,
+    with_checks,
+)
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
 from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
@@ -34,6 +50,67 @@ from llm_planner.core.sections.parallelism import (
     training_layout_kwargs,
 )
 from llm_planner.core.sections.training import TrainingReport, estimate_training
+
+T = TypeVar("T")
+
+MEMO_SIZE = 16
+"""Values kept per step: the scenarios a user flips between (undo/redo, two tabs' inputs)."""
+
+
+def _frozen(value: Any) -> Hashable:
+    """A hashable key for a validated input: frozen models as themselves, else field by
+    field (a model holding a list, as ``ParallelInputs.measured_points`` does). Types are
+    part of the key, so ``1`` and ``1.0`` or ``True`` never share an entry."""
+    if isinstance(value, BaseModel):
+        try:
+            hash(value)
+        except TypeError:
+            return (type(value), tuple((k, _frozen(v)) for k, v in value.__dict__.items()))
+        return (type(value), value)
+    if isinstance(value, list | tuple):
+        return (type(value), tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple(sorted((k, _frozen(v)) for k, v in value.items())))
+    return (type(value), value)
+
+
+class _Memo:
+    """The last ``MEMO_SIZE`` values of one pure step, by its inputs (thread-safe: the
+    window may estimate in a worker thread while the command line or a test does too)."""
+
+    def __init__(self) -> None:
+        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        frozen = _frozen(key)
+        with self._lock:
+            if frozen in self._values:
+                self._values.move_to_end(frozen)
+                hit: T = self._values[frozen]
+                return hit
+        value = compute()
+        with self._lock:
+            self._values[frozen] = value
+            while len(self._values) > MEMO_SIZE:
+                self._values.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+
+_TRAINING = _Memo()
+_GPUS_PER_INSTANCE = _Memo()
+_PARALLELISM = _Memo()
+_INFERENCE = _Memo()
+
+
+def clear_memo() -> None:
+    """Forget every kept value (benchmarks time the estimate from scratch with it)."""
+    for memo in (_TRAINING, _GPUS_PER_INSTANCE, _PARALLELISM, _INFERENCE):
+        memo.clear()
 
 
 class ModelReport(BaseModel):
@@ -101,10 +178,11 @@ class Report(BaseModel):
     inference: InferenceReport
     training: TrainingReport
     parallelism: ParallelismReport
+    calibration: CalibrationReport | None = None
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
-        names = ("model", "compute", "inference", "training", "parallelism")
+        names = ("model", "compute", "inference", "training", "parallelism", "calibration")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -143,12 +221,17 @@ def _training_section(scenario: Scenario, model: ModelReport, layout: ResolvedLa
     micro-batches in flight), so ``training.*`` and ``parallelism.peak_bytes`` describe the
     same GPU.
     """
-    return estimate_training(
+    arch, training, gpu, override = (
         scenario.model.architecture,
         scenario.training,
         scenario.gpu,
-        params_override=_override(model),
-        **training_layout_kwargs(layout),
+        _override(model),
+    )
+    return _TRAINING.get(
+        (arch, training, gpu, override, layout),
+        lambda: estimate_training(
+            arch, training, gpu, params_override=override, **training_layout_kwargs(layout)
+        ),
     )
 
 
@@ -159,30 +242,52 @@ def _override(model: ModelReport) -> float | None:
 def _gpus_per_instance(scenario: Scenario, model: ModelReport) -> int | None:
     """Fewest GPUs one model instance fits on, from the layout search (feeds both the
     parallelism and the compute section)."""
-    return min_gpus_per_instance(
+    arch, gpu, inputs, training, override = (
         scenario.model.architecture,
         scenario.gpu,
         scenario.parallelism,
         scenario.training,
-        params_override=_override(model),
-        max_gpus=1 << 16,
+        _override(model),
+    )
+    return _GPUS_PER_INSTANCE.get(
+        (arch, gpu, inputs, training, override),
+        lambda: min_gpus_per_instance(
+            arch, gpu, inputs, training, params_override=override, max_gpus=1 << 16
+        ),
     )
 
 
 def _parallelism_section(
-    scenario: Scenario, model: ModelReport, gpus_per_instance: int | None
+    scenario: Scenario,
+    model: ModelReport,
+    gpus_per_instance: int | None,
+    training_report: TrainingReport | None = None,
 ) -> ParallelismReport:
-    """Layout, communication, step time and MFU."""
-    return parallelism_report(
+    """Layout, communication, step time and MFU; the per-GPU peak is the training
+    section's (``training_report``: the same estimator on the same resolved layout)."""
+    arch, gpu, num_gpus, inputs, training, override = (
         scenario.model.architecture,
         scenario.gpu,
         scenario.num_gpus,
         scenario.parallelism,
         scenario.training,
-        params_override=_override(model),
-        compute_dtype=scenario.compute.compute_dtype,
-        gpus_per_instance=gpus_per_instance,
-        include_attention_flops=scenario.compute.include_attention_flops,
+        _override(model),
+    )
+    dtype, attention = scenario.compute.compute_dtype, scenario.compute.include_attention_flops
+    return _PARALLELISM.get(
+        (arch, gpu, num_gpus, inputs, training, override, dtype, attention, gpus_per_instance),
+        lambda: parallelism_report(
+            arch,
+            gpu,
+            num_gpus,
+            inputs,
+            training,
+            params_override=override,
+            compute_dtype=dtype,
+            gpus_per_instance=gpus_per_instance,
+            include_attention_flops=attention,
+            training_report=training_report,
+        ),
     )
 
 
@@ -221,22 +326,32 @@ def _compute_section(
 
 def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceReport:
     """Inference memory, fit, largest batch/context, decode bound."""
-    return estimate_inference(
+    arch, total, active, gpu, inputs = (
         scenario.model.architecture,
         model.params_total,
         model.params_active,
         scenario.gpu,
         scenario.inference,
     )
+    return _INFERENCE.get(
+        (arch, total, active, gpu, inputs),
+        lambda: estimate_inference(arch, total, active, gpu, inputs),
+    )
 
 
 def estimate(scenario: Scenario) -> Report:
-    """Every figure for ``scenario``. Pure: no I/O, no globals, same input → same output."""
+    """Every figure for ``scenario``. Pure: no I/O, same input → same output (the memo
+    only spares recomputing a section whose inputs did not change).
+
+    The scenario's measurements first calibrate the model (:func:`.calibration.calibrate_scenario`;
+    ``scenario.calibration.enabled`` off: the uncalibrated model); every section below is
+    computed on the calibrated inputs."""
+    scenario, calibration = calibrate_scenario(scenario)
     model = model_section(scenario)
     layout = scenario_layout(scenario)
     training = _training_section(scenario, model, layout)
     instance = _gpus_per_instance(scenario, model)
-    parallelism = _parallelism_section(scenario, model, instance)
+    parallelism = _parallelism_section(scenario, model, instance, training)
     compute = _compute_section(scenario, model, parallelism, instance)
     inference = _inference_section(scenario, model)
     return Report(
@@ -245,6 +360,10 @@ def estimate(scenario: Scenario) -> Report:
         inference=inference,
         training=training,
         parallelism=parallelism,
+        calibration=with_checks(
+            calibration.report,
+            [modeled_check(scenario.gpu, parallelism, scenario.parallelism.kernel_efficiency)],
+        ),
     )
 
 

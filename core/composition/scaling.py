@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.composition.calibration import calibrate_scenario
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import scaling_curve
@@ -73,6 +74,7 @@ def time_vs_gpus(scenario: Scenario, report: Report) -> TimeVsGpus | None:
     own = report.compute.tokens_per_s_per_gpu
     if own is None or not own > 0:
         return None
+    scenario = calibrate_scenario(scenario)[0]  # the calibrated family, measurements drawn
     curve = scaling_curve(
         scenario.model.architecture,
         scenario.gpu,

@@ -13,6 +13,7 @@ from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from llm_planner.core.composition.calibration import CalibrationInputs, Measurement
 from llm_planner.core.composition.whatif.inputs import WhatIfInputs
 from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.architecture import Architecture
@@ -80,6 +81,10 @@ class Scenario(BaseModel):
         "scenario (the hardware ranking reads it)",
     )
     whatif: WhatIfInputs = WhatIfInputs()
+    measurements: list[Measurement] = Field(
+        default_factory=list, description="measured runs that calibrate the model"
+    )
+    calibration: CalibrationInputs = CalibrationInputs()
 
     @field_validator("name")
     @classmethod

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.calibration import calibrate_scenario
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
@@ -361,7 +362,10 @@ def search(
 def search_scenario(
     scenario: Any, *, options: SearchOptions | None = None, top: int = 10
 ) -> SearchResult:
-    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training."""
+    """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training, with
+    the scenario's measurements calibrating the step-time model first (the ranking is the
+    calibrated model's)."""
+    scenario = calibrate_scenario(scenario)[0]
     return search(
         scenario.model.architecture,
         scenario.gpu,
@@ -425,17 +429,19 @@ def min_gpus_per_instance(
 ) -> int | None:
     """Fewest GPUs (a power of two) on which one model instance fits in some layout.
 
-    The search starts at the largest power of two not above (model state ÷ GPU memory),
-    below which even full ZeRO-3 sharding cannot hold the weights, gradients and optimizer.
+    The search starts at the smallest power of two not below (model state ÷ GPU memory):
+    on fewer GPUs even full ZeRO-3 sharding cannot hold the weights, gradients and optimizer.
     The instance may use tensor, pipeline and ZeRO/FSDP sharding over its GPUs; the global
     batch is set to the GPU count (one sequence per data-parallel rank at least) so batch
     divisibility never rules a count out. None if nothing fits up to ``max_gpus``.
     """
     problem = _Problem(arch, gpu, inputs, training_inputs, params_override=params_override)
     opts = options or FRUGAL_OPTIONS
-    # no layout fits below the fully sharded model state: start at that power of two
+    # no layout fits below the fully sharded model state: on n GPUs one holds at least
+    # state / n (every parameter's weights, gradient and optimizer state live somewhere;
+    # replication only adds), so n ≥ state ÷ memory: start at the power of two above it
     state = problem.recipe.model_state_bytes
-    n = 1 << max(0, math.floor(math.log2(max(1.0, state / gpu.memory_bytes))))
+    n = 1 << max(0, math.ceil(math.log2(max(1.0, state / gpu.memory_bytes))))
     while n <= max_gpus:
         batch = max(n, inputs.global_batch)
         batch = math.ceil(batch / n) * n

@@ -24,7 +24,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from llm_planner.core.primitives.architecture import Architecture, MLAConfig, MoEConfig
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    MLAConfig,
+    MoEConfig,
+    RecurrentConfig,
+    count_parameters,
+)
 
 CONFIG_MAX_BYTES = 1_000_000
 """config.json files are a few kB; anything above 1 MB is not a model config."""
@@ -100,8 +106,19 @@ class ImportedModel(BaseModel):
     safetensors_files: int = 0
     config_dtype: str | None = None
     """``torch_dtype`` (or ``dtype``) of config.json, in our names, when it gives one."""
+    weights_format: str | None = None
+    """The inference weights format the files imply (a :mod:`.quantization` id): from
+    ``quantization_config`` (fp8, GPTQ, AWQ, bitsandbytes, MXFP4), a GGUF file's tensor
+    types, or the stored / config dtype."""
+    weights_bytes: float | None = None
+    """Exact weight bytes where the files say: a GGUF file's tensor sum, the safetensors
+    data, or MXFP4 experts + 16-bit rest; None: P × bits per weight."""
+    file_params: int | None = None
+    """A GGUF file's own parameter count (Σ tensor elements)."""
     notes: tuple[str, ...] = ()
     """What the import could not represent or read (e.g. a missing shard)."""
+    warnings: tuple[str, ...] = ()
+    """Disagreements between the files (config.json vs the weights' own counts)."""
 
 
 # ------------------------------------------------------------------ reading files
@@ -125,9 +142,22 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _parse_json_object(data: bytes, label: str, what: str) -> dict[str, Any]:
+def _accept_constant(name: str) -> float:
+    """``Infinity``, ``-Infinity`` and ``NaN``, which Python's ``json.dumps`` (and so
+    transformers' ``save_pretrained``) writes for non-finite floats (Nemotron-H's
+    ``time_step_limit``)."""
+    return float(name)
+
+
+def _parse_json_object(
+    data: bytes, label: str, what: str, *, tolerant: bool = False
+) -> dict[str, Any]:
+    """A JSON object from ``data``. ``tolerant``: a third-party file written by Python
+    (config.json), where non-finite constants are accepted; otherwise strict JSON.
+    Sizes are limited by the caller (:func:`_read_limited`)."""
+    constant = _accept_constant if tolerant else _reject_constant
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        value = json.loads(data.decode("utf-8"), parse_constant=constant)
     except UnicodeDecodeError:
         raise HFImportError(f"{label}: {what} is not UTF-8 text") from None
     except json.JSONDecodeError as error:
@@ -280,7 +310,8 @@ def _qwen2(c: _Config) -> Fields:
 
 def _qwen2_moe(c: _Config) -> Fields:
     """Qwen2MoeConfig: routed experts of ``moe_intermediate_size`` plus one shared expert of
-    ``shared_expert_intermediate_size`` (expressed as that many routed-size experts)."""
+    ``shared_expert_intermediate_size`` (expressed as that many routed-size experts) behind
+    a 1×h sigmoid gate; MoE on every ``decoder_sparse_step``-th layer."""
     fields = _qwen2(c)
     expert = c.int_("moe_intermediate_size")
     shared = c.opt_int("shared_expert_intermediate_size", minimum=0) or 0
@@ -289,17 +320,13 @@ def _qwen2_moe(c: _Config) -> Fields:
             f"shared_expert_intermediate_size ({shared}) is not a multiple of "
             f"moe_intermediate_size ({expert}); not representable"
         )
-    if c.int_("decoder_sparse_step", default=1) != 1:
-        raise c.error("decoder_sparse_step other than 1 is not representable")
-    dense = c.data.get("mlp_only_layers") or []
-    if not isinstance(dense, list) or dense != list(range(len(dense))):
-        raise c.error("field 'mlp_only_layers' must list leading layers 0..k-1 to be representable")
     fields["moe"] = {
         "num_experts": c.int_("num_experts"),
         "experts_per_token": c.int_("num_experts_per_tok"),
         "expert_ffn_size": expert,
         "num_shared_experts": shared // expert,
-        "first_dense_layers": len(dense),
+        "shared_expert_gate": shared > 0,
+        **_sparse_layers(c, "decoder_sparse_step"),
     }
     return fields
 
@@ -464,8 +491,6 @@ def _deepseek(c: _Config) -> Fields:
     }
     routed = c.opt_int("n_routed_experts")
     if routed is not None:
-        if c.int_("moe_layer_freq", default=1) != 1:
-            raise c.error("moe_layer_freq other than 1 is not representable")
         topk_method = c.str_("topk_method", default="noaux_tc" if v3 else "greedy")
         fields["moe"] = {
             "num_experts": routed,
@@ -473,8 +498,461 @@ def _deepseek(c: _Config) -> Fields:
             "expert_ffn_size": c.int_("moe_intermediate_size"),
             "num_shared_experts": c.opt_int("n_shared_experts", minimum=0) or 0,
             "first_dense_layers": c.opt_int("first_k_dense_replace", minimum=0) or 0,
+            "layer_period": c.int_("moe_layer_freq", default=1),
             "router_bias": topk_method == "noaux_tc",
         }
+    return fields
+
+
+def _window_every(c: _Config, layers: int, default_every: int | None) -> int | None:
+    """Every N-th layer global, from ``layer_types`` (transformers ≥ 4.53 writes the list)
+    or ``sliding_window_pattern``; None: every layer uses the window. A list that is not
+    periodic in that way is not representable and is refused."""
+    types = c.data.get("layer_types")
+    if types is None:
+        return c.opt_int("sliding_window_pattern", "_sliding_window_pattern") or default_every
+    if (
+        not isinstance(types, list)
+        or len(types) != layers
+        or not all(t in ("sliding_attention", "full_attention", "chunked_attention") for t in types)
+    ):
+        raise c.error(f"field 'layer_types' must list {layers} attention types")
+    full = [i for i, t in enumerate(types) if t == "full_attention"]
+    if not full:
+        return None
+    every = full[0] + 1
+    if full != list(range(every - 1, layers, every)):
+        raise c.error("field 'layer_types' is not every-N-th-layer global; not representable")
+    return every
+
+
+def _sparse_layers(c: _Config, step_name: str) -> dict[str, int]:
+    """MoE placement for Qwen-MoE's ``decoder_sparse_step`` s (layer i is MoE when
+    (i+1) % s = 0) after leading ``mlp_only_layers`` (which must be 0..k-1)."""
+    step = c.int_(step_name, default=1)
+    dense = c.data.get("mlp_only_layers") or []
+    if not isinstance(dense, list) or dense != list(range(len(dense))):
+        raise c.error("field 'mlp_only_layers' must list leading layers 0..k-1 to be representable")
+    return {"first_dense_layers": len(dense), "layer_period": step, "layer_offset": step - 1}
+
+
+def _qwen3(c: _Config) -> Fields:
+    """Qwen3Config: Llama with per-head RMSNorms on q and k (``q_norm``/``k_norm`` of
+    head_dim), ``head_dim`` 128 by default, biases on q/k/v/o only with attention_bias."""
+    fields = _llama_like(c, max_context=32768, tied=False)
+    fields["head_dim"] = c.int_("head_dim", default=128)
+    fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
+    fields["qk_norm"] = "head"
+    if c.bool_("use_sliding_window", default=False):
+        fields["sliding_window"] = c.opt_int("sliding_window")
+    return fields
+
+
+def _qwen3_moe(c: _Config) -> Fields:
+    """Qwen3MoeConfig: Qwen3 attention; MoE layers of ``num_experts`` experts of
+    ``moe_intermediate_size``, top ``num_experts_per_tok``, no shared expert, router
+    without bias; dense layers (``mlp_only_layers``, off the sparse step) of intermediate_size."""
+    fields = _qwen3(c)
+    fields["moe"] = {
+        "num_experts": c.int_("num_experts", default=128),
+        "experts_per_token": c.int_("num_experts_per_tok", default=8),
+        "expert_ffn_size": c.int_("moe_intermediate_size", default=768),
+        **_sparse_layers(c, "decoder_sparse_step"),
+    }
+    return fields
+
+
+def _gemma3_text(c: _Config) -> Fields:
+    """Gemma3TextConfig: Gemma 2's four norms per layer and GeGLU, per-head q/k RMSNorms,
+    and a 1024-token window (default 4096) on all but every 6th layer
+    (``sliding_window_pattern``, or ``layer_types``); tied embeddings."""
+    defaults = {
+        "vocab_size": 262208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+    }  # Gemma3TextConfig's, which a multimodal config's text_config relies on
+    c = _Config(
+        {**defaults, **{k: v for k, v in c.data.items() if v is not None}}, c.label, c.model_type
+    )
+    fields = _gemma(c)
+    fields["norms_per_layer"] = 4
+    fields["qk_norm"] = "head"
+    fields["max_context"] = c.int_("max_position_embeddings", default=131072)
+    window = c.opt_int("sliding_window")
+    fields["sliding_window"] = window if window is not None else 4096
+    fields["global_attention_every"] = _window_every(c, fields["layers"], 6)
+    return fields
+
+
+def _olmo(c: _Config) -> Fields:
+    """OlmoConfig: Llama-shaped, no biases, and parameter-free LayerNorms (OlmoLayerNorm)."""
+    fields = _llama_like(c, max_context=2048, tied=False)
+    fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
+    fields["norm"] = "nonparametric"
+    return fields
+
+
+def _olmo2(c: _Config) -> Fields:
+    """Olmo2Config: RMSNorm after attention and after the MLP (two per layer, none before),
+    and RMSNorms over all q heads and all k heads (``q_norm`` a·d, ``k_norm`` kv·d)."""
+    fields = _olmo(c)
+    fields["norm"] = "rmsnorm"
+    fields["qk_norm"] = "full"
+    return fields
+
+
+def _olmoe(c: _Config) -> Fields:
+    """OlmoeConfig: OLMo-2's q/k norms (over h and kv·d), pre-norms, every layer MoE with
+    ``num_experts`` experts of intermediate_size, top ``num_experts_per_tok``."""
+    fields = _llama_like(c, max_context=4096, tied=False)
+    fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
+    fields["qk_norm"] = "full"
+    fields["moe"] = {
+        "num_experts": c.int_("num_experts", default=64),
+        "experts_per_token": c.int_("num_experts_per_tok", default=8),
+        "expert_ffn_size": fields["ffn_size"],
+    }
+    return fields
+
+
+def _cohere(c: _Config) -> Fields:
+    """CohereConfig: one bias-free LayerNorm per layer feeding attention and the SwiGLU MLP
+    in parallel; optional LayerNorms over all q and k heads (``use_qk_norm``); tied."""
+    fields = _llama_like(c, max_context=8192, tied=True)
+    fields["norm"] = "layernorm_nobias"
+    fields["norms_per_layer"] = 1
+    fields["parallel_attention"] = True
+    fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
+    if c.bool_("use_qk_norm", default=False):
+        fields["qk_norm"] = "full"
+    return fields
+
+
+def _cohere2(c: _Config) -> Fields:
+    """Cohere2Config: Cohere with a 4096-token window on all but every 4th layer."""
+    fields = _cohere(c)
+    fields["sliding_window"] = c.int_("sliding_window", default=4096)
+    fields["global_attention_every"] = _window_every(c, fields["layers"], 4)
+    return fields
+
+
+def _starcoder2(c: _Config) -> Fields:
+    """Starcoder2Config: GQA, LayerNorms with bias, GELU MLP (c_fc, c_proj), biases on every
+    linear map with ``use_bias``, optional sliding window, tied."""
+    fields = _llama_like(c, max_context=4096, tied=True)
+    bias = c.bool_("use_bias", default=True)
+    fields.update(
+        ffn_kind="gelu_mlp",
+        norm="layernorm",
+        attention_bias="all" if bias else "none",
+        mlp_bias=bias,
+        sliding_window=c.opt_int("sliding_window"),
+    )
+    return fields
+
+
+def _gpt_bigcode(c: _Config) -> Fields:
+    """GPTBigCodeConfig: GPT-2 with multi-query attention (one k/v head) by default."""
+    fields = _gpt2(c)
+    if c.bool_("multi_query", default=True):
+        fields["kv_heads"] = 1
+    return fields
+
+
+def _gptj(c: _Config) -> Fields:
+    """GPTJConfig: one LayerNorm per layer feeding attention (q, k, v, out without bias) and
+    the GELU MLP (fc_in, fc_out with bias) in parallel; rotary; untied head with a bias."""
+    hidden = c.int_("n_embd", "hidden_size")
+    heads = c.int_("n_head", "num_attention_heads")
+    if hidden % heads:
+        raise c.error(f"n_embd ({hidden}) is not a multiple of n_head ({heads})")
+    return {
+        "layers": c.int_("n_layer", "num_hidden_layers"),
+        "hidden_size": hidden,
+        "heads": heads,
+        "kv_heads": heads,
+        "head_dim": hidden // heads,
+        "ffn_size": c.int_("n_inner", default=4 * hidden),
+        "ffn_kind": "gelu_mlp",
+        "vocab_size": c.int_("vocab_size"),
+        "max_context": c.int_("n_positions", default=2048),
+        "tied_embeddings": c.bool_("tie_word_embeddings", default=False),
+        "norm": "layernorm",
+        "norms_per_layer": 1,
+        "parallel_attention": True,
+        "mlp_bias": True,
+        "head_bias": True,
+    }
+
+
+def _phi(c: _Config) -> Fields:
+    """PhiConfig (phi-1, phi-1.5, phi-2): one LayerNorm per layer feeding attention and the
+    GELU MLP in parallel, biases on every linear map and the head, partial rotary, untied;
+    optional per-head LayerNorms on q and k (``qk_layernorm``)."""
+    fields = _llama_like(c, max_context=2048, tied=False)
+    fields.update(
+        ffn_kind="gelu_mlp",
+        norm="layernorm",
+        norms_per_layer=1,
+        parallel_attention=True,
+        attention_bias="all",
+        mlp_bias=True,
+        head_bias=True,
+    )
+    if c.bool_("qk_layernorm", default=False):
+        fields["qk_norm"] = "head"
+    return fields
+
+
+def _stablelm(c: _Config) -> Fields:
+    """StableLmConfig: LayerNorms with bias, SwiGLU without bias, q/k/v biases with
+    ``use_qkv_bias``, per-head q/k LayerNorms with ``qk_layernorm``, one norm per layer
+    with ``use_parallel_residual``."""
+    fields = _llama_like(c, max_context=4096, tied=False)
+    parallel = c.bool_("use_parallel_residual", default=False)
+    fields.update(
+        norm="layernorm",
+        attention_bias="qkv" if c.bool_("use_qkv_bias", default=False) else "none",
+        parallel_attention=parallel,
+        norms_per_layer=1 if parallel else 2,
+    )
+    if c.bool_("qk_layernorm", default=False):
+        fields["qk_norm"] = "full"  # one LayerNorm(head_dim) per head: a·d and kv·d, with bias
+    return fields
+
+
+def _granite(c: _Config) -> Fields:
+    """GraniteConfig: Llama plus scalar multipliers (no parameters)."""
+    return _llama(c)
+
+
+def _granitemoe(c: _Config) -> Fields:
+    """GraniteMoeConfig: every layer MoE, ``num_local_experts`` SwiGLU experts of
+    intermediate_size (fused input_linear/output_linear), top ``num_experts_per_tok``,
+    router without bias."""
+    fields = _llama(c)
+    fields["moe"] = {
+        "num_experts": c.int_("num_local_experts", default=8),
+        "experts_per_token": c.int_("num_experts_per_tok", default=2),
+        "expert_ffn_size": fields["ffn_size"],
+    }
+    return fields
+
+
+def _internlm2(c: _Config) -> Fields:
+    """InternLM2 (remote code, ``modeling_internlm2.py`` of internlm/internlm2-7b, never run):
+    fused ``wqkv`` h → (a + 2·kv)·d and ``wo``, both with bias when ``bias`` (default true),
+    SwiGLU ``w1``/``w3``/``w2`` without bias, RMSNorm ``attention_norm``/``ffn_norm``,
+    untied ``output``. The fused map holds exactly separate q/k/v's parameters."""
+    fields = _llama_like(c, max_context=2048, tied=False)
+    fields["attention_bias"] = "all" if c.bool_("bias", default=True) else "none"
+    return fields
+
+
+def _deepseek_v1(c: _Config) -> Fields:
+    """DeepSeekMoE v1 (remote code, ``modeling_deepseek.py`` of deepseek-ai/deepseek-moe-16b-base,
+    never run): Llama attention; from ``first_k_dense_replace`` on, every
+    ``moe_layer_freq``-th layer is MoE with ``n_routed_experts`` experts of
+    ``moe_intermediate_size`` plus one shared MLP of n_shared_experts × that size (the same
+    parameters as n_shared experts), a router without bias."""
+    fields = _llama(c)
+    routed = c.opt_int("n_routed_experts")
+    if routed is not None:
+        fields["moe"] = {
+            "num_experts": routed,
+            "experts_per_token": c.int_("num_experts_per_tok"),
+            "expert_ffn_size": c.int_("moe_intermediate_size", default=1407),
+            "num_shared_experts": c.opt_int("n_shared_experts", minimum=0) or 0,
+            "first_dense_layers": c.opt_int("first_k_dense_replace", minimum=0) or 0,
+            "layer_period": c.int_("moe_layer_freq", default=1),
+        }
+    return fields
+
+
+def _gpt_oss(c: _Config) -> Fields:
+    """GptOssConfig: biases on q/k/v/o, one sink logit per head, a 128-token window on every
+    other layer (``layer_types``), every layer MoE: ``num_local_experts`` SwiGLU experts of
+    intermediate_size with biases, top ``num_experts_per_tok``, router with bias."""
+    fields = _llama_like(c, max_context=131072, tied=False)
+    fields.update(
+        head_dim=c.int_("head_dim", default=64),
+        attention_bias="all" if c.bool_("attention_bias", default=True) else "none",
+        attention_sinks=True,
+        mlp_bias=True,
+        sliding_window=c.int_("sliding_window", default=128),
+    )
+    fields["global_attention_every"] = _window_every(c, fields["layers"], 2)
+    fields["moe"] = {
+        "num_experts": c.int_("num_local_experts", default=128),
+        "experts_per_token": c.int_("num_experts_per_tok", "experts_per_token", default=4),
+        "expert_ffn_size": fields["ffn_size"],
+        "router_bias": True,
+    }
+    return fields
+
+
+def _llama4_text(c: _Config) -> Fields:
+    """Llama4TextConfig: MoE layers every ``interleave_moe_layer_step`` (or ``moe_layers``)
+    with ``num_local_experts`` experts of intermediate_size, top ``num_experts_per_tok``,
+    one shared expert of the same size, a router without bias; dense layers of
+    ``intermediate_size_mlp``; q/k L2 norms without parameters; chunked attention
+    (``attention_chunk_size``, counted as a window) on all but every 4th (NoPE) layer."""
+    fields = _llama_like(c, max_context=131072, tied=False)
+    layers = fields["layers"]
+    fields["head_dim"] = c.int_("head_dim", default=128)
+    fields["ffn_size"] = c.int_("intermediate_size_mlp", default=16384)
+    fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
+    step = c.int_("interleave_moe_layer_step", default=1)
+    explicit = c.data.get("moe_layers")
+    if explicit is not None and explicit != list(range(step - 1, layers, step)):
+        raise c.error("field 'moe_layers' is not every interleave_moe_layer_step-th layer")
+    fields["moe"] = {
+        "num_experts": c.int_("num_local_experts", default=16),
+        "experts_per_token": c.int_("num_experts_per_tok", default=1),
+        "expert_ffn_size": c.int_("intermediate_size", default=8192),
+        "num_shared_experts": 1,
+        "layer_period": step,
+        "layer_offset": step - 1,
+    }
+    chunk = c.opt_int("attention_chunk_size")
+    if chunk is not None:
+        fields["sliding_window"] = chunk
+        fields["global_attention_every"] = c.int_("no_rope_layer_interval", default=4)
+    return fields
+
+
+def _auto_rank(c: _Config, name: str, hidden: int) -> int:
+    """Mamba's dt_rank: an integer, or "auto" = ⌈h / 16⌉ (Gu & Dao 2023, Appendix E)."""
+    if c.data.get(name) == "auto" or c.data.get(name) is None:
+        return math.ceil(hidden / 16)
+    return c.int_(name)
+
+
+def _recurrent_base(c: _Config, hidden: int, vocab: int, layers: int, tied: bool) -> Fields:
+    """Fields of a model with no attention: one head and head_dim placeholders (no layer
+    uses them), no FFN, no positions."""
+    return {
+        "layers": layers,
+        "hidden_size": hidden,
+        "heads": 1,
+        "kv_heads": 1,
+        "head_dim": hidden,
+        "vocab_size": vocab,
+        "tied_embeddings": c.bool_("tie_word_embeddings", default=tied),
+        "positions": "none",
+        "norm": "rmsnorm",
+        "norms_per_layer": 1,
+    }
+
+
+def _mamba(c: _Config) -> Fields:
+    """MambaConfig: blocks of one RMSNorm and a Mamba mixer (no FFN), d_inner = expand·h
+    (``intermediate_size``), ``state_size`` N, ``conv_kernel``, dt_rank ("auto": ⌈h/16⌉),
+    biases per ``use_bias`` / ``use_conv_bias``; tied by default."""
+    hidden = c.int_("hidden_size")
+    fields = _recurrent_base(
+        c, hidden, c.int_("vocab_size"), c.int_("num_hidden_layers"), tied=True
+    )
+    inner = c.int_("intermediate_size", default=c.int_("expand", default=2) * hidden)
+    fields.update(ffn_size=inner, ffn_kind="gelu_mlp", max_context=1 << 20)
+    fields["recurrent"] = {
+        "kind": "mamba",
+        "inner_size": inner,
+        "state_size": c.int_("state_size", default=16),
+        "conv_kernel": c.int_("conv_kernel", default=4),
+        "time_step_rank": _auto_rank(c, "time_step_rank", hidden),
+        "conv_bias": c.bool_("use_conv_bias", default=True),
+        "proj_bias": c.bool_("use_bias", default=False),
+    }
+    return fields
+
+
+def _mamba2(c: _Config) -> Fields:
+    """Mamba2Config: blocks of one RMSNorm and a Mamba-2 mixer, d_inner = expand·h,
+    ``num_heads`` heads, ``n_groups`` B/C groups, ``state_size`` N; untied by default."""
+    hidden = c.int_("hidden_size")
+    fields = _recurrent_base(
+        c, hidden, c.int_("vocab_size"), c.int_("num_hidden_layers"), tied=False
+    )
+    inner = c.int_("expand", default=2) * hidden
+    heads = c.int_("num_heads", default=128)
+    head_dim = c.int_("head_dim", default=64)
+    if heads * head_dim != inner:
+        raise c.error(f"num_heads·head_dim ({heads}·{head_dim}) ≠ expand·hidden_size ({inner})")
+    fields.update(ffn_size=inner, ffn_kind="gelu_mlp", max_context=1 << 20)
+    fields["recurrent"] = {
+        "kind": "mamba2",
+        "inner_size": inner,
+        "state_size": c.int_("state_size", default=128),
+        "conv_kernel": c.int_("conv_kernel", default=4),
+        "heads": heads,
+        "groups": c.int_("n_groups", default=8),
+        "conv_bias": c.bool_("use_conv_bias", default=True),
+        "proj_bias": c.bool_("use_bias", default=False),
+    }
+    return fields
+
+
+def _rwkv(c: _Config) -> Fields:
+    """RwkvConfig (RWKV-4): LayerNorms with bias (two per block, plus ``pre_ln`` after the
+    embedding), time-mix over ``attention_hidden_size`` (default h) and channel-mix of
+    ``intermediate_size`` (default 4h); untied."""
+    hidden = c.int_("hidden_size")
+    fields = _recurrent_base(
+        c, hidden, c.int_("vocab_size"), c.int_("num_hidden_layers"), tied=False
+    )
+    channel = c.int_("intermediate_size", default=4 * hidden)
+    fields.update(
+        ffn_size=channel,
+        ffn_kind="gelu_mlp",
+        norm="layernorm",
+        norms_per_layer=2,
+        embedding_norm=True,
+        max_context=c.int_("context_length", default=1024),
+    )
+    fields["recurrent"] = {
+        "kind": "rwkv",
+        "inner_size": c.int_("attention_hidden_size", default=hidden),
+        "state_size": 0,
+        "conv_kernel": 0,
+        "ffn_size": channel,
+    }
+    return fields
+
+
+def _jamba(c: _Config) -> Fields:
+    """JambaConfig: attention (no positions, no bias) on layers i % ``attn_layer_period`` =
+    ``attn_layer_offset``, Mamba mixers (with dt/B/C RMSNorms) elsewhere; every layer has
+    two RMSNorms and an FFN, MoE on i % ``expert_layer_period`` = ``expert_layer_offset``
+    (``num_experts`` of intermediate_size, top ``num_experts_per_tok``, router without bias)."""
+    fields = _llama_like(c, max_context=262144, tied=False)
+    hidden = fields["hidden_size"]
+    fields["positions"] = "none"
+    experts = c.int_("num_experts", default=16)
+    if experts > 1:
+        fields["moe"] = {
+            "num_experts": experts,
+            "experts_per_token": c.int_("num_experts_per_tok", default=2),
+            "expert_ffn_size": fields["ffn_size"],
+            "layer_period": c.int_("expert_layer_period", default=2),
+            "layer_offset": c.int_("expert_layer_offset", default=1, minimum=0),
+        }
+    fields["recurrent"] = {
+        "kind": "mamba",
+        "inner_size": c.int_("mamba_expand", default=2) * hidden,
+        "state_size": c.int_("mamba_d_state", default=16),
+        "conv_kernel": c.int_("mamba_d_conv", default=4),
+        "time_step_rank": _auto_rank(c, "mamba_dt_rank", hidden),
+        "conv_bias": c.bool_("mamba_conv_bias", default=True),
+        "proj_bias": c.bool_("mamba_proj_bias", default=False),
+        "inner_norms": True,
+        "attention_period": c.int_("attn_layer_period", default=8),
+        "attention_offset": c.int_("attn_layer_offset", default=4, minimum=0),
+        "has_ffn": True,
+    }
     return fields
 
 
@@ -494,7 +972,34 @@ _MAPPERS: dict[str, Callable[[_Config], Fields]] = {
     "RefinedWebModel": _falcon,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "deepseek": _deepseek_v1,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "gemma3_text": _gemma3_text,
+    "olmo": _olmo,
+    "olmo2": _olmo2,
+    "olmoe": _olmoe,
+    "cohere": _cohere,
+    "cohere2": _cohere2,
+    "starcoder2": _starcoder2,
+    "gpt_bigcode": _gpt_bigcode,
+    "gptj": _gptj,
+    "phi": _phi,
+    "stablelm": _stablelm,
+    "granite": _granite,
+    "granitemoe": _granitemoe,
+    "internlm2": _internlm2,
+    "gpt_oss": _gpt_oss,
+    "llama4_text": _llama4_text,
+    "mamba": _mamba,
+    "mamba2": _mamba2,
+    "rwkv": _rwkv,
+    "jamba": _jamba,
 }
+
+_TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+"""Multimodal configs whose language model sits in ``text_config``: imported as that text
+model (the vision tower and projector are not counted; a note says so)."""
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_MAPPERS)
 
@@ -504,6 +1009,14 @@ def architecture_from_config(data: dict[str, Any], label: str = "config.json") -
     if "model_type" not in data:
         raise HFImportError(f"{label}: missing field 'model_type'")
     model_type = data["model_type"]
+    if isinstance(model_type, str) and model_type in _TEXT_CONFIG_TYPES:
+        text = data.get("text_config")
+        if not isinstance(text, dict):
+            raise HFImportError(f"{label}: field 'text_config' must be an object ({model_type})")
+        inner = {"model_type": _TEXT_CONFIG_TYPES[model_type], **text}
+        inner["model_type"] = _TEXT_CONFIG_TYPES[model_type]
+        inner.setdefault("_name_or_path", data.get("_name_or_path"))
+        return architecture_from_config(inner, label)
     if not isinstance(model_type, str) or model_type not in _MAPPERS:
         supported = ", ".join(sorted(k for k in _MAPPERS if k.islower()))
         raise HFImportError(
@@ -515,6 +1028,8 @@ def architecture_from_config(data: dict[str, Any], label: str = "config.json") -
         fields["moe"] = _validated(MoEConfig, fields["moe"], label, model_type)
     if isinstance(fields.get("mla"), dict):
         fields["mla"] = _validated(MLAConfig, fields["mla"], label, model_type)
+    if isinstance(fields.get("recurrent"), dict):
+        fields["recurrent"] = _validated(RecurrentConfig, fields["recurrent"], label, model_type)
     fields.setdefault("name", _display_name(data, label, model_type))
     return _validated(Architecture, fields, label, model_type)
 
@@ -550,6 +1065,9 @@ class SafetensorsSummary(BaseModel):
     dtype: str | None
     files: int
     elements_by_dtype: dict[str, int]
+    data_bytes: int = 0
+    """Σ byte ranges of every tensor (parameters and quantization scales): the weights'
+    memory as stored."""
 
 
 def read_safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -670,8 +1188,15 @@ def summarize_safetensors(paths: list[Path]) -> SafetensorsSummary:
         )
     seen: dict[str, Path] = {}
     by_dtype: dict[str, int] = {}
+    data_bytes = 0
     for path in paths:
         for name, (dtype, shape) in read_safetensors_header(path).items():
+            width = SAFETENSORS_DTYPES.get(dtype, (dtype, None))[1]
+            if width is None:  # sub-byte types: packed elements, ⌈bits·n / 8⌉
+                bits = {"F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}.get(dtype, 8)
+                data_bytes += -(-math.prod(shape) * bits // 8)
+            else:
+                data_bytes += math.prod(shape) * width
             if name in seen:
                 raise HFImportError(f"{path}: tensor {name[:200]!r} is also in {seen[name].name}")
             seen[name] = path
@@ -682,7 +1207,11 @@ def summarize_safetensors(paths: list[Path]) -> SafetensorsSummary:
     total = sum(by_dtype.values())
     dominant = max(by_dtype, key=lambda d: by_dtype[d]) if total else None
     return SafetensorsSummary(
-        params=total, dtype=dominant, files=len(paths), elements_by_dtype=by_dtype
+        params=total,
+        dtype=dominant,
+        files=len(paths),
+        elements_by_dtype=by_dtype,
+        data_bytes=data_bytes,
     )
 
 
@@ -690,40 +1219,44 @@ def summarize_safetensors(paths: list[Path]) -> SafetensorsSummary:
 
 
 def architecture_from_path(path: Path) -> ImportedModel:
-    """Import a local ``config.json`` file, or a model folder that holds one.
+    """Import a local ``config.json`` file, a model folder that holds one, or a ``.gguf`` file.
 
-    From a folder, safetensors headers (if any) give the exact stored parameter count and
-    dtype. Raises :class:`HFImportError` with a one-line message naming the file and the
-    field for anything missing, malformed, oversized or unsupported.
+    From a folder, safetensors headers (if any) give the exact stored parameter count,
+    dtype and bytes; ``quantization_config`` sets the weights format. Raises
+    :class:`HFImportError` with a one-line message naming the file and the field for
+    anything missing, malformed, oversized or unsupported.
     """
     path = Path(path)
-    if path.is_dir():
-        folder, config_path = path, path / "config.json"
-        if not config_path.is_file():
-            raise HFImportError(f"{path}: no config.json in this folder")
-    elif path.is_file():
-        if path.suffix == ".safetensors" or path.name.endswith(".index.json"):
-            raise HFImportError(
-                f"{path}: give the model folder (or its config.json), not a weights file"
-            )
-        folder, config_path = path.parent, path
-    else:
-        raise HFImportError(f"{path}: no such file or folder")
+    gguf_file = _lone_gguf(path)
+    if gguf_file is not None:
+        return import_gguf(gguf_file)
+    folder, config_path = _config_location(path)
     label = str(config_path)
     data = _parse_json_object(
-        _read_limited(config_path, CONFIG_MAX_BYTES, "config.json"), label, "config.json"
+        _read_limited(config_path, CONFIG_MAX_BYTES, "config.json"),
+        label,
+        "config.json",
+        tolerant=True,
     )
     architecture = architecture_from_config(data, label)
     notes: list[str] = []
+    warnings: list[str] = []
     if data.get("num_nextn_predict_layers"):
         notes.append(
             "the multi-token-prediction module (num_nextn_predict_layers) is stored in the "
             "checkpoint but not counted in the architecture"
         )
-    if data.get("model_type") == "qwen2_moe":
-        notes.append("the shared expert's 1×h gate per layer is not counted in the architecture")
+    if data.get("model_type") in _TEXT_CONFIG_TYPES:
+        notes.append(
+            "a multimodal config: the language model (text_config) is imported; the vision "
+            "tower and projector are not counted"
+        )
     torch_dtype = data.get("torch_dtype", data.get("dtype"))
     config_dtype = _TORCH_DTYPES.get(torch_dtype) if isinstance(torch_dtype, str) else None
+    quant = data.get("quantization_config")
+    fmt, weights_bytes, quant_note = quantization_format(quant, architecture)
+    if quant_note:
+        notes.append(quant_note)
 
     params: int | None = None
     dtype: str | None = None
@@ -734,6 +1267,10 @@ def architecture_from_path(path: Path) -> ImportedModel:
         if files and not file_notes:
             summary = summarize_safetensors(files)
             params, dtype = summary.params, summary.dtype
+            weights_bytes = float(summary.data_bytes)
+            warnings.extend(_count_mismatch(architecture, params, quant is not None, data))
+    if fmt is None:
+        fmt = dtype if dtype in ("bf16", "fp16", "fp32", "fp8", "int8") else config_dtype
     return ImportedModel(
         architecture=architecture,
         model_type=str(data["model_type"]),
@@ -742,5 +1279,184 @@ def architecture_from_path(path: Path) -> ImportedModel:
         safetensors_dtype=dtype,
         safetensors_files=len(files),
         config_dtype=config_dtype,
+        weights_format=fmt,
+        weights_bytes=weights_bytes,
         notes=tuple(notes),
+        warnings=tuple(warnings),
     )
+
+
+def _lone_gguf(path: Path) -> Path | None:
+    """``path`` if it is a .gguf file, or a folder's one .gguf file when it has no config."""
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        return path
+    if path.is_dir() and not (path / "config.json").is_file():
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return ggufs[0]
+    return None
+
+
+def _config_location(path: Path) -> tuple[Path, Path]:
+    """(model folder, config.json) for a folder or a config file; one-line errors else."""
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise HFImportError(f"{path}: no config.json in this folder")
+        return path, path / "config.json"
+    if path.is_file():
+        if path.suffix == ".safetensors" or path.name.endswith(".index.json"):
+            raise HFImportError(
+                f"{path}: give the model folder (or its config.json), not a weights file"
+            )
+        return path.parent, path
+    raise HFImportError(f"{path}: no such file or folder")
+
+
+def _count_mismatch(
+    arch: Architecture, stored: int, quantized: bool, data: dict[str, Any]
+) -> list[str]:
+    """A warning when config.json's architecture and the safetensors headers disagree on
+    the parameter count (a packed quantized checkpoint stores fewer elements: not compared;
+    DeepSeek's multi-token-prediction layers are stored but not counted: said so)."""
+    counted = count_parameters(arch).total
+    if quantized or stored == counted:
+        return []
+    extra = (
+        " (includes the multi-token-prediction layers)"
+        if data.get("num_nextn_predict_layers")
+        else ""
+    )
+    return [
+        f"warning: config.json describes {counted:,} parameters but the safetensors headers "
+        f"hold {stored:,}{extra}; the estimates use config.json's architecture"
+    ]
+
+
+_QUANT_FORMATS: dict[tuple[str, Any], str] = {
+    ("gptq", 4): "awq_int4_g128",
+    ("awq", 4): "awq_int4_g128",
+    ("gptq", 8): "int8",
+}
+
+
+def quantization_format(
+    quant: Any, arch: Architecture
+) -> tuple[str | None, float | None, str | None]:
+    """(weights format id, exact bytes or None, note) from a ``quantization_config``.
+
+    ``fp8`` (DeepSeek-V3's block-wise e4m3, ``fbgemm_fp8``, ``compressed-tensors`` fp8):
+    fp8 weights. GPTQ / AWQ 4-bit: packed int4 with fp16 scales and 4-bit zeros per group
+    (``awq_int4_g128``); 8-bit GPTQ: int8. bitsandbytes ``load_in_4bit``: NF4,
+    ``load_in_8bit``: int8. ``mxfp4`` (gpt-oss; transformers ``quantizer_mxfp4.py``): the
+    routed experts' matrices in MXFP4 (4.25 bits), everything else in bf16, so the bytes
+    are exact: experts·4.25/8 + rest·2.
+    """
+    if quant is None:
+        return None, None, None
+    if not isinstance(quant, dict):
+        return None, None, "quantization_config is not an object; ignored"
+    method = str(quant.get("quant_method", "")).lower()
+    bits = quant.get("bits", quant.get("w_bit", 4))
+    if method in ("fp8", "fbgemm_fp8"):
+        return (
+            "fp8",
+            None,
+            "fp8 weights (quantization_config); 16-bit embeddings and norms not split out",
+        )
+    if method in ("gptq", "awq") and (method, bits) in _QUANT_FORMATS:
+        return _QUANT_FORMATS[(method, bits)], None, f"{method.upper()} {bits}-bit weights"
+    if method == "bitsandbytes":
+        if quant.get("load_in_4bit"):
+            return "nf4", None, "bitsandbytes 4-bit weights"
+        if quant.get("load_in_8bit"):
+            return "int8", None, "bitsandbytes 8-bit weights"
+    if method == "mxfp4" and arch.moe is not None:
+        from llm_planner.core.quantities.quantization import get_weight_format
+
+        counts = count_parameters(arch)
+        one = arch.moe.expert_ffn_size * arch.hidden_size * (3 if arch.gated else 2)
+        matrices = arch.moe_layers * arch.moe.num_experts * one
+        mx_bits = get_weight_format("mxfp4").bits_per_weight
+        exact = matrices * mx_bits / 8 + (counts.total - matrices) * 2.0
+        return "mxfp4", exact, "MXFP4 routed experts, the rest bf16 (quantization_config)"
+    return None, None, f"quantization_config quant_method {method!r} not recognised; ignored"
+
+
+def import_gguf(path: Path) -> ImportedModel:
+    """A GGUF file: the architecture from its tensor names, shapes and metadata, the exact
+    parameter count and weight bytes from its own tensor infos (:mod:`.gguf`)."""
+    from llm_planner.core.files import gguf
+
+    try:
+        header = gguf.read_gguf_header(path)
+        fields = gguf.architecture_fields(header)
+    except gguf.GGUFError as error:
+        raise HFImportError(str(error)) from None
+    label = str(path)
+    for key, cls in (("moe", MoEConfig), ("recurrent", RecurrentConfig)):
+        if isinstance(fields.get(key), dict):
+            fields[key] = _validated(cls, fields[key], label, header.architecture)
+    architecture = _validated(Architecture, fields, label, header.architecture)
+    counted = count_parameters(architecture).total
+    warnings = []
+    if counted != header.parameter_count:
+        warnings.append(
+            f"warning: the architecture read from {path.name} counts {counted:,} parameters "
+            f"but its tensors hold {header.parameter_count:,}; weights use the file's bytes"
+        )
+    mix = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in list(header.bytes_by_type().items())[:4])
+    return ImportedModel(
+        architecture=architecture,
+        model_type=f"gguf:{header.architecture}",
+        source_path=path,
+        weights_format=gguf.weights_format_of(header).lower(),
+        weights_bytes=float(header.weight_bytes),
+        file_params=header.parameter_count,
+        notes=(f"GGUF v{header.version}, {len(header.tensors)} tensors: {mix}",),
+        warnings=tuple(warnings),
+    )
+
+
+def import_model(text: str) -> ImportedModel:
+    """What the command line's ``model`` argument names: a local folder, config.json or
+    .gguf file, else a Hub id ``org/name[@revision]`` found in the local Hugging Face
+    cache (:mod:`.hub_cache`; offline). One-line :class:`HFImportError` otherwise."""
+    from llm_planner.core.files import hub_cache
+
+    path = Path(text).expanduser()
+    if path.exists():
+        return architecture_from_path(path)
+    if hub_cache.looks_like_hub_id(text):
+        try:
+            snapshot = hub_cache.resolve_hub_id(text)
+        except hub_cache.HubCacheError as error:
+            raise HFImportError(str(error)) from None
+        return architecture_from_path(snapshot)
+    raise HFImportError(f"{text}: no such file or folder, and not a Hugging Face id (org/name)")
+
+
+_FORMAT_ALIASES = {"f16": "fp16", "f32": "fp32", "mxfp4_moe": "mxfp4"}
+
+
+def inference_fields(imported: ImportedModel) -> dict[str, Any]:
+    """The ``inference`` scenario fields an imported model implies: its weights format (a
+    known :mod:`.quantization` id) and, when the files give them, the exact stored bytes
+    (:class:`~llm_planner.core.sections.inference.StoredWeights`). Empty when unknown."""
+    from llm_planner.core.quantities.quantization import get_weight_format
+
+    name = imported.weights_format
+    if name is None:
+        return {}
+    name = _FORMAT_ALIASES.get(name, name)
+    try:
+        fmt = get_weight_format(name).id
+    except ValueError:
+        return {}
+    fields: dict[str, Any] = {"weights_format": fmt}
+    if imported.weights_bytes is not None:
+        fields["stored_weights"] = {
+            "format": fmt,
+            "bytes": imported.weights_bytes,
+            "source": str(imported.source_path)[:500],
+        }
+    return fields

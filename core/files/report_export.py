@@ -34,6 +34,7 @@ SECTION_TITLES = {
     "inference": "Inference memory",
     "training": "Training memory (per GPU)",
     "parallelism": "Parallelism",
+    "calibration": "Calibration (measured runs)",
 }
 
 _SUFFIXES: dict[str, ReportFormat] = {

@@ -2,7 +2,14 @@
 
 One :class:`Architecture` describes every model the app knows: dense GPT-style and
 Llama-style models, grouped-query / multi-query attention, gated MLPs, mixture-of-experts
-(Mixtral, DeepSeek) and multi-head latent attention (DeepSeek-V2/V3).
+(Mixtral, DeepSeek, gpt-oss, Llama 4), multi-head latent attention (DeepSeek-V2/V3), and
+state-space / recurrent layers (Mamba, Mamba-2, RWKV, and hybrids such as Jamba).
+
+Layers may differ: sliding-window and global attention layers (Gemma 2/3, Cohere 2,
+gpt-oss), dense and MoE FFN layers (DeepSeek's leading dense layers, Llama 4 Maverick's
+and Jamba's interleaving), attention and recurrent mixers (Jamba). Each difference is a
+periodic pattern with a default that means "every layer the same", so older scenario
+files load unchanged.
 
 :func:`count_parameters` is the single source of truth for parameter counts; every
 estimator takes P from it (or from a user override that the scenario carries).
@@ -19,11 +26,25 @@ FFNKind = Literal["gelu_mlp", "swiglu", "geglu"]
 NeoX, Falcon. ``swiglu`` / ``geglu``: three matrices (gate, up, down), as in Llama, Mistral,
 Qwen (SwiGLU; Shazeer 2020, "GLU Variants Improve Transformer") and Gemma (GeGLU)."""
 
-NormKind = Literal["layernorm", "rmsnorm"]
-"""LayerNorm has a weight and a bias per channel (2·h parameters); RMSNorm only a weight (h)."""
+NormKind = Literal["layernorm", "rmsnorm", "layernorm_nobias", "nonparametric"]
+"""LayerNorm has a weight and a bias per channel (2·h parameters); RMSNorm only a weight (h);
+``layernorm_nobias`` a LayerNorm with a weight only (Cohere's, h); ``nonparametric`` a
+LayerNorm with neither (OLMo-1's ``OlmoLayerNorm``, 0)."""
 
-PositionKind = Literal["learned", "rotary", "alibi"]
-"""Learned absolute positions add a (positions × h) table; rotary (RoPE) and ALiBi add none."""
+QKNormKind = Literal["none", "head", "full"]
+"""A norm on queries and keys before attention: ``head`` one norm of head_dim shared by all
+heads, once for q and once for k (Qwen3, Gemma 3: ``q_norm``/``k_norm`` of ``head_dim``);
+``full`` a norm over all query heads (a·d) and one over all key heads (kv·d) (OLMo-2,
+OLMoE, Cohere's ``use_qk_norm``, StableLM's per-head LayerNorms)."""
+
+RecurrentKind = Literal["mamba", "mamba2", "rwkv"]
+"""``mamba``: the selective SSM block of Gu & Dao 2023 (arXiv:2312.00752); ``mamba2``: the
+SSD block of Dao & Gu 2024 (arXiv:2405.21060); ``rwkv``: RWKV-4's time-mix and channel-mix
+(Peng et al. 2023, arXiv:2305.13048), Hugging Face's ``rwkv`` model type."""
+
+PositionKind = Literal["learned", "rotary", "alibi", "none"]
+"""Learned absolute positions add a (positions × h) table; rotary (RoPE) and ALiBi add none;
+``none``: no position encoding (Mamba, RWKV, Jamba's attention layers)."""
 
 AttentionBias = Literal["none", "qkv", "all"]
 """Which attention projections carry a bias: none (Llama), q/k/v only (Qwen2), all (GPT)."""
@@ -49,9 +70,21 @@ class MoEConfig(BaseModel):
     router_bias: bool = Field(
         default=False, description="router has a per-expert bias (DeepSeek-V3 correction bias)"
     )
+    layer_period: int = Field(
+        default=1, ge=1, description="after the dense lead, layer i is MoE when i % period = offset"
+    )
+    layer_offset: int = Field(default=0, ge=0, description="see layer_period")
+    shared_expert_gate: bool = Field(
+        default=False, description="a sigmoid gate h → 1 on the shared experts (Qwen2-MoE)"
+    )
 
     @model_validator(mode="after")
     def _top_k_fits(self) -> Self:
+        if self.layer_offset >= self.layer_period:
+            raise ValueError(
+                f"layer_offset ({self.layer_offset}) must be below layer_period "
+                f"({self.layer_period})"
+            )
         if self.experts_per_token > self.num_experts:
             raise ValueError(
                 f"experts_per_token ({self.experts_per_token}) exceeds num_experts "
@@ -76,6 +109,64 @@ class MLAConfig(BaseModel):
     qk_nope_head_dim: int = Field(ge=1)
     qk_rope_head_dim: int = Field(ge=0)
     v_head_dim: int = Field(ge=1)
+
+
+class RecurrentConfig(BaseModel):
+    """State-space or recurrent mixers in place of attention (all layers, or all but a few).
+
+    Mamba (Gu & Dao 2023, section 3.4 and Figure 3): in_proj h → 2·d_inner, a depthwise
+    causal conv of ``conv_kernel`` over d_inner, x_proj d_inner → (dt_rank + 2·N),
+    dt_proj dt_rank → d_inner, A (d_inner × N), D (d_inner), out_proj d_inner → h; its
+    recurrent state is d_inner·N (SSM) + d_inner·(conv_kernel − 1) (conv) per layer.
+    Mamba-2 (Dao & Gu 2024, section 7): in_proj h → 2·d_inner + 2·G·N + H, conv over
+    d_inner + 2·G·N, per-head dt bias, A and D, a gated RMSNorm over d_inner, out_proj;
+    state H·P·N + (d_inner + 2·G·N)·(conv_kernel − 1). RWKV-4 (Peng et al. 2023, section
+    3): time-mix with ``inner_size`` channels and channel-mix with ``ffn_size``; state 5·h
+    per layer (the previous token for both mixes, and the WKV numerator, denominator and
+    running maximum). ``attention_period``/``attention_offset`` make a hybrid: layer i is an
+    attention layer when i % period = offset (Jamba: 8, 4).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: RecurrentKind
+    inner_size: int = Field(ge=1, description="d_inner (expand·h); RWKV: attention_hidden_size")
+    state_size: int = Field(default=16, ge=0, description="SSM state per channel/head (N)")
+    conv_kernel: int = Field(default=4, ge=0, description="causal conv width (d_conv)")
+    time_step_rank: int = Field(default=0, ge=0, description="Mamba's dt_rank")
+    heads: int = Field(default=0, ge=0, description="Mamba-2 heads (H)")
+    groups: int = Field(default=1, ge=1, description="Mamba-2 B/C groups (G)")
+    conv_bias: bool = True
+    proj_bias: bool = Field(default=False, description="in_proj and out_proj carry biases")
+    inner_norms: bool = Field(
+        default=False, description="RMSNorms on dt, B and C (Jamba's dt/b/c_layernorm)"
+    )
+    ffn_size: int = Field(default=0, ge=0, description="RWKV channel-mix width")
+    attention_period: int | None = Field(
+        default=None, ge=1, description="hybrids: layer i is attention when i % period = offset"
+    )
+    attention_offset: int = Field(default=0, ge=0)
+    has_ffn: bool = Field(
+        default=False, description="recurrent layers also carry the model's FFN (Jamba)"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.kind == "mamba2" and (self.heads < 1 or self.inner_size % self.heads):
+            raise ValueError(
+                f"mamba2 needs heads ≥ 1 dividing inner_size ({self.inner_size}), got {self.heads}"
+            )
+        if self.attention_period is not None and self.attention_offset >= self.attention_period:
+            raise ValueError(
+                f"attention_offset ({self.attention_offset}) must be below attention_period "
+                f"({self.attention_period})"
+            )
+        return self
+
+    @property
+    def head_dim(self) -> int:
+        """Mamba-2's P = d_inner / H."""
+        return self.inner_size // self.heads if self.heads else 0
 
 
 class Architecture(BaseModel):
@@ -111,8 +202,20 @@ class Architecture(BaseModel):
     sliding_window_layers: Literal["all", "alternate"] = Field(
         default="all", description="which layers use the window (Gemma-2 alternates)"
     )
+    global_attention_every: int | None = Field(
+        default=None,
+        ge=1,
+        description="with a window: every N-th layer (N-1, 2N-1, ...) attends globally, the "
+        "others within the window (Gemma 3: 6, Cohere 2 and Llama 4: 4, gpt-oss: 2)",
+    )
+    qk_norm: QKNormKind = "none"
+    attention_sinks: bool = Field(
+        default=False, description="one learned sink logit per head per layer (gpt-oss)"
+    )
+    head_bias: bool = Field(default=False, description="the output head has a bias (GPT-J, Phi-2)")
     moe: MoEConfig | None = None
     mla: MLAConfig | None = None
+    recurrent: RecurrentConfig | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -131,15 +234,66 @@ class Architecture(BaseModel):
     def is_moe(self) -> bool:
         return self.moe is not None
 
+    def is_moe_layer(self, index: int) -> bool:
+        """Whether layer ``index`` (0-based) has a mixture-of-experts FFN: past the dense
+        lead and on the MoE period (DeepSeek ``first_k_dense_replace``/``moe_layer_freq``,
+        Qwen-MoE ``decoder_sparse_step``, Llama 4 ``interleave_moe_layer_step``, Jamba
+        ``expert_layer_period``/``offset``)."""
+        moe = self.moe
+        if moe is None or index < moe.first_dense_layers:
+            return False
+        return index % moe.layer_period == moe.layer_offset and self.has_ffn(index)
+
+    def is_attention_layer(self, index: int) -> bool:
+        """Whether layer ``index`` mixes tokens by attention (else by its recurrent mixer)."""
+        r = self.recurrent
+        if r is None:
+            return True
+        return r.attention_period is not None and index % r.attention_period == r.attention_offset
+
+    def has_ffn(self, index: int) -> bool:
+        """Whether layer ``index`` has an FFN (Mamba and RWKV blocks have none of their own)."""
+        return self.recurrent is None or self.recurrent.has_ffn or self.is_attention_layer(index)
+
     @property
     def moe_layers(self) -> int:
         """Layers whose FFN is a mixture of experts."""
-        return 0 if self.moe is None else self.layers - self.moe.first_dense_layers
+        if self.moe is None:
+            return 0
+        return sum(1 for i in range(self.layers) if self.is_moe_layer(i))
 
     @property
     def dense_layers(self) -> int:
-        """Layers whose FFN is a plain dense MLP."""
+        """Layers without a mixture of experts (a dense FFN, or none in a Mamba/RWKV block)."""
         return self.layers - self.moe_layers
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers with attention (all of a transformer's; a hybrid's few; none of Mamba's)."""
+        if self.recurrent is None:
+            return self.layers
+        return sum(1 for i in range(self.layers) if self.is_attention_layer(i))
+
+    @property
+    def recurrent_layers(self) -> int:
+        """Layers with a recurrent (state-space) mixer instead of attention."""
+        return self.layers - self.attention_layers
+
+    @property
+    def windowed_attention_layers(self) -> int:
+        """Attention layers that attend within ``sliding_window`` tokens only.
+
+        ``global_attention_every`` N: all but every N-th (Gemma 3's 5 local : 1 global);
+        else ``alternate``: every other layer from the first (Gemma 2); else all.
+        """
+        if self.sliding_window is None:
+            return 0
+        every = self.global_attention_every
+        if every is None and self.sliding_window_layers == "alternate":
+            every = 2
+        if every is None:
+            return self.attention_layers
+        return sum(1 for i in range(self.layers) if self.is_attention_layer(i) and (i + 1) % every)
 
     @property
     def gated(self) -> bool:
@@ -168,7 +322,8 @@ class ParameterCount(BaseModel):
     mlp: int = Field(description="all dense-FFN layers' matrices and biases")
     experts: int = Field(description="all routed experts of all MoE layers")
     shared_experts: int = Field(description="all shared (always-on) experts")
-    router: int = Field(description="all MoE routers")
+    router: int = Field(description="all MoE routers (and Qwen2-MoE's shared-expert gates)")
+    recurrent: int = Field(default=0, description="all recurrent / state-space mixers")
     norms: int = Field(description="every norm: in-layer, embedding, final")
     head: int = Field(description="output projection (0 when tied to the embedding)")
     total: int = Field(description="every stored parameter")
@@ -188,15 +343,25 @@ class ParameterCount(BaseModel):
         return self.total - self.embedding - self.positions - self.head
 
 
+def norm_params(arch: Architecture, width: int | None = None) -> int:
+    """One norm over ``width`` channels (default h): 2·width for LayerNorm (weight and
+    bias), width for RMSNorm or a bias-free LayerNorm, 0 for a parameter-free one."""
+    n = arch.hidden_size if width is None else width
+    return {"layernorm": 2 * n, "nonparametric": 0}.get(arch.norm, n)
+
+
 def _norm_params(arch: Architecture) -> int:
-    return 2 * arch.hidden_size if arch.norm == "layernorm" else arch.hidden_size
+    return norm_params(arch)
 
 
 def attention_params_per_layer(arch: Architecture) -> int:
     """Parameters of one layer's attention block.
 
     Standard / GQA / MQA (Vaswani et al. 2017; Ainslie et al. 2023): W_q h×(a·d),
-    W_k and W_v h×(kv·d) each, W_o (a·d)×h, plus biases per ``attention_bias``.
+    W_k and W_v h×(kv·d) each, W_o (a·d)×h, plus biases per ``attention_bias``, plus the
+    query/key norms (``qk_norm``: 2·d for per-head norms, a·d + kv·d over all heads, each
+    doubled for a LayerNorm with bias) and gpt-oss's sinks (a per layer; Hugging Face
+    ``modeling_gpt_oss.py``, ``GptOssAttention.sinks``).
     MLA (DeepSeek-V2 section 2.1, layer names from DeepSeek-V3 ``inference/model.py``):
     wq_a h×r_q, q_norm r_q, wq_b r_q×a·(d_nope+d_rope) (or wq h×a·(d_nope+d_rope) without
     r_q), wkv_a h×(r_kv+d_rope), kv_norm r_kv, wkv_b r_kv×a·(d_nope+d_v), wo a·d_v×h.
@@ -222,7 +387,92 @@ def attention_params_per_layer(arch: Architecture) -> int:
         bias += arch.q_size + 2 * arch.kv_size
     if arch.attention_bias == "all":
         bias += h
-    return weights + bias
+    qk_norm = 0
+    if arch.qk_norm == "head":
+        qk_norm = 2 * norm_params(arch, arch.head_dim)
+    elif arch.qk_norm == "full":
+        qk_norm = norm_params(arch, arch.q_size) + norm_params(arch, arch.kv_size)
+    sinks = arch.heads if arch.attention_sinks else 0
+    return weights + bias + qk_norm + sinks
+
+
+def recurrent_params_per_layer(arch: Architecture) -> int:
+    """Parameters of one layer's recurrent mixer (0 without one).
+
+    Layer names and shapes from Hugging Face transformers ``modeling_mamba.py``
+    (``MambaMixer``), ``modeling_mamba2.py`` (``Mamba2Mixer``), ``modeling_jamba.py``
+    (``JambaMambaMixer``: adds dt/B/C RMSNorms) and ``modeling_rwkv.py``
+    (``RwkvSelfAttention`` + ``RwkvFeedForward``); see :class:`RecurrentConfig`.
+    """
+    r = arch.recurrent
+    if r is None:
+        return 0
+    h, d, n, k = arch.hidden_size, r.inner_size, r.state_size, r.conv_kernel
+    if r.kind == "rwkv":
+        time_mix = 4 * h * d + 2 * d + 3 * h  # key/value/receptance/output, decay, first, mixes
+        channel_mix = 2 * h * r.ffn_size + h * h + 2 * h  # key, value, receptance, mixes
+        return time_mix + channel_mix
+    proj_bias = r.proj_bias
+    if r.kind == "mamba":
+        rank = r.time_step_rank
+        in_proj = h * 2 * d + (2 * d if proj_bias else 0)
+        conv = d * k + (d if r.conv_bias else 0)
+        x_proj = d * (rank + 2 * n)
+        dt_proj = rank * d + d
+        out_proj = d * h + (h if proj_bias else 0)
+        norms = rank + 2 * n if r.inner_norms else 0
+        return in_proj + conv + x_proj + dt_proj + d * n + d + out_proj + norms
+    heads = r.heads
+    conv_dim = d + 2 * r.groups * n
+    projection = d + conv_dim + heads
+    in_proj = h * projection + (projection if proj_bias else 0)
+    conv = conv_dim * k + (conv_dim if r.conv_bias else 0)
+    out_proj = d * h + (h if proj_bias else 0)
+    return in_proj + conv + 3 * heads + d + out_proj  # dt_bias, A_log, D; gated norm d
+
+
+def _moe_layer_params(arch: Architecture) -> tuple[int, int, int, int]:
+    """(routed experts, routed active, shared experts, router) of one MoE layer."""
+    moe = arch.moe
+    if moe is None:
+        return 0, 0, 0, 0
+    one_expert = mlp_params(arch, moe.expert_ffn_size)
+    router = arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+    if moe.shared_expert_gate and moe.num_shared_experts:
+        router += arch.hidden_size
+    return (
+        moe.num_experts * one_expert,
+        moe.experts_per_token * one_expert,
+        moe.num_shared_experts * one_expert,
+        router,
+    )
+
+
+def layer_params(arch: Architecture, index: int) -> int:
+    """All parameters of layer ``index``: its mixer (attention or recurrent), its FFN
+    (dense, MoE with router and shared experts, or none) and its ``norms_per_layer`` norms."""
+    mixer = (
+        attention_params_per_layer(arch)
+        if arch.is_attention_layer(index)
+        else recurrent_params_per_layer(arch)
+    )
+    if arch.is_moe_layer(index):
+        experts, _, shared, router = _moe_layer_params(arch)
+        ffn = experts + shared + router
+    elif arch.has_ffn(index):
+        ffn = mlp_params(arch, arch.ffn_size)
+    else:
+        ffn = 0
+    return mixer + ffn + arch.norms_per_layer * norm_params(arch)
+
+
+def mean_layer_params(arch: Architecture, moe_layer: bool) -> float:
+    """Mean parameters of the model's MoE layers (``moe_layer``) or of its other layers;
+    layers × mean = those layers' exact total (hybrids mix attention and recurrent layers)."""
+    picked = [
+        layer_params(arch, i) for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer
+    ]
+    return sum(picked) / len(picked) if picked else 0.0
 
 
 def mlp_params(arch: Architecture, ffn_size: int) -> int:
@@ -242,13 +492,14 @@ def mlp_params(arch: Architecture, ffn_size: int) -> int:
 def count_parameters(arch: Architecture) -> ParameterCount:
     """Exact parameter count of ``arch``, component by component.
 
-    Per layer: attention (:func:`attention_params_per_layer`), FFN (:func:`mlp_params`, or
-    for MoE layers routed experts + shared experts + router h·E [+E bias]) and
+    Per layer: attention (:func:`attention_params_per_layer`) or a recurrent mixer
+    (:func:`recurrent_params_per_layer`), FFN (:func:`mlp_params`, or for MoE layers routed
+    experts + shared experts + router h·E [+E bias], or none in a Mamba/RWKV block) and
     ``norms_per_layer`` norms. Outside the layers: token embedding V·h, learned positions
     (max_context + position_offset)·h, optional embedding norm, final norm, and an untied
-    output head V·h. This is the standard accounting of e.g. Narayanan et al. 2021
-    (arXiv:2104.04473, section 5.1) written out term by term rather than approximated as
-    12·L·h²; it reproduces published totals (see tests/test_architecture.py).
+    output head V·h (+V with ``head_bias``). This is the standard accounting of e.g.
+    Narayanan et al. 2021 (arXiv:2104.04473, section 5.1) written out term by term rather
+    than approximated as 12·L·h²; it reproduces published totals (see tests/test_architecture.py).
 
     Active parameters count, for each MoE layer, only ``experts_per_token`` routed experts.
     """
@@ -256,23 +507,24 @@ def count_parameters(arch: Architecture) -> ParameterCount:
     embedding = arch.vocab_size * h
     positions = (arch.max_context + arch.position_offset) * h if arch.positions == "learned" else 0
     head = 0 if arch.tied_embeddings else arch.vocab_size * h
+    head += arch.vocab_size if arch.head_bias else 0
     norm = _norm_params(arch)
     norms = arch.layers * arch.norms_per_layer * norm + norm  # in-layer + final
     if arch.embedding_norm:
         norms += norm
-    attention = arch.layers * attention_params_per_layer(arch)
-    mlp = arch.dense_layers * mlp_params(arch, arch.ffn_size)
-    experts = shared = router = routed_active = 0
-    if arch.moe is not None:
-        moe = arch.moe
-        one_expert = mlp_params(arch, moe.expert_ffn_size)
-        experts = arch.moe_layers * moe.num_experts * one_expert
-        routed_active = arch.moe_layers * moe.experts_per_token * one_expert
-        shared = arch.moe_layers * moe.num_shared_experts * one_expert
-        router = arch.moe_layers * (
-            h * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
-        )
-    total = embedding + positions + attention + mlp + experts + shared + router + norms + head
+    attention_layers = arch.attention_layers
+    attention = attention_layers * attention_params_per_layer(arch)
+    recurrent = (arch.layers - attention_layers) * recurrent_params_per_layer(arch)
+    moe_layers = arch.moe_layers
+    ffn_layers = sum(1 for i in range(arch.layers) if arch.has_ffn(i))
+    mlp = (ffn_layers - moe_layers) * mlp_params(arch, arch.ffn_size)
+    one_experts, one_active, one_shared, one_router = _moe_layer_params(arch)
+    experts = moe_layers * one_experts
+    routed_active = moe_layers * one_active
+    shared = moe_layers * one_shared
+    router = moe_layers * one_router
+    total = embedding + positions + attention + recurrent + mlp + experts + shared + router + norms
+    total += head
     active = total - experts + routed_active
     return ParameterCount(
         embedding=embedding,
@@ -282,6 +534,7 @@ def count_parameters(arch: Architecture) -> ParameterCount:
         experts=experts,
         shared_experts=shared,
         router=router,
+        recurrent=recurrent,
         norms=norms,
         head=head,
         total=total,

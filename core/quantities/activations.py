@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.quantities import recurrent
 
 Num = Any
 """A number or a numpy array of numbers (s, b, t may be arrays in the vectorised search)."""
@@ -629,8 +630,48 @@ def _ffn_tensors(arch: Architecture, cfg: _Config, moe_layer: bool) -> list[_Ten
     return out
 
 
+def _attention_share(arch: Architecture, moe_layer: bool) -> float:
+    """Fraction of the model's MoE (or other) layers whose mixer is attention: 1 for a
+    transformer, 0 for Mamba / RWKV, Jamba's 1/8 of its non-MoE layers."""
+    kind = [i for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer]
+    return sum(arch.is_attention_layer(i) for i in kind) / len(kind) if kind else 1.0
+
+
+def _recurrent_layer_tensors(arch: Architecture, cfg: _Config, moe_layer: bool) -> list[_Tensor]:
+    """A layer of a model with recurrent mixers (:mod:`.recurrent`): its norms, the mean of
+    its kind's mixers (attention tensors × the attention share, recurrent × the rest) and
+    its FFN where the block has one (Jamba; not Mamba or RWKV)."""
+    share = _attention_share(arch, moe_layer)
+    tensors = _norm_tensors(arch, cfg, "mixer norm")
+    if share > 0:
+        tensors += [replace(t, elements=t.elements * share) for t in _attention_tensors(arch, cfg)]
+    for saved in recurrent.recurrent_saved_tensors(arch, cfg.s, cfg.b):
+        fp32 = saved.dtype == "fp32"
+        tensors.append(
+            _Tensor(
+                saved.name if share == 0 else f"{saved.name} (× {1 - share:.3g} of layers)",
+                saved.shape,
+                "fp32" if fp32 else cfg.act_dtype,
+                saved.elements * (1 - share),
+                FP32 if fp32 else cfg.act,
+                "recurrent",
+                saved.shard,
+            )
+        )
+    if arch.recurrent is not None and (arch.recurrent.has_ffn or share > 0):
+        ffn_share = 1.0 if arch.recurrent.has_ffn else share
+        more = _norm_tensors(arch, cfg, "MLP norm") if arch.norms_per_layer > 1 else []
+        more += _ffn_tensors(arch, cfg, moe_layer)
+        tensors += [replace(t, elements=t.elements * ffn_share) for t in more]
+    elif arch.norms_per_layer > 1:
+        tensors += _norm_tensors(arch, cfg, "channel-mix norm")
+    return tensors
+
+
 def _layer_tensors(arch: Architecture, cfg: _Config, moe_layer: bool) -> list[_Tensor]:
     """Every tensor one layer saves, before recomputation."""
+    if arch.recurrent is not None:
+        return _recurrent_layer_tensors(arch, cfg, moe_layer)
     tensors = _norm_tensors(arch, cfg, "attention norm")
     tensors += _attention_tensors(arch, cfg)
     tensors += _norm_tensors(arch, cfg, "MLP norm")
@@ -721,6 +762,14 @@ def layer_forward_flops(arch: Architecture, seq_len: Num, micro_batch: Num, moe_
         mats += per * (moe.experts_per_token + moe.num_shared_experts) + h * moe.num_experts
     else:
         mats += (3 if arch.gated else 2) * h * arch.ffn_size
+    if arch.recurrent is not None:  # the mean layer of its kind (:func:`_attention_share`)
+        share = _attention_share(arch, moe_layer)
+        has_ffn = arch.recurrent.has_ffn
+        attention = 2 * h * arch.q_size + 2 * h * arch.kv_size
+        mixed = share * (2.0 * tokens * attention + 4.0 * micro_batch * seq_len**2 * arch.q_size)
+        ffn = 2.0 * tokens * (mats - attention) * (1.0 if has_ffn else share)
+        rec = (1 - share) * recurrent.recurrent_forward_flops(arch, seq_len, micro_batch)
+        return mixed + ffn + rec
     return 2.0 * tokens * mats + 4.0 * micro_batch * seq_len * seq_len * arch.q_size
 
 

@@ -223,3 +223,154 @@ class Links:
 def crosses_nodes(stride: int, size: int, gpus_per_node: int) -> bool:
     """Whether a group of ``size`` ranks spaced ``stride`` apart spans more than one node."""
     return size > 1 and stride * size > gpus_per_node
+
+
+# --------------------------------------------------------------------- latency (NCCL's model)
+
+NCCL_BASE_LATENCY_SECONDS = 8.4e-6
+"""Fixed start-up latency of one NCCL collective, Simple protocol (ring and tree): NCCL's
+tuning model, ``baseLatencies`` in src/graph/tuning.cc (NVIDIA/nccl@5067397c): 8.4 µs."""
+
+NVLINK_STEP_LATENCY_SECONDS = 3.4e-6
+"""Per-step latency of a ring step over NVLink, Simple protocol (``hwLatencies[NVLINK][Ring]
+[Simple]`` = 3.4 µs, same file); tree steps inside a node 4.0 µs."""
+
+NETWORK_STEP_LATENCY_SECONDS = 14e-6
+"""Per-step latency of a step that crosses the network, Simple protocol
+(``hwLatencies[NET][Ring|Tree][Simple]`` = 14 µs, same file). nccl-tests all-reduce of a
+few bytes across 2+ InfiniBand nodes measures a few tens of µs, consistent with it."""
+
+
+def collective_latency_seconds(
+    kind: str,
+    ranks: npt.ArrayLike,
+    nodes: npt.ArrayLike,
+    *,
+    intra_step: float = NVLINK_STEP_LATENCY_SECONDS,
+    inter_step: float = NETWORK_STEP_LATENCY_SECONDS,
+    base: float = NCCL_BASE_LATENCY_SECONDS,
+) -> FloatArray:
+    """Latency term of one collective over ``ranks`` GPUs on ``nodes`` nodes (0 for 1 rank).
+
+    NCCL's tuning model (src/graph/tuning.cc, NVIDIA/nccl@5067397c): base + steps × per-step
+    latency. Ring all-reduce has 2(n−1) steps of which 2(nodes−1) cross the network; ring
+    all-gather / reduce-scatter n−1, of which nodes−1 cross. Tree all-reduce (NCCL's choice
+    for latency-bound all-reduces across nodes) 2·((n/nodes − 1) intra + log2(nodes) inter)
+    steps. For an all-reduce NCCL takes the faster algorithm; the bandwidth term is the same
+    here for both (NCCL rates the tree's bus bandwidth 0.92 × 0.85 of the ring's on Hopper
+    (same file), only worth it when latency dominates, which is when this minimum picks it).
+    """
+    n = np.asarray(ranks, dtype=np.float64)
+    k = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
+    if kind == "all_reduce":
+        steps, inter = 2.0 * (n - 1.0), 2.0 * (k - 1.0)
+        ring = (steps - inter) * intra_step + inter * inter_step
+        tree = 2.0 * ((n / k - 1.0) * intra_step + np.log2(k) * inter_step)
+        lat = np.where(k > 1, np.minimum(ring, tree), ring)
+    else:
+        steps, inter = n - 1.0, k - 1.0
+        lat = (steps - inter) * intra_step + inter * inter_step
+    return np.asarray(np.where(n > 1, base + lat, 0.0))
+
+
+def nodes_spanned(stride: npt.ArrayLike, size: npt.ArrayLike, gpus_per_node: int) -> FloatArray:
+    """How many nodes a group of ``size`` ranks spaced ``stride`` apart spans (≥ 1)."""
+    s = np.asarray(stride, dtype=np.float64)
+    n = np.asarray(size, dtype=np.float64)
+    return np.asarray(np.maximum(1.0, np.ceil(s * n / float(gpus_per_node))))
+
+
+# --------------------------------------------------------------------- kernels
+
+GEMM_TILE_M = 128
+"""Rows of a GEMM output tile (see GEMM_TILE_N)."""
+GEMM_TILE_N = 256
+"""Output tile of a large bf16 cuBLAS/CUTLASS GEMM on Hopper and Ampere (CUTLASS's default
+128×256 tensor-core tile for bf16 GEMMs; one thread block per tile, one wave = one block
+per SM)."""
+
+STREAMING_MULTIPROCESSORS: dict[str, int] = {
+    "h100": 132,
+    "h800": 132,
+    "h200": 132,
+    "gh200": 132,
+    "b200": 148,
+    "a100": 108,
+    "a800": 108,
+    "v100": 80,
+    "l40": 142,
+    "mi300": 304,
+}
+"""SMs (AMD: compute units) per GPU by catalog-id prefix: H100 SXM 132 (NVIDIA H100
+whitepaper), A100 108 (A100 whitepaper), V100 80 (Volta whitepaper), B200 148, L40S 142,
+MI300X 304 CUs. Unknown GPUs: 108 (DEFAULT_SMS)."""
+
+DEFAULT_SMS = 108
+"""SMs assumed for a GPU not in STREAMING_MULTIPROCESSORS (an A100's)."""
+
+GEMM_RAMP_SECONDS = 4e-6
+"""Fixed time of one GEMM kernel beyond its FLOPs at full rate (launch latency on the GPU,
+prologue filling the tensor-core pipeline, epilogue): a GEMM of F FLOP reaches
+F / (F + peak·efficiency·GEMM_RAMP_SECONDS) of its large-size efficiency. 4 µs: cuBLAS bf16
+GEMMs on H100 run at ~60% of their large-size rate at 1-2 GFLOP (e.g. 1024×1024×1024,
+~8 µs) and within 10% of it above ~50 GFLOP, as published cuBLAS/CUTLASS size sweeps show
+(NVIDIA's 'Matrix Multiplication Background User's Guide', Deep Learning Performance docs:
+throughput rises with size until the GPU is filled, then steps down at each partial wave).
+Stated assumption from those curves, not fitted here."""
+
+ATTENTION_EFFICIENCY: dict[str, dict[str, float]] = {
+    "fa2": {"hopper": 0.35, "ampere": 0.65, "other": 0.45},
+    "fa3": {"hopper": 0.55, "ampere": 0.65, "other": 0.45},
+}
+"""Share of dense bf16 peak a fused attention kernel reaches, forward + backward, by kernel
+class and GPU generation. FlashAttention-2 on A100: 187-225 TFLOP/s fwd+bwd of 312 (Dao
+2023, arXiv:2307.08691, section 4.1, Figure 4), ~0.65; on H100 ~335-350 of 989 TFLOP/s
+(Shah et al. 2024, FlashAttention-3, arXiv:2407.08608 figures for FA2 on H100), ~0.35;
+FlashAttention-3 / cuDNN fused attention on H100 500-600 fwd+bwd (same paper), ~0.55.
+Older GPUs (Volta, consumer): 0.45, an assumption."""
+
+
+def generation_of(gpu_id: str) -> str:
+    """'hopper', 'ampere' or 'other' from a catalog id (for ATTENTION_EFFICIENCY)."""
+    if gpu_id.startswith(("h100", "h800", "h200", "gh200")):
+        return "hopper"
+    if gpu_id.startswith(("a100", "a800", "a10", "a40", "a6000")):
+        return "ampere"
+    return "other"
+
+
+def sms_of(gpu_id: str) -> int:
+    """The SM count of a catalog GPU (:data:`STREAMING_MULTIPROCESSORS`)."""
+    for prefix, sms in STREAMING_MULTIPROCESSORS.items():
+        if gpu_id.startswith(prefix):
+            return sms
+    return DEFAULT_SMS
+
+
+def gemm_efficiency(
+    m: npt.ArrayLike,
+    n: npt.ArrayLike,
+    k: npt.ArrayLike,
+    *,
+    sms: int,
+    large_efficiency: float,
+    peak_flops: float,
+    ramp_seconds: float = GEMM_RAMP_SECONDS,
+) -> FloatArray:
+    """Achieved share of peak of an M×K · K×N GEMM: large-size efficiency × wave × size.
+
+    - wave quantisation: the output splits into ⌈M/128⌉·⌈N/256⌉ tiles, one per SM per wave;
+      a partial last wave leaves SMs idle: tiles ÷ (⌈tiles/SMs⌉ · SMs) (NVIDIA, Matrix
+      Multiplication Background User's Guide, 'Wave Quantization');
+    - size: F / (F + peak · efficiency · GEMM_RAMP_SECONDS) with F = 2·M·N·K, the fixed
+      start-up time of a kernel, which dominates small GEMMs;
+    - ``large_efficiency``: what a large GEMM reaches (ParallelInputs.kernel_efficiency).
+    """
+    m_ = np.asarray(m, dtype=np.float64)
+    n_ = np.asarray(n, dtype=np.float64)
+    k_ = np.asarray(k, dtype=np.float64)
+    tiles = np.ceil(m_ / GEMM_TILE_M) * np.ceil(n_ / GEMM_TILE_N)
+    wave = tiles / (np.ceil(tiles / sms) * sms)
+    flops = 2.0 * m_ * n_ * k_
+    size = flops / (flops + peak_flops * large_efficiency * ramp_seconds)
+    return np.asarray(large_efficiency * wave * size)

@@ -23,13 +23,11 @@ def windowed_layers(arch: Architecture) -> int:
     """Layers that attend only within ``sliding_window`` tokens.
 
     ``all``: every layer (Mistral 7B v0.1); ``alternate``: every other layer starting
-    with the first, ⌈L/2⌉ of them (Gemma 2: local and global layers alternate).
+    with the first, ⌈L/2⌉ of them (Gemma 2: local and global layers alternate); every
+    N-th global (Gemma 3); only attention layers count in a hybrid
+    (:attr:`Architecture.windowed_attention_layers`).
     """
-    if arch.sliding_window is None:
-        return 0
-    if arch.sliding_window_layers == "alternate":
-        return (arch.layers + 1) // 2
-    return arch.layers
+    return arch.windowed_attention_layers
 
 
 def _attention_widths(arch: Architecture) -> tuple[int, int]:
@@ -69,7 +67,7 @@ def attention_forward_flops_per_token(
         return limit - limit * limit / (2.0 * context)  # mean of min(i, w) for i ≤ s
 
     window = float(arch.sliding_window) if arch.sliding_window is not None else None
-    total = windowed * effective(window) + (arch.layers - windowed) * effective(None)
+    total = windowed * effective(window) + (arch.attention_layers - windowed) * effective(None)
     return per_context_token * total
 
 

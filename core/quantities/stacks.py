@@ -3,11 +3,19 @@
 A scenario names the stack it will run on (``training.stack``); the stack sets what differs
 between frameworks (buffers and their dtypes, the activation profile, bucket and prefetch
 sizes, overlap, allocator behaviour) and which launch config the plan exports to.
+
+Each profile was read from the framework's source at the commit named in its ``source``
+(mirrors of the public repositories): Megatron-LM d98e8a64, DeepSpeed edaa7221, torchtitan
+b5bcd76c, nanotron 2411b022; Hugging Face Trainer/accelerate wrap PyTorch DDP/FSDP, whose
+defaults are PyTorch's own. What the stack does not decide (the precision recipe, the
+activation-ledger profile) stays editable under it: the stack gives only their defaults.
 """
 
 from __future__ import annotations
 
 from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 Stack = Literal["megatron", "deepspeed", "torchtitan", "hf", "nanotron"]
 """Megatron-LM / Megatron-Core, DeepSpeed, PyTorch FSDP2 (torchtitan), Hugging Face
@@ -21,3 +29,193 @@ STACK_NAMES: dict[str, str] = {
     "nanotron": "nanotron",
 }
 """The human name of each stack id."""
+
+MIB = 2**20
+
+HOST_SECONDS_PER_LAYER_FUSED = 0.5e-3
+"""Host (CPU) time to launch one transformer layer's kernels for one micro-batch, forward
+and backward, for a stack with fused kernels (Megatron-Core/TransformerEngine: roughly
+30-50 launches per layer fwd+bwd at ~10 µs of eager PyTorch dispatch each). An assumption
+of the order of PyTorch's per-op dispatch cost, not fitted; it only matters when a
+micro-batch's GPU work per layer is under a millisecond."""
+
+HOST_SECONDS_PER_LAYER_EAGER = 1.0e-3
+"""The same for unfused eager modules (Hugging Face, torchtitan without compile, DeepSpeed
+on HF modules): about twice the launches of the fused stacks. Assumption, not fitted."""
+
+HOST_SECONDS_PER_LAYER_NANOTRON = 4.4e-3
+"""nanotron's host time per layer per micro-batch (forward + backward) with tensor
+parallelism. FITTED on the nanotron sweep's 1B rows with tp ≥ 2 and micro-batch 1 on one
+node (tests/validation/nanotron_sweep.py): those runs take ~70 ms per micro-batch whatever
+tp (2, 4, 8) while their GPU work shrinks as 1/tp, i.e. a host-bound floor of ~70 ms / 16
+layers. Checked on the 3B rows held out of the fit (28 layers: 124 ms measured, 123 ms
+predicted). nanotron runs eager modules with differentiable collectives and asynchronous
+TP linears (src/nanotron/parallel/tensor_parallel/), many small launches per layer."""
+
+
+class StackProfile(BaseModel):
+    """What a training framework does that the memory and step-time models depend on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    implementation: str = Field(description="default activation-ledger profile")
+    extra_gradient_bytes_per_param: float = Field(
+        default=0.0,
+        ge=0,
+        description="buffers per trained parameter on top of the precision recipe's gradient "
+        "(e.g. nanotron's fp32 accumulation buffer), not sharded by ZeRO-1",
+    )
+    gradient_reduce_bytes: float | None = Field(
+        default=None,
+        gt=0,
+        description="bytes per element of the data-parallel gradient collective (None: the "
+        "precision recipe's gradient dtype)",
+    )
+    dp_bucket_bytes: float | None = Field(
+        default=None,
+        gt=0,
+        description="gradient bucket size in bytes (None: one layer's gradients, FSDP2's "
+        "per-block reduce-scatter)",
+    )
+    dp_bucket_params_per_rank: float = Field(
+        default=0.0,
+        ge=0,
+        description="bucket grows with dp: max(bucket, this × dp) parameters (Megatron-Core)",
+    )
+    ddp_bucket_temporary: bool = Field(
+        default=True,
+        description="a DDP-style bucket buffer is held while the gradients are reduced "
+        "(Megatron reduces in place in its contiguous grad buffer: no)",
+    )
+    zero3_prefetch_layers: int = Field(
+        default=1, ge=0, description="layers all-gathered ahead of the one computing (FSDP/ZeRO-3)"
+    )
+    host_seconds_per_layer: float = Field(
+        default=HOST_SECONDS_PER_LAYER_EAGER,
+        ge=0,
+        description="CPU time launching one layer's kernels per micro-batch, fwd + bwd",
+    )
+    flash_attention_generation: Literal["fa2", "fa3"] = Field(
+        default="fa2",
+        description="attention kernel class: FlashAttention-2 (flash-attn, SDPA) or a "
+        "Hopper-specific kernel (TE/cuDNN fused attention, FA3)",
+    )
+    pipeline_balances_head: bool = Field(
+        default=False,
+        description="pipeline stages split by compute cost with the output head counted as a "
+        "block (nanotron), instead of equal layer counts with the head added to the last stage",
+    )
+    loss_bytes_per_logit: float = Field(
+        default=26.0,
+        ge=0,
+        description="HBM bytes the loss moves per logit, forward + backward (unfused "
+        "PyTorch cross-entropy on fp32 logits: upcast, log-softmax, its backward, downcast)",
+    )
+    grad_accumulation_bytes_per_param: float = Field(
+        default=6.0,
+        ge=0,
+        description="HBM bytes per parameter per micro-batch to accumulate its gradient "
+        "(autograd adds into .grad: read 2 + read 2 + write 2 in bf16)",
+    )
+    memory_figure: str = Field(
+        default="torch.cuda.max_memory_reserved",
+        description="what the stack's logs call peak memory (the app's peak includes the "
+        "fragmentation allowance, i.e. it estimates reserved memory)",
+    )
+    source: str
+
+
+STACKS: dict[str, StackProfile] = {
+    p.id: p
+    for p in (
+        StackProfile(
+            id="megatron",
+            name=STACK_NAMES["megatron"],
+            implementation="megatron",
+            dp_bucket_bytes=40_000_000 * 2.0,
+            dp_bucket_params_per_rank=1_000_000,
+            ddp_bucket_temporary=False,
+            host_seconds_per_layer=HOST_SECONDS_PER_LAYER_FUSED,
+            loss_bytes_per_logit=14.0,
+            grad_accumulation_bytes_per_param=0.0,
+            flash_attention_generation="fa3",
+            memory_figure="torch.cuda.max_memory_allocated (Megatron's memory report prints "
+            "both allocated and reserved)",
+            source="NVIDIA/Megatron-LM@d98e8a64: megatron/core/distributed/"
+            "distributed_data_parallel.py (bucket_size = max(40,000,000, 1,000,000 · dp) "
+            "parameters; gradients reduced in place in the contiguous param_and_grad_buffer), "
+            "distributed_data_parallel_config.py (overlap_grad_reduce False by default), "
+            "megatron/training/arguments.py (bf16: fp32 main grads, all-reduce in fp32 — the "
+            "precision recipe mixed_bf16_fp32_grads); TE fused attention",
+        ),
+        StackProfile(
+            id="deepspeed",
+            name=STACK_NAMES["deepspeed"],
+            implementation="pytorch",
+            dp_bucket_bytes=5e8 * 2.0,
+            zero3_prefetch_layers=1,
+            source="deepspeedai/DeepSpeed@edaa7221: deepspeed/runtime/zero/config.py "
+            "(reduce_bucket_size 5e8 and allgather_bucket_size 5e8 elements, "
+            "stage3_prefetch_bucket_size 5e7, stage3_max_live_parameters 1e9); activation "
+            "profile of the Hugging Face modules it usually wraps",
+        ),
+        StackProfile(
+            id="torchtitan",
+            name=STACK_NAMES["torchtitan"],
+            implementation="pytorch",
+            gradient_reduce_bytes=4.0,
+            dp_bucket_bytes=None,
+            zero3_prefetch_layers=1,
+            source="pytorch/torchtitan@b5bcd76c: torchtitan/distributed/fsdp.py (fully_shard "
+            "per transformer block: one all-gather and one reduce-scatter per block, implicit "
+            "prefetch of the next block), torchtitan/config/configs.py (mixed_precision_param "
+            "bfloat16, mixed_precision_reduce float32)",
+        ),
+        StackProfile(
+            id="hf",
+            name=STACK_NAMES["hf"],
+            implementation="pytorch",
+            extra_gradient_bytes_per_param=0.0,
+            dp_bucket_bytes=25.0 * MIB,
+            source="PyTorch DistributedDataParallel defaults (bucket_cap_mb = 25, "
+            "gradient_as_bucket_view = False), which accelerate and the Trainer use; Hugging "
+            "Face modeling_llama.py modules (the 'pytorch' activation profile, measured in "
+            "tests/validation/test_torch_activations.py)",
+        ),
+        StackProfile(
+            id="nanotron",
+            name=STACK_NAMES["nanotron"],
+            implementation="pytorch",
+            extra_gradient_bytes_per_param=4.0,
+            gradient_reduce_bytes=4.0,
+            dp_bucket_bytes=25.0 * MIB,
+            host_seconds_per_layer=HOST_SECONDS_PER_LAYER_NANOTRON,
+            grad_accumulation_bytes_per_param=2.0 + 4.0 + 4.0,
+            pipeline_balances_head=True,
+            memory_figure="torch.cuda.max_memory_allocated and max_memory_reserved (both "
+            "logged, divided by 1024**3)",
+            source="huggingface/nanotron@2411b022: src/nanotron/optim/gradient_accumulator.py "
+            "(FP32GradientAccumulator: fp32 grad buffers (4 bytes) for every parameter even under "
+            "ZeRO-1, fp32 copy of the parameters the optimizer steps; _accumulate_grad frees the "
+            "bf16 .grad after each backward, so one 2-byte copy (DDP's bucket or .grad) is "
+            "counted with the recipe's gradient; the DDP hook all-reduces (or "
+            "reduce-scatters) the fp32 buffers bucket by bucket), src/nanotron/trainer.py "
+            "(DistributedDataParallel with bucket_cap_mb = config.model.ddp_bucket_cap_mb = 25, "
+            "gradient_as_bucket_view left False: a bf16 bucket copy of the gradients), "
+            "src/nanotron/models/llama.py (flash_attn_varlen_func, TritonRMSNorm, unfused "
+            "GLUActivation; get_block_compute_costs: decoder layer 4·h² + 3·f·h, lm_head V·h), "
+            "src/nanotron/models/base.py (stages cut at cumulative-cost thresholds)",
+        ),
+    )
+}
+"""Every stack's profile, by id."""
+
+
+def get_stack(stack_id: str) -> StackProfile:
+    """The profile of ``stack_id``; a ValueError lists the known ids."""
+    try:
+        return STACKS[stack_id]
+    except KeyError:
+        raise ValueError(f"unknown stack {stack_id!r}; known: {', '.join(STACKS)}") from None

@@ -1,9 +1,11 @@
 """Inference memory: weights, KV cache, runtime overhead, fit, and speed bounds.
 
 Memory of one serving replica split over ``num_gpus`` GPUs by tensor parallelism:
-weights (bits per weight from :mod:`llm_planner.core.quantities.quantization`), the KV cache
-(2 · layers · kv_heads · head_dim · bytes · tokens · batch, aware of GQA/MQA, MLA and
-sliding windows) and runtime overhead as explicit, adjustable items. Speed bounds are
+weights (bits per weight from :mod:`llm_planner.core.quantities.quantization`, or the
+bytes a GGUF / safetensors file stores), the KV cache (2 · layers · kv_heads · head_dim ·
+bytes · tokens · batch, aware of GQA/MQA, MLA and sliding windows), the constant-size
+recurrent state of state-space layers (Mamba, Mamba-2, RWKV: per sequence, independent of
+the context) and runtime overhead as explicit, adjustable items. Speed bounds are
 rooflines: decode is limited by reading the weights and the cache once per step from HBM,
 prefill by the GPUs' peak FLOP/s. SI units throughout (bytes, seconds, FLOP).
 """
@@ -40,6 +42,22 @@ sets the activation peak. An assumption, adjustable."""
 DECODE_SOURCE = "roofline: time per step ≥ bytes read ÷ HBM bandwidth (Williams et al. 2009)"
 KV_SOURCE = "2·L·kv_heads·head_dim·bytes·tokens·batch (Shazeer 2019 MQA; Ainslie et al. 2023 GQA)"
 MLA_SOURCE = "DeepSeek-V2 (arXiv:2405.04434) sec. 2.1: (d_c + d_rope)·L cached per token"
+STATE_SOURCE = (
+    "Mamba: d_inner·(N + d_conv) per layer (Gu & Dao 2023 sec. 3.4; mamba_ssm "
+    "allocate_inference_cache); Mamba-2: H·P·N + (d_inner + 2GN)·d_conv (Dao & Gu 2024 "
+    "sec. 7); RWKV-4: 2h + 3 fp32 a (Peng et al. 2023 sec. 3; transformers modeling_rwkv.py)"
+)
+
+
+class StoredWeights(BaseModel):
+    """Weight bytes a model file states exactly (a GGUF file's tensor sum, a checkpoint's
+    safetensors data), used instead of P × bits while ``weights_format`` is ``format``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: str = Field(description="the weights format these bytes are stored in")
+    bytes: float = Field(ge=0, description="the whole model's weight bytes")
+    source: str = Field(default="", max_length=500, description="the file the bytes come from")
 
 
 class InferenceInputs(BaseModel):
@@ -72,6 +90,9 @@ class InferenceInputs(BaseModel):
     )
     activation_dtype: str = Field(default="bf16", description="dtype of activations")
     logits_dtype: str = Field(default="fp32", description="dtype the logits are kept in")
+    stored_weights: StoredWeights | None = Field(
+        default=None, description="exact weight bytes from the model's files, if imported"
+    )
 
     @field_validator("weights_format")
     @classmethod
@@ -87,6 +108,13 @@ class InferenceInputs(BaseModel):
     @property
     def weight_format(self) -> WeightFormat:
         return get_weight_format(self.weights_format)
+
+    def stored_weights_bytes(self) -> float | None:
+        """The file's own weight bytes when they are for the chosen format, else None."""
+        stored = self.stored_weights
+        if stored is None or stored.format.lower().replace("-", "_") != self.weights_format:
+            return None
+        return stored.bytes
 
 
 # ------------------------------------------------------------------ memory items
@@ -125,8 +153,38 @@ def kv_cache_bytes(arch: Architecture, context: int, batch: int, kv_dtype: str) 
     per_token_layer = kv_elements_per_token_per_layer(arch) * bytes_per_element(kv_dtype)
     windowed = windowed_layers(arch)
     window_tokens = min(context, arch.sliding_window) if arch.sliding_window else context
-    tokens = windowed * window_tokens + (arch.layers - windowed) * context
+    tokens = windowed * window_tokens + (arch.attention_layers - windowed) * context
     return per_token_layer * tokens * batch
+
+
+def recurrent_state_bytes_per_layer(arch: Architecture, state_dtype: str) -> float:
+    """One sequence's recurrent state in one recurrent layer, bytes (0 without one).
+
+    Mamba: the SSM state d_inner·N plus the conv window d_inner·d_conv (Gu & Dao 2023,
+    section 3.4: constant-time, constant-memory decoding; ``mamba_ssm`` ``Mamba.
+    allocate_inference_cache`` and transformers ``MambaCache`` keep d_conv inputs).
+    Mamba-2: H·P·N + (d_inner + 2·G·N)·d_conv (Dao & Gu 2024, section 7; ``Mamba2.
+    allocate_inference_cache``). Both in ``state_dtype``. RWKV-4: the previous token of the
+    time-mix and of the channel-mix (2·h, in ``state_dtype``) and the WKV numerator,
+    denominator and running maximum (3·a, fp32 as transformers ``modeling_rwkv.py`` keeps
+    them; Peng et al. 2023, section 3).
+    """
+    r = arch.recurrent
+    if r is None:
+        return 0.0
+    width = bytes_per_element(state_dtype)
+    if r.kind == "rwkv":
+        return 2 * arch.hidden_size * width + 3 * r.inner_size * bytes_per_element("fp32")
+    if r.kind == "mamba":
+        return r.inner_size * (r.state_size + r.conv_kernel) * width
+    conv_dim = r.inner_size + 2 * r.groups * r.state_size
+    return (r.heads * r.head_dim * r.state_size + conv_dim * r.conv_kernel) * width
+
+
+def recurrent_state_bytes(arch: Architecture, batch: int, state_dtype: str) -> float:
+    """The recurrent state of ``batch`` sequences over every recurrent layer, bytes: the
+    same at any context length (it replaces the KV cache of those layers)."""
+    return arch.recurrent_layers * recurrent_state_bytes_per_layer(arch, state_dtype) * batch
 
 
 def kv_fraction_per_gpu(arch: Architecture, num_gpus: int) -> float:
@@ -154,6 +212,9 @@ def activation_bytes(
     """
     multiplier = 2 if arch.gated else 1
     widths = [multiplier * arch.ffn_size, arch.q_size + 2 * arch.kv_size]
+    if arch.recurrent is not None:  # in_proj output: x and z (Mamba), + B, C, dt (Mamba-2)
+        r = arch.recurrent
+        widths.append(2 * r.inner_size + 2 * r.groups * r.state_size + r.heads)
     if arch.moe is not None:
         moe = arch.moe
         widths.append(
@@ -177,6 +238,7 @@ class MemoryPerGPU(NamedTuple):
     cuda_context: float
     activations: float
     logits: float
+    state: float = 0.0
 
     @property
     def overhead(self) -> float:
@@ -184,7 +246,7 @@ class MemoryPerGPU(NamedTuple):
 
     @property
     def total(self) -> float:
-        return self.weights + self.kv_cache + self.overhead
+        return self.weights + self.kv_cache + self.state + self.overhead
 
 
 def memory_per_gpu(
@@ -194,13 +256,22 @@ def memory_per_gpu(
     n = inputs.num_gpus
     step_tokens = min(batch * context, inputs.prefill_chunk_tokens)
     return MemoryPerGPU(
-        weights=weights_bytes(params_total, inputs.weight_format) / n,
+        weights=replica_weights_bytes(params_total, inputs) / n,
         kv_cache=kv_cache_bytes(arch, context, batch, inputs.kv_dtype)
         * kv_fraction_per_gpu(arch, n),
         cuda_context=inputs.cuda_context_bytes,
         activations=activation_bytes(arch, step_tokens, n, inputs.activation_dtype),
         logits=logits_bytes(arch, batch, inputs.logits_dtype),
+        # tensor parallelism splits the recurrent channels / heads (d_inner) over the GPUs
+        state=recurrent_state_bytes(arch, batch, inputs.kv_dtype) / n,
     )
+
+
+def replica_weights_bytes(params_total: float, inputs: InferenceInputs) -> float:
+    """The replica's weight bytes: the model file's own sum when imported for this format
+    (:class:`StoredWeights`), else :func:`weights_bytes`."""
+    stored = inputs.stored_weights_bytes()
+    return stored if stored is not None else weights_bytes(params_total, inputs.weight_format)
 
 
 def _largest(fits: Callable[[int], bool], upper: int) -> int:
@@ -292,6 +363,16 @@ class InferenceReport(BaseModel):
     weights_bytes: float
     kv_cache_bytes: float
     kv_cache_bytes_per_token: float = Field(description="per sequence token, all layers")
+    state_bytes: float = Field(
+        default=0.0, description="recurrent state of the batch (constant in the context)"
+    )
+    per_gpu_state_bytes: float = 0.0
+    has_recurrent_state: bool = Field(
+        default=False, description="the model has state-space / recurrent layers"
+    )
+    weights_from_file: bool = Field(
+        default=False, description="weights are the model file's own byte sum"
+    )
     overhead_bytes: float = Field(description="runtime overhead summed over the GPUs")
     total_bytes: float
     per_gpu_weights_bytes: float
@@ -385,6 +466,36 @@ class InferenceReport(BaseModel):
                 "Kaplan et al. 2020, Table 1",
             ),
         ]
+        replaced: dict[str, tuple[str, str, Unit, str, str]] = {}
+        if self.weights_from_file:
+            replaced["weights_bytes"] = (
+                "weights_bytes",
+                "Weights",
+                "bytes",
+                "Σ tensor bytes of the model file",
+                "the file's own tensor infos / safetensors headers",
+            )
+        if self.has_recurrent_state:
+            replaced["total_bytes"] = (
+                "total_bytes",
+                "Total (replica)",
+                "bytes",
+                "weights + KV + state + overhead",
+                "",
+            )
+        rows = [replaced.get(row[0], row) for row in rows]
+        if self.has_recurrent_state:
+            at = [row[0] for row in rows].index("cuda_context_bytes")
+            rows.insert(
+                at,
+                (
+                    "state_bytes",
+                    "Recurrent state (constant in context)",
+                    "bytes",
+                    "L_recurrent · state per layer · batch",
+                    STATE_SOURCE,
+                ),
+            )
         return [
             Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)
             for key, label, unit, f, s in rows
@@ -399,6 +510,7 @@ class MemoryPoint(NamedTuple):
     kv_cache: float
     overhead: float
     total: float
+    state: float = 0.0
 
 
 def memory_vs_context(
@@ -411,7 +523,14 @@ def memory_vs_context(
             continue
         memory = memory_per_gpu(arch, params_total, inputs, inputs.batch, context)
         points.append(
-            MemoryPoint(context, memory.weights, memory.kv_cache, memory.overhead, memory.total)
+            MemoryPoint(
+                context,
+                memory.weights,
+                memory.kv_cache,
+                memory.overhead,
+                memory.total,
+                memory.state,
+            )
         )
     return points
 
@@ -432,13 +551,16 @@ def estimate_inference(
     fmt = inputs.weight_format
     n, batch, context = inputs.num_gpus, inputs.batch, inputs.context
     per_gpu = memory_per_gpu(arch, params_total, inputs, batch, context)
-    weights = weights_bytes(params_total, fmt)
+    weights = replica_weights_bytes(params_total, inputs)
     kv = kv_cache_bytes(arch, context, batch, inputs.kv_dtype)
+    state = recurrent_state_bytes(arch, batch, inputs.kv_dtype)
     per_token = kv_cache_bytes(arch, 1, 1, inputs.kv_dtype)
     overhead = per_gpu.overhead * n
     capacity = gpu.memory_bytes
 
-    read = per_gpu.weights * weights_read_fraction(arch, batch) + per_gpu.kv_cache
+    # a decode step reads the weights, the KV cache and the recurrent state (which it also
+    # writes back: Gu & Dao 2023 sec. 3.3.2 keep it in SRAM only within one step)
+    read = per_gpu.weights * weights_read_fraction(arch, batch) + per_gpu.kv_cache + per_gpu.state
     step = read / gpu.memory_bandwidth_bytes_per_s
     flops = prefill_flops(arch, params_active, context, batch)
     peak = gpu.peak_flops.for_dtype(fmt.compute_dtype) or gpu.peak_flops.for_dtype("bf16")
@@ -453,8 +575,12 @@ def estimate_inference(
         weights_bytes=weights,
         kv_cache_bytes=kv,
         kv_cache_bytes_per_token=per_token,
+        state_bytes=state,
+        per_gpu_state_bytes=per_gpu.state,
+        has_recurrent_state=arch.recurrent_layers > 0,
+        weights_from_file=inputs.stored_weights_bytes() is not None,
         overhead_bytes=overhead,
-        total_bytes=weights + kv + overhead,
+        total_bytes=weights + kv + state + overhead,
         per_gpu_weights_bytes=per_gpu.weights,
         per_gpu_kv_cache_bytes=per_gpu.kv_cache,
         cuda_context_bytes=per_gpu.cuda_context,

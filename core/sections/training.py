@@ -41,7 +41,9 @@ from llm_planner.core.primitives.architecture import (
     ParameterCount,
     attention_params_per_layer,
     count_parameters,
+    mean_layer_params,
     mlp_params,
+    norm_params,
 )
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
@@ -61,7 +63,7 @@ from llm_planner.core.quantities.optimizers import (
     get_optimizer,
     get_precision,
 )
-from llm_planner.core.quantities.stacks import Stack
+from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
 
@@ -133,6 +135,14 @@ class TrainingInputs(BaseModel):
         description="allocator fragmentation allowance as a fraction of allocated bytes "
         "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
     )
+
+    @model_validator(mode="after")
+    def _stack_defaults(self) -> Self:
+        """The stack's activation profile when none is given (editable under the stack).
+        Set after validation so JSON input keeps its strict-mode types."""
+        if "implementation" not in self.model_fields_set and self.stack in STACKS:
+            object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
+        return self
 
     @field_validator("precision", "optimizer", "implementation")
     @classmethod
@@ -208,11 +218,15 @@ def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:
 
 def _norm_params(arch: Architecture) -> int:
     """One norm's parameters: weight and bias (LayerNorm) or weight only (RMSNorm)."""
-    return (2 if arch.norm == "layernorm" else 1) * arch.hidden_size
+    return norm_params(arch)
 
 
-def _layer_params(arch: Architecture, moe_layer: bool) -> int:
-    """All parameters of one layer (matrices, biases, norms)."""
+def _layer_params(arch: Architecture, moe_layer: bool) -> float:
+    """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
+    when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
+    differs = arch.recurrent is not None or arch.qk_norm != "none" or arch.attention_sinks
+    if differs or (arch.moe is not None and arch.moe.shared_expert_gate):
+        return mean_layer_params(arch, moe_layer)
     norm = _norm_params(arch) * arch.norms_per_layer
     if moe_layer and arch.moe is not None:
         moe = arch.moe
@@ -223,7 +237,7 @@ def _layer_params(arch: Architecture, moe_layer: bool) -> int:
     return attention_params_per_layer(arch) + ffn + norm
 
 
-def one_layer_params(arch: Architecture) -> int:
+def one_layer_params(arch: Architecture) -> float:
     """Parameters of the largest layer (a ZeRO-3 gather or a gradient bucket holds one)."""
     return max(_layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch))
 
@@ -445,7 +459,10 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
         )
     else:
         weights = (base + trainable) * w_bytes
-    gradients = trainable * recipe.gradients_bytes
+    # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
+    gradients = trainable * (
+        recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param
+    )
     moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
     optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
     return StateBytes(weights, gradients, optimizer)
@@ -508,6 +525,13 @@ class TrainingReport(BaseModel):
     ledger: list[LedgerEntry] = Field(description="one layer's saved tensors, bytes per GPU")
     outside_ledger: list[LedgerEntry] = Field(description="saved tensors outside the layers")
     # context
+    stack: str = Field(default="megatron", description="training stack id (quantities.stacks)")
+    stack_name: str = Field(default="", description="the stack's name")
+    peak_memory_figure: str = Field(
+        default="",
+        description="what the peak estimates: reserved memory (allocated + fragmentation "
+        "allowance + CUDA context); the stack's logs report allocated, reserved or both",
+    )
     precision: str
     optimizer: str
     implementation: str
@@ -1139,6 +1163,10 @@ def estimate_training(
         hardware_flops_factor=hardware_flops_factor(arch, inputs),
         ledger=la.ledger,
         outside_ledger=outside,
+        stack=inputs.stack,
+        stack_name=get_stack(inputs.stack).name,
+        peak_memory_figure="reserved (allocated + fragmentation allowance + CUDA context); "
+        f"{get_stack(inputs.stack).name} logs {get_stack(inputs.stack).memory_figure}",
         precision=inputs.precision,
         optimizer=inputs.optimizer,
         implementation=inputs.implementation,

@@ -34,6 +34,7 @@ from llm_planner.gui.tabs.base import (
     safe_call,
 )
 from llm_planner.gui.tabs.training import PARTS
+from llm_planner.gui.widgets.measurements import MeasurementsPanel
 
 log = logging.getLogger(__name__)
 
@@ -251,6 +252,8 @@ class ParallelismTab(Tab):
             "Model chunks per GPU (interleaved schedule)",
         )
         self.build_network_inputs()
+        self.measurements = MeasurementsPanel(self.state)
+        self.inputs_layout.addWidget(self.measurements)
 
     def build_network_inputs(self) -> None:
         net = self.group("Network and efficiency")

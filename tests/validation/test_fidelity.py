@@ -143,6 +143,13 @@ def test_prediction_worst_error_per_generation(predictions: list, generation: st
     assert abs(worst.error) <= bound, f"{worst.run_id}: {worst.error:+.1%} beyond ±{bound:.0%}"
 
 
+def test_prediction_errs_on_both_sides(predictions: list) -> None:
+    """Neither optimistic nor pessimistic on more than two thirds of the runs (issue 14)."""
+    share = fidelity.bound_values(predictions)["one_side"]
+    assert share is not None
+    assert share <= PREDICTION_BOUNDS["one_side"], share
+
+
 def test_prediction_on_the_defaults_own_generation(predictions: list) -> None:
     rows = [row for row in predictions if row.run_id.startswith("llama3-")]
     assert len(rows) == 2

@@ -22,6 +22,7 @@ from llm_planner.core.sections.parallelism.step_time import (
 from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
 from llm_planner.core.sections.training import (
     TrainingInputs,
+    TrainingReport,
 )
 
 
@@ -56,6 +57,10 @@ class ParallelismReport(BaseModel):
     comm_bytes_per_step: float
     comm_bytes_breakdown: dict[str, float]
     time_breakdown_seconds: dict[str, float]
+    time_breakdown: dict[str, float | dict[str, float]]
+    """Seconds per step: compute (GEMMs and attention), memory_bound (element-wise kernels,
+    loss, gradient accumulation, optimizer step), exposed_communication per kind, bubble,
+    overhead (host-bound launch time); they add up to ``total`` = step_seconds."""
     links: dict[str, str]
     bottleneck: str
     peak_bytes: float | None
@@ -205,12 +210,15 @@ def parallelism_report(
     compute_dtype: str = "bf16",
     gpus_per_instance: int | None = None,
     include_attention_flops: bool = False,
+    training_report: TrainingReport | None = None,
 ) -> ParallelismReport:
     """Price the scenario's layout; per-GPU memory from the training estimator.
 
     ``gpus_per_instance`` (the fewest GPUs one model instance fits on) is the search's
     answer, passed in by the composition layer (:mod:`llm_planner.core.composition.estimate`),
-    which sits above both this section and the search."""
+    which sits above both this section and the search. ``training_report``: the training
+    estimator's report for this same layout when the caller already has it (``estimate``'s
+    training section), so one computation gives both sections' peak."""
     lay = resolve_layout(
         inputs,
         num_gpus,
@@ -234,7 +242,11 @@ def parallelism_report(
         k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
     }
     problems = list(lay.problems)
-    exact = training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+    exact = (
+        training_report
+        if training_report is not None
+        else training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+    )
     peak = float(exact.peak_bytes)
     fits = peak <= gpu.memory_bytes
     g = inputs.gpus_per_node
@@ -273,6 +285,7 @@ def parallelism_report(
             "data_parallel": _num(out["comm_dp_bytes"]),
         },
         time_breakdown_seconds={p: _num(out[f"time_{p}"]) for p in TIME_PARTS},
+        time_breakdown=_time_breakdown(out),
         links=links,
         bottleneck=bottleneck_of(out),
         peak_bytes=peak,
@@ -281,6 +294,22 @@ def parallelism_report(
         gpus_per_instance=gpus_per_instance,
         problems=problems,
     )
+
+
+def _time_breakdown(out: dict[str, float]) -> dict[str, float | dict[str, float]]:
+    """The step split into parts that add up to the step time (seconds per step)."""
+    exposed = {
+        kind: _num(out[f"time_{kind}"])
+        for kind in ("tensor_parallel", "pipeline_p2p", "expert_all_to_all", "data_parallel")
+    }
+    return {
+        "compute": _num(out["time_gemm_attention"]),
+        "memory_bound": _num(out["time_memory_bound"]),
+        "exposed_communication": exposed,
+        "bubble": _num(out["time_bubble"]),
+        "overhead": _num(out["time_overhead"]),
+        "total": _num(out["step_seconds"]),
+    }
 
 
 def _link_name(crosses: bool) -> str:

@@ -4,6 +4,7 @@ per kind, pipeline bubble, optimizer step; tokens/s, MFU and HFU."""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from llm_planner.core.quantities import comm
 from llm_planner.core.sections.parallelism.layout import Layouts
@@ -21,6 +22,7 @@ TIME_PARTS = (
     "pipeline_p2p",
     "expert_all_to_all",
     "data_parallel",
+    "overhead",
 )
 """Keys of the step-time breakdown, in display order."""
 
@@ -32,26 +34,40 @@ def evaluate_layouts(
 
     Step-time model (all per GPU, per optimizer step):
 
-    - one micro-batch's compute on one stage: t_c = hardware FLOPs/token · s·b ÷ (t·p) ÷
-      (peak · kernel efficiency) × ⌈L/(p·v)⌉·p·v/L (the fullest stage sets the pace),
-      plus the memory-bound kernels (norms, activation functions, rotary, softmax/dropout
-      when not flash, residual adds): t_mem = bytes/token/layer (:func:`elementwise_bytes_of`,
-      tp-sharded part ÷ t, norm/dropout region ÷ t only with SP) · s·b · L/p · imbalance ÷
-      (HBM bandwidth · MEMORY_BANDWIDTH_ACHIEVED_FRACTION). They run on the same CUDA stream
-      as the GEMMs, between them, so t_mem adds to t_c and is not overlapped with it (Ivanov
-      et al. 2021, arXiv:2007.00072);
-    - per micro-batch, exposed tensor-parallel time (1 − TP overlap) · bytes ÷ link, the
-      pipeline point-to-point and the MoE all-to-all, added to t_c: t_mb;
+    - one micro-batch's GPU work on the fullest stage, t_gpu:
+      - GEMMs: each weight GEMM's FLOPs at peak × its own efficiency
+        (:func:`.comm.gemm_efficiency`: the large-size kernel efficiency × wave quantisation
+        over the SMs × a size term), the attention core at the fused attention kernel's rate
+        (:data:`.comm.ATTENTION_EFFICIENCY`), × hardware/model FLOPs of the recompute policy,
+        × ⌈L/(p·v)⌉·p·v/L (the fullest stage sets the pace);
+      - the memory-bound kernels (norms, activation functions, rotary, softmax/dropout when
+        not flash, residual adds): bytes ÷ (HBM bandwidth · MEMORY_BANDWIDTH_ACHIEVED_FRACTION),
+        on the same CUDA stream as the GEMMs, so added (Ivanov et al. 2021, arXiv:2007.00072);
+      - exposed tensor-parallel time (1 − TP overlap) · (bytes ÷ link + collectives ×
+        latency): 4 all-reduces per layer (8 all-gathers/reduce-scatters with sequence
+        parallelism), each priced with NCCL's latency model (:func:`.comm.
+        collective_latency_seconds`); a TP group larger than a node uses the network, at
+        one NIC's share per rank (no hierarchical-ring gain: a layer's activations, tens of
+        MB, travel on few NCCL channels; an assumption, which the nanotron sweep's
+        cross-node TP runs bear out at ~17 GB/s per rank);
+      - pipeline point-to-point: bytes ÷ link + 2·v sends × P2P latency (+ a network step
+        when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
+        share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
+        section 3.2.1);
+    - the host: a micro-batch cannot finish before the CPU has launched its kernels,
+      ⌈L/(p·v)⌉·v layers × the stack's host seconds per layer: t_mb = max(t_gpu, t_host);
+      the difference is reported as ``overhead``;
     - pipeline: (m + (p−1)/v) · t_mb (Narayanan et al. 2021 section 2.2: bubble (p−1)/(v·m)
       of the ideal time);
-    - data-parallel traffic is hidden behind DP_OVERLAP × the backward compute that runs
-      while it is issued (the last micro-batch for ZeRO-0/1, every micro-batch's backward
-      for ZeRO-2, every micro-batch for ZeRO-3, whose gathers prefetch during the forward);
-      only the rest is exposed;
+    - data parallel (:func:`_data_parallel`): gradients reduced bucket by bucket (the
+      stack's bucket size), each collective latency + bytes ÷ link; the buckets are hidden
+      behind DP_OVERLAP × the backward compute that runs while they are issued (the last
+      micro-batch for ZeRO-0/1, every micro-batch's backward for ZeRO-2, every micro-batch
+      for ZeRO-3, whose per-layer gathers prefetch one layer ahead) but the last bucket is
+      always exposed (it is ready only when the backward ends); ZeRO-1/2's parameter
+      all-gather after the optimizer step is exposed;
     - the optimizer step, once per step after the last backward: G + 2·O + W bytes per
-      parameter this GPU steps ÷ HBM bandwidth (:func:`_optimizer_step_seconds`), counted in
-      the compute time. ``time_memory_bound`` reports m·t_mem + optimizer step (part of
-      ``time_compute``).
+      parameter this GPU steps ÷ HBM bandwidth (:func:`_optimizer_step_seconds`).
 
     tokens/s = global batch · s ÷ step; MFU = the estimate's model FLOPs/token (6·P, or with
     attention: :func:`llm_planner.core.quantities.flops.mfu_flops_per_token`) · tokens/s ÷
@@ -62,20 +78,26 @@ def evaluate_layouts(
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = lay.as_float("dp")
-    ep = lay.as_float("ep")
     b = lay.as_float("micro_batch")
     v = lay.as_float("v")
     tp_pp = tp * pp
     gpus = tp_pp * dp
-    g = float(cluster.gpus_per_node)
-    m = work.global_batch / (dp * b)
+    # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
+    dp_work = np.minimum(dp, np.maximum(1.0, np.floor(work.global_batch / b)))
+    m = work.global_batch / (dp_work * b)
     tokens_mb = work.seq_len * b
     hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
-    imbalance = np.ceil(work.layers / (pp * v)) * pp * v / work.layers
-    stage_tokens = tokens_mb * imbalance / tp_pp  # s·b ÷ (t·p) on the fullest stage
-    t_c, t_mem = _compute_seconds(work, cluster, lay, stage_tokens)
+    chunk_layers = np.ceil(work.layers / (pp * v))
+    balanced = cluster.balance_pipeline_head
+    if balanced is None:
+        balanced = work.stack.pipeline_balances_head
+    fullest_layers, fullest_head = _fullest_stage(work, pp, v, balanced=balanced)
+    stage_tokens = tokens_mb * fullest_layers / (work.layers * tp)  # s·b·(layers share) ÷ t
+    t_c, t_mem = _compute_seconds(
+        work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head
+    )
     t_opt = _optimizer_step_seconds(work, lay, cluster, tp_pp)
 
     links = cluster.links
@@ -84,27 +106,25 @@ def evaluate_layouts(
     tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
         tp, tokens_mb, work.hidden, full
     )
-    t_tp = tp_bytes_mb / links.group_bandwidth(1.0, tp) * (1.0 - cluster.tp_overlap)
-    pp_bytes_mb = comm.pipeline_p2p_bytes_per_microbatch(pp, tp, tokens_mb, work.hidden, v)
-    pp_inside = tp * dp * pp <= g
-    pp_bw = np.where(pp_inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
-    t_pp = pp_bytes_mb / pp_bw
-    if work.moe_layers > 0:
-        ep_bytes_mb = (work.moe_layers / pp) * comm.moe_all_to_all_bytes_per_layer(
-            ep, tp, tokens_mb, work.hidden, work.top_k
-        )
-        t_ep = ep_bytes_mb / links.group_bandwidth(tp, ep, False)
-    else:
-        ep_bytes_mb = np.zeros_like(tp)
-        t_ep = np.zeros_like(tp)
+    tp_lat_mb = _tensor_parallel_latency(cluster, lay, chunk_layers * v, full)
+    t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp, False) + tp_lat_mb) * (
+        1.0 - cluster.tp_overlap
+    )
+    pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
-    dp_bytes, t_dp = _data_parallel(work, lay, links, m)
+    dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work)
     window_share = np.select(
         [lay.zero <= 1, lay.zero == 2], [comm.BACKWARD_SHARE, comm.BACKWARD_SHARE * m], m
     )
-    exposed_dp = np.maximum(0.0, t_dp - cluster.dp_overlap * window_share * t_c)
+    hidden_by_compute = cluster.dp_overlap * window_share * t_c
+    exposed_dp = np.maximum(t_last, t_dp - t_gather - hidden_by_compute) + t_gather
 
-    t_mb = t_c + t_tp + t_pp + t_ep
+    t_gpu = t_c + t_tp + t_pp + t_ep
+    host = work.stack.host_seconds_per_layer
+    if cluster.host_seconds_per_layer is not None:
+        host = cluster.host_seconds_per_layer
+    t_host = chunk_layers * v * host
+    t_mb = np.maximum(t_gpu, t_host)
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
     step = slots * t_mb + exposed_dp + t_opt
@@ -127,6 +147,8 @@ def evaluate_layouts(
         "time_expert_all_to_all": m * t_ep,
         "time_data_parallel": exposed_dp,
         "time_data_parallel_total": t_dp,
+        "time_overhead": m * (t_mb - t_gpu),
+        "time_gemm_attention": m * (t_c - t_mem),
         "comm_tp_bytes": m * tp_bytes_mb,
         "comm_pp_bytes": m * pp_bytes_mb,
         "comm_ep_bytes": m * ep_bytes_mb,
@@ -140,16 +162,200 @@ def evaluate_layouts(
     return out
 
 
-def _compute_seconds(
-    work: Workload, cluster: Cluster, lay: Layouts, stage_tokens: FloatArray
+def _pipeline_and_experts(
+    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all."""
+    tp = lay.as_float("tp")
+    pp = lay.as_float("pp")
+    dp = lay.as_float("dp")
+    ep = lay.as_float("ep")
+    v = lay.as_float("v")
+    links = cluster.links
+    g = float(cluster.gpus_per_node)
+    pp_bytes_mb = comm.pipeline_p2p_bytes_per_microbatch(pp, tp, tokens_mb, work.hidden, v)
+    pp_inside = tp * dp * pp <= g
+    pp_bw = np.where(pp_inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
+    t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
+    if work.moe_layers > 0:
+        ep_bytes_mb = (work.moe_layers / pp) * comm.moe_all_to_all_bytes_per_layer(
+            ep, tp, tokens_mb, work.hidden, work.top_k
+        )
+        t_ep = ep_bytes_mb / links.group_bandwidth(tp, ep, False) * (1.0 - cluster.ep_overlap)
+    else:
+        ep_bytes_mb = np.zeros_like(tp)
+        t_ep = np.zeros_like(tp)
+
+    return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+
+
+def _fullest_stage(
+    work: Workload, pp: FloatArray, v: FloatArray, *, balanced: bool
 ) -> tuple[FloatArray, FloatArray]:
-    """(t_c, t_mem) of one micro-batch on the fullest stage: GEMMs at peak · kernel efficiency
-    plus the memory-bound kernels (same CUDA stream, not overlapped), and the latter alone."""
-    hw = np.asarray(work.hw_flops_factor, dtype=np.float64)
-    seconds_per_flop = work.model_flops_per_token / (cluster.peak_flops * cluster.kernel_efficiency)
-    t_gemm = stage_tokens * np.take(hw * seconds_per_flop, lay.recompute)
+    """(layers, 1 if it holds the output head) of the pipeline stage that sets the pace.
+
+    Equal split (Megatron-LM): ⌈L/(p·v)⌉·v layers per stage, and the last stage also runs
+    the output head and the loss; with one stage that is the whole model. Cost-balanced split
+    (nanotron, ``StackProfile.pipeline_balances_head``; Llama 3 removes a layer from the
+    last stage for the same reason, arXiv:2407.21783 section 3.3.2): blocks (layers, then
+    the head) are cut where the cumulative cost passes k/p of the total
+    (src/nanotron/models/base.py), cost = the block's weight FLOPs; the stage of the largest
+    cost is the fullest. Computed once per distinct (p, v)."""
+    layers = np.ceil(work.layers / (pp * v)) * v
+    head = np.ones_like(pp)
+    if not balanced or work.head_flops_per_token <= 0:
+        return np.asarray(layers), head
+    layer_cost = max(work.model_flops_per_token - work.head_flops_per_token, 0.0) / work.layers
+    head_cost = work.head_flops_per_token
+    for p_value in np.unique(pp):
+        costs = [layer_cost] * work.layers + [head_cost]
+        cumulative = np.cumsum(costs)
+        thresholds = [cumulative[-1] * (r + 1) / p_value for r in range(int(p_value))]
+        stages: list[list[int]] = [[0, 0] for _ in range(int(p_value))]
+        rank = 0
+        for i, c in enumerate(cumulative):
+            stages[rank][0 if i < work.layers else 1] += 1
+            if c > thresholds[rank] and rank < int(p_value) - 1:
+                rank += 1
+        best = max(stages, key=lambda st: st[0] * layer_cost + st[1] * head_cost)
+        sel = pp == p_value
+        layers = np.where(sel, float(best[0]), layers)
+        head = np.where(sel, float(best[1]), head)
+    return np.asarray(layers), np.asarray(head)
+
+
+def _tensor_parallel_latency(
+    cluster: Cluster, lay: Layouts, layers: FloatArray, full_recompute: npt.NDArray[np.bool_]
+) -> FloatArray:
+    """Latency of one micro-batch's tensor-parallel collectives on the fullest stage.
+
+    Per layer: 2 all-reduces forward and 2 backward (Shoeybi et al. 2019 section 3), or with
+    sequence parallelism 2 all-gathers + 2 reduce-scatters forward and as many backward
+    (Korthikanti et al. 2022 section 4.2.2); full recomputation replays the forward's.
+    Each costs NCCL's latency over tp ranks on the nodes the group spans."""
+    tp = lay.as_float("tp")
+    nodes = comm.nodes_spanned(1.0, tp, cluster.gpus_per_node)
+    intra, inter = cluster.intra_step_latency, cluster.inter_step_latency
+    base = cluster.base_latency
+    all_reduce = comm.collective_latency_seconds(
+        "all_reduce", tp, nodes, intra_step=intra, inter_step=inter, base=base
+    )
+    gather = comm.collective_latency_seconds(
+        "all_gather", tp, nodes, intra_step=intra, inter_step=inter, base=base
+    )
+    passes = np.where(full_recompute, 3.0, 2.0)
+    per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
+    return np.asarray(layers * per_layer)
+
+
+def _compute_seconds(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    stage_tokens: FloatArray,
+    tokens_mb: FloatArray,
+    *,
+    head_on_stage: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """(t_c, t_mem) of one micro-batch on the fullest stage, and the memory-bound part.
+
+    ``stage_tokens`` = s·b · (the stage's layers ÷ L) ÷ t; ``head_on_stage`` 1 where the
+    fullest stage holds the output head and the loss (:func:`_fullest_stage`). Layer GEMMs
+    at their shape's efficiency, attention at the fused kernel's, the head GEMM at its own;
+    memory-bound kernels on the same CUDA stream (not overlapped): the layers' element-wise
+    kernels, the loss over the logits (the stack's bytes per logit, ÷ tp: vocab-parallel),
+    and the gradient accumulation of every micro-batch (the stack's bytes per parameter)."""
+    hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
+    tp = lay.as_float("tp")
+    pp = lay.as_float("pp")
+    attention = min(work.attention_flops_per_token, work.model_flops_per_token)
+    head = work.head_flops_per_token
+    layer_gemm = max(work.model_flops_per_token - attention - head, 0.0)
+    inverse, inverse_head = _gemm_inverse_efficiency(work, cluster, lay)
+    attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
+        work.stack.flash_attention_generation
+    ].get(cluster.generation, cluster.kernel_efficiency)
+    if not work.gemms or cluster.sms <= 0:  # no shape model: one efficiency for all
+        attention_eff = cluster.kernel_efficiency
+    layers_share = stage_tokens * tp / tokens_mb  # layers on the stage ÷ L
+    per_token = layers_share * (layer_gemm * inverse + attention / attention_eff)
+    per_token = per_token + head_on_stage * head * inverse_head
+    t_gemm = tokens_mb / tp * hw * per_token / cluster.peak_flops
     t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens)
-    return np.asarray(t_gemm + t_mem), t_mem
+    stack = work.stack
+    if work.vocab:
+        t_mem = t_mem + head_on_stage * tokens_mb * work.vocab * stack.loss_bytes_per_logit / (
+            tp * cluster.memory_bytes_per_s
+        )
+    accumulate = work.params_total / (tp * pp) * stack.grad_accumulation_bytes_per_param
+    t_mem = t_mem + accumulate / cluster.memory_bytes_per_s
+    return np.asarray(t_gemm + t_mem), np.asarray(t_mem)
+
+
+def _gemm_inverse_efficiency(
+    work: Workload, cluster: Cluster, lay: Layouts
+) -> tuple[FloatArray, FloatArray]:
+    """FLOP-weighted mean of 1 / efficiency over the layers' weight GEMMs, and 1 / the
+    output head's efficiency (N = V ÷ tp, K = h), per layout.
+
+    Forward (M×K·K×N), input gradient (M×N·N×K) and weight gradient (K×M·M×N) are priced with
+    :func:`.comm.gemm_efficiency` each, M = s·b tokens (the whole sequence: with sequence
+    parallelism the input is all-gathered before the column-parallel GEMM), N or K ÷ tp as
+    Megatron splits them, routed experts on k/E of the tokens of the ep ranks that dispatch
+    to them (k/E · ep · s·b rows per local expert). Evaluated once per distinct (tokens, tp,
+    ep): the search's million layouts share a few hundred."""
+    tp = lay.as_float("tp")
+    if not work.gemms or cluster.sms <= 0:
+        flat = np.full_like(tp, 1.0 / cluster.kernel_efficiency)
+        return flat, flat
+    (b_values, b_code), (t_values, t_code), (e_values, e_code) = (
+        _distinct(lay.micro_batch),
+        _distinct(lay.tp),
+        _distinct(lay.ep),
+    )
+    grid_b, grid_t, grid_e = np.meshgrid(b_values, t_values, e_values, indexing="ij")
+    tok = grid_b.reshape(-1).astype(np.float64) * work.seq_len
+    t = grid_t.reshape(-1).astype(np.float64)
+    e = grid_e.reshape(-1).astype(np.float64)
+    inverse = np.zeros_like(tok)
+
+    def eff(m_: npt.ArrayLike, n_: npt.ArrayLike, k_: npt.ArrayLike) -> FloatArray:
+        return comm.gemm_efficiency(
+            m_,
+            n_,
+            k_,
+            sms=cluster.sms,
+            large_efficiency=cluster.kernel_efficiency,
+            peak_flops=cluster.peak_flops,
+            ramp_seconds=cluster.gemm_ramp_seconds,
+        )
+
+    for n_dim, k_dim, share, n_tp, k_tp, expert in work.gemms:
+        rows = tok * work.moe_tokens_share * e if expert else tok
+        n_ = n_dim / t if n_tp else np.full_like(t, n_dim)
+        k_ = k_dim / t if k_tp else np.full_like(t, k_dim)
+        passes = (
+            eff(rows, n_, k_),
+            eff(rows, k_, n_),
+            eff(k_, n_, rows),
+        )
+        inverse = inverse + share * sum(1.0 / e for e in passes) / 3.0
+    h, v = float(work.hidden), float(work.vocab or 1)
+    head_n = v / t
+    head = (1.0 / eff(tok, head_n, h) + 1.0 / eff(tok, h, head_n) + 1.0 / eff(h, head_n, tok)) / 3.0
+    shape = (len(b_values), len(t_values), len(e_values))
+    flat_index = np.ravel_multi_index((b_code, t_code, e_code), shape)
+    return np.asarray(inverse[flat_index]), np.asarray(head[flat_index])
+
+
+def _distinct(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(distinct values, each entry's index among them) of small positive integers, in
+    O(n) with a bincount (np.unique sorts: too slow for the search's millions)."""
+    present = np.flatnonzero(np.bincount(values))
+    lookup = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+    lookup[present] = np.arange(len(present))
+    return present.astype(np.int64), lookup[values]
 
 
 def _elementwise_seconds(
@@ -192,39 +398,88 @@ def _optimizer_step_seconds(
 
 
 def _data_parallel(
-    work: Workload, lay: Layouts, links: comm.Links, m: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """Data-parallel bytes per GPU per step and their time before overlap.
+    work: Workload, lay: Layouts, cluster: Cluster, m: FloatArray, dp_work: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Data-parallel bytes per GPU per step, their time before overlap, the last bucket's
+    time (always exposed) and the parameter all-gather after the optimizer step.
+    ``dp_work``: the replicas that hold a sequence (dp capped at the global batch ÷ b).
 
     Dense parameters are synchronised over the ZeRO shard group (plus an all-reduce of the
     shards across replicas for HYBRID_SHARD); expert parameters over the expert-data-parallel
-    group dp/ep (Megatron-LM's expert data parallelism).
+    group dp/ep (Megatron-LM's expert data parallelism). Gradients travel in the stack's
+    reduce dtype (nanotron and torchtitan reduce in fp32), parameters in 16 bits. The
+    gradients go in buckets of the stack's size (a stack without one reduces one layer per
+    bucket, as FSDP2 does per block); each bucket's collective costs NCCL's latency
+    (:func:`.comm.collective_latency_seconds`) + bytes ÷ link; ZeRO-3 all-gathers every
+    layer before its forward and its backward.
     """
+    links = cluster.links
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
-    dp = lay.as_float("dp")
+    dp = dp_work
     ep = lay.as_float("ep")
     params_gpu_dense = (work.params_total - work.params_expert) / (tp * pp)
     params_gpu_expert = work.params_expert / (tp * pp * ep)
-    shard = lay.as_float("shard")
+    shard = np.minimum(lay.as_float("shard"), dp_work)
     replicas = dp / shard
-    cbytes = comm.COMM_BYTES_PER_ELEMENT
-    dense_bytes = params_gpu_dense * cbytes
-    expert_bytes = params_gpu_expert * cbytes
-    dp_bytes = comm.data_parallel_bytes(lay.zero, shard, dense_bytes, dense_bytes, m)
+    gbytes = work.gradient_reduce_bytes
+    pbytes = comm.COMM_BYTES_PER_ELEMENT
+    dp_bytes = comm.data_parallel_bytes(
+        lay.zero, shard, params_gpu_dense * gbytes, params_gpu_dense * pbytes, m
+    )
     if work.params_expert > 0:
         expert_dp = np.minimum(np.maximum(dp / ep, 1.0), shard)
         dp_bytes = dp_bytes + comm.data_parallel_bytes(
-            lay.zero, expert_dp, expert_bytes, expert_bytes, m
+            lay.zero, expert_dp, params_gpu_expert * gbytes, params_gpu_expert * pbytes, m
         )
-    t_dp = dp_bytes / links.group_bandwidth(tp, shard)
+    bw = links.group_bandwidth(tp, shard)
+    t_dp = dp_bytes / bw
+    # latency: buckets of gradients, per-layer gathers under ZeRO-3
+    g = cluster.gpus_per_node
+    nodes = comm.nodes_spanned(tp, shard, g)
+    intra, inter = cluster.intra_step_latency, cluster.inter_step_latency
+    base = cluster.base_latency
+    lat_ar = comm.collective_latency_seconds(
+        "all_reduce", shard, nodes, intra_step=intra, inter_step=inter, base=base
+    )
+    lat_g = comm.collective_latency_seconds(
+        "all_gather", shard, nodes, intra_step=intra, inter_step=inter, base=base
+    )
+    stack = work.stack
+    grad_gpu = (params_gpu_dense + params_gpu_expert) * gbytes
+    layer_grad = np.maximum(work.layer_params / tp * gbytes, 1.0)
+    bucket = cluster.dp_bucket_bytes or stack.dp_bucket_bytes
+    if bucket is None:
+        bucket_bytes = layer_grad
+    else:
+        grows = stack.dp_bucket_params_per_rank * dp * gbytes
+        bucket_bytes = np.maximum(float(bucket), grows)
+    buckets = np.maximum(1.0, np.ceil(grad_gpu / bucket_bytes))
+    layers_gpu = np.ceil(work.layers / pp)
+    count_lat = np.select(
+        [lay.zero == 0, lay.zero == 1, lay.zero == 2],
+        [buckets * lat_ar, buckets * lat_g + lat_g, m * buckets * lat_g + lat_g],
+        m * (buckets + 2.0 * layers_gpu) * lat_g,
+    )
+    single = shard <= 1
+    t_dp = np.where(single, 0.0, t_dp + count_lat)
+    reduce_share = np.where(lay.zero == 0, 2.0, 1.0) * (shard - 1.0) / np.maximum(shard, 1.0)
+    last_bucket = np.minimum(bucket_bytes, grad_gpu) * reduce_share / bw + np.where(
+        lay.zero == 0, lat_ar, lat_g
+    )
+    t_last = np.where(single, 0.0, last_bucket)
+    gather_bytes = comm.ring_gather_bytes(shard, (params_gpu_dense + params_gpu_expert) * pbytes)
+    t_gather = np.where(
+        single | (lay.zero == 0) | (lay.zero == 3), 0.0, gather_bytes / bw + buckets * lat_g
+    )
     if np.any(replicas > 1):
+        dense_bytes = params_gpu_dense * gbytes
         hybrid = np.where(
             replicas > 1, comm.ring_all_reduce_bytes(replicas, dense_bytes / shard), 0.0
         )
         t_dp = t_dp + hybrid / links.group_bandwidth(tp * shard, replicas)
         dp_bytes = dp_bytes + hybrid
-    return dp_bytes, t_dp
+    return dp_bytes, np.asarray(t_dp), np.asarray(t_last), np.asarray(t_gather)
 
 
 def bottleneck_of(row: dict[str, float]) -> str:
@@ -241,5 +496,6 @@ def bottleneck_of(row: dict[str, float]) -> str:
         "pipeline_p2p": "pipeline send/receive",
         "expert_all_to_all": "MoE all-to-all",
         "data_parallel": "data-parallel gradient sync",
+        "overhead": "host (CPU) launch overhead",
     }
     return f"{labels[worst]} ({100 * overhead[worst] / total:.0f}% of step)"

@@ -5,22 +5,28 @@ step move, and the GPU and network with their efficiencies."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
-from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.architecture import Architecture, attention_params_per_layer
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.activations import LedgerEntry
-from llm_planner.core.quantities.flops import mfu_flops_per_token, model_flops_per_token
+from llm_planner.core.quantities.flops import (
+    attention_forward_flops_per_token,
+    mfu_flops_per_token,
+    model_flops_per_token,
+)
 from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.stacks import StackProfile, get_stack
 from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, ParallelInputs
 from llm_planner.core.sections.training import (
     TrainingInputs,
     hardware_flops_factor,
     layer_activations_for,
     layer_kinds,
+    one_layer_params,
     stage_params,
     state_bytes,
 )
@@ -58,7 +64,31 @@ class Workload:
     optimizer_step_bytes_per_param: float = 0.0
     """HBM bytes the optimizer step reads and writes per parameter it updates
     (:func:`optimizer_step_bytes_per_param`)."""
+    gemms: tuple[GemmShape, ...] = ()
+    """The weight GEMMs one token goes through (:func:`gemm_shapes_of`); empty: every GEMM
+    at the large-size kernel efficiency."""
+    attention_flops_per_token: float = 0.0
+    """Attention score and weighted-sum FLOPs per token, forward + backward (3 × forward),
+    run by the fused attention kernel at its own efficiency; part of model_flops_per_token."""
+    moe_tokens_share: float = 1.0
+    """Share of a micro-batch's tokens one routed expert's GEMM sees (k / E); 1 if dense."""
+    stack: StackProfile = field(default_factory=lambda: get_stack("megatron"))
+    """The training stack's profile (buckets, reduce dtype, host overhead, attention kernel)."""
+    gradient_reduce_bytes: float = comm.COMM_BYTES_PER_ELEMENT
+    """Bytes per element of the data-parallel gradient collective (the stack's, or the
+    precision recipe's gradient dtype)."""
+    layer_params: float = 0.0
+    """Parameters of the largest layer (a ZeRO-3 gather, FSDP2's per-block bucket)."""
+    vocab: int = 0
+    """Vocabulary: the output head's GEMM (N = V ÷ tp) and the loss over the logits."""
+    head_flops_per_token: float = 0.0
+    """Output-head GEMM FLOPs per token, forward + backward (6·V·h), part of
+    model_flops_per_token; it runs on the last pipeline stage only."""
 
+
+GemmShape = tuple[float, float, float, bool, bool, bool]
+"""(N, K, share of the weight FLOPs, N ÷ tp, K ÷ tp, routed expert) of one weight GEMM:
+an M×K · K×N product with M the micro-batch's tokens."""
 
 ElementwiseBytes = tuple[float, float, float]
 """(÷ tp always, ÷ tp only with sequence parallelism, never ÷ tp) bytes per token per layer."""
@@ -176,6 +206,7 @@ def workload_of(
     matmul = counts.active_compute * scale
     model = model_flops_per_token(arch, seq_len, matmul)
     ti = training_inputs or TrainingInputs(seq_len=seq_len)
+    stack = get_stack(ti.stack)
     factors = hw_factors or hardware_flops_factors(arch, ti, model)
     ti_s = ti if ti.seq_len == seq_len else ti.model_copy(update={"seq_len": seq_len})
     return Workload(
@@ -194,7 +225,55 @@ def workload_of(
         hw_flops_factor=(float(factors[0]), float(factors[1]), float(factors[2])),
         elementwise_bytes=elementwise_bytes_of(arch, ti_s),
         optimizer_step_bytes_per_param=optimizer_step_bytes_per_param(arch, ti_s),
+        gemms=gemm_shapes_of(arch),
+        attention_flops_per_token=3.0 * attention_forward_flops_per_token(arch, seq_len),
+        moe_tokens_share=(
+            arch.moe.experts_per_token / arch.moe.num_experts if arch.moe is not None else 1.0
+        ),
+        stack=stack,
+        gradient_reduce_bytes=stack.gradient_reduce_bytes
+        or get_precision(ti.precision).gradients_bytes,
+        layer_params=float(one_layer_params(arch)) * scale,
+        vocab=arch.vocab_size,
+        head_flops_per_token=min(6.0 * arch.vocab_size * arch.hidden_size, model),
     )
+
+
+@cache
+def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
+    """The weight GEMMs of one token's pass through the layers, with their FLOP shares.
+
+    Per layer (Megatron-LM's tensor-parallel split, Shoeybi et al. 2019 section 3): the
+    fused QKV projection (N = q + 2·kv ÷ tp, K = h), the output projection (N = h, K = q ÷ tp),
+    the MLP's first linear (gate‖up fused, N = f or 2f ÷ tp, K = h) and second (N = h,
+    K = f ÷ tp); routed experts run the same MLP on k/E of the tokens. (The output head,
+    N = V ÷ tp, K = h, is priced apart: it runs on the last stage.) Shares are each GEMM's
+    N·K·count over the sum (every GEMM runs three times, forward, input and weight
+    gradient, so the share holds for the backward too).
+    MLA's low-rank projections are folded into a QKV GEMM of the same total size."""
+    h = float(arch.hidden_size)
+    out: list[tuple[float, float, float, bool, bool, bool]] = []
+    attn = float(attention_params_per_layer(arch))
+    qkv_n = max(attn / h - float(arch.q_size), 1.0)
+    for moe, n in layer_kinds(arch):
+        out.append((qkv_n, h, qkv_n * h * n, True, False, False))
+        out.append((h, float(arch.q_size), h * arch.q_size * n, False, True, False))
+        if moe and arch.moe is not None:
+            f = float(arch.moe.expert_ffn_size)
+            routed = float(arch.moe.experts_per_token)
+            shared = float(arch.moe.num_shared_experts)
+            up = (2.0 if arch.gated else 1.0) * f
+            for count, expert in ((routed, True), (shared, False)):
+                if count:
+                    out.append((up, h, up * h * n * count, True, False, expert))
+                    out.append((h, f, h * f * n * count, False, True, expert))
+        else:
+            f = float(arch.ffn_size)
+            up = (2.0 if arch.gated else 1.0) * f
+            out.append((up, h, up * h * n, True, False, False))
+            out.append((h, f, h * f * n, False, True, False))
+    total = sum(o[2] for o in out) or 1.0
+    return tuple((a, b, w / total, c, d, e) for a, b, w, c, d, e in out)
 
 
 @dataclass(frozen=True)
@@ -213,6 +292,29 @@ class Cluster:
     memory_bytes_per_s: float = math.inf
     """Achieved HBM bandwidth for the memory-bound kernels: the GPU's × MEMORY_BANDWIDTH_
     ACHIEVED_FRACTION. Infinite: no memory-bound term."""
+    sms: int = 0
+    """Streaming multiprocessors (wave quantisation of the GEMMs); 0: no shape model."""
+    generation: str = "other"
+    """'hopper', 'ampere' or 'other' (:func:`.comm.generation_of`)."""
+    gemm_ramp_seconds: float = comm.GEMM_RAMP_SECONDS
+    attention_efficiency: float | None = None
+    """Override of the attention kernel's share of peak (None: by kernel class and GPU)."""
+    host_seconds_per_layer: float | None = None
+    """Override of the stack's host time per layer per micro-batch (None: the stack's)."""
+    base_latency: float = 0.0
+    """Fixed start-up latency of one collective or send, seconds (NCCL's base; 0: none)."""
+    intra_step_latency: float = 0.0
+    """Latency of one collective step on the intra-node link, seconds (0: no latency)."""
+    inter_step_latency: float = 0.0
+    """Latency of one collective step across the network, seconds."""
+    dp_bucket_bytes: float | None = None
+    """Override of the stack's gradient bucket, bytes."""
+    inter_p2p_latency: float = 0.0
+    """Extra latency of a pipeline send between nodes, seconds."""
+    ep_overlap: float = 0.0
+    """Share of the MoE all-to-all hidden behind compute."""
+    balance_pipeline_head: bool | None = None
+    """Override of the stack's pipeline split (None: the stack's)."""
 
 
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
@@ -237,6 +339,18 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
         tp_overlap=inputs.tp_overlap,
         memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s
         * comm.MEMORY_BANDWIDTH_ACHIEVED_FRACTION,
+        sms=comm.sms_of(gpu.id),
+        generation=comm.generation_of(gpu.id),
+        gemm_ramp_seconds=inputs.gemm_ramp_seconds,
+        attention_efficiency=inputs.attention_efficiency,
+        host_seconds_per_layer=inputs.host_seconds_per_layer,
+        base_latency=comm.NCCL_BASE_LATENCY_SECONDS,
+        intra_step_latency=inputs.intra_node_step_latency_seconds,
+        inter_step_latency=inputs.inter_node_step_latency_seconds,
+        dp_bucket_bytes=inputs.dp_bucket_bytes,
+        inter_p2p_latency=inputs.inter_node_p2p_latency_seconds,
+        ep_overlap=inputs.ep_overlap,
+        balance_pipeline_head=inputs.balance_pipeline_head,
     )
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks of LLM Planner (scripts, not timed tests): ``python -m benchmarks``."""

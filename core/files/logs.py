@@ -1,0 +1,454 @@
+"""Training logs in, measurements out: the lines the common stacks print.
+
+Each parser reads one framework's own line format (cited at the framework's file) and
+turns numbers into SI units; a line that looks like one of them (its marker is there) but
+does not parse is *named* (line number and text) in :attr:`ParsedLog.problems`, never
+guessed. What a log does not carry (GPU count, layout, sequence length for samples/s) the
+user fills in: :func:`measurement_from_log` takes them as arguments.
+
+Steady state: a run's first logged step includes warm-up (compilation, allocator growth,
+NCCL set-up), so with three or more readings the first is dropped and the median of the
+rest is used.
+
+Formats:
+
+- **Megatron-LM** iteration line (``megatron/training/training.py``, ``training_log``):
+  ``iteration N/ M | … | elapsed time per iteration (ms): X | throughput per GPU
+  (TFLOP/s/GPU): Y | … | global batch size: B |`` and the memory report
+  (``megatron/training/utils.py``, ``report_memory``): ``memory (MB) | allocated: … |
+  max allocated: A | reserved: … | max reserved: R`` with MB = 2^20 bytes
+  (``mega_bytes = 1024.0 * 1024.0``).
+- **torchtitan** step line (``torchtitan/components/metrics.py``, ``log``): ``step: N
+  loss: … memory: X GiB(P%) tps: T tflops: F mfu: M%``; memory is
+  ``max_reserved_gib`` (2^30 bytes), tps is tokens/s per GPU (tokens of the data-parallel
+  rank ÷ time ÷ non-data-parallel size), tflops per GPU, mfu in percent of the device's
+  table peak.
+- **DeepSpeed** throughput timer (``deepspeed/utils/timer.py``, ``ThroughputTimer.stop``):
+  ``SamplesPerSec=X, MemAllocated=AGB, MaxMemAllocated=MGB`` (older) or
+  ``RunningAvgSamplesPerSec=X, CurrSamplesPerSec=Y, MemAllocated=…GB,
+  MaxMemAllocated=…GB``; the GB there are ``/ 1024**3`` (GiB) of
+  ``torch.cuda.max_memory_allocated``; samples are the engine's ``train_batch_size`` (the
+  global batch) per step.
+- **Hugging Face Trainer** final metrics (``transformers/trainer_utils.py``,
+  ``speed_metrics``): ``{'train_runtime': S, 'train_samples_per_second': X, …}``; samples
+  of all processes together.
+- **nanotron** iteration line (``src/nanotron/trainer.py``, ``train_step_logs``):
+  ``iteration: N / M | … | elapsed_time_per_iteration_ms: X | tokens_per_sec: T |
+  tokens_per_sec_per_gpu: G | global_batch_size: B | … | model_tflops_per_gpu: F | …``;
+  numbers in nanotron's ``human_format`` (``src/nanotron/logging.py``): three significant
+  digits and a 1000-based suffix K, M, B (billions, not bytes), T, P; memory fields
+  (``cuda_memory_allocated``, ``cuda_max_memory_reserved``) in bytes in the same format.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_planner.core.composition.calibration import Measurement
+
+MIB = 2**20
+GIB = 2**30
+MAX_LOG_BYTES = 200 * 2**20
+"""Logs larger than this are refused (a multi-day run's log is tens of MB)."""
+
+Stack = str
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One parsed line: where it was and what it says (SI units)."""
+
+    line: int
+    stack: Stack
+    values: dict[str, float]
+
+
+@dataclass
+class ParsedLog:
+    """What a log file gave: readings by line, and the lines that could not be read."""
+
+    source: str
+    readings: list[Reading] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def stacks(self) -> list[Stack]:
+        seen: list[Stack] = []
+        for r in self.readings:
+            if r.stack not in seen:
+                seen.append(r.stack)
+        return seen
+
+    def steady(self, key: str) -> float | None:
+        """The steady-state value of ``key``: median of its readings, the first dropped
+        when there are three or more (warm-up)."""
+        values = [r.values[key] for r in self.readings if key in r.values]
+        if not values:
+            return None
+        if len(values) >= 3:
+            values = values[1:]
+        return float(statistics.median(values))
+
+    def peak(self, key: str) -> float | None:
+        """The largest value of ``key`` (peak memory over the run)."""
+        values = [r.values[key] for r in self.readings if key in r.values]
+        return max(values) if values else None
+
+
+class LogError(ValueError):
+    """A log that gives no reading; the message says why in one line."""
+
+
+# ------------------------------------------------------------------ numbers
+
+_NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_HUMAN = _NUM + r"[KMGBTPE]?"
+_HUMAN_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+"""nanotron's suffixes (B = billions); G also seen for 1e9 in its consumed-token counts."""
+
+
+def number(text: str) -> float:
+    """A number as printed (thousands separators allowed)."""
+    return float(text.replace(",", ""))
+
+
+def human_number(text: str) -> float:
+    """nanotron's ``human_format``: ``11.4K`` = 11,400, ``1.2B`` = 1.2e9 (1000-based)."""
+    text = text.strip()
+    suffix = text[-1] if text and text[-1].isalpha() and text[-1] in _HUMAN_SCALE else ""
+    body = text[:-1] if suffix else text
+    return number(body) * _HUMAN_SCALE[suffix]
+
+
+# ------------------------------------------------------------------ parsers
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """One framework's line: a marker that says "this is my line", and the fields."""
+
+    stack: Stack
+    name: str
+    marker: re.Pattern[str]
+    parse: Callable[[str], dict[str, float] | None]
+
+
+def _fields(
+    line: str, spec: dict[str, tuple[str, Callable[[str], float], float]]
+) -> dict[str, float]:
+    """Each ``name: (regex with one group, converter, scale)`` found in the line."""
+    out: dict[str, float] = {}
+    for key, (pattern, convert, scale) in spec.items():
+        match = re.search(pattern, line)
+        if match:
+            out[key] = convert(match.group(1)) * scale
+    return out
+
+
+def _megatron_iteration(line: str) -> dict[str, float] | None:
+    values = _fields(
+        line,
+        {
+            "step_seconds": (rf"elapsed time per iteration \(ms\):\s*({_NUM})", number, 1e-3),
+            "flops_per_gpu_per_s": (
+                rf"throughput per GPU \(TFLOP/s/GPU\):\s*({_NUM})",
+                number,
+                1e12,
+            ),
+            "global_batch": (rf"global batch size:\s*({_NUM})", number, 1.0),
+            "iteration": (rf"iteration\s+({_NUM})\s*/", number, 1.0),
+        },
+    )
+    return values if "step_seconds" in values and "iteration" in values else None
+
+
+def _megatron_memory(line: str) -> dict[str, float] | None:
+    values = _fields(
+        line,
+        {
+            "peak_allocated_bytes": (rf"max allocated:\s*({_NUM})", number, MIB),
+            "peak_reserved_bytes": (rf"max reserved:\s*({_NUM})", number, MIB),
+        },
+    )
+    return values if len(values) == 2 else None
+
+
+def _torchtitan_step(line: str) -> dict[str, float] | None:
+    values = _fields(
+        line,
+        {
+            "iteration": (rf"step:\s*({_NUM})", number, 1.0),
+            "peak_reserved_bytes": (rf"memory:\s*({_NUM})\s*GiB", number, GIB),
+            "tokens_per_s_per_gpu": (rf"tps:\s*({_NUM})", number, 1.0),
+            "flops_per_gpu_per_s": (rf"tflops:\s*({_NUM})", number, 1e12),
+            "mfu": (rf"mfu:\s*({_NUM})%", number, 0.01),
+        },
+    )
+    return values if "tokens_per_s_per_gpu" in values and "iteration" in values else None
+
+
+def _deepspeed_throughput(line: str) -> dict[str, float] | None:
+    values = _fields(
+        line,
+        {
+            "samples_per_s": (rf"(?<![A-Za-z])(?:Curr)?SamplesPerSec=({_NUM})", number, 1.0),
+            "peak_allocated_bytes": (rf"MaxMemAllocated=({_NUM})GB", number, GIB),
+        },
+    )
+    current = re.search(rf"CurrSamplesPerSec=({_NUM})", line)
+    if current:
+        values["samples_per_s"] = number(current.group(1))
+    return values if "samples_per_s" in values else None
+
+
+def _hf_trainer(line: str) -> dict[str, float] | None:
+    start = line.find("{")
+    end = line.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        metrics = ast.literal_eval(line[start : end + 1])
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(metrics, dict):
+        return None
+    out: dict[str, float] = {}
+    for key, name in (
+        ("train_samples_per_second", "samples_per_s"),
+        ("train_runtime", "train_runtime_seconds"),
+        ("train_steps_per_second", "steps_per_s"),
+    ):
+        value: Any = metrics.get(key)
+        try:
+            if value is not None:
+                out[name] = float(value)
+        except (TypeError, ValueError):
+            return None
+    return out if "samples_per_s" in out else None
+
+
+def _nanotron_iteration(line: str) -> dict[str, float] | None:
+    values = _fields(
+        line,
+        {
+            "iteration": (rf"iteration:\s*({_NUM})\s*/", number, 1.0),
+            "step_seconds": (rf"elapsed_time_per_iteration_ms:\s*({_HUMAN})", human_number, 1e-3),
+            "tokens_per_s": (rf"tokens_per_sec:\s*({_HUMAN})", human_number, 1.0),
+            "tokens_per_s_per_gpu": (rf"tokens_per_sec_per_gpu:\s*({_HUMAN})", human_number, 1.0),
+            "global_batch": (rf"global_batch_size:\s*({_HUMAN})", human_number, 1.0),
+            "flops_per_gpu_per_s": (rf"model_tflops_per_gpu:\s*({_HUMAN})", human_number, 1e12),
+            "peak_reserved_bytes": (rf"cuda_max_memory_reserved:\s*({_HUMAN})", human_number, 1.0),
+        },
+    )
+    return values if "iteration" in values and "step_seconds" in values else None
+
+
+FORMATS: tuple[LineFormat, ...] = (
+    LineFormat(
+        "megatron",
+        "Megatron-LM iteration line",
+        re.compile(r"elapsed time per iteration \(ms\)|\biteration\s+\d+/\s*\d+\s*\|"),
+        _megatron_iteration,
+    ),
+    LineFormat(
+        "megatron",
+        "Megatron-LM memory report",
+        re.compile(r"memory \(MB\) \|"),
+        _megatron_memory,
+    ),
+    LineFormat(
+        "nanotron",
+        "nanotron iteration line",
+        re.compile(r"elapsed_time_per_iteration_ms:"),
+        _nanotron_iteration,
+    ),
+    LineFormat(
+        "torchtitan",
+        "torchtitan step line",
+        re.compile(r"\bstep:\s*\d.*\btps:"),
+        _torchtitan_step,
+    ),
+    LineFormat(
+        "deepspeed",
+        "DeepSpeed throughput line",
+        re.compile(r"SamplesPerSec="),
+        _deepspeed_throughput,
+    ),
+    LineFormat(
+        "hf_trainer",
+        "Hugging Face Trainer metrics",
+        re.compile(r"'train_samples_per_second'"),
+        _hf_trainer,
+    ),
+)
+"""Every line format known, tried in this order (the first marker that matches wins)."""
+
+
+def parse_log_text(text: str, source: str = "<log>") -> ParsedLog:
+    """Read every line; readings for the lines of a known format, problems for lines whose
+    marker matches but whose fields do not parse."""
+    parsed = ParsedLog(source=source)
+    for number_, raw in enumerate(text.splitlines(), start=1):
+        line = _strip_ansi(raw)
+        for fmt in FORMATS:
+            if not fmt.marker.search(line):
+                continue
+            values = fmt.parse(line)
+            if values is None:
+                excerpt = line.strip()
+                excerpt = excerpt if len(excerpt) <= 160 else excerpt[:157] + "..."
+                parsed.problems.append(
+                    f"{source}:{number_}: a {fmt.name} that could not be read: {excerpt}"
+                )
+            else:
+                parsed.readings.append(Reading(number_, fmt.stack, values))
+            break
+    return parsed
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _strip_ansi(line: str) -> str:
+    """torchtitan colours its fields with ANSI escapes."""
+    return _ANSI.sub("", line)
+
+
+def read_log(path: Path) -> ParsedLog:
+    """Parse a log file (size-limited, undecodable bytes replaced)."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if size > MAX_LOG_BYTES:
+        raise LogError(
+            f"{path}: {size / 2**20:.0f} MiB is larger than the {MAX_LOG_BYTES >> 20} MiB limit"
+        )
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    parsed = parse_log_text(text, path.name)
+    if not parsed.readings:
+        why = parsed.problems[0] if parsed.problems else "no line of a known training stack"
+        raise LogError(f"{path.name}: no measurement read ({why})")
+    return parsed
+
+
+# ------------------------------------------------------------------ to a measurement
+
+
+def layout_of(scenario: Any) -> dict[str, Any]:
+    """The :class:`Measurement` layout fields of a scenario: the run a log comes from is
+    described by the scenario's layout (a log does not carry it)."""
+    par, tr = scenario.parallelism, scenario.training
+    layout: dict[str, Any] = {
+        "gpus_per_node": par.gpus_per_node,
+        "tp": par.tp,
+        "pp": par.pp,
+        "dp": par.dp,
+        "ep": par.expert_parallel,
+        "zero_stage": par.zero_stage,
+        "fsdp_strategy": par.fsdp_strategy,
+        "sequence_parallel": par.sequence_parallel,
+        "micro_batch": tr.micro_batch,
+        "global_batch": par.global_batch,
+        "seq_len": tr.seq_len,
+        "schedule": par.schedule,
+        "interleave_chunks": par.interleave_chunks,
+    }
+    if tr.recompute in ("none", "selective", "full"):
+        layout["recompute"] = tr.recompute
+    return {k: v for k, v in layout.items() if v is not None}
+
+
+def measurement_from_file(path: Path, scenario: Any) -> tuple[Measurement, list[str]]:
+    """A log file as a measurement of the scenario's run (its GPUs, layout and sequence
+    length; the log's own global batch when it prints one), and its unread lines."""
+    parsed = read_log(path)
+    layout = layout_of(scenario)
+    if parsed.steady("global_batch") is not None:
+        layout.pop("global_batch", None)
+    try:
+        m = measurement_from_log(
+            parsed,
+            gpus=scenario.num_gpus,
+            seq_len=scenario.training.seq_len,
+            label=path.name,
+            layout=layout,
+        )
+    except ValueError as error:
+        raise LogError(str(error).splitlines()[0]) from None
+    return m, parsed.problems
+
+
+def measurement_from_log(
+    parsed: ParsedLog,
+    *,
+    gpus: int,
+    seq_len: int | None = None,
+    label: str = "",
+    layout: dict[str, Any] | None = None,
+) -> Measurement:
+    """A :class:`Measurement` from a parsed log plus what the log does not carry.
+
+    ``gpus`` is required (no stack prints it on every line); ``seq_len`` turns samples/s
+    (DeepSpeed, Trainer) into tokens/s; ``layout`` holds the other Measurement layout
+    fields (tp, pp, dp, zero_stage, micro_batch, global_batch, …). A log's own global
+    batch (Megatron, nanotron) is used when ``layout`` does not give one."""
+    if not parsed.readings:
+        raise LogError(f"{parsed.source}: no measurement read")
+    given = dict(layout or {})
+    values: dict[str, Any] = {}
+    stack = parsed.stacks[0]
+    batch = parsed.steady("global_batch")
+    if batch is not None and "global_batch" not in given:
+        given["global_batch"] = round(batch)
+    for key in (
+        "step_seconds",
+        "tokens_per_s",
+        "tokens_per_s_per_gpu",
+        "flops_per_gpu_per_s",
+        "mfu",
+    ):
+        value = parsed.steady(key)
+        if value is not None and value > 0:
+            values[key] = value
+    samples = parsed.steady("samples_per_s")
+    if (
+        samples is not None
+        and "tokens_per_s" not in values
+        and "tokens_per_s_per_gpu" not in values
+    ):
+        length = seq_len or given.get("seq_len")
+        if length is None:
+            raise LogError(
+                f"{parsed.source}: the log gives samples/s; the sequence length (--seq-len) "
+                "turns them into tokens/s"
+            )
+        values["tokens_per_s"] = samples * float(length)
+    if "step_seconds" in values and "global_batch" not in given:
+        # a step time without the batch it carried cannot be priced
+        values.pop("step_seconds")
+    for key in ("peak_allocated_bytes", "peak_reserved_bytes"):
+        value = parsed.peak(key)
+        if value is not None and value > 0:
+            values[key] = value
+    if seq_len is not None:
+        given.setdefault("seq_len", seq_len)
+    first, last = parsed.readings[0].line, parsed.readings[-1].line
+    return Measurement(
+        label=label or parsed.source,
+        source=f"{parsed.source}:{first}-{last}",
+        stack=_STACK_IDS.get(stack, stack),
+        gpus=gpus,
+        **given,
+        **values,
+    )
+
+
+_STACK_IDS = {"hf_trainer": "hf"}
+"""Parser names → ``training.stack`` ids (:mod:`llm_planner.core.quantities.stacks`)."""
