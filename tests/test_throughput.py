@@ -6,7 +6,7 @@ faster than perfect scaling."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from llm_planner.core.composition.estimate import estimate
