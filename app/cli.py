@@ -17,6 +17,7 @@ from llm_planner import (
     cli_calibrate,
     cli_catalog,
     cli_compare,
+    cli_launch,
     cli_search,
     cli_store,
     cli_whatif,
@@ -25,7 +26,15 @@ from llm_planner.cli_common import EXIT_USAGE, Parser, UsageError, format_report
 from llm_planner.cli_scenario import add_scenario_options, build_scenario
 from llm_planner.cli_window import QT_PROBE_FLAG, cmd_window, qt_probe
 
-COMMAND_GROUPS = (cli_catalog, cli_search, cli_store, cli_compare, cli_whatif, cli_calibrate)
+COMMAND_GROUPS = (
+    cli_catalog,
+    cli_search,
+    cli_store,
+    cli_compare,
+    cli_whatif,
+    cli_calibrate,
+    cli_launch,
+)
 """Modules that add subcommands (each exposes ``add_commands(commands)``)."""
 
 

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
-from llm_planner.gui import settings
+from llm_planner.gui import export_config, settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
@@ -606,7 +606,11 @@ class MainWindow(QMainWindow):
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
         urls = event.mimeData().urls()
         if urls and all(
-            u.isLocalFile() and u.toLocalFile().endswith((".json", *LOG_SUFFIXES)) for u in urls
+            u.isLocalFile()
+            and u.toLocalFile().endswith(
+                (".json", *LOG_SUFFIXES, *export_config.STACK_CONFIG_SUFFIXES)
+            )
+            for u in urls
         ):
             event.acceptProposedAction()
 
@@ -621,6 +625,8 @@ class MainWindow(QMainWindow):
             return self.open_file(path)
         if path.endswith(LOG_SUFFIXES):  # a training log: a measured run (calibration)
             return drop_log(self, self.state, Path(path))
+        if export_config.is_stack_config(path):  # a training stack's launch config
+            return export_config.import_dropped(self, path)
         return self.bar.import_config(Path(path))
 
     # ------------------------------------------------------------ window state

@@ -831,15 +831,16 @@ def _fit_quantity(
         if not chosen:
             return {}, []
         u, jac, r = _levenberg_marquardt(fun_of(residuals, values_of, chosen), u[moved])
-    dof = n - len(chosen)
-    sigma_u: FloatArray | None = None
-    if dof > 0:
-        s2 = float(r @ r) / dof
-        try:
-            cov = s2 * np.linalg.inv(jac.T @ jac)
-            sigma_u = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        except np.linalg.LinAlgError:
-            sigma_u = None
+    sigma_u = _unit_sigma(jac, r, n - len(chosen))
+    # a parameter whose 1-σ spans more than UNDETERMINED_SIGMA of its range is not fixed by
+    # the data (it trades off against another): hold it at its default and refit the rest
+    while sigma_u is not None and len(chosen) > 1:
+        keep = [j for j in range(len(chosen)) if sigma_u[j] <= UNDETERMINED_SIGMA]
+        if len(keep) == len(chosen) or not keep:
+            break
+        chosen = [chosen[j] for j in keep]
+        u, jac, r = _levenberg_marquardt(fun_of(residuals, values_of, chosen), u_base[chosen])
+        sigma_u = _unit_sigma(jac, r, n - len(chosen))
     values = values_of(u, chosen)
     out: list[FittedParameter] = []
     for j, k in enumerate(chosen):
@@ -860,6 +861,23 @@ def _fit_quantity(
             )
         )
     return {specs[k].name: values[specs[k].name] for k in chosen}, out
+
+
+UNDETERMINED_SIGMA = 0.5
+"""A fitted parameter whose 1-σ exceeds half its range is held at its default instead."""
+
+
+def _unit_sigma(jac: FloatArray, r: FloatArray, dof: int) -> FloatArray | None:
+    """1-σ of each parameter in unit coordinates (its range = 1), from the Gauss–Newton
+    covariance s²·(JᵀJ)⁻¹ with s² = residual² ÷ degrees of freedom; None without them."""
+    if dof <= 0:
+        return None
+    s2 = float(r @ r) / dof
+    try:
+        cov = s2 * np.linalg.inv(jac.T @ jac)
+    except np.linalg.LinAlgError:
+        return None
+    return np.asarray(np.sqrt(np.maximum(np.diag(cov), 0.0)))
 
 
 def fun_of(

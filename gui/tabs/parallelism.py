@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
+from llm_planner.gui import export_config
 from llm_planner.gui.tabs.base import (
     Tab,
     core_attr,
@@ -310,6 +311,7 @@ class ParallelismTab(Tab):
         self.search = SearchTable()
         self.search.apply_row.connect(self.apply_layout)
         self.search.run_button.clicked.connect(self.run_search)
+        export_config.hook_search(self.search, lambda: self.state.scenario)
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.search)
         bottom.addWidget(self.figures)

@@ -1,0 +1,158 @@
+"""From plan to launch: the scenario's layout as each training stack's own config, and back.
+
+One module per stack, each with ``export(plan) -> ExportedConfig``, ``parse(text, source)
+-> ImportedConfig`` and ``looks_like(text)``:
+
+- :mod:`.deepspeed`: the DeepSpeed config JSON;
+- :mod:`.megatron`: Megatron-LM / Megatron-Core launch arguments (a bash array);
+- :mod:`.torchtitan`: torchtitan's job TOML;
+- :mod:`.accelerate`: Hugging Face accelerate's YAML (FSDP or DeepSpeed) + TrainingArguments;
+- :mod:`.nanotron`: nanotron's config YAML.
+
+Every file names the app version and the scenario; what the plan assumes that the stack
+cannot express is listed in the file and in :attr:`ExportedConfig.unexpressed`, not dropped.
+Reading is as strict as reading a scenario file: size-limited, never executed, and a bad
+file raises :class:`StackConfigError` with one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.files.stack_configs import (
+    accelerate,
+    deepspeed,
+    megatron,
+    nanotron,
+    torchtitan,
+)
+from llm_planner.core.files.stack_configs.plan import (
+    ExportedConfig,
+    ImportedConfig,
+    LaunchPlan,
+    StackConfigError,
+    apply_row,
+    launch_plan,
+    layout_of,
+    with_fields,
+)
+
+FORMATS: dict[str, ModuleType] = {
+    "deepspeed": deepspeed,
+    "megatron": megatron,
+    "torchtitan": torchtitan,
+    "accelerate": accelerate,
+    "nanotron": nanotron,
+}
+"""Format id → module, in the order the help lists them."""
+
+FORMAT_OF_STACK: dict[str, str] = {
+    "megatron": "megatron",
+    "deepspeed": "deepspeed",
+    "torchtitan": "torchtitan",
+    "hf": "accelerate",
+    "nanotron": "nanotron",
+}
+"""The config format each ``training.stack`` id launches with."""
+
+STACK_OF_FORMAT: dict[str, str] = {v: k for k, v in FORMAT_OF_STACK.items()}
+
+MAX_CONFIG_BYTES = 1_000_000
+"""Largest stack config read (real ones are a few kB)."""
+
+__all__ = [
+    "FORMATS",
+    "FORMAT_OF_STACK",
+    "ExportedConfig",
+    "ImportedConfig",
+    "LaunchPlan",
+    "StackConfigError",
+    "apply_import",
+    "apply_row",
+    "detect_format",
+    "export_config",
+    "launch_plan",
+    "layout_of",
+    "read_config",
+    "with_fields",
+]
+
+
+def format_id(name: str) -> str:
+    """A format id from a format or stack name ("hf" → "accelerate"); ValueError if unknown."""
+    key = name.lower()
+    if key in FORMATS:
+        return key
+    if key in FORMAT_OF_STACK:
+        return FORMAT_OF_STACK[key]
+    raise ValueError(f"unknown stack {name!r}: one of {', '.join(FORMATS)}")
+
+
+def export_config(
+    scenario: Scenario, stack: str | None = None, *, backend: str | None = None
+) -> ExportedConfig:
+    """The scenario's layout as a stack's launch config (default: the scenario's stack).
+    ``backend`` picks accelerate's FSDP or DeepSpeed (default: FSDP unless ZeRO-1)."""
+    fmt = format_id(stack or scenario.training.stack)
+    plan = launch_plan(scenario)
+    if fmt == "accelerate":
+        return accelerate.export(plan, backend)
+    exported: ExportedConfig = FORMATS[fmt].export(plan)
+    return exported
+
+
+def detect_format(text: str, name: str = "") -> str | None:
+    """Which stack's config ``text`` is (by its suffix first, then its content), or None."""
+    suffix = Path(name).suffix.lower()
+    candidates = {
+        ".json": ("deepspeed",),
+        ".toml": ("torchtitan",),
+        ".yaml": ("accelerate", "nanotron"),
+        ".yml": ("accelerate", "nanotron"),
+        ".sh": ("megatron",),
+        ".args": ("megatron",),
+    }.get(suffix, tuple(FORMATS))
+    for fmt in candidates:
+        if FORMATS[fmt].looks_like(text):
+            return fmt
+    # a suffix only one stack uses decides: its parser says what is wrong with the text
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def read_config(path: Path, fmt: str | None = None) -> ImportedConfig:
+    """Read a stack config file (its format detected unless given); accelerate's companion
+    ``*.training_args.json`` beside the YAML is read with it."""
+    source = str(path)
+    try:
+        if not path.is_file():
+            raise StackConfigError(f"{source}: no such file")
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise StackConfigError(f"{source}: larger than {MAX_CONFIG_BYTES} bytes")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise StackConfigError(f"{source}: not UTF-8 text") from None
+    except OSError as error:
+        raise StackConfigError(f"{source}: {error.strerror or error}") from None
+    fmt = format_id(fmt) if fmt else detect_format(text, path.name)
+    if fmt is None:
+        raise StackConfigError(
+            f"{source}: not a DeepSpeed JSON, Megatron arguments, torchtitan TOML, "
+            "accelerate YAML or nanotron YAML"
+        )
+    if fmt == "accelerate":
+        companion = path.with_name(path.stem + accelerate.TRAINING_ARGS_SUFFIX)
+        extra = companion.read_text(encoding="utf-8") if companion.is_file() else None
+        return accelerate.parse(text, source, extra)
+    imported: ImportedConfig = FORMATS[fmt].parse(text, source)
+    return imported
+
+
+def apply_import(base: Scenario, imported: ImportedConfig) -> Scenario:
+    """``base`` with the layout and batch fields a config states, and its stack set."""
+    fields = dict(imported.fields)
+    fields["training.stack"] = STACK_OF_FORMAT[imported.stack]
+    if fields.get("parallelism.fsdp_strategy") is None and "parallelism.zero_stage" not in fields:
+        fields.pop("parallelism.fsdp_strategy", None)
+    return with_fields(base, fields)

@@ -1,0 +1,325 @@
+"""Megatron-LM / Megatron-Core: the launch arguments of ``pretrain_gpt.py``, as a bash array.
+
+Flag names are Megatron-LM's (megatron/training/arguments.py; each is the dashed name of a
+field of Megatron-Core's ``ModelParallelConfig``, ``TransformerConfig``,
+``DistributedDataParallelConfig`` or ``OptimizerConfig``, megatron-core 0.16.1):
+``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size``,
+``--num-layers-per-virtual-pipeline-stage``, ``--context-parallel-size``,
+``--expert-model-parallel-size``, ``--sequence-parallel``, ``--use-distributed-optimizer``
+(ZeRO-1: optimizer states sharded over dp), ``--recompute-granularity/-method/-num-layers``,
+``--micro-batch-size``, ``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``.
+ZeRO-2/3 are Megatron-FSDP's ``--data-parallel-sharding-strategy optim_grads`` /
+``optim_grads_params`` with ``--use-megatron-fsdp`` (Megatron-LM
+megatron/core/distributed/fsdp/README.md, "Required Configurations").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from typing import Any
+
+from llm_planner.core.files.stack_configs.plan import (
+    ExportedConfig,
+    ImportedConfig,
+    LaunchPlan,
+    StackConfigError,
+    common_unexpressed,
+    export_recompute,
+    match_preset,
+    provenance_lines,
+)
+
+STACK = "megatron"
+ARRAY = "MEGATRON_ARGS"
+
+_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+_SHARDING_IN = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+
+
+def _arch_args(plan: LaunchPlan) -> list[str]:
+    a = plan.arch
+    args = [
+        f"--num-layers {a.layers}",
+        f"--hidden-size {a.hidden_size}",
+        f"--ffn-hidden-size {a.ffn_size}",
+        f"--num-attention-heads {a.heads}",
+    ]
+    if a.kv_heads != a.heads:
+        args += ["--group-query-attention", f"--num-query-groups {a.kv_heads}"]
+    if a.head_dim * a.heads != a.hidden_size:
+        args.append(f"--kv-channels {a.head_dim}")
+    args.append(f"--max-position-embeddings {max(a.max_context, plan.seq_len)}")
+    if a.ffn_kind == "swiglu":
+        args.append("--swiglu")
+    if a.norm == "rmsnorm":
+        args.append("--normalization RMSNorm")
+    if a.positions == "rotary":
+        args.append("--position-embedding-type rope")
+    if not a.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if a.attention_bias == "none" and not a.mlp_bias:
+        args.append("--disable-bias-linear")
+    if a.moe is not None:
+        args.append(f"--num-experts {a.moe.num_experts}")
+    return args
+
+
+def _zero_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
+    args = ["--use-distributed-optimizer"] if plan.zero_stage >= 1 else []
+    if plan.zero_stage >= 2:
+        args += [
+            "--use-megatron-fsdp",
+            f"--data-parallel-sharding-strategy {_SHARDING[plan.zero_stage]}",
+            "--no-gradient-accumulation-fusion",
+            "--ckpt-format fsdp_dtensor",
+        ]
+    if plan.fsdp_strategy == "HYBRID_SHARD":
+        notes.append(
+            f"HYBRID_SHARD (shard groups of {plan.shard}): exported as full sharding over dp; "
+            "Megatron-FSDP's --num-distributed-optimizer-instances sets the replicas"
+        )
+    return args
+
+
+def _recompute_args(recompute: str) -> list[str]:
+    if recompute == "selective":
+        return ["--recompute-granularity selective"]
+    if recompute == "full":
+        return [
+            "--recompute-granularity full",
+            "--recompute-method uniform",
+            "--recompute-num-layers 1",
+        ]
+    return []
+
+
+def _precision_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
+    args: list[str] = []
+    if plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "bf16"}:
+        args.append("--bf16")
+    elif plan.precision == "mixed_fp16":
+        args.append("--fp16")
+    if plan.precision == "mixed_bf16_fp32_grads":
+        args.append("--accumulate-allreduce-grads-in-fp32")
+    if plan.precision == "bf16":
+        notes.append("pure bf16 without fp32 master weights: Megatron keeps fp32 main params")
+    if plan.optimizer in {"adam", "adamw"}:
+        args.append("--optimizer adam")
+    elif plan.optimizer in {"sgd", "sgd_momentum"}:
+        args.append("--optimizer sgd")
+    else:
+        notes.append(f"optimizer {plan.optimizer!r}: Megatron-LM offers adam and sgd")
+    return args
+
+
+def _parallel_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
+    args = [
+        f"--tensor-model-parallel-size {plan.tp}",
+        f"--pipeline-model-parallel-size {plan.pp}",
+    ]
+    if plan.v > 1:
+        args.append(f"--num-layers-per-virtual-pipeline-stage {plan.layers_per_virtual_stage}")
+    if plan.schedule == "gpipe":
+        notes.append("the GPipe schedule: Megatron-LM runs 1F1B (or interleaved 1F1B)")
+    args.append("--context-parallel-size 1")
+    if plan.ep > 1:
+        args.append(f"--expert-model-parallel-size {plan.ep}")
+    if plan.sequence_parallel:
+        args.append("--sequence-parallel")
+    return args
+
+
+def export(plan: LaunchPlan) -> ExportedConfig:
+    """The plan as Megatron-LM arguments."""
+    notes = common_unexpressed(plan)
+    args = _parallel_args(plan, notes) + _zero_args(plan, notes)
+    args += _recompute_args(export_recompute(plan))
+    args += [
+        f"--micro-batch-size {plan.micro_batch}",
+        f"--global-batch-size {plan.global_batch}",
+        f"--seq-length {plan.seq_len}",
+    ]
+    args += _precision_args(plan, notes)
+    if plan.flash_attention:
+        args.append("--attention-backend flash")
+    if plan.lora_rank:
+        notes.append(f"LoRA rank {plan.lora_rank}: not a Megatron-LM pretraining argument")
+    args += _arch_args(plan)
+    header = [f"# {line}" for line in provenance_lines(plan, "Megatron-LM")]
+    if notes:
+        header.append("# Not expressible in Megatron-LM's arguments (the plan assumes):")
+        header += [f"#   - {n}" for n in notes]
+    per_node = min(plan.gpus_per_node, plan.num_gpus)
+    header.append(
+        f"# Launch: torchrun --nnodes {plan.nodes} --nproc-per-node {per_node} "
+        f'pretrain_gpt.py "${{{ARRAY}[@]}}" --data-path ... --tokenizer-model ...'
+    )
+    body = [f"{ARRAY}=(", *(f"    {a}" for a in args), ")"]
+    text = "\n".join(header + body) + "\n"
+    return ExportedConfig(stack=STACK, text=text, suffix=".sh", unexpressed=tuple(notes))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for name in (
+        "tensor-model-parallel-size",
+        "pipeline-model-parallel-size",
+        "num-layers-per-virtual-pipeline-stage",
+        "virtual-pipeline-model-parallel-size",
+        "context-parallel-size",
+        "expert-model-parallel-size",
+        "micro-batch-size",
+        "global-batch-size",
+        "seq-length",
+        "recompute-num-layers",
+        "num-layers",
+        "hidden-size",
+        "ffn-hidden-size",
+        "num-attention-heads",
+        "num-query-groups",
+        "kv-channels",
+        "num-experts",
+        "max-position-embeddings",
+    ):
+        p.add_argument(f"--{name}", type=int)
+    for name in (
+        "recompute-granularity",
+        "recompute-method",
+        "data-parallel-sharding-strategy",
+        "optimizer",
+    ):
+        p.add_argument(f"--{name}")
+    for name in (
+        "sequence-parallel",
+        "use-distributed-optimizer",
+        "use-megatron-fsdp",
+        "use-custom-fsdp",
+        "bf16",
+        "fp16",
+        "accumulate-allreduce-grads-in-fp32",
+        "group-query-attention",
+    ):
+        p.add_argument(f"--{name}", action="store_true")
+    return p
+
+
+def tokens_of(text: str) -> list[str]:
+    """The argument tokens of a bash array file or a command line (comments dropped)."""
+    lines = [line.split(" #")[0] for line in text.splitlines() if not line.lstrip().startswith("#")]
+    try:
+        tokens = shlex.split("\n".join(lines), comments=True)
+    except ValueError as error:
+        raise StackConfigError(f"unreadable arguments ({error})") from None
+    out: list[str] = []
+    for token in tokens:
+        if token in {")", "("} or token.endswith("=("):
+            continue
+        if "=" in token and token.startswith("--"):
+            out += token.split("=", 1)
+        else:
+            out.append(token)
+    start = next((i for i, t in enumerate(out) if t.startswith("--")), len(out))
+    return out[start:]
+
+
+def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
+    pp = args.pipeline_model_parallel_size or 1
+    if args.context_parallel_size not in (None, 1):
+        raise StackConfigError(
+            f"{source}: --context-parallel-size {args.context_parallel_size}: the planner "
+            "has no context-parallel degree yet"
+        )
+    v = args.virtual_pipeline_model_parallel_size
+    if args.num_layers_per_virtual_pipeline_stage and args.num_layers:
+        v = args.num_layers // (pp * args.num_layers_per_virtual_pipeline_stage)
+    zero = 1 if args.use_distributed_optimizer else 0
+    if args.use_megatron_fsdp or args.use_custom_fsdp:
+        strategy = args.data_parallel_sharding_strategy or "no_shard"
+        if strategy not in _SHARDING_IN:
+            raise StackConfigError(
+                f"{source}: --data-parallel-sharding-strategy {strategy!r} is not one of "
+                f"{', '.join(_SHARDING_IN)}"
+            )
+        zero = max(zero, _SHARDING_IN[strategy])
+    granularity = args.recompute_granularity
+    if granularity not in (None, "selective", "full"):
+        raise StackConfigError(f"{source}: --recompute-granularity {granularity!r}")
+    return {
+        "parallelism.tp": args.tensor_model_parallel_size or 1,
+        "parallelism.pp": pp,
+        "parallelism.sequence_parallel": bool(args.sequence_parallel),
+        "parallelism.expert_parallel": args.expert_model_parallel_size or 1,
+        "parallelism.schedule": "interleaved" if v and v > 1 else "1f1b",
+        "parallelism.interleave_chunks": v if v and v > 1 else 1,
+        "parallelism.zero_stage": zero,
+        "parallelism.fsdp_strategy": None,
+        "training.recompute": granularity or "none",
+    }
+
+
+def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for value, path in (
+        (args.micro_batch_size, "training.micro_batch"),
+        (args.global_batch_size, "parallelism.global_batch"),
+        (args.seq_length, "training.seq_len"),
+    ):
+        if value:
+            fields[path] = value
+    if args.fp16:
+        fields["training.precision"] = "mixed_fp16"
+    elif args.bf16:
+        grads = args.accumulate_allreduce_grads_in_fp32
+        fields["training.precision"] = "mixed_bf16_fp32_grads" if grads else "mixed_bf16"
+    else:
+        fields["training.precision"] = "fp32"
+    optimizer = {"adam": "adamw", "sgd": "sgd"}.get(args.optimizer or "")
+    if optimizer:
+        fields["training.optimizer"] = optimizer
+    return fields
+
+
+def parse(text: str, source: str) -> ImportedConfig:
+    """Megatron-LM arguments (a bash array file or a command line) as scenario fields."""
+    tokens = tokens_of(text)
+    try:
+        args, rest = _parser().parse_known_args(tokens)
+    except argparse.ArgumentError as error:
+        raise StackConfigError(f"{source}: {error}") from None
+    given = {k for k, v in vars(args).items() if v not in (None, False)}
+    read = sorted(f"--{k.replace('_', '-')}" for k in given)
+    ignored = {t for t in rest if t.startswith("--")}
+    fields = _layout_fields(args, source) | _batch_fields(args)
+    nodes = re.search(r"--nnodes[ =](\d+)", text)
+    per_node = re.search(r"--nproc[-_]per[-_]node[ =](\d+)", text)
+    if nodes and per_node:  # torchrun's own arguments, on the launch line
+        fields["num_gpus"] = int(nodes.group(1)) * int(per_node.group(1))
+        fields["parallelism.gpus_per_node"] = int(per_node.group(1))
+        read += ["--nnodes", "--nproc-per-node"]
+        ignored -= {"--nnodes", "--nproc-per-node", "--nproc_per_node"}
+    hint = {
+        k: v
+        for k, v in {
+            "layers": args.num_layers,
+            "hidden_size": args.hidden_size,
+            "heads": args.num_attention_heads,
+            "ffn_size": args.ffn_hidden_size,
+            "kv_heads": args.num_query_groups if args.group_query_attention else None,
+            "max_context": args.max_position_embeddings,
+        }.items()
+        if v
+    }
+    return ImportedConfig(
+        stack=STACK,
+        fields=fields,
+        model=match_preset(hint),
+        read=tuple(read),
+        ignored=tuple(sorted(ignored)),
+        arch_hint=hint,
+    )
+
+
+def looks_like(text: str) -> bool:
+    return "--tensor-model-parallel-size" in text or "--pipeline-model-parallel-size" in text
