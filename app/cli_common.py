@@ -17,7 +17,15 @@ EXIT_USAGE = 2
 
 
 class UsageError(Exception):
-    """A bad argument or input file: printed as one line, exit status 2."""
+    """A bad argument or input file: printed as one line, exit status 2.
+
+    The message is flattened to one line of printable characters (a name or value from a
+    received file must not rewrite the terminal) and shortened to 400 characters.
+    """
+
+    def __init__(self, message: object = "") -> None:
+        text = units.clean_text(str(message))
+        super().__init__(text if len(text) <= 400 else text[:399] + "…")
 
 
 class Parser(argparse.ArgumentParser):

@@ -114,6 +114,9 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
             data["gpu"] = get_gpu(args.gpu).model_dump(mode="json")
         except KeyError as error:
             raise UsageError(f"argument --gpu: {error.args[0]}") from None
+        except (OSError, ValueError) as error:  # a "path" too long for the file system
+            reason = getattr(error, "strerror", None) or str(error)
+            raise UsageError(f"argument --gpu: cannot read {args.gpu!r} ({reason})") from None
     simple = {
         "num_gpus": "num_gpus",
         "tokens": "compute.tokens",
@@ -171,7 +174,11 @@ def import_model_arg(text: str, option: str) -> Any:
     from llm_planner.core.files.hub_cache import looks_like_hub_id
     from llm_planner.core.primitives.presets import model_presets
 
-    if not Path(text).exists() and not looks_like_hub_id(text):
+    try:
+        exists = len(text) < 4096 and Path(text).exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        exists = False
+    if not exists and not looks_like_hub_id(text):
         known = ", ".join(model_presets())
         raise UsageError(f"{option}: {text!r} is neither a preset ({known}) nor a path")
     try:
@@ -201,11 +208,12 @@ def build_scenario(args: argparse.Namespace) -> Any:
     try:
         return Scenario.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
+        from llm_planner.core.primitives.limits import describe_error
+
+        field, message = describe_error(error.errors()[0])
         option = OPTION_OF_FIELD.get(field)
         where = f"argument {option}" if option else field
-        raise UsageError(f"{where}: {first['msg']}") from None
+        raise UsageError(f"{where}: {message}") from None
 
 
 def load_scenario_file(path_text: str) -> Any:

@@ -55,6 +55,20 @@ def named(scenario: Any, args: argparse.Namespace) -> Any:
         raise UsageError(f"argument --{first['loc'][0]}: {first['msg']}") from None
 
 
+def shown(text: str, limit: int = 200) -> str:
+    """Untrusted text (a name from a received file, a path) safe to print on a terminal:
+    no control or bidi characters, at most ``limit`` characters."""
+    from llm_planner.core.primitives.units import clean_text
+
+    flat = clean_text(text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def os_reason(error: OSError) -> str:
+    """An OSError in a few words (``No space left on device``), never a traceback."""
+    return str(error.strerror or type(error).__name__)
+
+
 def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
     """Do ``--save``; print ``--markdown``/``--csv``. True when the report was printed."""
     from llm_planner.core.files.report_export import report_csv, report_markdown
@@ -64,13 +78,15 @@ def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
         getattr(args, "markdown", False) or getattr(args, "csv", False)
     ):
         raise UsageError("argument --json: not allowed with --markdown or --csv")
-    if getattr(args, "save", None):
+    if getattr(args, "save", None) is not None:
+        if not args.save.strip():
+            raise UsageError("argument --save: the file name is empty")
         path = Path(args.save)
         try:
             save_scenario_file(scenario, path)
         except OSError as error:
-            raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
-        sys.stderr.write(f"llm-planner: saved {path}\n")
+            raise UsageError(f"{shown(str(path))}: cannot write ({os_reason(error)})") from None
+        sys.stderr.write(f"llm-planner: saved {shown(str(path))}\n")
     if getattr(args, "markdown", False):
         sys.stdout.write(report_markdown(report, scenario))
         return True
@@ -117,18 +133,26 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max(len(e.key) for e in entries)
     for e in entries:
         when = e.modified.strftime("%Y-%m-%d %H:%M")
-        print(f"{e.key:<{width}}  {when}  {e.num_gpus:>6} × {e.gpu:<12} {e.model:<16} {e.name}")
+        model, name = shown(e.model, 40), shown(e.name)
+        print(f"{e.key:<{width}}  {when}  {e.num_gpus:>6} × {e.gpu:<12} {model:<16} {name}")
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from llm_planner.core.files.library import Library
+    from llm_planner.core.files.library import Library, LibraryError
 
-    result = Library().import_files(Path(f) for f in args.files)
+    try:
+        result = Library().import_files(Path(f) for f in args.files if f.strip())
+    except (LibraryError, OSError) as error:
+        reason = os_reason(error) if isinstance(error, OSError) else str(error)
+        raise UsageError(f"cannot import into the library ({shown(reason)})") from None
     for source, saved in result.imported:
-        print(f"imported {source} as {saved.key} ({saved.scenario.name})")
+        print(f"imported {shown(str(source))} as {saved.key} ({shown(saved.scenario.name)})")
     for _, message in result.failed:
-        sys.stderr.write(f"llm-planner: error: {message}\n")
+        sys.stderr.write(f"llm-planner: error: {shown(message, 400)}\n")
+    if any(not f.strip() for f in args.files):
+        sys.stderr.write("llm-planner: error: an empty file name was given\n")
+        return EXIT_USAGE
     return EXIT_USAGE if result.failed else 0
 
 
@@ -146,7 +170,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     except (LibraryError, ScenarioFileError) as error:
         raise UsageError(str(error)) from None
     except OSError as error:
-        raise UsageError(f"{args.to}: cannot write ({error.strerror or error})") from None
+        raise UsageError(f"{shown(args.to)}: cannot write ({os_reason(error)})") from None
     for path in written:
         print(path)
     return 0

@@ -91,6 +91,15 @@ def run_app(file: str | None = None, smoke_test: bool = False) -> int:
     window = MainWindow(restore=not smoke_test)
     hook = ExceptionHook(lambda: window)
     hook.install()
+    if file and smoke_test:  # headless: a bad file is a message and exit 2, never a dialog
+        from llm_planner.core.files import store
+
+        try:
+            store.load_scenario_file(Path(file))
+        except (store.ScenarioFileError, OSError, ValueError) as error:
+            sys.stderr.write(f"llm-planner: error: {error}\n")
+            hook.uninstall()
+            return 2
     if file and not window.open_file(Path(file), confirm=False) and smoke_test:
         return 1
     window.show()

@@ -236,8 +236,8 @@ def test_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
     [
         (["num_gpus"], "512", "num_gpus", "valid integer"),  # strict: no coercion
         (["num_gpus"], 512.0, "num_gpus", "valid integer"),
-        (["num_gpus"], 0, "num_gpus", "greater than or equal to 1"),
-        (["compute", "tokens"], -1, "compute.tokens", "greater than 0"),
+        (["num_gpus"], 0, "num_gpus", "must be between 1 and 1,048,576 GPUs"),
+        (["compute", "tokens"], -1, "compute.tokens", "must be between 1 and"),
         (["model", "architecture", "layers"], True, "model.architecture.layers", "integer"),
         (["gpu", "memory_bytes"], "80 GB", "gpu.memory_bytes", "valid number"),
         (["name"], "x" * 201, "name", "at most 200"),

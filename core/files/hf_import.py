@@ -1118,10 +1118,10 @@ def _tensor_entry(
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if not isinstance(dtype, str) or not dtype or len(dtype) > 32:
         raise bad(f"bad dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-    ):
-        raise bad(f"bad shape {shape!r}")
+    if not isinstance(shape, list) or len(shape) > 16:  # real tensors have at most 8 axes
+        raise bad(f"bad shape {str(shape)[:80]}")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63 for d in shape):
+        raise bad(f"bad shape {str(shape)[:80]}")
     if (
         not isinstance(offsets, list)
         or len(offsets) != 2

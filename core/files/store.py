@@ -21,6 +21,7 @@ folder fsynced, so a crash or kill at any moment leaves the old or the new versi
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import reprlib
@@ -35,6 +36,7 @@ from pydantic import ValidationError
 from llm_planner import __version__
 from llm_planner.core.composition.scenario import SCHEMA_VERSION, Scenario
 from llm_planner.core.files.migrations import MigrationError, NewerVersionError, migrate
+from llm_planner.core.primitives.limits import MAX_INT_DIGITS, describe_error
 
 SUFFIX = ".llmplan.json"
 """File name suffix of scenario files."""
@@ -46,6 +48,9 @@ TEMP_SUFFIX = ".tmp"
 """Suffix of the temporary files an atomic write leaves behind only if killed mid-write."""
 
 MAX_NESTING = 32
+MAX_ITEMS = 10_000
+"""Longest list or object accepted before migration (the longest a scenario holds is the
+1,000 measured points), so a padded file costs no more than its first pass."""
 """Deepest nesting of objects/arrays accepted (a scenario is about 5 levels deep)."""
 
 _MESSAGE_CHARS = 300
@@ -97,6 +102,10 @@ def _preview(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+class _TooLongError(ValueError):
+    pass
+
+
 def _nesting(document: Any) -> int:
     """How deeply ``document`` nests objects and arrays (iterative: no recursion limit)."""
     deepest = 0
@@ -107,6 +116,8 @@ def _nesting(document: Any) -> int:
             deepest = max(deepest, depth)
             if depth > MAX_NESTING:
                 return depth
+            if len(node) > MAX_ITEMS:  # no list or object of a scenario is this long
+                raise _TooLongError(len(node))
             children = node.values() if isinstance(node, dict) else node
             stack.extend((child, depth + 1) for child in children)
     return deepest
@@ -124,6 +135,16 @@ def _finite_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"number {text[:40]} is out of range")
     return value
+
+
+def _bounded_int(text: str) -> int:
+    """An integer literal of at most :data:`MAX_INT_DIGITS` digits (a 400-digit integer in
+    a float field would otherwise become infinity)."""
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(
+            f"integer {text[:20]}… has {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})"
+        )
+    return int(text)
 
 
 def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -173,6 +194,7 @@ def parse_document(data: bytes, source: str) -> dict[str, Any]:
             text,
             parse_constant=_refuse_constant,
             parse_float=_finite_float,
+            parse_int=_bounded_int,
             object_pairs_hook=_refuse_duplicates,
         )
     except json.JSONDecodeError as error:
@@ -194,7 +216,13 @@ def parse_document(data: bytes, source: str) -> dict[str, Any]:
 
 def scenario_from_document(document: dict[str, Any], source: str) -> Scenario:
     """A raw scenario object (any known schema version) → a validated Scenario."""
-    if _nesting(document) > MAX_NESTING:
+    try:
+        depth = _nesting(document)
+    except _TooLongError as error:
+        raise ScenarioFileError(
+            source, "(document)", f"a list of {error.args[0]:,} items (at most {MAX_ITEMS:,})"
+        ) from None
+    if depth > MAX_NESTING:
         raise ScenarioFileError(
             source, "(document)", f"JSON nested too deeply (over {MAX_NESTING} levels)"
         )
@@ -210,8 +238,8 @@ def scenario_from_document(document: dict[str, Any], source: str) -> Scenario:
     except ValidationError as error:
         errors = error.errors(include_url=False)
         first = errors[0]
-        detail = first["msg"]
-        if first["type"] not in ("missing", "extra_forbidden"):
+        field, detail = describe_error(first)
+        if first["type"] not in ("missing", "extra_forbidden", "value_error"):
             detail += f" (got {_preview(first.get('input'))})"
         elif first["type"] == "extra_forbidden":
             detail = "unknown field (not part of the scenario format)"
@@ -222,7 +250,8 @@ def scenario_from_document(document: dict[str, Any], source: str) -> Scenario:
         version = document.get("schema_version")
         if isinstance(version, int) and version < SCHEMA_VERSION:
             detail += f" (after migrating the v{version} file to v{SCHEMA_VERSION})"
-        raise ScenarioFileError(source, _field_name(tuple(first["loc"])), detail) from None
+        name = _field_name(tuple(field.split("."))) if field else "(document)"
+        raise ScenarioFileError(source, name, detail) from None
     except Exception as error:  # a validator's own bug must not escape as another type
         raise ScenarioFileError(
             source, "(document)", f"cannot be validated ({type(error).__name__}: {error})"
@@ -280,18 +309,76 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+def make_folders(folder: Path) -> None:
+    """Create ``folder`` and its missing parents, fsyncing each new entry's parent so the
+    folders themselves survive a power cut (a file fsynced into a folder whose own entry
+    was lost is lost too)."""
+    folder = Path(folder)
+    missing: list[Path] = []
+    node = folder
+    while not node.exists() and node != node.parent:
+        missing.append(node)
+        node = node.parent
+    for new in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            new.mkdir()
+        _fsync_dir(new.parent)
+    if not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder))
+
+
+class NotRegularFileError(OSError):
+    """A save was asked to replace something that is not a regular file (a symbolic link,
+    a FIFO, a device, a folder): refused, nothing is written."""
+
+
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_save_target(path: Path) -> None:
+    """Refuse an empty path and any existing target that is not a regular file.
+
+    Renaming a new file over a symbolic link, a FIFO or a device node would replace the
+    link or the node itself (run as root, ``--save /dev/null`` replaced the system's
+    ``/dev/null``); the caller gets :class:`NotRegularFileError` instead.
+    """
+    if not str(path).strip():
+        raise NotRegularFileError(errno.EINVAL, "empty file name", str(path))
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        return
+    kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+    raise NotRegularFileError(
+        errno.EEXIST, f"{kind} is there, not a regular file; refusing to replace it", str(path)
+    )
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, *, overwrite: bool = True, sync_folder: bool = True
+) -> None:
     """Write ``data`` to ``path`` so that readers see the old or the new file, never a mix.
 
     Temporary file in the same folder (same file system, so the rename is atomic), write,
     flush, fsync, then ``os.replace`` over the target (``os.link`` when ``overwrite`` is
     false, which fails instead of replacing an existing file), then fsync the folder so
     the rename itself survives a power cut. FileExistsError when ``overwrite`` is false
-    and ``path`` exists.
+    and ``path`` exists. ``sync_folder=False`` leaves the folder's fsync to the caller (a
+    batch of writes into one folder syncs it once).
     """
     path = Path(path)
+    check_save_target(path)
     folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folders(folder)
     fd, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     temp = Path(temp_name)
     try:
@@ -309,7 +396,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> No
             os.replace(temp, path)
         else:
             _link_new(temp, path)
-        _fsync_dir(folder)
+        if sync_folder:
+            _fsync_dir(folder)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
@@ -331,7 +419,12 @@ def _link_new(temp: Path, path: Path) -> None:
 
 
 def save_scenario_file(
-    scenario: Scenario, path: Path, *, overwrite: bool = True, touch: bool = True
+    scenario: Scenario,
+    path: Path,
+    *,
+    overwrite: bool = True,
+    touch: bool = True,
+    sync_folder: bool = True,
 ) -> Scenario:
     """Write ``scenario`` to ``path`` atomically; returns the scenario as written.
 
@@ -339,7 +432,15 @@ def save_scenario_file(
     than replace an existing file.
     """
     written = stamped(scenario) if touch else scenario
-    atomic_write_bytes(Path(path), dumps_scenario(written).encode("utf-8"), overwrite=overwrite)
+    data = dumps_scenario(written).encode("utf-8")
+    if len(data) > MAX_FILE_BYTES:  # never write what could not be read back
+        raise OSError(
+            errno.EFBIG,
+            f"the scenario would be {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte "
+            "limit files are read with",
+            str(path),
+        )
+    atomic_write_bytes(Path(path), data, overwrite=overwrite, sync_folder=sync_folder)
     return written
 
 

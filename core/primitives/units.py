@@ -269,7 +269,10 @@ def format_flops_rate(value: float, digits: int = 3) -> str:
 
 
 def format_bytes(value: float, digits: int = 3) -> str:
-    """Both units, explicit: ``80e9`` → ``80.0 GB (74.5 GiB)``; small sizes in MB / MiB."""
+    """Both units, explicit: ``80e9`` → ``80.0 GB (74.5 GiB)``; small sizes in MB / MiB.
+    Sizes that round to zero bytes print as ``0 B`` (never ``-0 B``)."""
+    if abs(value) < 0.5:
+        return "0 B"
     if abs(value) >= 1e12:
         return f"{_sig(value / 1e12, digits)} TB ({_sig(value / 2**40, digits)} TiB)"
     if abs(value) >= 1e8:
@@ -316,3 +319,39 @@ def format_usd(value: float) -> str:
     if value >= 100:
         return f"{sign}${value:,.0f}"
     return f"{sign}${value:,.2f}"
+
+
+# ---------------------------------------------------------------- untrusted text
+
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+"""Unicode bidirectional formatting characters (UAX #9, section 2): they reorder what a
+terminal or label shows (the "Trojan Source" attack, CVE-2021-42574)."""
+
+
+def clean_text(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` without control, bidi-override or other invisible format characters.
+
+    C0/C1 controls (NUL, ESC sequences, carriage returns...) become a space, so a name
+    from a received file cannot clear or rewrite a terminal; bidi formatting characters
+    and the other Unicode "format" (Cf) characters except zero-width joiners are removed.
+    ``keep_newlines`` keeps line feeds and tabs (notes); otherwise they become spaces too.
+    """
+    import unicodedata
+
+    out: list[str] = []
+    for ch in text:
+        if keep_newlines and ch in "\n\t":
+            out.append(ch)
+            continue
+        category = unicodedata.category(ch)
+        if category == "Cc" or ch in "\u2028\u2029":
+            out.append(" ")
+        elif ch in _BIDI_CONTROLS or (category == "Cf" and ch not in "\u200c\u200d"):
+            continue
+        elif category == "Cs":  # a lone surrogate cannot even be written as UTF-8
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -23,6 +23,7 @@ from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.limits import MIN_PRICE_USD_PER_GPU_HOUR, bounds
 from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     training_flops_6pd,
@@ -79,30 +80,51 @@ class ComputeInputs(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tokens: float = Field(default=15e12, gt=0, description="training tokens D")
+    tokens: float = Field(
+        default=15e12, description="training tokens D", **bounds("compute.tokens")
+    )
     throughput_mode: ThroughputMode = Field(
         default="modeled",
         description="modeled (the layout's step time), mfu (assumed), tflops or tokens_per_s "
         "(measured per GPU)",
     )
     mfu: float = Field(
-        default=0.40, gt=0, le=1, description="assumed model FLOPs utilisation (mode 'mfu')"
+        default=0.40,
+        description="assumed model FLOPs utilisation (mode 'mfu')",
+        **bounds("compute.mfu"),
     )
-    achieved_flops_per_gpu: float | None = Field(default=None, gt=0, description="FLOP/s per GPU")
-    tokens_per_s_per_gpu: float | None = Field(default=None, gt=0)
+    achieved_flops_per_gpu: float | None = Field(
+        default=None, description="FLOP/s per GPU", **bounds("compute.achieved_flops_per_gpu")
+    )
+    tokens_per_s_per_gpu: float | None = Field(
+        default=None, **bounds("compute.tokens_per_s_per_gpu")
+    )
     compute_dtype: str = Field(default="bf16", description="dtype whose peak sets throughput")
-    price_usd_per_gpu_hour: float = Field(default=2.0, ge=0)
-    deadline_seconds: float | None = Field(default=None, gt=0)
-    budget_usd: float | None = Field(default=None, gt=0)
+    price_usd_per_gpu_hour: float = Field(default=2.0, **bounds("compute.price_usd_per_gpu_hour"))
+    deadline_seconds: float | None = Field(default=None, **bounds("compute.deadline_seconds"))
+    budget_usd: float | None = Field(default=None, **bounds("compute.budget_usd"))
     failures: FailureInputs = FailureInputs()
     budget_flops: float | None = Field(
-        default=None, gt=0, description="a compute budget in FLOP for the Chinchilla sizing"
+        default=None,
+        description="a compute budget in FLOP for the Chinchilla sizing",
+        **bounds("compute.budget_flops"),
     )
     include_attention_flops: bool = Field(
         default=False,
         description="flops_total counts the attention scores too (PaLM's model FLOPs) "
         "instead of 6·P·D",
     )
+
+    @field_validator("price_usd_per_gpu_hour")
+    @classmethod
+    def _free_or_a_real_price(cls, value: float) -> float:
+        """0 (free: no cost figures) or at least $0.0001 per GPU-hour: a subnormal price
+        would turn a budget into an infinite GPU-hour count."""
+        if 0 < value < MIN_PRICE_USD_PER_GPU_HOUR:
+            raise ValueError(
+                f"must be 0 (free) or at least {MIN_PRICE_USD_PER_GPU_HOUR} USD per GPU-hour"
+            )
+        return value
 
     @field_validator("compute_dtype")
     @classmethod

@@ -14,6 +14,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.primitives.limits import bounds
+
 SECONDS_PER_HOUR = 3600.0
 
 LLAMA3_UNEXPECTED_INTERRUPTIONS = 419
@@ -44,13 +46,19 @@ class FailureInputs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     gpu_failures_per_hour: float | None = Field(
-        default=None, ge=0, description="per-GPU interruption rate; None: the cited default"
+        default=None,
+        description="per-GPU interruption rate; None: the cited default",
+        **bounds("compute.failures.gpu_failures_per_hour"),
     )
     checkpoint_write_seconds: float = Field(
-        default=60.0, ge=0, description="time the job is paused writing one checkpoint (δ)"
+        default=60.0,
+        description="time the job is paused writing one checkpoint (δ)",
+        **bounds("compute.failures.checkpoint_write_seconds"),
     )
     restart_seconds: float = Field(
-        default=600.0, ge=0, description="detect, reschedule, reload a checkpoint (R)"
+        default=600.0,
+        description="detect, reschedule, reload a checkpoint (R)",
+        **bounds("compute.failures.restart_seconds"),
     )
 
     @property

@@ -22,6 +22,7 @@ from llm_planner.core.primitives.architecture import Architecture, count_paramet
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
 from llm_planner.core.quantities.quantization import WeightFormat, get_weight_format
 
@@ -66,14 +67,26 @@ class InferenceInputs(BaseModel):
 
     weights_format: str = Field(default="bf16", description="weight dtype or quantized format")
     kv_dtype: str = Field(default="bf16", description="KV-cache element dtype")
-    batch: int = Field(default=1, ge=1, description="concurrent sequences")
-    context: int = Field(default=8192, ge=1, description="tokens per sequence (prompt + output)")
-    num_gpus: int = Field(default=1, ge=1, description="GPUs serving one replica (tensor parallel)")
+    batch: int = Field(default=1, description="concurrent sequences", **bounds("inference.batch"))
+    context: int = Field(
+        default=8192,
+        description="tokens per sequence (prompt + output)",
+        **bounds("inference.context"),
+    )
+    num_gpus: int = Field(
+        default=1,
+        description="GPUs serving one replica (tensor parallel)",
+        **bounds("inference.num_gpus"),
+    )
     cuda_context_bytes: float = Field(
-        default=DEFAULT_CUDA_CONTEXT_BYTES, ge=0, description="per-GPU runtime baseline, bytes"
+        default=DEFAULT_CUDA_CONTEXT_BYTES,
+        description="per-GPU runtime baseline, bytes",
+        **bounds("inference.cuda_context_bytes"),
     )
     prefill_chunk_tokens: int = Field(
-        default=DEFAULT_PREFILL_CHUNK_TOKENS, ge=1, description="most tokens in one step"
+        default=DEFAULT_PREFILL_CHUNK_TOKENS,
+        description="most tokens in one step",
+        **bounds("inference.prefill_chunk_tokens"),
     )
     activation_dtype: str = Field(default="bf16", description="dtype of activations")
     logits_dtype: str = Field(default="fp32", description="dtype the logits are kept in")

@@ -47,6 +47,7 @@ from llm_planner.core.primitives.architecture import (
 )
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.activations import (
     ALL_LINEAR,
     LayerActivations,
@@ -100,13 +101,19 @@ class TrainingInputs(BaseModel):
     )
     precision: str = Field(default="mixed_bf16", description="precision recipe")
     optimizer: str = Field(default="adamw")
-    seq_len: int = Field(default=4096, ge=1, description="training sequence length s")
-    micro_batch: int = Field(default=1, ge=1, description="sequences per micro-batch b")
+    seq_len: int = Field(
+        default=4096, description="training sequence length s", **bounds("training.seq_len")
+    )
+    micro_batch: int = Field(
+        default=1, description="sequences per micro-batch b", **bounds("training.micro_batch")
+    )
     recompute: Recompute = "selective"
-    recompute_threshold_bytes: float | None = Field(default=None, gt=0)
+    recompute_threshold_bytes: float | None = Field(
+        default=None, **bounds("training.recompute_threshold_bytes")
+    )
     flash_attention: bool = True
     implementation: str = Field(default="megatron", description="activation-ledger profile")
-    lora_rank: int | None = Field(default=None, ge=1)
+    lora_rank: int | None = Field(default=None, **bounds("training.lora_rank"))
     qlora: bool = False
     lora_targets: tuple[str, ...] = Field(
         default=LORA_TARGETS, description="matrices LoRA adapts: q, k, v, o, gate, up, down"
@@ -118,14 +125,13 @@ class TrainingInputs(BaseModel):
     )
     cuda_context_bytes: float = Field(
         default=1e9,
-        ge=0,
+        **bounds("training.cuda_context_bytes"),
         description="allowance for the CUDA context, cuBLAS/NCCL workspaces (typically "
         "0.5-1 GB with lazy module loading; an assumption, not derived)",
     )
     fragmentation_fraction: float = Field(
         default=0.05,
-        ge=0,
-        le=1,
+        **bounds("training.fragmentation_fraction"),
         description="allocator fragmentation allowance as a fraction of allocated bytes "
         "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
     )

@@ -512,7 +512,8 @@ class ParallelismTab(Tab):
         if not events:
             return
         end = max(e[3] for e in events)
-        blocks = [Block(stage, 0.0, end, "bubble") for stage in range(pp)]
+        rows = min(pp, 1 + max(e[0] for e in events))  # the drawing is cut to what is readable
+        blocks = [Block(stage, 0.0, end, "bubble") for stage in range(rows)]
         blocks += [
             Block(stage, start, stop - start, kind, str(micro + 1) if shown <= 8 else "")
             for stage, micro, start, stop, kind in events

@@ -70,6 +70,29 @@ def training_in_flight(
 PipelineEvent = tuple[int, int, float, float, str]
 """(stage, micro-batch, start, end, "forward" | "backward"), times in forward-pass units."""
 
+MAX_DRAWN_STAGES = 32
+"""Pipeline stages a timeline draws at most (more rows than this are not readable)."""
+MAX_DRAWN_CHUNKS = 8
+"""Interleaved chunks per stage a timeline draws at most."""
+MAX_DRAWN_OPS = 4096
+"""Forward and backward blocks a timeline draws at most: its list scheduling costs
+ops × stages, so this bounds one drawing to about 130k steps (tens of milliseconds)."""
+
+
+def drawn_pipeline_shape(pp: int, microbatches: int, schedule: str, v: int) -> tuple[int, int, int]:
+    """(stages, micro-batches, chunks) :func:`pipeline_timeline` draws for a pipeline of
+    ``pp`` stages, ``microbatches`` micro-batches and ``v`` chunks: the same schedule cut to
+    what is readable (at most :data:`MAX_DRAWN_STAGES` stages, :data:`MAX_DRAWN_CHUNKS`
+    chunks and :data:`MAX_DRAWN_OPS` blocks). The figures (bubble, step time) never come
+    from the drawing but from the closed forms of ``step_time``."""
+    stages = max(1, min(pp, MAX_DRAWN_STAGES))
+    chunks = max(1, min(v, MAX_DRAWN_CHUNKS)) if schedule == "interleaved" else 1
+    most = max(1, MAX_DRAWN_OPS // (2 * stages * chunks))
+    drawn = max(1, min(microbatches, most))
+    if chunks > 1 and drawn >= stages:  # Megatron: m a multiple of p when interleaving
+        drawn -= drawn % stages
+    return stages, drawn, chunks
+
 
 def pipeline_timeline(
     pp: int,
@@ -89,9 +112,14 @@ def pipeline_timeline(
     interleaved splits each stage into v chunks (device d holds chunks d, d+p, ...), each
     1/v of the time, with Megatron-LM's warm-up of 2·(p − d − 1) + (v − 1)·p chunk-forwards
     (section 2.2.2). Makespan of GPipe and 1F1B: (m + p − 1)·(t_f + t_b).
+
+    Work is bounded whatever the degrees: a pipeline larger than is readable is drawn cut
+    to :func:`drawn_pipeline_shape` (the first stages and micro-batches of the same
+    schedule).
     """
     if pp < 1 or microbatches < 1 or v < 1:
         raise ValueError("pp, microbatches and v must be at least 1")
+    pp, microbatches, v = drawn_pipeline_shape(pp, microbatches, schedule, v)
     v = v if schedule == "interleaved" else 1
     chunks = pp * v
     tf, tb = forward_time / v, backward_time / v

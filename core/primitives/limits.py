@@ -1,0 +1,232 @@
+"""Physical ranges of every numeric input, in one place.
+
+Each input of a scenario (the command line's options, the window's fields and the files
+all validate through the same pydantic models) has a range that means something: a GPU
+count no cluster exceeds, a parallel degree no model can use, a price no one pays. A value
+outside it is refused with one line naming the field and the range, before any formula
+sees it, so no estimate can overflow to infinity, divide by a subnormal number or
+allocate an array as large as a mistyped degree.
+
+The bounds are generous on purpose (an order of magnitude or more beyond today's largest
+runs, stated per range below); they exist to keep the arithmetic finite and the work
+bounded, not to second-guess a plan. Ranges are in SI base units (bytes, seconds, FLOP/s,
+USD), keyed by the dotted scenario path of the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_GPUS = 2**20
+"""1,048,576 GPUs: about ten times the largest cluster announced (xAI Colossus, 2024-25:
+100-200k GPUs)."""
+MAX_DEGREE = 2**14
+"""16,384: no parallel degree (tp, pp, ep, v) can usefully exceed the heads, layers or
+experts of any published model (at most 128 heads, 126 layers, 256 experts in 2025)."""
+MAX_TOKENS_PER_SEQUENCE = 2**25
+"""33,554,432 tokens per sequence: three times the longest context published (10M)."""
+MAX_BATCH = 2**24
+"""16,777,216 sequences in one optimizer step or one serving batch."""
+MAX_TRAINING_TOKENS = 1e18
+"""A quintillion tokens: about 50 times Chinchilla's optimum for a 1e15-parameter model."""
+MAX_PARAMS = 1e15
+"""A quadrillion parameters (the largest published model has about 2e12)."""
+MAX_BYTES = 1e15
+"""A petabyte: GPU memory and runtime allowances are far smaller."""
+MAX_BANDWIDTH_BYTES_PER_S = 1e15
+"""1 PB/s per GPU or node, about 100 times HBM3e's 8 TB/s."""
+MAX_FLOPS_PER_GPU = 1e18
+"""1 EFLOP/s per GPU, about 100 times a B200's dense FP8 rate."""
+MAX_SECONDS = 1e10
+"""About 317 years."""
+MAX_USD = 1e15
+"""A quadrillion dollars."""
+MAX_USD_PER_GPU_HOUR = 1e4
+MIN_PRICE_USD_PER_GPU_HOUR = 1e-4
+"""The smallest non-zero price (0 means free); below it a budget buys over 1e19 GPU-hours."""
+MAX_MEASURED_POINTS = 1000
+"""Measured (GPUs, tokens/s) points kept in one scenario; the files' own limit of 1 MB
+holds this many with ample room."""
+MAX_INT_DIGITS = 24
+"""Longest integer literal a scenario file may hold (any in-range count has at most 19)."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """A closed (or left-open) interval of physical values."""
+
+    low: float
+    high: float
+    low_open: bool = False
+    unit: str = ""
+
+    def kwargs(self) -> dict[str, Any]:
+        """``Field(**range.kwargs())``: pydantic's bounds for this range."""
+        bounds: dict[str, Any] = {"le": self.high}
+        bounds["gt" if self.low_open else "ge"] = self.low
+        return bounds
+
+    def contains(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        return above and value <= self.high
+
+    def text(self) -> str:
+        """``between 1 and 16,384`` / ``above 0 and at most 1``."""
+        low = f"above {_num(self.low)}" if self.low_open else f"between {_num(self.low)}"
+        joiner = " and at most " if self.low_open else " and "
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{low}{joiner}{_num(self.high)}{unit}"
+
+
+def _num(value: float) -> str:
+    if float(value).is_integer() and abs(value) < 1e12:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def _r(low: float, high: float, unit: str = "", *, low_open: bool = False) -> Range:
+    return Range(float(low), float(high), low_open, unit)
+
+
+FRACTION = _r(0, 1)
+POSITIVE_FRACTION = _r(0, 1, low_open=True)
+
+RANGES: dict[str, Range] = {
+    # scenario
+    "num_gpus": _r(1, MAX_GPUS, "GPUs"),
+    "model.params_override": _r(1e3, MAX_PARAMS, "parameters"),
+    # compute
+    "compute.tokens": _r(1, MAX_TRAINING_TOKENS, "tokens"),
+    "compute.mfu": _r(1e-4, 1),
+    "compute.achieved_flops_per_gpu": _r(1e6, MAX_FLOPS_PER_GPU, "FLOP/s"),
+    "compute.tokens_per_s_per_gpu": _r(1e-3, 1e12, "tokens/s"),
+    "compute.price_usd_per_gpu_hour": _r(0, MAX_USD_PER_GPU_HOUR, "USD per GPU-hour"),
+    "compute.deadline_seconds": _r(1, MAX_SECONDS, "s"),
+    "compute.budget_usd": _r(1e-2, MAX_USD, "USD"),
+    "compute.budget_flops": _r(1e6, 1e40, "FLOP"),
+    "compute.failures.gpu_failures_per_hour": _r(0, 1, "failures per GPU-hour"),
+    "compute.failures.checkpoint_write_seconds": _r(0, 1e6, "s"),
+    "compute.failures.restart_seconds": _r(0, 1e6, "s"),
+    # inference
+    "inference.batch": _r(1, MAX_BATCH, "sequences"),
+    "inference.context": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
+    "inference.num_gpus": _r(1, MAX_DEGREE, "GPUs"),
+    "inference.cuda_context_bytes": _r(0, MAX_BYTES, "bytes"),
+    "inference.prefill_chunk_tokens": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
+    # training
+    "training.seq_len": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
+    "training.micro_batch": _r(1, 2**16, "sequences"),
+    "training.recompute_threshold_bytes": _r(1, MAX_BYTES, "bytes", low_open=False),
+    "training.lora_rank": _r(1, 2**16),
+    "training.cuda_context_bytes": _r(0, MAX_BYTES, "bytes"),
+    "training.fragmentation_fraction": FRACTION,
+    # parallelism
+    "parallelism.gpus_per_node": _r(1, 2**12, "GPUs"),
+    "parallelism.tp": _r(1, MAX_DEGREE),
+    "parallelism.pp": _r(1, MAX_DEGREE),
+    "parallelism.dp": _r(1, MAX_GPUS),
+    "parallelism.global_batch": _r(1, MAX_BATCH, "sequences"),
+    "parallelism.interleave_chunks": _r(1, MAX_DEGREE),
+    "parallelism.expert_parallel": _r(1, MAX_DEGREE),
+    "parallelism.intra_node_bandwidth_bytes_per_s": _r(1e6, MAX_BANDWIDTH_BYTES_PER_S, "B/s"),
+    "parallelism.inter_node_bandwidth_bytes_per_s": _r(1e6, MAX_BANDWIDTH_BYTES_PER_S, "B/s"),
+    "parallelism.intra_node_efficiency": _r(1e-3, 1),
+    "parallelism.inter_node_efficiency": _r(1e-3, 1),
+    "parallelism.kernel_efficiency": _r(1e-3, 1),
+    "parallelism.dp_overlap": FRACTION,
+    "parallelism.tp_overlap": FRACTION,
+    "parallelism.measured_points.gpus": _r(1, MAX_GPUS, "GPUs"),
+    "parallelism.measured_points.tokens_per_s": _r(0, 1e15, "tokens/s", low_open=True),
+    # the GPU carried inline (catalog entries and custom GPUs alike)
+    "gpu.memory_bytes": _r(1e6, MAX_BYTES, "bytes"),
+    "gpu.memory_bandwidth_bytes_per_s": _r(1e6, MAX_BANDWIDTH_BYTES_PER_S, "B/s"),
+    "gpu.link_bandwidth_bytes_per_s": _r(1e6, MAX_BANDWIDTH_BYTES_PER_S, "B/s"),
+    "gpu.tdp_watts": _r(1, 1e5, "W"),
+    "gpu.peak_flops": _r(0, MAX_FLOPS_PER_GPU, "FLOP/s"),
+    # the architecture carried inline
+    "model.architecture.layers": _r(1, 2**12),
+    "model.architecture.hidden_size": _r(1, 2**20),
+    "model.architecture.heads": _r(1, 2**14),
+    "model.architecture.kv_heads": _r(1, 2**14),
+    "model.architecture.head_dim": _r(1, 2**16),
+    "model.architecture.ffn_size": _r(1, 2**22),
+    "model.architecture.vocab_size": _r(1, 2**24),
+    "model.architecture.max_context": _r(1, MAX_TOKENS_PER_SEQUENCE),
+    "model.architecture.sliding_window": _r(1, MAX_TOKENS_PER_SEQUENCE),
+    "model.architecture.moe.num_experts": _r(1, 2**16),
+    "model.architecture.moe.experts_per_token": _r(1, 2**16),
+    "model.architecture.moe.expert_ffn_size": _r(1, 2**22),
+    "model.architecture.moe.num_shared_experts": _r(0, 2**16),
+    "model.architecture.moe.first_dense_layers": _r(0, 2**12),
+    "model.architecture.mla.q_lora_rank": _r(1, 2**20),
+    "model.architecture.mla.kv_lora_rank": _r(1, 2**20),
+    "model.architecture.mla.qk_nope_head_dim": _r(0, 2**16),
+    "model.architecture.mla.qk_rope_head_dim": _r(0, 2**16),
+    "model.architecture.mla.v_head_dim": _r(1, 2**16),
+}
+"""Every bounded numeric input, by dotted scenario path."""
+
+
+def bounds(path: str) -> dict[str, Any]:
+    """``Field(default, **bounds("parallelism.tp"))``: the pydantic bounds of one field."""
+    return RANGES[path].kwargs()
+
+
+_BOUND_ERRORS = frozenset(
+    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+)
+
+
+def range_path(loc: tuple[int | str, ...]) -> str:
+    """The RANGES key of a pydantic error location (list indices and tuple slots dropped;
+    measured points name their two slots)."""
+    parts = [str(p) for p in loc if not isinstance(p, int)]
+    path = ".".join(parts)
+    if path == "parallelism.measured_points" and len(loc) >= 3:
+        return f"{path}.{'gpus' if loc[-1] == 0 else 'tokens_per_s'}"
+    return path
+
+
+def range_message(loc: tuple[int | str, ...], error_type: str) -> str | None:
+    """``must be between 1 and 16,384`` for a bound error on a ranged field, else None."""
+    if error_type not in _BOUND_ERRORS:
+        return None
+    found = RANGES.get(range_path(loc))
+    return f"must be {found.text()}" if found else None
+
+
+def check(path: str, value: float | None) -> str | None:
+    """Why ``value`` is out of the range of ``path`` (one phrase), or None when it is in."""
+    if value is None:
+        return None
+    found = RANGES[path]
+    if found.contains(float(value)):
+        return None
+    return f"must be {found.text()} (got {value:g})"
+
+
+_MODEL_ERROR = re.compile(r"^(?:Value error, )?(?P<field>[a-z_][a-z0-9_.]*): (?P<reason>.+)$", re.S)
+
+
+def describe_error(error: Mapping[str, Any]) -> tuple[str, str]:
+    """(dotted field, one-line reason) for one pydantic error: a bound error on a ranged
+    field names the whole range; a scenario-level refusal ("field: reason", raised by the
+    scenario's own validators) names its field."""
+    loc = tuple(error.get("loc", ()))
+    message = str(error.get("msg", "invalid"))
+    field = ".".join(str(p) for p in loc)
+    ranged = range_message(loc, str(error.get("type", "")))
+    if ranged is not None:
+        return field, ranged
+    found = _MODEL_ERROR.match(message)
+    if found and (not loc or error.get("type") == "value_error"):
+        inner = found["field"]
+        if not field or inner.startswith(field):
+            return inner, found["reason"]
+    return field, message.removeprefix("Value error, ")
