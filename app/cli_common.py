@@ -65,8 +65,17 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _positive_length(text: str) -> int:
+    value = units.parse_length(text)
+    if value < 1:
+        raise ValueError(f"{text!r} must be at least 1")
+    return value
+
+
 COUNT = _typed(units.parse_count)
 INT = _typed(_positive_int)
+LENGTH = _typed(_positive_length)
+"""A sequence length, context or GPU count: ``k`` = 1024 (``8k`` → 8192)."""
 BYTES = _typed(units.parse_bytes)
 PRICE = _typed(units.parse_price_per_hour)
 USD = _typed(units.parse_usd)

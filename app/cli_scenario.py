@@ -19,6 +19,7 @@ from llm_planner.cli_common import (
     COUNT,
     FRACTION,
     INT,
+    LENGTH,
     PRICE,
     UsageError,
     set_path,
@@ -48,7 +49,7 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
         help="P exactly N in every P-based formula (e.g. 13B); shapes proposed",
     )
     model.add_argument("--gpu", metavar="ID", help="GPU id (see `llm-planner presets gpus`)")
-    model.add_argument("--num-gpus", type=INT, metavar="N", help="GPUs for training")
+    model.add_argument("--num-gpus", type=LENGTH, metavar="N", help="GPUs for training")
 
     compute = parser.add_argument_group("compute budget")
     compute.add_argument("--tokens", type=COUNT, metavar="N", help="training tokens (e.g. 1.4T)")
@@ -76,9 +77,12 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
     )
     inference.add_argument("--kv-dtype", metavar="D", help="KV-cache dtype")
     inference.add_argument("--batch", type=INT, metavar="N", help="concurrent sequences")
-    inference.add_argument("--context", type=INT, metavar="N", help="tokens per sequence")
+    inference.add_argument("--context", type=LENGTH, metavar="N", help="tokens per sequence")
     inference.add_argument(
-        "--inference-gpus", type=INT, metavar="N", help="GPUs serving one replica (tensor parallel)"
+        "--inference-gpus",
+        type=LENGTH,
+        metavar="N",
+        help="GPUs serving one replica (tensor parallel)",
     )
 
 

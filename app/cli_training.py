@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from llm_planner.cli_common import INT
+from llm_planner.cli_common import INT, LENGTH
 from llm_planner.core.primitives import units
 
 OPTION_OF_FIELD = {
@@ -119,7 +119,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("training memory")
     group.add_argument("--precision", metavar="P", help=_NamesHelp("precision recipe", _precisions))
     group.add_argument("--optimizer", metavar="O", help=_NamesHelp("optimizer", _optimizers))
-    group.add_argument("--seq-len", type=INT, metavar="N", help="training sequence length")
+    group.add_argument("--seq-len", type=LENGTH, metavar="N", help="training sequence length")
     group.add_argument("--micro-batch", type=INT, metavar="N", help="sequences per micro-batch")
     group.add_argument(
         "--recompute",

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llm_planner.cli_common import BYTES, COUNT, INT, UsageError, print_json
+from llm_planner.cli_common import BYTES, COUNT, INT, LENGTH, UsageError, print_json
 from llm_planner.cli_scenario import add_scenario_options, build_scenario
 
 COMM_KINDS = ("data_parallel", "tensor_parallel", "pipeline_p2p", "expert_all_to_all")
@@ -25,11 +25,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     rl = parser.add_argument_group("RL in the loop")
     rl.add_argument("--rl", action="store_true", help="plan rollouts + training")
-    rl.add_argument("--rl-gpus", type=INT, metavar="N", help="GPUs for the whole loop")
+    rl.add_argument("--rl-gpus", type=LENGTH, metavar="N", help="GPUs for the whole loop")
     rl.add_argument("--prompts", type=INT, metavar="N", help="prompts per RL step")
     rl.add_argument("--samples", type=INT, metavar="N", help="responses per prompt")
-    rl.add_argument("--prompt-tokens", type=INT, metavar="N")
-    rl.add_argument("--response-tokens", type=INT, metavar="N")
+    rl.add_argument("--prompt-tokens", type=LENGTH, metavar="N")
+    rl.add_argument("--response-tokens", type=LENGTH, metavar="N")
     rl.add_argument("--engine-gpus", type=INT, metavar="N", help="GPUs of one inference engine")
     rl.add_argument("--colocated", action="store_true", help="rollout and training share GPUs")
     rl.add_argument("--overlap", action="store_true", help="next rollout during training")

@@ -111,3 +111,14 @@ def test_text_report_lists_compute_and_inference(capsys: pytest.CaptureFixture[s
     assert "Inference memory" in out
     assert "KV cache" in out
     assert "GiB" in out
+
+
+def test_lengths_and_gpu_counts_read_k_as_1024(capsys: pytest.CaptureFixture[str]) -> None:
+    """ "8k context" is 8,192 tokens and "1k GPUs" 1,024; tokens stay decimal (8k = 8,000)."""
+    data = _report(
+        capsys, "--seq-len", "8k", "--context", "32k", "--num-gpus", "1k", "--tokens", "8k"
+    )
+    assert data["compute"]["seq_len"] == 8192
+    assert data["inference"]["context"] == 32768
+    assert data["compute"]["num_gpus"] == 1024
+    assert data["compute"]["tokens"] == 8000
