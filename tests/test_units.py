@@ -101,6 +101,8 @@ def test_format_duration_and_money() -> None:
     assert units.format_duration(5400) == "90.0 min"
     assert units.format_usd(2.9e6) == "$2.90M"
     assert units.format_usd(12345) == "$12,345"
+    assert units.format_usd(868_604) == "$869k"  # three significant figures, like $1.04M
+    assert units.format_usd(999_600) == "$1.00M"  # not "$1000k"
     assert units.format_usd(2.5) == "$2.50"
 
 

@@ -33,6 +33,14 @@ quoted as 32 GB/s (PCI-SIG PCIe 4.0 base specification; NVIDIA datasheets: "64 G
 bidirectional"). The default link of a custom GPU."""
 
 
+CUDA_CONTEXT_BYTES = 1e9
+"""Per-GPU memory taken before any tensor, for inference and training alike: the CUDA
+context plus cuBLAS/NCCL workspaces (a few hundred MB to about 1 GB with lazy module
+loading, depending on driver and GPU). An assumption, stated and adjustable per scenario:
+measure it as the memory ``nvidia-smi`` shows for a process that has only initialised CUDA
+and the libraries it uses."""
+
+
 class PeakFlops(BaseModel):
     """Dense peak throughput per math dtype, FLOP/s (None where the GPU has no such unit)."""
 

@@ -307,15 +307,19 @@ def format_duration(seconds: float) -> str:
 
 
 def format_usd(value: float) -> str:
-    """``2.9e6`` → ``$2.90M``; ``12345`` → ``$12,345``; ``2.5`` → ``$2.50``."""
+    """``2.9e6`` → ``$2.90M``; ``868604`` → ``$869k``; ``12345`` → ``$12,345``; ``2.5`` →
+    ``$2.50``: three significant figures from $100k up, so a cost never reads "$868,604"
+    next to "$1.04M"."""
     if not math.isfinite(value):
         return f"${value}"
     sign = "-" if value < 0 else ""
     value = abs(value)
     if value >= 1e9:
         return f"{sign}${value / 1e9:.2f}B"
-    if value >= 1e6:
+    if value >= 999_500:
         return f"{sign}${value / 1e6:.2f}M"
+    if value >= 1e5:
+        return f"{sign}${value / 1e3:.0f}k"
     if value >= 100:
         return f"{sign}${value:,.0f}"
     return f"{sign}${value:,.2f}"

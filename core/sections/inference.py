@@ -21,18 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
-from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES, GPU
 from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
 from llm_planner.core.quantities.quantization import WeightFormat, get_weight_format
 
 GiB = 2.0**30
 
-DEFAULT_CUDA_CONTEXT_BYTES = 1.0 * GiB
-"""Per-GPU memory taken before any tensor: the CUDA context (a few hundred MiB, depending
-on driver and GPU) plus cuBLAS/NCCL workspaces. An assumption, stated and adjustable:
-measure it as the memory ``nvidia-smi`` shows for a process that has only initialised
-CUDA and the libraries it uses."""
+DEFAULT_CUDA_CONTEXT_BYTES = CUDA_CONTEXT_BYTES
 
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
 """Tokens processed in one forward step at most. Serving engines split long prompts and

@@ -46,7 +46,7 @@ from llm_planner.core.primitives.architecture import (
     norm_params,
 )
 from llm_planner.core.primitives.figures import Figure, Unit
-from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES, GPU
 from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.activations import (
     ALL_LINEAR,
@@ -124,7 +124,7 @@ class TrainingInputs(BaseModel):
         "pretraining recipes (Llama) use none",
     )
     cuda_context_bytes: float = Field(
-        default=1e9,
+        default=CUDA_CONTEXT_BYTES,
         **bounds("training.cuda_context_bytes"),
         description="allowance for the CUDA context, cuBLAS/NCCL workspaces (typically "
         "0.5-1 GB with lazy module loading; an assumption, not derived)",
