@@ -19,6 +19,7 @@ from typing import Any
 
 from llm_planner.cli_common import UsageError, print_json
 from llm_planner.cli_scenario import add_scenario_options, build_scenario
+from llm_planner.cli_store import save_to
 from llm_planner.core.primitives import units
 
 
@@ -50,7 +51,6 @@ def measurements_from_logs(paths: list[Path], scenario: Any) -> tuple[list[Any],
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from llm_planner.core.composition.estimate import estimate
-    from llm_planner.core.files.store import save_scenario_file
 
     scenario_file, log_paths = _split_paths(args.paths)
     args.file = scenario_file
@@ -65,13 +65,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     before = estimate(scenario.model_copy(update={"measurements": []}))
     after = estimate(calibrated)
-    if args.save:
-        from llm_planner.core.files.store import ScenarioFileError
-
-        try:
-            save_scenario_file(calibrated, Path(args.save))
-        except (ScenarioFileError, OSError) as error:
-            raise UsageError(f"argument --save: {error}") from None
+    if args.save is not None:
+        save_to(calibrated, args.save)
     cal = after.calibration
     assert cal is not None
     if args.json:

@@ -25,6 +25,7 @@ from llm_planner.cli_scenario import (
     build_scenario,
     resolve_model,
 )
+from llm_planner.cli_store import save_to
 from llm_planner.core.primitives import units
 
 EXIT_FITS = 0
@@ -127,13 +128,8 @@ def imported_scenario(args: argparse.Namespace) -> tuple[Any, Any, str]:
 
 def cmd_import_config(args: argparse.Namespace) -> int:
     scenario, imported, model_note = imported_scenario(args)
-    if args.save:
-        from llm_planner.core.files.store import save_scenario_file
-
-        try:
-            save_scenario_file(scenario, Path(args.save))
-        except OSError as error:
-            raise UsageError(f"{args.save}: cannot write ({error.strerror or error})") from None
+    if args.save is not None:
+        save_to(scenario, args.save)
     if args.json:
         from llm_planner.core.files.store import scenario_document
 

@@ -69,24 +69,31 @@ def os_reason(error: OSError) -> str:
     return str(error.strerror or type(error).__name__)
 
 
+def save_to(scenario: Any, path_text: str) -> None:
+    """``--save FILE`` for every command: one line and exit 2 for an empty name or a write
+    that fails (full disk, read-only folder, not a regular file), a note on stderr when done."""
+    from llm_planner.core.files.store import save_scenario_file
+
+    if not path_text.strip():
+        raise UsageError("argument --save: the file name is empty")
+    path = Path(path_text)
+    try:
+        save_scenario_file(scenario, path)
+    except OSError as error:
+        raise UsageError(f"{shown(str(path))}: cannot write ({os_reason(error)})") from None
+    sys.stderr.write(f"llm-planner: saved {shown(str(path))}\n")
+
+
 def report_output(args: argparse.Namespace, scenario: Any, report: Any) -> bool:
     """Do ``--save``; print ``--markdown``/``--csv``. True when the report was printed."""
     from llm_planner.core.files.report_export import report_csv, report_markdown
-    from llm_planner.core.files.store import save_scenario_file
 
     if getattr(args, "json", False) and (
         getattr(args, "markdown", False) or getattr(args, "csv", False)
     ):
         raise UsageError("argument --json: not allowed with --markdown or --csv")
     if getattr(args, "save", None) is not None:
-        if not args.save.strip():
-            raise UsageError("argument --save: the file name is empty")
-        path = Path(args.save)
-        try:
-            save_scenario_file(scenario, path)
-        except OSError as error:
-            raise UsageError(f"{shown(str(path))}: cannot write ({os_reason(error)})") from None
-        sys.stderr.write(f"llm-planner: saved {shown(str(path))}\n")
+        save_to(scenario, args.save)
     if getattr(args, "markdown", False):
         sys.stdout.write(report_markdown(report, scenario))
         return True

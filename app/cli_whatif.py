@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from llm_planner.cli_common import BYTES, COUNT, INT, LENGTH, UsageError, print_json
 from llm_planner.cli_scenario import add_scenario_options, build_scenario
+from llm_planner.cli_store import save_to
 
 COMM_KINDS = ("data_parallel", "tensor_parallel", "pipeline_p2p", "expert_all_to_all")
 
@@ -125,13 +125,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             "nothing to plan: give --cluster, --rl, --encoder-params or --compress "
             "(or a scenario file that plans one)"
         )
-    if args.save:
-        from llm_planner.core.files.store import save_scenario_file
-
-        try:
-            save_scenario_file(scenario, Path(args.save))
-        except OSError as error:
-            raise UsageError(f"{args.save}: cannot write ({error.strerror or error})") from None
+    if args.save is not None:
+        save_to(scenario, args.save)
     whatif = estimate_whatif(scenario, estimate(scenario))
     if args.json:
         print_json(whatif_json(whatif))

@@ -148,6 +148,7 @@ def test_accelerate_reads_the_config_yaml(backend: str, tmp_path: Path) -> None:
 
 def test_transformers_reads_the_training_arguments(tmp_path: Path) -> None:
     pytest.importorskip("torch")
+    pytest.importorskip("accelerate")  # TrainingArguments needs it with torch
     transformers = pytest.importorskip("transformers")
     import dataclasses
     import json

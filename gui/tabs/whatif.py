@@ -38,6 +38,13 @@ from llm_planner.gui.tabs.base import Tab
 
 log = logging.getLogger(__name__)
 
+DEFAULTS: dict[str, Any] = {
+    "rl": RLInputs,
+    "multimodal": MultimodalInputs,
+    "compression": CompressionInputs,
+}
+"""Each part's inputs when the user first checks it (the mixed cluster: the chosen preset)."""
+
 COMM_KINDS = (
     ("data-parallel gradient sync", "data_parallel"),
     ("tensor-parallel all-reduce", "tensor_parallel"),
@@ -184,13 +191,12 @@ class WhatIfTab(Tab):
         w = self.state.scenario.whatif
         if on == (getattr(w, part) is not None):
             return
-        defaults = {
-            "mixed_cluster": lambda: preset_cluster(str(self.cluster.currentData())),
-            "rl": RLInputs,
-            "multimodal": MultimodalInputs,
-            "compression": CompressionInputs,
-        }
-        value = defaults[part]() if on else None
+        if not on:
+            value = None
+        elif part == "mixed_cluster":
+            value = preset_cluster(str(self.cluster.currentData()))
+        else:
+            value = DEFAULTS[part]()
         verb = "Plan" if on else "Stop planning"
         self._replace(w.model_copy(update={part: value}), f"{verb} {part.replace('_', ' ')}")
 
@@ -258,7 +264,7 @@ class WhatIfTab(Tab):
                 box.setChecked(getattr(w, part) is not None)
                 box.blockSignals(blocked)
             for (part, name), spin in self.fields.items():
-                value = getattr(getattr(w, part) or _defaults(part), name)
+                value = getattr(getattr(w, part) or DEFAULTS[part](), name)
                 blocked = spin.blockSignals(True)
                 spin.setValue(int(value))
                 spin.blockSignals(blocked)
@@ -282,6 +288,7 @@ class WhatIfTab(Tab):
             self._syncing = False
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
+        del report  # the plans read it in redraw_slow
         self._sync_inputs(scenario)
         self.empty.setVisible(not scenario.whatif.any)
         self.figures.setVisible(scenario.whatif.any)
@@ -292,6 +299,10 @@ class WhatIfTab(Tab):
             for key in ("step", "rollout", "training"):
                 self.rl_chart.set_line(key, [], [])
             self.rl_chart.set_markers("best", [], [])
+
+    def redraw_slow(self, scenario: Scenario, report: Report) -> None:
+        """The plans (a few estimator calls, ~10-20 ms): once typing pauses, not per key."""
+        if not scenario.whatif.any:
             return
         from llm_planner.core.composition.whatif.report import estimate_whatif
 
@@ -313,7 +324,3 @@ class WhatIfTab(Tab):
             [float(rl.rollout_gpus)] if rl is not None else [],
             [rl.step_seconds] if rl is not None else [],
         )
-
-
-def _defaults(part: str) -> Any:
-    return {"rl": RLInputs(), "multimodal": MultimodalInputs()}.get(part, CompressionInputs())
