@@ -206,13 +206,22 @@ class Binder(QObject):
         self.state = state
         self.bindings: list[Binding] = []
         self.errors: dict[QWidget, str] = {}
+        self._shown: dict[int, tuple[type, Any]] = {}
+        """Per binding, the value its widget was last given by :meth:`refresh`."""
         state.changed.connect(self.refresh)
 
     # -- model → widgets
     def refresh(self, scenario: Scenario | None = None, _report: Any = None) -> None:
         scenario = scenario or self.state.scenario
+        shown = self._shown
         for binding in self.bindings:
             value = get_path(scenario, binding.path)
+            key = id(binding)
+            # a widget already showing this value (and not marked in error) is left alone:
+            # an edit re-shows the one or two fields it changed, not all sixty
+            if key in shown and shown[key] == (type(value), value) and not self.errors:
+                continue
+            shown[key] = (type(value), value)
             blocked = binding.widget.blockSignals(True)
             try:
                 binding.show(value)

@@ -12,14 +12,13 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
-    QGridLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
     QScrollArea,
     QSizePolicy,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -30,6 +29,7 @@ from llm_planner.core.primitives import units
 from llm_planner.gui.binding import Binder, ScenarioState
 from llm_planner.gui.widgets.elided import ElidedCombo
 from llm_planner.gui.widgets.figure_table import FigureTable
+from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 log = logging.getLogger(__name__)
 
@@ -197,39 +197,46 @@ def field(obj: Any, *names: str) -> Any:
 
 
 class FitPanel(QWidget):
-    """Over capacity: the changes ``core.composition.fit`` found, one button each; a click
-    applies that change as one undo step. Hidden while the run fits."""
+    """Right of the bars: over capacity, the changes ``core.composition.fit`` found, one
+    button each (a click applies that change as one undo step); while the run fits, a line
+    saying so. A column of fixed width that stays put, so the bars never resize (and repaint
+    whole) when a run starts or stops fitting or the suggestions arrive."""
 
-    COLUMNS = 2
+    WIDTH = 230
+    FITS_TEXT = (
+        "<b style='color:#2CA02C'>Fits in memory.</b> When it does not, the smallest changes "
+        "that would make it fit appear here."
+    )
 
     def __init__(self, state: ScenarioState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self._grid = QGridLayout(self)
-        self._grid.setContentsMargins(4, 0, 4, 2)
-        self._grid.setSpacing(4)
-        self.title = QLabel()
+        self.setFixedWidth(self.WIDTH)
+        self._column = QVBoxLayout(self)
+        self._column.setContentsMargins(4, 0, 2, 2)
+        self._column.setSpacing(4)
+        self.title = QLabel(self.FITS_TEXT)
         self.title.setObjectName("fit_title")
         self.title.setWordWrap(True)
-        self._grid.addWidget(self.title, 0, 0, 1, self.COLUMNS)
+        self.title.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self._column.addWidget(self.title)
+        self._column.addStretch(1)
         self.buttons: list[QPushButton] = []
         self.suggestions: list[Any] = []
-        self._over = False
-        self.hide()
+        self.over = False
 
     def set_suggestions(self, suggestions: Sequence[Any], over: bool) -> None:
         key = [(s.label, s.peak_bytes) for s in suggestions]
-        if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self._over:
+        if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self.over:
             return  # nothing new: no relayout on every keystroke
-        self.suggestions, self._over = list(suggestions), over
-        self.setVisible(over)
+        self.suggestions, self.over = (list(suggestions) if over else []), over
         while len(self.buttons) < len(self.suggestions):
             index = len(self.buttons)
             button = QPushButton()
             button.setObjectName(f"fit_{index}")
             button.setMinimumWidth(80)  # long labels clip; the tooltip has the whole text
             button.clicked.connect(lambda _checked=False, i=index: self.apply(i))
-            self._grid.addWidget(button, 1 + index // self.COLUMNS, index % self.COLUMNS)
+            self._column.insertWidget(1 + index, button)
             self.buttons.append(button)
         for index, button in enumerate(self.buttons):
             if index < len(self.suggestions):
@@ -243,13 +250,22 @@ class FitPanel(QWidget):
                 button.show()
             else:
                 button.hide()
-        self.title.setText(
-            "<b style='color:#D62728'>Does not fit.</b> Any one of these would "
-            "(peak per GPU after it):"
-            if self.suggestions
-            else "<b style='color:#D62728'>Does not fit</b>, and no small change found fits "
-            "(try a GPU with more memory or a smaller model)."
-        )
+        if not over:
+            self.title.setText(self.FITS_TEXT)
+        elif self.suggestions:
+            self.title.setText(
+                "<b style='color:#D62728'>Does not fit.</b> Any one of these would "
+                "(peak per GPU after it):"
+            )
+        else:
+            self.title.setText(
+                "<b style='color:#D62728'>Does not fit</b>, and no small change found fits "
+                "(try a GPU with more memory or a smaller model)."
+            )
+
+    def offered(self) -> list[QPushButton]:
+        """The buttons on offer now."""
+        return [b for b in self.buttons if not b.isHidden()]
 
     def apply(self, index: int) -> None:
         if 0 <= index < len(self.suggestions):
@@ -258,11 +274,11 @@ class FitPanel(QWidget):
 
 
 def with_fit_panel(bars: QWidget, panel: FitPanel) -> QWidget:
-    """The bars with the fit suggestions right under them (one splitter pane)."""
+    """The bars with the fit suggestions right of them (one splitter pane)."""
     holder = QWidget()
-    layout = QVBoxLayout(holder)
+    layout = QHBoxLayout(holder)
     layout.setContentsMargins(0, 0, 0, 0)
-    layout.setSpacing(2)
+    layout.setSpacing(4)
     layout.addWidget(bars, 1)
     layout.addWidget(panel)
     return holder
@@ -301,7 +317,7 @@ class Tab(QWidget):
         self.binder = binder
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = StillSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(splitter)
 
         self.inputs = QWidget()
@@ -315,7 +331,7 @@ class Tab(QWidget):
         scroll.setMaximumWidth(380)
         splitter.addWidget(scroll)
 
-        self.right = QSplitter(Qt.Orientation.Vertical)
+        self.right = StillSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.right)
         splitter.setStretchFactor(0, 0)
         splitter.setStretchFactor(1, 1)

@@ -28,13 +28,19 @@ SOURCE_WORDS = {
 """How the headline names the throughput its time and cost come from."""
 
 
+_FIGURES: dict[int, tuple[Any, dict[str, Figure]]] = {}
+"""The last section seen per section type and its figures by key (``figures()`` builds
+dozens of figures: once per section and change, not once per label)."""
+
+
 def _figure(section: Any, key: str) -> Figure | None:
     if section is None:
         return None
-    for figure in section.figures():
-        if figure.key == key:
-            return figure  # type: ignore[no-any-return]
-    return None
+    kept = _FIGURES.get(id(type(section)))
+    if kept is None or kept[0] is not section:
+        kept = (section, {figure.key: figure for figure in section.figures()})
+        _FIGURES[id(type(section))] = kept
+    return kept[1].get(key)
 
 
 class ElidedLabel(QLabel):
@@ -106,9 +112,14 @@ class SummaryStrip(QFrame):
         font.setPointSizeF(font.pointSizeF() * 1.05)
         self.setFont(font)
         self.status = "ok"
+        self._shown: dict[str, tuple[str, Figure | None, str]] = {}
 
     def _set(self, key: str, text: str, figure: Figure | None, fallback_tip: str = "") -> None:
         label = self.labels[key]
+        wanted = (text, figure, fallback_tip)
+        if self._shown.get(key) == wanted:
+            return  # the same text and tooltip: no relayout, no repaint
+        self._shown[key] = wanted
         if isinstance(label, ElidedLabel):
             label.set_full_text(text)
             fallback_tip = f"{text}<br>{fallback_tip}" if fallback_tip else text

@@ -383,6 +383,7 @@ def test_over_capacity_offers_changes_and_one_click_applies_one(
     type_into(qtbot, window, tab.micro_batch, "16")
     assert not window.state.report.training.fits
     assert tab.fit_panel.isVisible()
+    assert "Does not fit" in tab.fit_panel.title.text()
     buttons = [b for b in tab.fit_panel.buttons if b.isVisible()]
     assert buttons
     suggestion = window.state.report.training_fit_suggestions[0]
@@ -390,7 +391,8 @@ def test_over_capacity_offers_changes_and_one_click_applies_one(
     assert window.state.report.training.fits
     # the peak the button promised is the peak the estimator gives after the change
     assert window.state.report.training.peak_bytes == pytest.approx(suggestion.peak_bytes)
-    assert not tab.fit_panel.isVisible()
+    assert not tab.fit_panel.offered()  # fits now: no change offered, the column says so
+    assert "Fits in memory" in tab.fit_panel.title.text()
     undo = next(a for a in window.menuBar().actions()[1].menu().actions() if "Undo" in a.text())
     undo.trigger()
     assert not window.state.report.training.fits
