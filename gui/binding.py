@@ -29,6 +29,10 @@ from llm_planner.gui.background import Latest
 
 log = logging.getLogger(__name__)
 
+FIT_DELAY_MS = 120
+"""The fit suggestions (a few dozen more estimates) start once edits pause this long: while
+keys come, the bars get the processor."""
+
 
 def get_path(scenario: Scenario | dict[str, Any], path: str) -> Any:
     """``scenario.a.b`` for ``path`` "a.b" (attributes or dict keys)."""
@@ -106,7 +110,7 @@ class ScenarioState(QObject):
         self.undo_stack = QUndoStack(self)
         # what would make it fit costs a few more estimates: worked out after the bars are
         # redrawn, in a worker thread, superseded by the next change
-        self.fit_worker = Latest(self)
+        self.fit_worker = Latest(self, delay_ms=FIT_DELAY_MS)
         self.fit_worker.done.connect(self._suggested)
         self._merge_ids: dict[str, int] = {}
         self._merge_counter = 0

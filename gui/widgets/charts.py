@@ -13,14 +13,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QPalette, QResizeEvent
-from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QResizeEvent,
+    QTransform,
+)
+from PySide6.QtWidgets import (
+    QApplication,
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QLabel,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 # pyqtgraph loads QtOpenGL and QtOpenGLWidgets through importlib at import time; plain
 # imports let bundlers (PyInstaller) see that the window needs them
 from PySide6 import QtOpenGL, QtOpenGLWidgets  # noqa: F401  # isort: skip
 
 import pyqtgraph as pg  # isort: skip  (after PySide6)
+from pyqtgraph.graphicsItems.ScatterPlotItem import Symbols  # isort: skip
 
 from llm_planner.core.primitives import units
 from llm_planner.gui import colors
@@ -479,7 +497,8 @@ class SeriesChart(QWidget):
         self.legend.setContentsMargins(6, 0, 6, 0)
         self.log_x, self.log_y = log_x, log_y
         self.lines: dict[str, pg.PlotDataItem] = {}
-        self.markers: dict[str, pg.ScatterPlotItem] = {}
+        self.markers: dict[str, list[QGraphicsPathItem]] = {}
+        self._marker_style: dict[str, tuple[QPainterPath, QPen, QBrush]] = {}
         self.hlines: dict[str, pg.InfiniteLine] = {}
         self.vlines: dict[str, pg.InfiniteLine] = {}
         self._data: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
@@ -487,7 +506,6 @@ class SeriesChart(QWidget):
         self._levels: dict[str, float | None] = {}
         """Each reference line's value as given (None: hidden)."""
         self._range: tuple[object, ...] | None = None
-        self._single: set[str] = set()
         self._ticks: dict[str, object] = {}
         self.info = QLabel()
         self.info.setWordWrap(True)
@@ -533,15 +551,14 @@ class SeriesChart(QWidget):
     def add_markers(
         self, key: str, label: str, colour: str, symbol: str = "o", size: int = 10
     ) -> None:
-        """Markers as a ``ScatterPlotItem`` in view coordinates (the log transform is done
-        here); one marker moves by ``setPos`` instead of rebuilding its spots."""
+        """Markers as plain ``QGraphicsPathItem`` symbols of ``size`` pixels, placed in view
+        coordinates (the log transform is done here) and moved by ``setPos``: Qt's own item,
+        drawn and bounded without a Python call, so a moving marker repaints its two small
+        rectangles and nothing else."""
         edge = QColor(colour).darker(140)
-        scatter = pg.ScatterPlotItem(
-            pen=pg.mkPen(edge), brush=pg.mkBrush(colour), symbol=symbol, size=size, pxMode=True
-        )
-        scatter.setZValue(20)
-        self.plot.getPlotItem().addItem(scatter)
-        self.markers[key] = scatter
+        path = QTransform.fromScale(size, size).map(Symbols.get(symbol, Symbols["o"]))
+        self._marker_style[key] = (path, pg.mkPen(edge), pg.mkBrush(colour))
+        self.markers[key] = []
         self._data[key] = ((), ())
         glyph = {"star": "&#9733;", "d": "&#9670;", "s": "&#9632;"}.get(symbol, "&#9679;")
         self._legend(label, colour, glyph)
@@ -589,19 +606,27 @@ class SeriesChart(QWidget):
         if self._data[key] == data:
             return
         self._data[key] = data  # type: ignore[assignment]
-        scatter = self.markers[key]
-        vx = [self._view(x, self.log_x) for x in data[0]]
-        vy = [self._view(y, self.log_y) for y in data[1]]
-        if len(vx) == 1 and math.isfinite(vx[0]) and math.isfinite(vy[0]):
-            if key not in self._single:  # one spot at the origin, moved by its position
-                self._single.add(key)
-                scatter.setData([0.0], [0.0])
-            scatter.setPos(vx[0], vy[0])
-        else:
-            self._single.discard(key)
-            scatter.setPos(0.0, 0.0)
-            keep = [i for i in range(len(vx)) if math.isfinite(vx[i]) and math.isfinite(vy[i])]
-            scatter.setData([vx[i] for i in keep], [vy[i] for i in keep])
+        viewed = (
+            (self._view(x, self.log_x), self._view(y, self.log_y))
+            for x, y in zip(*data, strict=False)
+        )
+        points = [(vx, vy) for vx, vy in viewed if math.isfinite(vx) and math.isfinite(vy)]
+        items = self.markers[key]
+        path, pen, brush = self._marker_style[key]
+        while len(items) < len(points):
+            item = QGraphicsPathItem(path)
+            item.setPen(pen)
+            item.setBrush(brush)
+            item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+            item.setZValue(20)
+            self.plot.getPlotItem().addItem(item, ignoreBounds=True)
+            items.append(item)
+        for index, item in enumerate(items):
+            if index < len(points):
+                item.setPos(*points[index])
+                item.show()
+            else:
+                item.hide()
         self._fit_view()
 
     def data(self, key: str) -> tuple[list[float], list[float]]:
