@@ -418,11 +418,15 @@ def _step_ceiling(value: float) -> float:
     return 10.0 ** (exponent + 1)
 
 
-def _axis_range(values: Sequence[float], log: bool) -> tuple[float, float] | None:
+def _axis_range(
+    values: Sequence[float], log: bool, snug: bool = False
+) -> tuple[float, float] | None:
     """A still view range (view coordinates) holding ``values``: log axes snap to 1-2-5 steps,
     linear ones start at 0 (or a nice floor below it) and end at a nice ceiling, each with a
     small margin so markers at the ends are not cut. A moving marker changes the range only
-    when it crosses a step, so most edits repaint the marker alone."""
+    when it crosses a step, so most edits repaint the marker alone. ``snug``: a linear axis
+    ends at the largest value (plus the margin) instead, for an x axis whose values are the
+    sweep's own points (they move only when the sweep is recomputed)."""
     if log:
         positive = [v for v in values if v > 0 and math.isfinite(v)]
         if not positive:
@@ -437,12 +441,12 @@ def _axis_range(values: Sequence[float], log: bool) -> tuple[float, float] | Non
         return None
     top = max(finite)
     bottom = min(finite)
-    high = nice_ceiling(top) if top > 0 else 0.0
+    high = (top if snug else nice_ceiling(top)) if top > 0 else 0.0
     low = -nice_ceiling(-bottom) if bottom < 0 else 0.0
     if high - low <= 0:
         high = low + 1.0
     margin = 0.02 * (high - low)
-    return low - (margin if low < 0 else 0.0), high + margin
+    return low - (margin if low < 0 or snug else 0.0), high + margin
 
 
 def _set_label(line: pg.InfiniteLine, text: str) -> None:
@@ -672,7 +676,8 @@ class SeriesChart(QWidget):
             level = self._levels[key]
             if level is not None:
                 ys += [level, level * (1.6 if self.log_y else 1.12)]
-        x_range, y_range = _axis_range(xs, self.log_x), _axis_range(ys, self.log_y)
+        x_range = _axis_range(xs, self.log_x, snug=True)
+        y_range = _axis_range(ys, self.log_y)
         wanted = (x_range, y_range)
         if wanted == self._range:
             return

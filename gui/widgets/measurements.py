@@ -115,6 +115,8 @@ class MeasurementModel(QAbstractTableModel):
                     f"{100 * res['error_after']:+.1f}%" if res else "—",
                 )
             )
+        if rows == self.rows:
+            return  # a reset re-measures every column: only when a row changed
         self.beginResetModel()
         self.rows = rows
         self.endResetModel()
