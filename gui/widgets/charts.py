@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -149,6 +149,29 @@ STILL_SHARE = 0.4
 least this share of it; below, the range shrinks to the bars."""
 
 
+class Bars(pg.BarGraphItem):
+    """A ``BarGraphItem`` whose bounding rectangle is worked out once per data and view
+    transform: pyqtgraph's recomputes the pen's pixel padding in Python on each of the
+    dozens of calls Qt makes per repaint."""
+
+    def __init__(self, **opts: object):
+        self._bounds: QRectF | None = None
+        super().__init__(**opts)
+
+    def setOpts(self, **opts: object) -> None:  # noqa: N802 (pyqtgraph API)
+        self._bounds = None
+        super().setOpts(**opts)
+
+    def viewTransformChanged(self) -> None:  # noqa: N802 (pyqtgraph API)
+        self._bounds = None
+        super().viewTransformChanged()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt API)
+        if self._bounds is None:
+            self._bounds = QRectF(super().boundingRect())
+        return QRectF(self._bounds)
+
+
 @dataclass
 class BarRow:
     """One stacked bar: bytes per component, the total to print, hover explanations."""
@@ -187,7 +210,7 @@ class MemoryBars(QWidget):
         empty = np.zeros(0)
         for key in self.components:
             colour = QColor(colors.COMPONENT_COLOR[key])
-            item = pg.BarGraphItem(
+            item = Bars(
                 x0=empty,
                 width=empty,
                 y0=empty,
@@ -200,7 +223,7 @@ class MemoryBars(QWidget):
             self.items[key] = item
         overflow = QColor(colors.BAD)
         overflow.setAlpha(70)
-        self.overflow = pg.BarGraphItem(
+        self.overflow = Bars(
             x0=empty,
             width=empty,
             y0=empty,
@@ -763,9 +786,7 @@ class TimelineChart(QWidget):
         empty = np.zeros(0)
         for kind, colour in TIMELINE_COLORS.items():
             pen = pg.mkPen(QColor(colour).darker(150), width=1)
-            bar = pg.BarGraphItem(
-                x0=empty, width=empty, y0=empty, height=empty, brush=colour, pen=pen
-            )
+            bar = Bars(x0=empty, width=empty, y0=empty, height=empty, brush=colour, pen=pen)
             bar.setZValue(-1 if kind == "bubble" else 1)
             item.addItem(bar)
             self.items[kind] = bar
