@@ -113,7 +113,7 @@ class ParallelismReport(BaseModel):
                 "bubble_fraction",
                 "Pipeline bubble",
                 "percent",
-                "(p − 1) ÷ (v · m) of the ideal compute time",
+                "(p − 1) ÷ (v · m + p − 1): the idle share of the pipeline's time",
                 f"{nar} section 2.2",
             ),
             fig(
