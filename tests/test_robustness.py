@@ -440,3 +440,24 @@ def test_an_assumed_mfu_that_needs_hardware_flops_above_peak_is_not_priced() -> 
     assert c["mfu"] is None
     assert "(HFU); not priced" in c["throughput_label"]
     json.dumps(report, allow_nan=False)
+
+
+def test_an_mfu_above_one_from_the_6p_count_is_explained() -> None:
+    """Qwen2.5-7B (untied 152,064 × 3,584 input embedding) at 128 tokens, kernel efficiency
+    1: MFU's 6·P = 6 × 7,615,616,512 = 45.69 GFLOP per token credits the embedding lookup,
+    which multiplies nothing, so MFU passes 100% while HFU (what runs) stays below it."""
+    from llm_planner.core.primitives.presets import get_preset
+
+    data = default_scenario().model_dump(mode="json")
+    preset = get_preset("qwen2.5-7b")
+    arch = preset.architecture.model_dump(mode="json")
+    data["model"] = {"preset": preset.id, "architecture": arch, "params_override": None}
+    data["num_gpus"] = 8
+    data["parallelism"].update(kernel_efficiency=1.0, dp=None, tp=1, pp=1, global_batch=512)
+    data["training"].update(seq_len=128, micro_batch=64)
+    data["compute"]["compute_dtype"] = "fp32"
+    par = report_json(estimate(Scenario.model_validate(data)))["parallelism"]
+    assert par["mfu"] > 1.0
+    assert par["hfu"] <= 1.0
+    (problem,) = [p for p in par["problems"] if p.startswith("MFU above 100%")]
+    assert "credits 45.69 GFLOP per token" in problem
