@@ -86,15 +86,26 @@ def _set(data: dict[str, Any], path: str, value: Any) -> None:
     *parents, leaf = path.split(".")
     node = data
     for key in parents:
-        node = node.setdefault(key, {})
+        if node.get(key) is None:  # an empty what-if: plan it with this one field set
+            node[key] = {}
+        node = node[key]
     node[leaf] = value
 
 
 INPUT_PATHS = [
     path
     for path in limits.RANGES
-    if not path.startswith(("gpu.", "model.architecture.", "parallelism.measured_points"))
+    if not path.startswith(
+        (
+            "gpu.",
+            "model.architecture.",
+            "parallelism.measured_points",
+            "measurements.",
+            "whatif.mixed_cluster.groups.",
+        )
+    )
 ]
+MEASUREMENT_PATHS = [path for path in limits.RANGES if path.startswith("measurements.")]
 _FLOAT_OPTIONAL = {
     "model.params_override",
     "compute.achieved_flops_per_gpu",
@@ -105,10 +116,19 @@ _FLOAT_OPTIONAL = {
     "compute.failures.gpu_failures_per_hour",
     "training.recompute_threshold_bytes",
     "parallelism.intra_node_bandwidth_bytes_per_s",
+    "parallelism.attention_efficiency",
+    "parallelism.host_seconds_per_layer",
+    "parallelism.dp_bucket_bytes",
+    "whatif.compression.kernel_bytes_per_s",
+    "whatif.rl.reshard_seconds",
+    "whatif.multimodal.encoder_gpus",
 }
-INT_PATHS = {
-    path for path in INPUT_PATHS if path not in _FLOAT_OPTIONAL and type(_get(BASE, path)) is int
-} | {"training.lora_rank", "parallelism.dp"}
+_MEASURED_FLOATS = ("seconds", "tokens_per_s", "flops", "mfu", "bytes")
+INT_PATHS = (
+    {path for path in INPUT_PATHS if path not in _FLOAT_OPTIONAL and type(_get(BASE, path)) is int}
+    | {"training.lora_rank", "parallelism.dp", "whatif.multimodal.encoder_gpus"}
+    | {p for p in MEASUREMENT_PATHS if not any(w in p for w in _MEASURED_FLOATS)}
+)
 
 
 def _number(path: str) -> st.SearchStrategy[Any]:
@@ -141,6 +161,11 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         _set(data, path, draw(_number(path)))
     for path in draw(st.lists(st.sampled_from(sorted(ENUMS)), max_size=4, unique=True)):
         _set(data, path, draw(st.sampled_from(ENUMS[path])))
+    if draw(st.integers(0, 3)) == 0:  # a measured run: calibration fits the model to it
+        measurement: dict[str, Any] = {"gpus": 512, "tokens_per_s_per_gpu": 9000.0}
+        for path in draw(st.lists(st.sampled_from(MEASUREMENT_PATHS), max_size=4, unique=True)):
+            measurement[path.split(".", 1)[1]] = draw(_number(path))
+        data["measurements"] = [measurement]
     if draw(st.booleans()):  # a plausible layout, so that many scenarios are accepted
         n = draw(st.sampled_from([1, 2, 8, 64, 512, 4096]))
         tp = draw(st.sampled_from([1, 2, 4, 8]))
@@ -269,6 +294,13 @@ def test_any_input_is_refused_in_one_line_or_estimated_honestly(data: dict[str, 
 # ------------------------------------------------------------------ mutated files
 
 VALID_FILE = store.dumps_scenario(default_scenario())
+_RICH = json.loads(
+    (Path(__file__).parent / "fixtures" / "scenarios" / "v2-default.llmplan.json").read_text()
+)
+_RICH["measurements"] = [{"gpus": 512, "tp": 1, "step_seconds": 9.5, "peak_reserved_bytes": 6e10}]
+RICH_FILE = store.dumps_scenario(Scenario.model_validate(_RICH))
+"""The committed v2 file (what-ifs, price overrides) with a measured run: the fields the
+default scenario leaves empty are mutated too."""
 HOSTILE = [
     "1" + "0" * 400,
     "-" + "9" * 30,
@@ -295,7 +327,8 @@ HOSTILE = [
 @st.composite
 def mutated_files(draw: st.DrawFn) -> bytes:
     """A valid scenario file with a few values, keys or bytes replaced."""
-    data = json.loads(VALID_FILE)
+    valid = draw(st.sampled_from([VALID_FILE, RICH_FILE]))
+    data = json.loads(valid)
     paths: list[str] = []
 
     def collect(node: Any, prefix: str) -> None:
@@ -310,7 +343,7 @@ def mutated_files(draw: st.DrawFn) -> bytes:
     # half the files only move numbers near their valid values (most of those are accepted and
     # estimated); the other half also take hostile literals anywhere (most are refused)
     gentle = draw(st.booleans())
-    text = VALID_FILE
+    text = valid
     chosen = st.sampled_from(numeric if gentle else paths)
     for path in draw(st.lists(chosen, min_size=1, max_size=4, unique=True)):
         doc = json.loads(text)
