@@ -40,12 +40,16 @@ from llm_planner.core.files import store
 from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.gpus import gpu_catalog
 from llm_planner.core.primitives.presets import model_presets
+from llm_planner.core.sections.parallelism.report import MFU_ABOVE_ONE
 
 EXAMPLES = int(os.environ.get("LLM_PLANNER_PROPERTY_EXAMPLES", "60"))
 COLLECT = os.environ.get("LLM_PLANNER_PROPERTY_COLLECT", "") == "1"
 """Measurement runs: count each failure by its reason and go on (the counts are written to
 ``LLM_PLANNER_PROPERTY_COUNTS`` after every example) instead of stopping at the first."""
 COUNTS_FILE = os.environ.get("LLM_PLANNER_PROPERTY_COUNTS", "")
+FAILURES_FILE = os.environ.get("LLM_PLANNER_PROPERTY_FAILURES", "")
+"""Measurement runs: append each failing example (one JSON line: the property, the reason,
+the input) to this file, so a failure found in a 20,000-example run can be replayed."""
 SECONDS_PER_ESTIMATE = 1.0
 BYTES_PER_ESTIMATE = 500e6
 COUNTS: dict[str, Counter[str]] = {}
@@ -180,9 +184,16 @@ def check_estimate(scenario: Scenario) -> None:
     assert elapsed < SECONDS_PER_ESTIMATE, f"estimate took {elapsed:.2f} s"
     assert grown < BYTES_PER_ESTIMATE, f"estimate grew the process by {grown / 1e6:.0f} MB"
     assert len(text) < 10_000_000
-    for key, value in _fractions(data):
-        assert 0.0 <= value <= 1.0 + 1e-9, f"{key} = {value}"
     par = data.get("parallelism") or {}
+    # MFU's 6·P count may credit more FLOPs than the model multiplies (an untied embedding
+    # lookup); then MFU may pass 1, but only with the problem that says so, and HFU may not
+    explained = any(p.startswith(MFU_ABOVE_ONE) for p in par.get("problems") or [])
+    credited = {".compute.mfu", ".compute.hfu", ".parallelism.mfu"}
+    for key, value in _fractions(data):
+        if explained and key in credited:
+            assert value >= 0.0, f"{key} = {value}"
+            continue
+        assert 0.0 <= value <= 1.0 + 1e-9, f"{key} = {value}"
     if par.get("fits"):
         assert par.get("peak_bytes") is not None
         assert math.isfinite(par["peak_bytes"])
@@ -194,11 +205,17 @@ def _count(name: str, outcome: str) -> None:
         Path(COUNTS_FILE).write_text(json.dumps(COUNTS, indent=1))
 
 
-def _failed(name: str, error: BaseException) -> None:
+def _failed(name: str, error: BaseException, example: Any = None) -> None:
     """Count a failure; re-raise it unless this is a measurement run."""
     _count(name, "failure")
     reason = str(error).splitlines()[0][:60] if str(error) else type(error).__name__
     _count(name, f"failure: {type(error).__name__}: {reason.split(' = ')[0]}")
+    if FAILURES_FILE:
+        if isinstance(example, bytes):
+            example = example.decode("utf-8", "replace")
+        line = {"property": name, "reason": f"{type(error).__name__}: {error}"[:300]}
+        with Path(FAILURES_FILE).open("a", encoding="utf-8") as out:
+            out.write(json.dumps({**line, "example": example}) + "\n")
     if not COLLECT:
         raise error
 
@@ -215,6 +232,10 @@ def _print_counts() -> Any:
         for reason, n in counts.items():
             if reason.startswith("failure:"):
                 print(f"  {n} × {reason}")
+    if EXAMPLES >= 60:
+        # a property that accepted nothing checked no estimate: the generator is broken
+        for name, counts in COUNTS.items():
+            assert counts["accepted"] >= EXAMPLES // 10, f"{name}: accepted {counts['accepted']}"
 
 
 PROPERTY = settings(
@@ -240,7 +261,7 @@ def test_any_input_is_refused_in_one_line_or_estimated_honestly(data: dict[str, 
     try:
         check_estimate(scenario)
     except Exception as error:
-        _failed("input space", error)
+        _failed("input space", error, data)
         return
     _count("input space", "accepted")
 
@@ -285,22 +306,27 @@ def mutated_files(draw: st.DrawFn) -> bytes:
             paths.append(prefix)
 
     collect(data, "")
+    numeric = [p for p in paths if type(_get(data, p)) in (int, float)]
+    # half the files only move numbers near their valid values (most of those are accepted and
+    # estimated); the other half also take hostile literals anywhere (most are refused)
+    gentle = draw(st.booleans())
     text = VALID_FILE
-    for path in draw(st.lists(st.sampled_from(paths), min_size=1, max_size=4, unique=True)):
+    chosen = st.sampled_from(numeric if gentle else paths)
+    for path in draw(st.lists(chosen, min_size=1, max_size=4, unique=True)):
         doc = json.loads(text)
         original = _get(doc, path)
         replacement = draw(st.sampled_from(HOSTILE) | st.integers().map(str))
         if (
             isinstance(original, int | float)
             and not isinstance(original, bool)
-            and draw(st.booleans())
+            and (gentle or draw(st.booleans()))
         ):
             scaled = original * 10.0 ** draw(st.integers(-4, 4))  # near the valid value
             replacement = json.dumps(int(scaled) if isinstance(original, int) else scaled)
         _set(doc, path, "__HOLE__")
         text = json.dumps(doc).replace('"__HOLE__"', replacement, 1)
     data_bytes = text.encode("utf-8")
-    if draw(st.integers(0, 9)) == 0:  # sometimes flip a byte as well
+    if not gentle and draw(st.integers(0, 9)) == 0:  # sometimes flip a byte as well
         at = draw(st.integers(0, len(data_bytes) - 1))
         data_bytes = data_bytes[:at] + bytes([draw(st.integers(0, 255))]) + data_bytes[at + 1 :]
     return data_bytes
@@ -327,6 +353,6 @@ def test_any_mutated_file_is_refused_in_one_line_or_estimated_honestly(data: byt
         )
         assert not any(ch in scenario.name for ch in "\x00\x1b\n\u202e")
     except Exception as error:
-        _failed("mutated files", error)
+        _failed("mutated files", error, data)
         return
     _count("mutated files", "accepted")

@@ -3,6 +3,8 @@ per kind, pipeline bubble, optimizer step; tokens/s, MFU and HFU."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -550,6 +552,8 @@ def bottleneck_of(row: dict[str, float]) -> str:
     overhead = {k: v for k, v in parts.items() if k != "compute"}
     worst = max(overhead, key=lambda k: overhead[k])
     total = sum(parts.values()) or 1.0
+    if not all(math.isfinite(v) for v in parts.values()):
+        return "— (a part of the step time could not be computed)"
     if overhead[worst] < 0.05 * total:
         return "compute"
     labels = {
