@@ -17,8 +17,9 @@ Each step's value depends only on its own inputs, so the last few values of the 
 steps (training memory, the fewest-GPUs search, the parallelism section, the compute
 section, inference) are kept by those inputs (:class:`_Memo`): a change recomputes only the
 sections it invalidates (a new context length re-prices inference alone; a new price, the
-compute section alone), and the same scenario estimated twice is computed once. The figures are the same as
-without the memo: a hit returns the very value the same inputs computed before.
+compute section alone), and the same scenario estimated twice is computed once. The figures
+are the same as without the memo: a hit returns the very value the same inputs computed
+before.
 """
 
 from __future__ import annotations
