@@ -144,9 +144,11 @@ def nice_ceiling(value: float) -> float:
     return 10.0 ** (exponent + 1)
 
 
-STILL_SHARE = 0.4
+STILL_SHARE = 0.25
 """Display rule: a bar chart keeps its x range while its longest bar (and label) needs at
-least this share of it; below, the range shrinks to the bars."""
+least this share of it; below, the range shrinks to the bars. A still axis lets the eye
+compare bars while flipping between values (micro-batch 1 ↔ 4, sequence 2k ↔ 8k: 2-4×), and
+spares the whole-plot repaint a new range costs."""
 
 
 class Bars(pg.BarGraphItem):
@@ -341,7 +343,7 @@ class MemoryBars(QWidget):
         share = min(label_px / view_px + 0.04, 0.6) if view_px > 50 else 0.3
         needed = top / (1 - share) if top > 0 else 1.0
         kept = self._last.get("range")
-        # the axis stays put while the bars still fit and fill at least 40% of it: an edit
+        # the axis stays put while the bars still fit and fill at least a quarter of it: an edit
         # that moves a bar then repaints the bar, not the axis and the whole plot
         if isinstance(kept, tuple) and kept[2] == n and STILL_SHARE * kept[1] <= needed <= kept[1]:
             return
