@@ -7,13 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QCheckBox,
     QComboBox,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -197,10 +198,13 @@ def field(obj: Any, *names: str) -> Any:
 
 
 class FitPanel(QWidget):
-    """Right of the bars: over capacity, the changes ``core.composition.fit`` found, one
-    button each (a click applies that change as one undo step); while the run fits, a line
-    saying so. A column of fixed width that stays put, so the bars never resize (and repaint
-    whole) when a run starts or stops fitting or the suggestions arrive."""
+    """Over capacity: the changes ``core.composition.fit`` found, one button each (a click
+    applies that change as one undo step); while the run fits, a line saying so.
+
+    Where there is room (:class:`FitHolder`) it is a column of fixed width right of the bars,
+    always shown: the bars never resize (and repaint whole) when a run starts or stops
+    fitting or the suggestions arrive. In a narrow window it sits under the bars in two
+    columns and shows only while the run does not fit."""
 
     WIDTH = 230
     FITS_TEXT = (
@@ -211,33 +215,65 @@ class FitPanel(QWidget):
     def __init__(self, state: ScenarioState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.setFixedWidth(self.WIDTH)
-        self._column = QVBoxLayout(self)
-        self._column.setContentsMargins(4, 0, 2, 2)
-        self._column.setSpacing(4)
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(4, 0, 2, 2)
+        self._grid.setSpacing(4)
         self.title = QLabel(self.FITS_TEXT)
         self.title.setObjectName("fit_title")
         self.title.setWordWrap(True)
         self.title.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self._column.addWidget(self.title)
-        self._column.addStretch(1)
         self.buttons: list[QPushButton] = []
         self.suggestions: list[Any] = []
         self.over = False
+        self.beside = True
+        self.setFixedWidth(self.WIDTH)
+        self._place()
+
+    def _columns(self) -> int:
+        return 1 if self.beside else 2
+
+    def _place(self) -> None:
+        """Lay the title and buttons out for the current mode (beside or under the bars)."""
+        columns = self._columns()
+        for widget in (self.title, *self.buttons):
+            self._grid.removeWidget(widget)
+        self._grid.addWidget(self.title, 0, 0, 1, columns)
+        for index, button in enumerate(self.buttons):
+            self._grid.addWidget(button, 1 + index // columns, index % columns)
+        for row in range(self._grid.rowCount()):
+            self._grid.setRowStretch(row, 0)
+        if self.beside:  # buttons at the top of the column, the rest empty
+            self._grid.setRowStretch(self._grid.rowCount(), 1)
+
+    def set_beside(self, beside: bool) -> None:
+        """Beside the bars (a fixed-width column, always shown) or under them."""
+        if beside == self.beside:
+            return
+        self.beside = beside
+        if beside:
+            self.setFixedWidth(self.WIDTH)
+        else:
+            self.setMinimumWidth(0)
+            self.setMaximumWidth(16777215)  # QWIDGETSIZE_MAX
+        self._place()
+        self.setVisible(beside or self.over)
 
     def set_suggestions(self, suggestions: Sequence[Any], over: bool) -> None:
         key = [(s.label, s.peak_bytes) for s in suggestions]
         if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self.over:
             return  # nothing new: no relayout on every keystroke
         self.suggestions, self.over = (list(suggestions) if over else []), over
+        columns = self._columns()
         while len(self.buttons) < len(self.suggestions):
             index = len(self.buttons)
             button = QPushButton()
             button.setObjectName(f"fit_{index}")
             button.setMinimumWidth(80)  # long labels clip; the tooltip has the whole text
             button.clicked.connect(lambda _checked=False, i=index: self.apply(i))
-            self._column.insertWidget(1 + index, button)
+            self._grid.addWidget(button, 1 + index // columns, index % columns)
             self.buttons.append(button)
+        if self.beside:
+            self._place()  # keep the stretch below the last button
         for index, button in enumerate(self.buttons):
             if index < len(self.suggestions):
                 s = self.suggestions[index]
@@ -262,6 +298,8 @@ class FitPanel(QWidget):
                 "<b style='color:#D62728'>Does not fit</b>, and no small change found fits "
                 "(try a GPU with more memory or a smaller model)."
             )
+        if not self.beside:
+            self.setVisible(over)
 
     def offered(self) -> list[QPushButton]:
         """The buttons on offer now."""
@@ -273,15 +311,33 @@ class FitPanel(QWidget):
             self.state.set_fields(dict(chosen.changes), f"Make it fit: {chosen.label}")
 
 
+class FitHolder(QWidget):
+    """The bars and their :class:`FitPanel`: the panel right of the bars while the bars keep
+    at least ``BARS_MIN`` pixels beside it, else under them (decided on resize only)."""
+
+    BARS_MIN = 390
+
+    def __init__(self, bars: QWidget, panel: FitPanel):
+        super().__init__()
+        self.panel = panel
+        self._layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(4)
+        self._layout.addWidget(bars, 1)
+        self._layout.addWidget(panel)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        beside = event.size().width() >= self.BARS_MIN + FitPanel.WIDTH
+        direction = QBoxLayout.Direction.LeftToRight if beside else QBoxLayout.Direction.TopToBottom
+        if self._layout.direction() != direction:
+            self._layout.setDirection(direction)
+        self.panel.set_beside(beside)
+
+
 def with_fit_panel(bars: QWidget, panel: FitPanel) -> QWidget:
-    """The bars with the fit suggestions right of them (one splitter pane)."""
-    holder = QWidget()
-    layout = QHBoxLayout(holder)
-    layout.setContentsMargins(0, 0, 0, 0)
-    layout.setSpacing(4)
-    layout.addWidget(bars, 1)
-    layout.addWidget(panel)
-    return holder
+    """The bars with the fit suggestions beside or under them (one splitter pane)."""
+    return FitHolder(bars, panel)
 
 
 def context_warning(limit: int, length: int, what: str) -> str:
