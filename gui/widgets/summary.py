@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from llm_planner.core.composition.estimate import Report
@@ -106,6 +106,9 @@ class SummaryStrip(QFrame):
             layout.addWidget(label)
         self.dot = QLabel("●")
         self.dot.setObjectName("summary_dot")
+        dot_font = self.dot.font()
+        dot_font.setPixelSize(16)
+        self.dot.setFont(dot_font)
         layout.addWidget(self.dot)
         layout.addStretch(1)
         font = self.font()
@@ -178,9 +181,12 @@ class SummaryStrip(QFrame):
         text = f"{peak / units.GB:.1f} / {capacity / units.GB:.0f} GB per GPU"
         self._set("memory", text, _figure(training, "peak_bytes"))
         self.dot.setVisible(True)
-        style = f"color: {colour}; font-size: 16px;"
-        if self.dot.styleSheet() != style:  # a style sheet re-polishes: only on change
-            self.dot.setStyleSheet(style)
+        # the colour through the palette: a style sheet would re-polish the label (and its
+        # strip) each time the run starts or stops fitting
+        palette = self.dot.palette()
+        if palette.color(QPalette.ColorRole.WindowText) != QColor(colour):
+            palette.setColor(QPalette.ColorRole.WindowText, QColor(colour))
+            self.dot.setPalette(palette)
         state = {"ok": "fits", "warn": "fits, but tight", "bad": "does not fit"}[self.status]
         self.dot.setToolTip(
             f"Peak training memory per GPU {state}: "
