@@ -20,7 +20,7 @@ import math
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -31,6 +31,9 @@ from llm_planner.core.primitives.architecture import (
     RecurrentConfig,
     count_parameters,
 )
+
+if TYPE_CHECKING:
+    from llm_planner.core.sections.training import TrainingInputs
 
 CONFIG_MAX_BYTES = 1_000_000
 """config.json files are a few kB; anything above 1 MB is not a model config."""
@@ -1460,3 +1463,21 @@ def inference_fields(imported: ImportedModel) -> dict[str, Any]:
             "source": str(imported.source_path)[:500],
         }
     return fields
+
+
+IMPORTED_STACK = "hf"
+"""The training stack a Hugging Face config import defaults to (issue 14): a model read from
+its ``config.json`` is most likely trained with its transformers modules (Trainer /
+accelerate), whose saved tensors the ``pytorch`` activation profile measures
+(tests/validation/test_torch_activations.py), not with Megatron-Core's fused kernels."""
+
+
+def training_fields(imported: ImportedModel, current: TrainingInputs) -> dict[str, str]:
+    """The ``training`` fields an imported model implies over ``current``: a Hugging Face
+    config (a folder, config.json or a Hub id in the cache) moves the scenario onto the
+    Hugging Face stack (:data:`IMPORTED_STACK`) with that stack's activation profile unless
+    the profile was edited (:meth:`TrainingInputs.with_stack`); the precision and profile stay
+    editable under it. A GGUF file (an inference format) implies nothing: empty."""
+    if imported.model_type.startswith("gguf:"):
+        return {}
+    return current.with_stack(IMPORTED_STACK)

@@ -165,6 +165,15 @@ class TrainingInputs(BaseModel):
             raise ValueError("recompute 'threshold' needs recompute_threshold_bytes")
         return self
 
+    def with_stack(self, stack: str) -> dict[str, str]:
+        """The ``training`` fields that move these inputs onto ``stack``: the stack id, and
+        its default activation profile where the profile in use is the current stack's own
+        default (a profile the user chose stays: it is editable under the stack). A
+        ValueError (from :func:`.stacks.get_stack`) lists the known ids."""
+        return stack_fields(
+            stack, current_stack=self.stack, current_implementation=self.implementation
+        )
+
     @property
     def effective_lora_rank(self) -> int | None:
         """The LoRA rank in use: given, or QLoRA's default, or None for full fine-tuning."""
@@ -174,6 +183,22 @@ class TrainingInputs(BaseModel):
 
 
 # ------------------------------------------------------------------ parameter structure
+
+
+def stack_fields(
+    stack: str, *, current_stack: str, current_implementation: str | None
+) -> dict[str, str]:
+    """The ``training`` fields that move a scenario from ``current_stack`` onto ``stack``:
+    the stack id, and the new stack's default activation profile where the profile in use
+    is the current stack's default or unset (a profile chosen by hand stays: the profile is
+    editable under the stack). A ValueError (:func:`.stacks.get_stack`) lists the known ids."""
+    fields = {"stack": get_stack(stack).id}
+    current = STACKS.get(current_stack)
+    if current_implementation is None or (
+        current is not None and current_implementation == current.implementation
+    ):
+        fields["implementation"] = get_stack(stack).implementation
+    return fields
 
 
 def _layer_matrices(arch: Architecture, moe_layer: bool) -> list[tuple[str, int, int, int]]:
