@@ -101,6 +101,12 @@ class ImplementationProfile(BaseModel):
         default=True, description="cross-entropy saves fp32 (log-)softmax of the logits"
     )
     embedding_ids: bool = Field(description="embedding backward saves the int64 token ids")
+    flash_qkv_copy_held: bool = Field(
+        default=False,
+        description="multi-head attention: q, k and v are one permuted contiguous copy of the "
+        "QKV output and the kernel saves q as a view of it, so the whole copy (q + 2·kv "
+        "elements) stays alive beside a second copy of k and v (nanotron)",
+    )
     rotary_tables: bool = Field(
         default=False,
         description="RoPE's cos and sin tables (b·s·d each, activation dtype) are saved by "
@@ -152,6 +158,33 @@ PROFILES: dict[str, ImplementationProfile] = {
             embedding_ids=True,
             source="PyTorch autograd formulas (derivatives.yaml), transformers "
             "modeling_llama/eager_attention_forward; measured in tests/validation",
+        ),
+        ImplementationProfile(
+            id="nanotron",
+            name="nanotron (Triton RMSNorm, flash-attn, TP linears)",
+            description=(
+                "nanotron's Llama: TritonRMSNorm saving its input and fp32 rstd; the column "
+                "linears save their (sequence-sharded) input and re-gather it in backward; "
+                "q, k, v permuted into one contiguous copy (multi-head) with k, v concatenated "
+                "into a second, flash_attn_varlen_func saving q, k, v, output and fp32 "
+                "log-sum-exp (o_proj's input is a view of its output); GLUActivation "
+                "unfused (gate‖up output, SiLU(gate), their product); sharded cross-entropy "
+                "saving the fp32 softmax."
+            ),
+            norm_stats=True,
+            hf_rmsnorm=False,
+            softmax_fp32=False,
+            fused_swiglu=False,
+            flash_repeat_kv=False,
+            flash_output_copy=False,
+            flash_qkv_copy_held=True,
+            embedding_ids=True,
+            source="huggingface/nanotron@2411b022: src/nanotron/models/llama.py "
+            "(LlamaDecoderLayer, CausalSelfAttention.forward and _forward_training, "
+            "GLUActivation), src/nanotron/nn/layer_norm.py (TritonRMSNorm), "
+            "src/nanotron/parallel/tensor_parallel/functional.py (column_linear with "
+            "tp_recompute_allgather = True, the default in config/parallelism_config.py: "
+            "saves the sharded input; _ShardedCrossEntropy saves the fp32 softmax)",
         ),
         ImplementationProfile(
             id="pytorch-cpu",
@@ -365,6 +398,18 @@ def _attention_tensors(arch: Architecture, cfg: _Config) -> list[_Tensor]:
                 producer_flops=qkv_flops,
             )
         )
+        if p.flash_qkv_copy_held and arch.kv_heads == arch.heads:
+            out.append(
+                _Tensor(
+                    "k, v in the QKV copy Q views",
+                    "2·s·b·kv·d",
+                    dt,
+                    2 * kv_elems,
+                    act,
+                    "attention",
+                    "tp",
+                )
+            )
         rep = " (repeated to a heads)" if expand else ""
         out += [
             _Tensor(kv_name + rep, k_shape, dt, k_elems, act, "attention", "tp")

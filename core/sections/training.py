@@ -201,6 +201,40 @@ def stack_fields(
     return fields
 
 
+def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -> tuple[int, int]:
+    """(layers on the first pipeline stage, layers on the last) with ``pp`` stages.
+
+    Equal split (Megatron-LM, DeepSpeed, torchtitan): ⌈L/p⌉ on each, the head added to the
+    last. Cost-balanced split (``StackProfile.pipeline_balances_head``, nanotron): the blocks
+    in order (embedding: cost 0, L layers, the output head) go to stage r until their
+    cumulative cost passes (r + 1)/p of the total; the block that passes it stays on r
+    (huggingface/nanotron@2411b022 src/nanotron/models/base.py build_model; costs from
+    src/nanotron/models/llama.py get_block_compute_costs: a decoder layer 4·a·d·h + 3·f·h,
+    the head V·h, i.e. each block's weight-matrix count, used here for every layer kind).
+    A head worth several layers pushes layers towards the first stage: the 1B sweep model
+    (16 layers, head = 4 layers' cost) puts 6 layers on stage 0 of 4, not 4."""
+    equal = math.ceil(arch.layers / pp)
+    if pp <= 1:
+        return arch.layers, arch.layers
+    if not get_stack(inputs.stack).pipeline_balances_head:
+        return equal, equal
+    costs = [
+        float(sum(r * c * k for _, r, c, k in _layer_matrices(arch, arch.is_moe_layer(i))))
+        for i in range(arch.layers)
+    ]
+    costs.append(float(arch.vocab_size * arch.hidden_size))
+    total = sum(costs)
+    counts = [0] * pp
+    rank, cumulative = 0, 0.0
+    for i, cost in enumerate(costs):
+        cumulative += cost
+        if i < arch.layers:
+            counts[rank] += 1
+        if cumulative > total * (rank + 1) / pp and rank < pp - 1:
+            rank += 1
+    return counts[0], counts[-1]
+
+
 def _layer_matrices(arch: Architecture, moe_layer: bool) -> list[tuple[str, int, int, int]]:
     """(LoRA target, rows, cols, count) of every weight matrix of one layer."""
     h = arch.hidden_size
@@ -514,7 +548,7 @@ def layer_temporaries(
     recipe = get_precision(inputs.precision)
     w_bytes = recipe.weights_bytes
     lora = inputs.effective_lora_rank is not None
-    trained = params.lora_params / layers_on_stage if lora else params.one_layer_params
+    trained = params.lora_params / max(layers_on_stage, 1) if lora else params.one_layer_params
     stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes
     return LayerTemporaries(
         zero2_bucket=trained * recipe.gradients_bytes,
@@ -848,7 +882,6 @@ def _stage(
     params: StageParams,
     routed: StageParams | None,
     tp: int,
-    pp: int,
     dp: int,
     ep: int,
     zero_stage: int,
@@ -856,11 +889,11 @@ def _stage(
     first: bool,
     last: bool,
     in_flight: int,
+    layers_on_stage: int,
 ) -> _StageResult:
     """One pipeline stage's memory at ``micro_batch`` (``params``: the stage's parameters on
     one GPU, ``routed``: their routed-expert part when ep > 1, ZeRO-sharded over dp/ep)."""
     recipe = get_precision(inputs.precision)
-    layers_on_stage = math.ceil(arch.layers / pp)
     state = state_bytes(params, inputs)
     if routed is None:
         weights, gradients, optimizer = (
@@ -897,7 +930,7 @@ def _stage(
     }
     share = layers_on_stage / arch.layers
     kept_stage = sum(n * share * acts[moe].kept_bytes for moe, n in kinds)
-    per_layer = kept_stage / layers_on_stage
+    per_layer = kept_stage / layers_on_stage if layers_on_stage else 0.0
     outside = outside_ledger_for(
         arch,
         inputs,
@@ -1080,33 +1113,34 @@ def estimate_training(
         ep = 1
     total = count_parameters(arch).total
     scale = params_override / total if params_override is not None else 1.0
+    first_layers, last_layers = pipeline_stage_layers(arch, inputs, pp)
     if pp > 1:
-        stages: list[tuple[Literal["only", "first", "last"], bool, bool, int]] = [
-            ("first", True, False, microbatches_in_flight or pp),
-            ("last", False, True, last_stage_microbatches_in_flight or 1),
+        stages: list[tuple[Literal["only", "first", "last"], bool, bool, int, int]] = [
+            ("first", True, False, microbatches_in_flight or pp, first_layers),
+            ("last", False, True, last_stage_microbatches_in_flight or 1, last_layers),
         ]
     else:
-        stages = [("only", True, True, microbatches_in_flight or 1)]
+        stages = [("only", True, True, microbatches_in_flight or 1, arch.layers)]
     # a stage's parameters do not depend on the micro-batch: count them once per stage
     per_stage = [
         stage_params(
             arch,
             inputs,
-            layers_on_stage=math.ceil(arch.layers / pp),
+            layers_on_stage=n_layers,
             first=f,
             last=last,
             pp=pp,
             scale=scale,
             ep=ep,
         )
-        for _, f, last, _ in stages
+        for _, f, last, _, n_layers in stages
     ]
-    layers_on_stage = math.ceil(arch.layers / pp)
-    routed = (
-        routed_expert_params(arch, inputs, layers_on_stage=layers_on_stage, scale=scale, ep=ep)
+    routed_of = {
+        n_layers: routed_expert_params(arch, inputs, layers_on_stage=n_layers, scale=scale, ep=ep)
         if ep > 1
         else None
-    )
+        for *_, n_layers in stages
+    }
 
     def worst(b: int) -> tuple[Literal["only", "first", "last"], int, _StageResult]:
         results = [
@@ -1118,9 +1152,8 @@ def estimate_training(
                     inputs,
                     b,
                     params=params,
-                    routed=routed,
+                    routed=routed_of[n_layers],
                     tp=tp,
-                    pp=pp,
                     dp=dp,
                     ep=ep,
                     zero_stage=zero_stage,
@@ -1128,13 +1161,15 @@ def estimate_training(
                     first=f,
                     last=last,
                     in_flight=n,
+                    layers_on_stage=n_layers,
                 ),
             )
-            for (name, f, last, n), params in zip(stages, per_stage, strict=True)
+            for (name, f, last, n, n_layers), params in zip(stages, per_stage, strict=True)
         ]
         return max(results, key=lambda r: r[2].peak)
 
     stage_name, in_flight, result = worst(inputs.micro_batch)
+    stage_layers = {"only": arch.layers, "first": first_layers, "last": last_layers}
     capacity = gpu.memory_bytes
 
     def fits(b: int) -> bool:
@@ -1197,7 +1232,7 @@ def estimate_training(
         implementation=inputs.implementation,
         recompute=inputs.recompute,
         stage=stage_name,
-        layers_on_stage=math.ceil(arch.layers / pp),
+        layers_on_stage=stage_layers[stage_name],
         microbatches_in_flight=in_flight,
         trainable_params=whole.lora_params if lora else base_total,
         frozen_params=base_total if lora else 0.0,
