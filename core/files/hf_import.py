@@ -1034,7 +1034,36 @@ def architecture_from_config(data: dict[str, Any], label: str = "config.json") -
     if isinstance(fields.get("recurrent"), dict):
         fields["recurrent"] = _validated(RecurrentConfig, fields["recurrent"], label, model_type)
     fields.setdefault("name", _display_name(data, label, model_type))
+    # the first Falcon configs (RefinedWeb) describe the same model as transformers' falcon
+    fields.setdefault(
+        "hf_model_type", "falcon" if model_type.startswith("RefinedWeb") else model_type
+    )
+    _, act = config._lookup(_ACT_FIELDS)
+    act = act if isinstance(act, str) and len(act) <= 64 else _ACT_DEFAULTS.get(model_type, "silu")
+    fields.setdefault("hidden_act", act)
     return _validated(Architecture, fields, label, model_type)
+
+
+_ACT_FIELDS = ("hidden_activation", "hidden_act", "activation_function")
+"""Where configs name the MLP activation (Gemma's hidden_activation wins over hidden_act,
+as in transformers' modeling_gemma.py; GPT-2, GPT-J and GPTBigCode say activation_function)."""
+
+_ACT_DEFAULTS = {
+    "gpt2": "gelu_new",
+    "gptj": "gelu_new",
+    "phi": "gelu_new",
+    "gpt_neox": "gelu",
+    "falcon": "gelu",
+    "RefinedWeb": "gelu",
+    "RefinedWebModel": "gelu",
+    "gpt_bigcode": "gelu_pytorch_tanh",
+    "starcoder2": "gelu_pytorch_tanh",
+    "gemma": "gelu_pytorch_tanh",
+    "gemma2": "gelu_pytorch_tanh",
+    "gemma3_text": "gelu_pytorch_tanh",
+}
+"""The activation each configuration class defaults to when config.json leaves it out
+(transformers 5.24.0 configuration_*.py; every other supported type: silu)."""
 
 
 def _validated(cls: type[_M], fields: Fields, label: str, model_type: str) -> _M:

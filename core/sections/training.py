@@ -871,6 +871,8 @@ def outside_ledger_for(
         first_stage=first,
         last_stage=last,
         lora=inputs.effective_lora_rank is not None,
+        recompute=inputs.recompute,
+        flash=inputs.flash_attention,
     )
 
 

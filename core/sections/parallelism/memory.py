@@ -102,10 +102,15 @@ class StageActivations:
     """Bytes one layer keeps per micro-batch (average over dense and MoE layers)."""
     recompute_working: float
     outside_first: float
-    """Tensors saved outside the layers on the first stage, per micro-batch."""
+    """Tensors saved outside the layers on the first stage, per micro-batch, the part
+    proportional to b (per sequence when priced at b = 1)."""
     outside_last: float
     outside_only: float
     logits: float
+    outside_first_fixed: float = 0.0
+    """The part that does not grow with b (HF's rotary tables are (1, s, d))."""
+    outside_last_fixed: float = 0.0
+    outside_only_fixed: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -173,21 +178,30 @@ def memory_recipe(
         kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
         working = max(la.recompute_working_bytes for _, la in layers)
 
-        def outside(first_stage: bool, last_stage: bool) -> float:
+        def priced(first_stage: bool, last_stage: bool, n: int) -> float:
             ledger = outside_ledger_for(
-                arch, ti, b, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
+                arch, ti_rc, n, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
             )
             return float(sum(e.bytes for e in ledger))
 
+        def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
+            """(part ∝ b at this b, part independent of b): linear in b, priced twice."""
+            one, two = priced(first_stage, last_stage, b), priced(first_stage, last_stage, 2 * b)
+            return two - one, 2 * one - two
+
         act_dtype = get_precision(ti.precision).activations_dtype
         logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
+        first, last, only = outside(True, False), outside(False, True), outside(True, True)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),
-            outside_first=outside(True, False),
-            outside_last=outside(False, True),
-            outside_only=outside(True, True),
+            outside_first=first[0],
+            outside_last=last[0],
+            outside_only=only[0],
             logits=float(logits),
+            outside_first_fixed=first[1],
+            outside_last_fixed=last[1],
+            outside_only_fixed=only[1],
         )
 
     def params_of(layers: int, first: bool, last: bool, pp: int, ep: int = 1) -> StageParams:
@@ -255,9 +269,8 @@ def memory_screen(
     f64 = np.float64
     tp = lay.as_float("tp")
     multi = lay.pp > 1
-    z = lay.zero
     # the stage's bytes ÷ tp, ZeRO-sharded (weights, gradients, optimizer)
-    divisors = [tp * d for d in zero_divisors(z, lay.as_float("shard"))]
+    divisors = [tp * d for d in zero_divisors(lay.zero, lay.as_float("shard"))]
     has_ep = bool(sum(recipe.expert_state)) and bool(np.any(lay.ep > 1))
     # what depends on pp alone (the first and last stage's layer counts) once per pp value
     pp_index, pp_values = _pipeline_degrees(lay)
@@ -301,8 +314,12 @@ def memory_screen(
     b = lay.as_float("micro_batch")
     pp = lay.as_float("pp")
 
-    def field(name: str) -> FloatArray:
-        return np.asarray(np.array([getattr(a, name) for a in acts], dtype=f64)[inv] * b)
+    def field(name: str, per_b: bool = True) -> FloatArray:
+        values = np.array([getattr(a, name) for a in acts], dtype=f64)[inv]
+        return np.asarray(values * b if per_b else values)
+
+    def outside_field(name: str) -> FloatArray:
+        return np.asarray(field(name) + field(name + "_fixed", per_b=False))
 
     kept = field("kept_per_layer")
     working = field("recompute_working")
@@ -310,9 +327,9 @@ def memory_screen(
     in_flight = training_in_flight(pp, m, lay.gpipe, lay.as_float("v"))  # cached floats
     first_flight = np.where(in_flight > 0, in_flight, pp)
     last_flight = training_in_flight_last(pp, m, lay.gpipe, lay.as_float("v"))
-    outside_only = field("outside_only")
-    outside_first = np.where(multi, field("outside_first"), outside_only)
-    outside_last = np.where(multi, field("outside_last"), outside_only)
+    outside_only = outside_field("outside_only")
+    outside_first = np.where(multi, outside_field("outside_first"), outside_only)
+    outside_last = np.where(multi, outside_field("outside_last"), outside_only)
     gather, fixed_temps = _fixed_temporaries(lay, recipe, has_ep=has_ep)
 
     def stage(
