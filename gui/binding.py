@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 
 from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.primitives import units
+from llm_planner.core.primitives import limits, units
 from llm_planner.gui.background import Latest
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,10 @@ def validation_message(error: Exception) -> str:
     """One readable line for a parse or validation error."""
     if isinstance(error, ValidationError):
         first = error.errors()[0]
+        # a bound error names the field's whole range, as the command line and files do
+        ranged = limits.range_message(tuple(first.get("loc", ())), str(first.get("type", "")))
+        if ranged is not None:
+            return ranged
         msg = str(first["msg"])
         return msg.removeprefix("Value error, ")
     return str(error).split(": ", 1)[-1] if isinstance(error, units.UnitError) else str(error)

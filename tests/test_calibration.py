@@ -333,10 +333,12 @@ def test_calibration_on_1b_small_runs_improves_held_back_runs() -> None:
         e = report.errors(out.rows, group)
         assert e["median_after"] < e["median_before"], group
         assert e["rms_log_after"] < e["rms_log_before"], group
-        # most runs end closer; not all: the model errs on both sides of the sweep since the
-        # step-time rework, so one efficiency that fixes the over-predicted majority moves
-        # the already-slower runs further (the page counts them)
-        assert e["improved"] > 0.55, group
+        # most runs the fit moves end closer; not all: the model errs on both sides of the
+        # sweep since the step-time rework, so one efficiency that fixes the over-predicted
+        # majority moves the already-slower runs further (the page counts them). Runs it does
+        # not move (host-bound ones: a GPU efficiency does not change them) are left out:
+        # 62-84% of the moved runs end closer when this bound was set.
+        assert e["moved_closer"] > 0.55, group
     # held-back runs on the calibration machine size: within 15% median after
     for group in ("held back: 1B, 1–2 nodes", "held back: 3B, 1–2 nodes"):
         assert report.errors(out.rows, group)["median_after"] < 0.15

@@ -185,13 +185,19 @@ def test_measured_throughput_modes() -> None:
     tflops = _compute(tokens=300e9, throughput_mode="tflops", achieved_flops_per_gpu=150e12)
     assert tflops.compute_seconds == pytest.approx(3.15e23 / (1000 * 150e12))  # type: ignore[attr-defined]
     assert tflops.mfu == pytest.approx(0.15)  # type: ignore[attr-defined]
-    tokens = _compute(tokens=300e9, throughput_mode="tokens_per_s", tokens_per_s_per_gpu=1000)
-    # 1000 tokens/s × 6 × 175e9 FLOP/token
-    assert tokens.flops_per_gpu_per_s == pytest.approx(1000 * 6 * 175e9)  # type: ignore[attr-defined]
-    assert tokens.compute_seconds == pytest.approx(300e9 / (1000 * 1000))  # type: ignore[attr-defined]
+    tokens = _compute(tokens=300e9, throughput_mode="tokens_per_s", tokens_per_s_per_gpu=500)
+    # 500 tokens/s × 6 × 175e9 FLOP/token = 5.25e14 FLOP/s, MFU 52.5% of the 1e15 peak
+    assert tokens.flops_per_gpu_per_s == pytest.approx(500 * 6 * 175e9)  # type: ignore[attr-defined]
+    assert tokens.mfu == pytest.approx(0.525)  # type: ignore[attr-defined]
+    assert tokens.compute_seconds == pytest.approx(300e9 / (1000 * 500))  # type: ignore[attr-defined]
+    # 1000 tokens/s would be 1.05e15 FLOP/s, above the peak: not priced, and the label says why
+    above = _compute(tokens=300e9, throughput_mode="tokens_per_s", tokens_per_s_per_gpu=1000)
+    assert above.compute_seconds is None  # type: ignore[attr-defined]
+    assert above.mfu is None  # type: ignore[attr-defined]
+    assert "above the GPU's 1,000 TFLOP/s peak" in above.throughput_label  # type: ignore[attr-defined]
     # per GPU back out: 150e12 FLOP/s ÷ (6 × 175e9 FLOP/token) = 142.857... tokens/s
     assert tflops.tokens_per_s_per_gpu == pytest.approx(150e12 / (6 * 175e9))  # type: ignore[attr-defined]
-    assert tokens.tokens_per_s_per_gpu == pytest.approx(1000)  # type: ignore[attr-defined]
+    assert tokens.tokens_per_s_per_gpu == pytest.approx(500)  # type: ignore[attr-defined]
 
 
 def test_mode_needs_its_measured_figure() -> None:

@@ -259,10 +259,14 @@ def test_link_placement() -> None:
 
 
 def test_bubble_fraction_narayanan() -> None:
-    # Narayanan et al. 2021 section 2.2: (p−1)/m; interleaved (p−1)/(v·m)
-    assert float(comm.pipeline_bubble_fraction(8, 32)) == pytest.approx(7 / 32)
-    assert float(comm.pipeline_bubble_fraction(8, 32, 2)) == pytest.approx(7 / 64)
+    # Narayanan et al. 2021 section 2.2: the bubble is (p−1)/m of the ideal time, (p−1)/(v·m)
+    # interleaved; as a share of ideal + bubble that is r/(1 + r)
+    assert float(comm.pipeline_bubble_fraction(8, 32)) == pytest.approx((7 / 32) / (1 + 7 / 32))
+    assert float(comm.pipeline_bubble_fraction(8, 32, 2)) == pytest.approx(7 / 71)
     assert float(comm.pipeline_bubble_fraction(1, 32)) == 0.0
+    # one micro-batch through 8 stages: 7 of the 8 slots idle, not 700%
+    assert float(comm.pipeline_bubble_fraction(8, 1)) == pytest.approx(7 / 8)
+    assert float(comm.pipeline_bubble_fraction(1024, 1, 4)) < 1.0
 
 
 @pytest.mark.parametrize(
@@ -432,7 +436,8 @@ def test_pipeline_bubble_in_step_time() -> None:
     t_c = 4096 * per_token / (989.4e12 * 0.70)
     p2p = 2 * 4096 * 4096 * 2 / (450e9 * 0.80)  # s·h bf16, forward + backward, NVLink
     assert float(out["step_seconds"][0]) == pytest.approx((8 + 3) * (t_c + p2p))
-    assert float(out["bubble_fraction"][0]) == pytest.approx(3 / 8)
+    # the bubble's share of the 8 + 3 slots of the step above
+    assert float(out["bubble_fraction"][0]) == pytest.approx(3 / 11)
 
 
 def test_dp_overlap_model() -> None:

@@ -115,6 +115,30 @@ def test_text_report_shows_no_nan_or_negative_zero(capsys: pytest.CaptureFixture
     assert units.format_bytes(-1e-9) == "0 B"
 
 
+def test_deep_pipeline_with_one_micro_batch_has_a_bubble_below_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """32 stages and one micro-batch: 31 of the 32 slots of each stage are idle, so the
+    bubble is 31/32 of the step; Narayanan's (p−1)/m of the ideal time would read 3,100%."""
+    argv = ["report", "--json", "--model", "llama-3.1-8b", "--num-gpus", "32", "--pp", "32"]
+    code, out, _, elapsed = _run([*argv, "--global-batch", "1", "--micro-batch", "1"], capsys)
+    assert code == 0
+    par = json.loads(out)["parallelism"]
+    assert par["bubble_fraction"] == pytest.approx(31 / 32)
+    assert elapsed < 1.0
+
+
+def test_bottleneck_label_never_reads_nan() -> None:
+    from llm_planner.core.sections.parallelism.step_time import bottleneck_of
+
+    row = {"time_compute": 1.0, "time_bubble": math.nan, "time_data_parallel": 0.5}
+    assert "nan" not in bottleneck_of(row).lower()
+    assert bottleneck_of({"time_compute": 1.0, "time_bubble": math.inf}).startswith("—")
+    # a finite row still names its largest part with its share of the step
+    finite = {"time_compute": 1.0, "time_bubble": 1.0}
+    assert bottleneck_of(finite) == "pipeline bubble (50% of step)"
+
+
 def test_every_accepted_extreme_in_range_gives_finite_json() -> None:
     """The largest and smallest values each range allows still estimate to finite JSON."""
     base = default_scenario().model_dump(mode="json")
@@ -384,3 +408,56 @@ def test_smoke_test_on_a_bad_file_returns_instead_of_waiting(tmp_path: Path) -> 
     assert done.returncode == 2
     assert "schema_version" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_a_rate_above_the_peak_is_not_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    """5,000 TFLOP/s measured on an H100 (989.4 TFLOP/s dense bf16): MFU would be 505%."""
+    code, out, _, _ = _run(["report", "--json", "--tflops", "5000"], capsys)
+    assert code == 0
+    c = json.loads(out)["compute"]
+    assert c["mfu"] is None
+    assert c["hfu"] is None
+    assert c["wall_seconds"] is None
+    assert "above the GPU's 989.4 TFLOP/s peak" in c["throughput_label"]
+    # 900 TFLOP/s is possible: priced, MFU 900/989.4
+    code, out, _, _ = _run(["report", "--json", "--tflops", "900"], capsys)
+    assert json.loads(out)["compute"]["mfu"] == pytest.approx(900 / 989.4)
+
+
+def test_an_assumed_mfu_that_needs_hardware_flops_above_peak_is_not_priced() -> None:
+    """1,000 parameters on Mistral-7B's shape without FlashAttention: selective
+    recomputation re-runs the attention scores of 32 layers of 4,096 widths at 8,192 tokens,
+    hundreds of thousands of times the 6·P = 6,000 FLOPs per token MFU counts; an assumed MFU
+    of 40% would put the hardware FLOPs far above the peak (found by the property run)."""
+    data = default_scenario().model_dump(mode="json")
+    data["model"]["params_override"] = 1000.0
+    data["training"]["flash_attention"] = False
+    data["compute"]["throughput_mode"] = "mfu"
+    report = report_json(estimate(Scenario.model_validate(data)))
+    c = report["compute"]
+    assert c["hardware_flops_factor"] > 1000
+    assert c["hfu"] is None
+    assert c["mfu"] is None
+    assert "(HFU); not priced" in c["throughput_label"]
+    json.dumps(report, allow_nan=False)
+
+
+def test_an_mfu_above_one_from_the_6p_count_is_explained() -> None:
+    """Qwen2.5-7B (untied 152,064 × 3,584 input embedding) at 128 tokens, kernel efficiency
+    1: MFU's 6·P = 6 × 7,615,616,512 = 45.69 GFLOP per token credits the embedding lookup,
+    which multiplies nothing, so MFU passes 100% while HFU (what runs) stays below it."""
+    from llm_planner.core.primitives.presets import get_preset
+
+    data = default_scenario().model_dump(mode="json")
+    preset = get_preset("qwen2.5-7b")
+    arch = preset.architecture.model_dump(mode="json")
+    data["model"] = {"preset": preset.id, "architecture": arch, "params_override": None}
+    data["num_gpus"] = 8
+    data["parallelism"].update(kernel_efficiency=1.0, dp=None, tp=1, pp=1, global_batch=512)
+    data["training"].update(seq_len=128, micro_batch=64)
+    data["compute"]["compute_dtype"] = "fp32"
+    par = report_json(estimate(Scenario.model_validate(data)))["parallelism"]
+    assert par["mfu"] > 1.0
+    assert par["hfu"] <= 1.0
+    (problem,) = [p for p in par["problems"] if p.startswith("MFU above 100%")]
+    assert "credits 45.69 GFLOP per token" in problem

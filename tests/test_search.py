@@ -154,8 +154,8 @@ def test_cli_report_parallelism_options(capsys: pytest.CaptureFixture[str]) -> N
     assert main(args) == 0
     p = json.loads(capsys.readouterr().out)["parallelism"]
     assert (p["dp"], p["tp"], p["pp"], p["zero_stage"]) == (8, 8, 4, 1)
-    # bubble (p−1)/(v·m) with m = 512/8 = 64: 3/128
-    assert p["bubble_fraction"] == pytest.approx(3 / 128)
+    # bubble share (p−1)/(v·m + p − 1) with m = 512/8 = 64, v = 2: 3/131
+    assert p["bubble_fraction"] == pytest.approx(3 / 131)
     for key in ("step_seconds", "tokens_per_s", "mfu", "comm_bytes_per_step"):
         assert math.isfinite(p[key])
         assert p[key] > 0

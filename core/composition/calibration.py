@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
@@ -72,35 +73,57 @@ class Measurement(BaseModel):
     label: str = Field(default="", max_length=200)
     source: str = Field(default="typed", max_length=500, description="log file and line, or typed")
     stack: str | None = Field(default=None, description="framework that printed it")
-    gpus: int = Field(ge=1, description="GPUs of the run")
-    gpus_per_node: int | None = Field(default=None, ge=1)
-    dp: int | None = Field(default=None, ge=1)
-    tp: int | None = Field(default=None, ge=1)
-    pp: int | None = Field(default=None, ge=1)
-    ep: int | None = Field(default=None, ge=1, description="expert-parallel degree")
+    gpus: int = Field(description="GPUs of the run", **limits.bounds("measurements.gpus"))
+    gpus_per_node: int | None = Field(default=None, **limits.bounds("measurements.gpus_per_node"))
+    dp: int | None = Field(default=None, **limits.bounds("measurements.dp"))
+    tp: int | None = Field(default=None, **limits.bounds("measurements.tp"))
+    pp: int | None = Field(default=None, **limits.bounds("measurements.pp"))
+    ep: int | None = Field(
+        default=None, description="expert-parallel degree", **limits.bounds("measurements.ep")
+    )
     zero_stage: Literal[0, 1, 2, 3] | None = None
     fsdp_strategy: FSDPStrategy | None = None
     sequence_parallel: bool | None = None
-    micro_batch: int | None = Field(default=None, ge=1)
-    global_batch: int | None = Field(default=None, ge=1, description="sequences per step")
-    seq_len: int | None = Field(default=None, ge=1)
+    micro_batch: int | None = Field(default=None, **limits.bounds("measurements.micro_batch"))
+    global_batch: int | None = Field(
+        default=None, description="sequences per step", **limits.bounds("measurements.global_batch")
+    )
+    seq_len: int | None = Field(default=None, **limits.bounds("measurements.seq_len"))
     recompute: Literal["none", "selective", "full"] | None = None
     schedule: Schedule | None = None
-    interleave_chunks: int | None = Field(default=None, ge=1)
+    interleave_chunks: int | None = Field(
+        default=None, **limits.bounds("measurements.interleave_chunks")
+    )
     # what was measured
-    step_seconds: float | None = Field(default=None, gt=0, description="one optimizer step")
-    tokens_per_s: float | None = Field(default=None, gt=0, description="all GPUs together")
-    tokens_per_s_per_gpu: float | None = Field(default=None, gt=0)
-    flops_per_gpu_per_s: float | None = Field(default=None, gt=0, description="as counted")
-    mfu: float | None = Field(default=None, gt=0, le=1, description="fraction, as counted")
+    step_seconds: float | None = Field(
+        default=None, description="one optimizer step", **limits.bounds("measurements.step_seconds")
+    )
+    tokens_per_s: float | None = Field(
+        default=None, description="all GPUs together", **limits.bounds("measurements.tokens_per_s")
+    )
+    tokens_per_s_per_gpu: float | None = Field(
+        default=None, **limits.bounds("measurements.tokens_per_s_per_gpu")
+    )
+    flops_per_gpu_per_s: float | None = Field(
+        default=None, description="as counted", **limits.bounds("measurements.flops_per_gpu_per_s")
+    )
+    mfu: float | None = Field(
+        default=None, description="fraction, as counted", **limits.bounds("measurements.mfu")
+    )
     flops_formula: FlopsFormula | None = Field(
         default=None, description="FLOP count behind flops_per_gpu_per_s / mfu"
     )
     mfu_peak_flops: float | None = Field(
-        default=None, gt=0, description="peak the framework divided by; None: the GPU's"
+        default=None,
+        description="peak the framework divided by; None: the GPU's",
+        **limits.bounds("measurements.mfu_peak_flops"),
     )
-    peak_allocated_bytes: float | None = Field(default=None, gt=0)
-    peak_reserved_bytes: float | None = Field(default=None, gt=0)
+    peak_allocated_bytes: float | None = Field(
+        default=None, **limits.bounds("measurements.peak_allocated_bytes")
+    )
+    peak_reserved_bytes: float | None = Field(
+        default=None, **limits.bounds("measurements.peak_reserved_bytes")
+    )
 
 
 class CalibrationInputs(BaseModel):

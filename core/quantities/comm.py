@@ -180,14 +180,19 @@ def moe_all_to_all_bytes_per_layer(
 def pipeline_bubble_fraction(
     pp: npt.ArrayLike, microbatches: npt.ArrayLike, v: npt.ArrayLike = 1
 ) -> FloatArray:
-    """Pipeline bubble as a fraction of the ideal compute time: (p−1)/(v·m).
+    """Pipeline bubble as a share of the pipeline's time: (p−1) ÷ (v·m + p − 1), in [0, 1).
 
-    GPipe and 1F1B: (p−1)/m; interleaved 1F1B with v model chunks per GPU divides it by v
-    (Narayanan et al. 2021, arXiv:2104.04473 section 2.2, equations (1) and (2)).
+    Narayanan et al. 2021 (arXiv:2104.04473 section 2.2, equations (1) and (2)) give the
+    bubble relative to the ideal compute time, (p−1)/(v·m) for GPipe and 1F1B with v model
+    chunks per GPU; that ratio exceeds 1 when m < p − 1. With the ideal time m·t and the
+    bubble (p−1)·t/v, the bubble's share of the whole (ideal + bubble) is
+    ((p−1)/v) ÷ (m + (p−1)/v) = (p−1) ÷ (v·m + p − 1): the idle share of every stage,
+    the figure a user reads as "x% of the step". Equal to Narayanan's ratio ÷ (1 + ratio).
     """
     p = np.asarray(pp, dtype=np.float64)
     m = np.asarray(microbatches, dtype=np.float64)
-    return np.asarray((p - 1.0) / (np.asarray(v, dtype=np.float64) * m))
+    idle = p - 1.0
+    return np.asarray(idle / (np.asarray(v, dtype=np.float64) * m + idle))
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,32 @@ predicted). nanotron runs eager modules with differentiable collectives and asyn
 TP linears (src/nanotron/parallel/tensor_parallel/), many small launches per layer."""
 
 
+PIPELINE_SPANNING_NODES_HOST_SECONDS_PER_LAYER_PER_TP_NANOTRON = 3.0e-3
+"""nanotron's extra time per layer per micro-batch, per tensor-parallel rank, when its
+pipeline spans nodes: a floor under the micro-batch like the host time (it does not add to
+the GPU work: a run whose GPU work per layer exceeds it measures its GPU time). FITTED on the
+nanotron sweep's 1B runs whose pipeline spans nodes (tests/validation/nanotron_sweep.py,
+``fit('1B', ...)``): at micro-batches small enough that the GPU work is under the floor,
+those runs take 10.5, 16, 26-30 and 55-60 ms per layer per micro-batch at tp 2, 4, 8 and
+16, flat in micro-batch size, in dp and in the number of stages, against 4.4 ms (the host
+time, whatever tp) when the whole job sits in one node or has no pipeline; i.e. 4.4 ms +
+≈ 3 ms × tp. Held out: the 3B runs measure ≈ 4.4 ms + 2.6 ms × tp.
+
+Why (read from huggingface/nanotron@2411b022, the part the fit does not explain is stated
+as such): every pipeline send and receive is host-synchronous — src/nanotron/parallel/
+pipeline_parallel/p2p.py ``P2P._send_meta``/``_recv_meta`` send two metadata tensors with
+blocking ``dist.send``/``dist.recv`` before each activation or gradient and read them on the
+host (copies from pageable CPU tensors, ``if ... > len(...)`` on a CUDA value), and state.py
+runs every send/recv from the engine's Python loop (engine.py ``OneForwardOneBackward
+PipelineEngine``: sends after each forward/backward, ``send_tensors`` waits on each); with
+TP > 1 nanotron requires ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (src/nanotron/parallel/
+tensor_parallel/nn.py), one hardware queue shared by the compute kernels, the TP
+collectives and the pipeline's NCCL kernels, so no stream runs ahead of another. That makes
+the stages and, through the per-layer TP collectives, the tp ranks of a stage run in lock
+step with a network round trip per transfer; that the cost then grows with tp and with the
+layers of the stage is what the sweep measures, not something derived from the source."""
+
+
 class StackProfile(BaseModel):
     """What a training framework does that the memory and step-time models depend on."""
 
@@ -96,6 +122,17 @@ class StackProfile(BaseModel):
         default=HOST_SECONDS_PER_LAYER_EAGER,
         ge=0,
         description="CPU time launching one layer's kernels per micro-batch, fwd + bwd",
+    )
+    pipeline_spanning_nodes_host_seconds_per_layer_per_tp: float = Field(
+        default=0.0,
+        ge=0,
+        description="extra floor per layer per micro-batch, × tp, when the pipeline spans "
+        "nodes (nanotron's host-synchronous pipeline sends); 0: none",
+    )
+    tied_embedding_sync_exposed: bool = Field(
+        default=False,
+        description="with a pipeline, the tied embedding's gradient is all-reduced between "
+        "the first and the last stage after the pipeline flush, not overlapped (nanotron)",
     )
     flash_attention_generation: Literal["fa2", "fa3"] = Field(
         default="fa2",
@@ -197,6 +234,10 @@ STACKS: dict[str, StackProfile] = {
             gradient_reduce_bytes=4.0,
             dp_bucket_bytes=25.0 * MIB,
             host_seconds_per_layer=HOST_SECONDS_PER_LAYER_NANOTRON,
+            pipeline_spanning_nodes_host_seconds_per_layer_per_tp=(
+                PIPELINE_SPANNING_NODES_HOST_SECONDS_PER_LAYER_PER_TP_NANOTRON
+            ),
+            tied_embedding_sync_exposed=True,
             grad_accumulation_bytes_per_param=2.0 + 4.0 + 4.0,
             pipeline_balances_head=True,
             memory_figure="torch.cuda.max_memory_allocated and max_memory_reserved (both "
@@ -213,6 +254,13 @@ STACKS: dict[str, StackProfile] = {
             "src/nanotron/models/llama.py (flash_attn_varlen_func, TritonRMSNorm, unfused "
             "GLUActivation; get_block_compute_costs: decoder layer 4·h² + 3·f·h, lm_head V·h), "
             "src/nanotron/models/base.py (stages cut at cumulative-cost thresholds), "
+            "src/nanotron/parallel/pipeline_parallel/p2p.py and engine.py (host-synchronous "
+            "pipeline sends, blocking metadata before each tensor; 1F1B), "
+            "src/nanotron/parallel/tensor_parallel/nn.py (CUDA_DEVICE_MAX_CONNECTIONS=1 with TP), "
+            "src/nanotron/trainer.py training_step (sync_tied_weights_gradients after the "
+            "pipeline and the DP sync, 'TODO ... overlap'; src/nanotron/parallel/"
+            "tied_parameters.py: an all-reduce of the fp32 gradient buffer over the ranks "
+            "holding the tied embedding and head), "
             "src/nanotron/helpers.py log_throughput (the benchmark CSV row, with "
             "max_memory_allocated/reserved, is written by world rank 0 only: pp, dp, tp rank "
             "0 in src/nanotron/parallel/context.py's rank grid)",

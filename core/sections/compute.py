@@ -177,6 +177,8 @@ def resolve_throughput(
     num_gpus: int,
     mfu_flops_per_token: float,
     modeled: ModeledThroughput | None,
+    *,
+    hardware_flops_factor: float = 1.0,
 ) -> Throughput:
     """The estimate's one throughput, from the source ``inputs.throughput_mode`` names.
 
@@ -193,6 +195,11 @@ def resolve_throughput(
     peak), so an assumed MFU equal to the modeled one gives the same time and t = C/τ
     holds (Transformer Math 101). The seed's method (benchmark, then divide) is the
     measured sources.
+
+    A rate no GPU can run is not priced: a measured or assumed rate whose MFU exceeds 1
+    (model FLOP/s above the dtype's peak), or whose hardware FLOP/s (MFU ×
+    ``hardware_flops_factor``, recomputation and attention included) exceed the peak, gives
+    no rate, and the label says why, so time and cost read "—" with the reason.
     """
     source = THROUGHPUT_SOURCES[inputs.throughput_mode]
     f = mfu_flops_per_token
@@ -221,7 +228,30 @@ def resolve_throughput(
         cluster = per_gpu * num_gpus
     if mfu is None and peak:
         mfu = per_gpu * f / peak
+    if source != "modeled" and peak and mfu is not None:
+        impossible = _impossible_rate(per_gpu * f, peak, mfu, hardware_flops_factor)
+        if impossible is not None:
+            return Throughput(source, None, None, None, None, f"{label}: {impossible}")
     return Throughput(source, per_gpu, mfu, per_gpu * f, cluster, label)
+
+
+def _impossible_rate(
+    model_flops_per_s: float, peak: float, mfu: float, factor: float
+) -> str | None:
+    """Why a user's rate cannot run on the GPU (one phrase), or None when it can: MFU ≤ 1
+    and HFU = MFU × hardware/model FLOPs ≤ 1 (PaLM's definitions, Chowdhery et al. 2022
+    Appendix B: both are shares of the peak)."""
+    if mfu > 1.0:
+        return (
+            f"{model_flops_per_s / 1e12:,.4g} TFLOP/s of model FLOPs is above the GPU's "
+            f"{peak / 1e12:,.4g} TFLOP/s peak (MFU {100 * mfu:,.4g}%); not priced"
+        )
+    if mfu * factor > 1.0:
+        return (
+            f"with recomputation and attention the GPU would run {factor:,.4g}× these FLOPs, "
+            f"{100 * mfu * factor:,.4g}% of its peak (HFU); not priced"
+        )
+    return None
 
 
 def compute_seconds(flops: float, num_gpus: int, per_gpu_flops_per_s: float) -> float:
@@ -682,7 +712,9 @@ def estimate_compute(
         )
         factor = training.hardware_flops_factor(arch, ti, mfu_per_token)
     peak = gpu.peak_flops.for_dtype(inputs.compute_dtype)
-    rate = resolve_throughput(inputs, peak, num_gpus, mfu_per_token, modeled)
+    rate = resolve_throughput(
+        inputs, peak, num_gpus, mfu_per_token, modeled, hardware_flops_factor=factor
+    )
     achieved = rate.model_flops_per_gpu_per_s
     failures = inputs.failures
     seconds = wall = gpu_hours = cost = cluster = tokens_per_s = None

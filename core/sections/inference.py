@@ -52,7 +52,9 @@ class StoredWeights(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     format: str = Field(description="the weights format these bytes are stored in")
-    bytes: float = Field(ge=0, description="the whole model's weight bytes")
+    bytes: float = Field(
+        description="the whole model's weight bytes", **bounds("inference.stored_weights.bytes")
+    )
     source: str = Field(default="", max_length=500, description="the file the bytes come from")
 
 

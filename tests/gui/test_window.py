@@ -205,3 +205,16 @@ def test_typing_back_to_the_old_value_leaves_no_undo_step(qtbot: Any, window: Ma
     assert window.state.scenario.num_gpus == 512
     assert window.state.undo_stack.count() == 0
     assert window.state.undo_stack.isClean()
+
+
+def test_out_of_range_input_names_the_range(qtbot: Any, window: MainWindow) -> None:
+    """Issue 20: the window's inline error is the same range message as the command line's."""
+    tab = window.page(3)
+    window.tabs.setCurrentIndex(3)
+    before = window.state.scenario
+    type_into(qtbot, window, tab.tp, "0")
+    assert window.state.scenario == before
+    assert tab.tp.property("inputError")
+    assert "must be between 1 and 16,384" in window.error_label.text()
+    type_into(qtbot, window, tab.tp, "2")
+    assert not tab.tp.property("inputError")

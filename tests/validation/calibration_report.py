@@ -215,9 +215,13 @@ def errors(rows: list[tuple[str, Run, float, float]], group: str) -> dict[str, f
     mb, fb, rb = stats(1)
     ma, fa, ra = stats(2)
     better = sum(abs(math.log(a / m)) < abs(math.log(b / m)) for m, b, a in sel)
+    worse = sum(abs(math.log(a / m)) > abs(math.log(b / m)) for m, b, a in sel)
     return {
         "n": float(len(sel)),
         "improved": better / len(sel),
+        # of the runs the calibration moves at all (host-bound runs do not move when the
+        # fit changes a GPU efficiency), the share that end closer
+        "moved_closer": better / max(better + worse, 1),
         "median_before": mb,
         "median_after": ma,
         "mean_before": fb,

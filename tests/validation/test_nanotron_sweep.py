@@ -63,11 +63,35 @@ def test_layouts_without_a_pipeline_across_nodes_are_close() -> None:
 
 
 def test_throughput_bounds(summary: object) -> None:
-    """Median |error| 46%, p90 ×13 when set: the cross-node pipelines' tail (ACCURACY.md)."""
-    assert summary.median_abs_error <= 0.50
-    assert summary.p90_abs_error <= 14.0
-    assert summary.median_spearman >= 0.68
+    """Bounds a little above the figures when set (ACCURACY.md): median |error| 12.6%
+    (bound 14%), p90 465% (bound 500%: the tail of cross-node runs the layout does not
+    predict), Spearman per (model, nodes) 0.85 median (bound 0.83) and 0.74 lowest (bound
+    0.72), the predicted-best layout 0% short of the best measured in the median group
+    (bound 5%) and 70.4% in the worst (the 64-node groups; bound 75%)."""
+    assert summary.median_abs_error <= 0.14
+    assert summary.p90_abs_error <= 5.0
+    assert summary.median_spearman >= 0.83
+    assert summary.min_spearman >= 0.72
     assert summary.median_best_shortfall <= 0.05
+    assert summary.worst_best_shortfall <= 0.75
+
+
+def test_fit_rows_and_held_out_rows() -> None:
+    """The constants are fitted on the 1B rows (10.5% median |error| when set, bound 12%)
+    and checked on the held-out 3B rows (16.3%, bound 18%): a change that only fits the
+    rows it was tuned on fails the second."""
+    assert sweep.median_abs_error_of("1B") <= 0.12
+    assert sweep.median_abs_error_of("3B") <= 0.18
+
+
+def test_pipelines_across_nodes_are_priced() -> None:
+    """The 429 runs with TP in a node and a pipeline across nodes were +135% (median signed
+    error) before nanotron's pipeline-spanning-nodes floor, +1.3% when this bound was set:
+    within ±10%; the 210 with TP across nodes too, +148% then, +35% now (bound +45%)."""
+    errors = {name: err for name, _, err in sweep.category_errors()}
+    assert abs(errors["TP in a node, PP across nodes"]) <= 0.10
+    assert errors["TP across nodes, PP across nodes"] <= 0.45
+    assert abs(errors["no TP, PP across nodes"]) <= 0.10
 
 
 def test_memory_bounds(summary: object) -> None:

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.primitives import limits
+
 CommKind = Literal["data_parallel", "tensor_parallel", "pipeline_p2p", "expert_all_to_all"]
 """The collectives a compression what-if can act on (the step-time breakdown's names)."""
 
@@ -22,15 +24,20 @@ class NodeGroup(BaseModel):
     name: str = Field(default="group", min_length=1, max_length=60)
     gpu: str = Field(description="GPU catalog id")
     memory_bytes: float | None = Field(
-        default=None, gt=0, le=1e13, description="GPU memory if not the catalog's (e.g. 16 GB V100)"
+        default=None,
+        description="GPU memory if not the catalog's (e.g. 16 GB V100)",
+        **limits.bounds("whatif.mixed_cluster.groups.memory_bytes"),
     )
     nodes: int = Field(ge=1, le=1_000_000)
     gpus_per_node: int = Field(ge=1, le=64)
     intra_node_bandwidth_bytes_per_s: float | None = Field(
-        default=None, gt=0, le=1e14, description="per GPU, one direction; None: the GPU's link"
+        default=None,
+        description="per GPU, one direction; None: the GPU's link",
+        **limits.bounds("whatif.mixed_cluster.groups.intra_node_bandwidth_bytes_per_s"),
     )
     inter_node_bandwidth_bytes_per_s: float = Field(
-        gt=0, le=1e14, description="network per node, one direction"
+        description="network per node, one direction",
+        **limits.bounds("whatif.mixed_cluster.groups.inter_node_bandwidth_bytes_per_s"),
     )
 
     @property
@@ -63,7 +70,9 @@ class RLInputs(BaseModel):
         description="separate pools run the next rollout while training (one step off-policy)",
     )
     decode_bandwidth_efficiency: float = Field(
-        default=0.7, gt=0, le=1, description="achieved share of HBM bandwidth while decoding"
+        default=0.7,
+        description="achieved share of HBM bandwidth while decoding",
+        **limits.bounds("whatif.rl.decode_bandwidth_efficiency"),
     )
     reshard_seconds: float | None = Field(
         default=None, ge=0, le=1e6, description="colocated: weight resharding per phase change"
@@ -75,7 +84,9 @@ class MultimodalInputs(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    encoder_params: float = Field(default=0.6e9, gt=0, le=1e13)
+    encoder_params: float = Field(
+        default=0.6e9, **limits.bounds("whatif.multimodal.encoder_params")
+    )
     tokens_per_image: int = Field(default=576, ge=1, le=1_000_000, description="encoder tokens")
     images_per_sequence: float = Field(default=1.0, ge=0, le=10_000)
     encoder_trained: bool = Field(default=True, description="False: frozen (forward only)")
@@ -92,7 +103,9 @@ class CompressionInputs(BaseModel):
     kind: CommKind = "data_parallel"
     ratio: float = Field(default=4.0, ge=1, le=1000, description="bytes on the wire ÷ this")
     kernel_bytes_per_s: float | None = Field(
-        default=None, gt=0, le=1e15, description="compress + decompress rate per GPU; None: free"
+        default=None,
+        description="compress + decompress rate per GPU; None: free",
+        **limits.bounds("whatif.compression.kernel_bytes_per_s"),
     )
 
 

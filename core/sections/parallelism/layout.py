@@ -111,20 +111,17 @@ class ParallelInputs(BaseModel):
     # --- added by issue 14: the step-time model's calibratable constants
     intra_node_step_latency_seconds: float = Field(
         default=comm.NVLINK_STEP_LATENCY_SECONDS,
-        ge=0,
-        le=1.0,
+        **bounds("parallelism.intra_node_step_latency_seconds"),
         description="latency of one collective step on NVLink (NCCL tuning.cc: 3.4 µs)",
     )
     inter_node_step_latency_seconds: float = Field(
         default=comm.NETWORK_STEP_LATENCY_SECONDS,
-        ge=0,
-        le=1.0,
+        **bounds("parallelism.inter_node_step_latency_seconds"),
         description="latency of one collective step across the network (NCCL: 14 µs)",
     )
     ep_overlap: float = Field(
         default=0.0,
-        ge=0,
-        le=1,
+        **bounds("parallelism.ep_overlap"),
         description="share of the MoE all-to-all hidden behind compute (DeepSeek's DualPipe: ~1)",
     )
     balance_pipeline_head: bool | None = Field(
@@ -134,31 +131,29 @@ class ParallelInputs(BaseModel):
     )
     inter_node_p2p_latency_seconds: float = Field(
         default=comm.NETWORK_STEP_LATENCY_SECONDS,
-        ge=0,
-        le=1.0,
+        **bounds("parallelism.inter_node_p2p_latency_seconds"),
         description="latency a pipeline send pays on top of NCCL's base when stages sit on "
         "different nodes (NCCL: one network step, 14 µs)",
     )
     gemm_ramp_seconds: float = Field(
         default=comm.GEMM_RAMP_SECONDS,
-        ge=0,
-        le=1.0,
+        **bounds("parallelism.gemm_ramp_seconds"),
         description="fixed time per GEMM kernel: small GEMMs run below the large-size rate",
     )
     attention_efficiency: float | None = Field(
         default=None,
-        gt=0,
-        le=1,
+        **bounds("parallelism.attention_efficiency"),
         description="attention kernel's share of peak; None: FlashAttention's for the GPU",
     )
     host_seconds_per_layer: float | None = Field(
         default=None,
-        ge=0,
-        le=1.0,
+        **bounds("parallelism.host_seconds_per_layer"),
         description="CPU launch time per layer per micro-batch (fwd+bwd); None: the stack's",
     )
     dp_bucket_bytes: float | None = Field(
-        default=None, gt=0, le=1e15, description="gradient bucket bytes; None: the stack's"
+        default=None,
+        description="gradient bucket bytes; None: the stack's",
+        **bounds("parallelism.dp_bucket_bytes"),
     )
     measured_points: list[
         tuple[

@@ -19,7 +19,7 @@ from llm_planner.core.sections.parallelism.step_time import (
     bottleneck_of,
     evaluate_layouts,
 )
-from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
+from llm_planner.core.sections.parallelism.workload import Workload, cluster_of, workload_of
 from llm_planner.core.sections.training import (
     TrainingInputs,
     TrainingReport,
@@ -113,7 +113,7 @@ class ParallelismReport(BaseModel):
                 "bubble_fraction",
                 "Pipeline bubble",
                 "percent",
-                "(p − 1) ÷ (v · m) of the ideal compute time",
+                "(p − 1) ÷ (v · m + p − 1): the idle share of the pipeline's time",
                 f"{nar} section 2.2",
             ),
             fig(
@@ -242,6 +242,8 @@ def parallelism_report(
         k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
     }
     problems = list(lay.problems)
+    if out["mfu"] > 1.0:
+        problems.append(mfu_above_one(out["mfu"], out["hfu"], work))
     exact = (
         training_report
         if training_report is not None
@@ -293,6 +295,27 @@ def parallelism_report(
         zero3_gathered_bytes=_num(out["zero3_gathered_bytes"]),
         gpus_per_instance=gpus_per_instance,
         problems=problems,
+    )
+
+
+MFU_ABOVE_ONE = "MFU above 100%"
+"""The start of the problem :func:`mfu_above_one` names."""
+
+
+def mfu_above_one(mfu: float, hfu: float, work: Workload) -> str:
+    """Why a modeled MFU can exceed 1 (one line): its count credits more FLOPs than run.
+
+    MFU counts 6·P per token (:func:`llm_planner.core.quantities.flops.mfu_flops_per_token`,
+    the budget's C = 6·P·D); the step time prices the FLOPs the model executes (6 × the
+    parameters that multiply, attention included). An untied input embedding is a lookup
+    (no multiply), so with short sequences and a kernel efficiency near 1 the credited
+    FLOPs run above the peak while the executed ones (HFU) do not.
+    """
+    return (
+        f"{MFU_ABOVE_ONE} ({100 * mfu:.1f}%): its 6·P count credits "
+        f"{work.mfu_flops_per_token / 1e9:,.4g} GFLOP per token, more than the "
+        f"{work.model_flops_per_token / 1e9:,.4g} GFLOP the model multiplies (an untied "
+        f"input embedding is a lookup); HFU {100 * hfu:.1f}% counts what runs"
     )
 
 

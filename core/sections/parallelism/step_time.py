@@ -3,6 +3,8 @@ per kind, pipeline bubble, optimizer step; tokens/s, MFU and HFU."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -46,17 +48,24 @@ def evaluate_layouts(
       - exposed tensor-parallel time (1 − TP overlap) · (bytes ÷ link + collectives ×
         latency): 4 all-reduces per layer (8 all-gathers/reduce-scatters with sequence
         parallelism), each priced with NCCL's latency model (:func:`.comm.
-        collective_latency_seconds`); a TP group larger than a node uses the network, at
-        one NIC's share per rank (no hierarchical-ring gain: a layer's activations, tens of
-        MB, travel on few NCCL channels; an assumption, which the nanotron sweep's
-        cross-node TP runs bear out at ~17 GB/s per rank);
+        collective_latency_seconds`); a TP group larger than a node uses the network as
+        NCCL's rings do (:meth:`.comm.Links.group_bandwidth`, hierarchical: each ring
+        enters and leaves a node once, its channels spread over the node's NICs, so a rank
+        gets up to gpus-per-node × its NIC share, capped by NVLink). The nanotron sweep's
+        tp 16 runs without a pipeline bear that out: their time per layer grows by ~1 ms
+        per sequence of micro-batch (1B), i.e. ~150-200 GB/s per rank, where one NIC's
+        share would be 50 GB/s at most;
       - pipeline point-to-point: bytes ÷ link + 2·v sends × P2P latency (+ a network step
         when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
         share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
         section 3.2.1);
     - the host: a micro-batch cannot finish before the CPU has launched its kernels,
       ⌈L/(p·v)⌉·v layers × the stack's host seconds per layer: t_mb = max(t_gpu, t_host);
-      the difference is reported as ``overhead``;
+      the difference is reported as ``overhead``. When the pipeline spans nodes
+      (p > 1 and t·d·p > GPUs per node) a stack with host-synchronous pipeline sends
+      (nanotron) adds tp × its ``pipeline_spanning_nodes_host_seconds_per_layer_per_tp``
+      to each layer's floor (:data:`.stacks.PIPELINE_SPANNING_NODES_HOST_SECONDS_PER_LAYER_
+      PER_TP_NANOTRON`: measured on the sweep, 0 for the other stacks);
     - pipeline: (m + (p−1)/v) · t_mb (Narayanan et al. 2021 section 2.2: bubble (p−1)/(v·m)
       of the ideal time);
     - data parallel (:func:`_data_parallel`): gradients reduced bucket by bucket (the
@@ -65,7 +74,10 @@ def evaluate_layouts(
       micro-batch for ZeRO-0/1, every micro-batch's backward for ZeRO-2, every micro-batch
       for ZeRO-3, whose per-layer gathers prefetch one layer ahead) but the last bucket is
       always exposed (it is ready only when the backward ends); ZeRO-1/2's parameter
-      all-gather after the optimizer step is exposed;
+      all-gather after the optimizer step is exposed; a stack that sums a tied embedding's
+      gradient between the first and last stage after the flush (nanotron) adds that
+      all-reduce, exposed (:func:`_tied_embedding_sync_seconds`, counted with the data-
+      parallel time);
     - the optimizer step, once per step after the last backward: G + 2·O + W bytes per
       parameter this GPU steps ÷ HBM bandwidth (:func:`_optimizer_step_seconds`).
 
@@ -107,9 +119,7 @@ def evaluate_layouts(
         tp, tokens_mb, work.hidden, full
     )
     tp_lat_mb = _tensor_parallel_latency(cluster, lay, chunk_layers * v, full)
-    t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp, False) + tp_lat_mb) * (
-        1.0 - cluster.tp_overlap
-    )
+    t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
     pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
     dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work)
@@ -120,13 +130,12 @@ def evaluate_layouts(
     exposed_dp = np.maximum(t_last, t_dp - t_gather - hidden_by_compute) + t_gather
 
     t_gpu = t_c + t_tp + t_pp + t_ep
-    host = work.stack.host_seconds_per_layer
-    if cluster.host_seconds_per_layer is not None:
-        host = cluster.host_seconds_per_layer
-    t_host = chunk_layers * v * host
+    t_host = _host_seconds(work, cluster, lay, chunk_layers * v)
     t_mb = np.maximum(t_gpu, t_host)
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
+    t_tied = _tied_embedding_sync_seconds(work, cluster, lay)
+    exposed_dp = exposed_dp + t_tied
     step = slots * t_mb + exposed_dp + t_opt
     tokens_per_s = work.global_batch * work.seq_len / step
     mfu = work.mfu_flops_per_token * tokens_per_s / (gpus * peak)
@@ -188,6 +197,61 @@ def _pipeline_and_experts(
         t_ep = np.zeros_like(tp)
 
     return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+
+
+def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatArray) -> FloatArray:
+    """The host's floor under one micro-batch on the fullest stage: ``layers`` (⌈L/(p·v)⌉·v)
+    × the stack's host seconds per layer (or the cluster's override), plus, when the
+    pipeline spans nodes (p > 1 and t·d·p > GPUs per node), tp × the stack's
+    ``pipeline_spanning_nodes_host_seconds_per_layer_per_tp`` per layer (nanotron's
+    host-synchronous pipeline: :data:`.stacks.PIPELINE_SPANNING_NODES_HOST_SECONDS_PER_
+    LAYER_PER_TP_NANOTRON`; 0 for the other stacks)."""
+    host: float | FloatArray = work.stack.host_seconds_per_layer
+    if cluster.host_seconds_per_layer is not None:
+        host = cluster.host_seconds_per_layer
+    per_tp = work.stack.pipeline_spanning_nodes_host_seconds_per_layer_per_tp
+    if per_tp > 0.0:
+        tp = lay.as_float("tp")
+        pp = lay.as_float("pp")
+        gpus = tp * pp * lay.as_float("dp")
+        spans_nodes = (pp > 1.0) & (gpus > float(cluster.gpus_per_node))
+        host = host + np.where(spans_nodes, per_tp * tp, 0.0)
+    return np.asarray(layers * host)
+
+
+def _tied_embedding_sync_seconds(work: Workload, cluster: Cluster, lay: Layouts) -> FloatArray:
+    """Exposed time per step of summing a tied embedding's gradient between the first and the
+    last pipeline stage, for a stack that does it after the pipeline flush
+    (``StackProfile.tied_embedding_sync_exposed``; nanotron: src/nanotron/trainer.py
+    ``training_step`` calls ``sync_tied_weights_gradients`` after the pipeline and the DP
+    sync, not overlapped; src/nanotron/parallel/tied_parameters.py all-reduces the gradient
+    buffers, fp32 under its FP32GradientAccumulator, over the ranks that hold the tied copy).
+
+    One ring all-reduce over 2 ranks of V·h/tp elements in the stack's reduce dtype: each
+    rank sends and receives the whole buffer once, bytes ÷ the point-to-point link between
+    the two stages (the network when the job spans nodes: the last stage is on another node)
+    + NCCL's latency. 0 without a pipeline or an untied head."""
+    pp = lay.as_float("pp")
+    if not work.stack.tied_embedding_sync_exposed or work.tied_embedding_params <= 0:
+        return np.zeros_like(pp)
+    tp = lay.as_float("tp")
+    dp = lay.as_float("dp")
+    g = float(cluster.gpus_per_node)
+    links = cluster.links
+    message = work.tied_embedding_params / tp * work.gradient_reduce_bytes
+    inside = tp * dp * pp <= g
+    bw = np.where(inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    nodes = np.where(inside, 1.0, 2.0)
+    latency = comm.collective_latency_seconds(
+        "all_reduce",
+        2.0,
+        nodes,
+        intra_step=cluster.intra_step_latency,
+        inter_step=cluster.inter_step_latency,
+        base=cluster.base_latency,
+    )
+    seconds = comm.ring_all_reduce_bytes(2.0, message) / bw + latency
+    return np.asarray(np.where(pp > 1.0, seconds, 0.0))
 
 
 def _fullest_stage(
@@ -488,6 +552,8 @@ def bottleneck_of(row: dict[str, float]) -> str:
     overhead = {k: v for k, v in parts.items() if k != "compute"}
     worst = max(overhead, key=lambda k: overhead[k])
     total = sum(parts.values()) or 1.0
+    if not all(math.isfinite(v) for v in parts.values()):
+        return "— (a part of the step time could not be computed)"
     if overhead[worst] < 0.05 * total:
         return "compute"
     labels = {

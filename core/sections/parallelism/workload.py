@@ -84,6 +84,10 @@ class Workload:
     head_flops_per_token: float = 0.0
     """Output-head GEMM FLOPs per token, forward + backward (6·V·h), part of
     model_flops_per_token; it runs on the last pipeline stage only."""
+    tied_embedding_params: float = 0.0
+    """Parameters of an input embedding tied to the output head (V·h), 0 when untied: with a
+    pipeline the two copies sit on the first and the last stage and their gradients are
+    summed between them (:attr:`StackProfile.tied_embedding_sync_exposed`)."""
 
 
 GemmShape = tuple[float, float, float, bool, bool, bool]
@@ -236,6 +240,9 @@ def workload_of(
         layer_params=float(one_layer_params(arch)) * scale,
         vocab=arch.vocab_size,
         head_flops_per_token=min(6.0 * arch.vocab_size * arch.hidden_size, model),
+        tied_embedding_params=(
+            float(arch.vocab_size * arch.hidden_size) if arch.tied_embeddings else 0.0
+        ),
     )
 
 
