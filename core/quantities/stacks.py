@@ -161,6 +161,11 @@ class StackProfile(BaseModel):
         description="what the stack's logs call peak memory (the app's peak includes the "
         "fragmentation allowance, i.e. it estimates reserved memory)",
     )
+    logged_peak_stage: Literal["fullest", "first"] = Field(
+        default="fullest",
+        description="whose peak the stack's own log or benchmark row reports: the fullest "
+        "GPU, or world rank 0 (the first pipeline stage, tp and dp rank 0)",
+    )
     source: str
 
 
@@ -224,7 +229,7 @@ STACKS: dict[str, StackProfile] = {
         StackProfile(
             id="nanotron",
             name=STACK_NAMES["nanotron"],
-            implementation="pytorch",
+            implementation="nanotron",
             extra_gradient_bytes_per_param=4.0,
             gradient_reduce_bytes=4.0,
             dp_bucket_bytes=25.0 * MIB,
@@ -236,7 +241,8 @@ STACKS: dict[str, StackProfile] = {
             grad_accumulation_bytes_per_param=2.0 + 4.0 + 4.0,
             pipeline_balances_head=True,
             memory_figure="torch.cuda.max_memory_allocated and max_memory_reserved (both "
-            "logged, divided by 1024**3)",
+            "logged, divided by 1024**3) of world rank 0 only (the first pipeline stage)",
+            logged_peak_stage="first",
             source="huggingface/nanotron@2411b022: src/nanotron/optim/gradient_accumulator.py "
             "(FP32GradientAccumulator: fp32 grad buffers (4 bytes) for every parameter even under "
             "ZeRO-1, fp32 copy of the parameters the optimizer steps; _accumulate_grad frees the "
@@ -254,7 +260,10 @@ STACKS: dict[str, StackProfile] = {
             "src/nanotron/trainer.py training_step (sync_tied_weights_gradients after the "
             "pipeline and the DP sync, 'TODO ... overlap'; src/nanotron/parallel/"
             "tied_parameters.py: an all-reduce of the fp32 gradient buffer over the ranks "
-            "holding the tied embedding and head)",
+            "holding the tied embedding and head), "
+            "src/nanotron/helpers.py log_throughput (the benchmark CSV row, with "
+            "max_memory_allocated/reserved, is written by world rank 0 only: pp, dp, tp rank "
+            "0 in src/nanotron/parallel/context.py's rank grid)",
         ),
     )
 }
