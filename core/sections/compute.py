@@ -511,7 +511,15 @@ class ComputeReport(BaseModel):
             ),
             ("cluster_flops_per_s", "Cluster throughput τ", "flop/s", "N × per GPU", SEED_SOURCE),
             ("mfu", "MFU", "percent", "model FLOP/s ÷ peak", PALM_SOURCE),
-            ("hfu", "HFU", "percent", "hardware FLOP/s ÷ peak", PALM_SOURCE),
+            (
+                "hfu",
+                "HFU (6·P + recomputed)",
+                "percent",
+                "MFU × (1 + recomputed FLOPs ÷ MFU's count): the budget's count plus what "
+                "recomputation re-runs, Megatron's 8·T·P convention for full recomputation; "
+                "the Parallelism tab's HFU counts the FLOPs the step executes",
+                NARAYANAN_SOURCE,
+            ),
             ("tokens_per_s", "Training tokens/s", "tokens/s", "τ ÷ FLOPs per token", ""),
             (
                 "tokens_per_s_per_gpu",

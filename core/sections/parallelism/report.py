@@ -145,9 +145,10 @@ class ParallelismReport(BaseModel):
             ),
             fig(
                 "hfu",
-                "HFU (with recomputation)",
+                "HFU (executed FLOPs)",
                 "percent",
-                "hardware FLOPs · tokens/s ÷ (GPUs · peak)",
+                "FLOPs the step executes (6 × the parameters that multiply + attention, "
+                "× recomputation) · tokens/s ÷ (GPUs · peak)",
                 "Korthikanti et al. 2022, arXiv:2205.05198 section 6",
             ),
             fig("bottleneck", "Bottleneck", "text"),
