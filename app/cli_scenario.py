@@ -97,10 +97,14 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
             "architecture": arch.model_dump(mode="json"),
             "params_override": None,
         }
-        if preset is None:  # an imported file's weights format and stored bytes
-            from llm_planner.core.files.hf_import import inference_fields
+        if preset is None:  # an imported file's weights format, stored bytes and stack
+            from llm_planner.core.files.hf_import import inference_fields, training_fields
+            from llm_planner.core.sections.training import TrainingInputs
 
-            data["inference"].update(inference_fields(import_model_arg(args.model, "--model")))
+            imported = import_model_arg(args.model, "--model")
+            data["inference"].update(inference_fields(imported))
+            current = TrainingInputs.model_validate(data["training"])
+            data["training"].update(training_fields(imported, current))
     if args.params is not None:
         from llm_planner.core.primitives.shapes import propose_architecture
 

@@ -4,8 +4,9 @@
 ``--recompute none|selective|full|threshold:BYTES``, ``--flash-attention`` /
 ``--no-flash-attention``, ``--lora-rank N``, ``--qlora``, ``--lora-targets q,v,...``,
 ``--dropout`` / ``--no-dropout``, ``--implementation NAME``, ``--cuda-context BYTES``,
-``--fragmentation F``. Each writes one field of
-``scenario.training``; the scenario is validated as a whole afterwards.
+``--fragmentation F``, ``--stack S``. Each writes one field of ``scenario.training``
+(``--stack`` also its default activation profile, unless ``--implementation`` is given or
+the profile was edited); the scenario is validated as a whole afterwards.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ OPTION_OF_FIELD = {
     "training.implementation": "--implementation",
     "training.cuda_context_bytes": "--cuda-context",
     "training.fragmentation_fraction": "--fragmentation",
+    "training.stack": "--stack",
 }
+
+STACK_ALIASES = {"accelerate": "hf", "megatron-core": "megatron", "fsdp2": "torchtitan"}
+"""Other names of a stack (``export-config --stack accelerate`` names the format)."""
 
 
 def _recompute(text: str) -> tuple[str, float | None]:
@@ -70,6 +75,25 @@ def _size(text: str) -> float:
         return units.parse_bytes(text)
     except (units.UnitError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
+
+
+def _stack(text: str) -> str:
+    """A training stack id (core.quantities.stacks.STACKS) or an alias of one."""
+    from llm_planner.core.quantities.stacks import STACKS
+
+    key = text.strip().lower()
+    key = STACK_ALIASES.get(key, key)
+    if key not in STACKS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a training stack; one of {', '.join(STACKS)}"
+        )
+    return key
+
+
+def _stacks() -> Iterable[str]:
+    from llm_planner.core.quantities.stacks import STACK_NAMES
+
+    return [f"{k} ({v})" for k, v in STACK_NAMES.items()]
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -155,6 +179,16 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help=_NamesHelp("activation-ledger profile", _profiles),
     )
     group.add_argument(
+        "--stack",
+        type=_stack,
+        metavar="S",
+        help=_NamesHelp(
+            "training stack the run is launched with (default megatron; a "
+            "Hugging Face config import: hf)",
+            _stacks,
+        ),
+    )
+    group.add_argument(
         "--cuda-context",
         type=_size,
         metavar="BYTES",
@@ -171,6 +205,17 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     """Write the given training options into the scenario dict."""
     training: dict[str, Any] = data.setdefault("training", {})
+    stack = getattr(args, "stack", None)
+    if stack is not None:  # first: an --implementation given below overrides its profile
+        from llm_planner.core.sections.training import stack_fields
+
+        training.update(
+            stack_fields(
+                stack,
+                current_stack=str(training.get("stack", "megatron")),
+                current_implementation=training.get("implementation"),
+            )
+        )
     simple = {
         "precision": "precision",
         "optimizer": "optimizer",

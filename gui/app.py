@@ -25,6 +25,10 @@ def make_application(argv: list[str] | None = None) -> object:
     from PySide6.QtGui import QGuiApplication, QIcon
     from PySide6.QtWidgets import QApplication
 
+    # a worker thread (the layout search, the fit suggestions, the scaling curve) keeps the
+    # GIL up to the switch interval once the window needs it: 5 ms by default, a visible
+    # share of a keystroke's redraw; 1 ms hands it back sooner
+    sys.setswitchinterval(0.001)
     app = QApplication.instance()
     if app is not None:
         return app

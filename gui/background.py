@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,12 @@ class Latest(QObject):
     failed = Signal(str)
     busy_changed = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None, pool: QThreadPool | None = None):
+    def __init__(
+        self, parent: QObject | None = None, pool: QThreadPool | None = None, delay_ms: int = 0
+    ):
+        """``delay_ms``: start a request only once no newer one came for that long (a worker
+        thread holds the GIL in turns with the window: while keys come fast, the window
+        gets the processor, and the job starts when typing pauses)."""
         super().__init__(parent)
         self.pool = pool or QThreadPool.globalInstance()
         self.generation = 0
@@ -53,16 +58,28 @@ class Latest(QObject):
         self._pending: Callable[[], Any] | None = None
         self._signals = _Signals(self)
         self._signals.finished.connect(self._finished)
+        self._timer: QTimer | None = None
+        if delay_ms > 0:
+            self._timer = QTimer(self)
+            self._timer.setSingleShot(True)
+            self._timer.setInterval(delay_ms)
+            self._timer.timeout.connect(self._start_if_idle)
 
     @property
     def busy(self) -> bool:
         return self.running or self._pending is not None
 
+    def _waiting(self) -> bool:
+        return self._timer is not None and self._timer.isActive()
+
     def submit(self, function: Callable[[], Any]) -> None:
-        """Supersede whatever was asked before; start now, or when the running job ends."""
+        """Supersede whatever was asked before; start now (or after the delay), or when the
+        running job ends."""
         self.generation += 1
         self._pending = function
-        if not self.running:
+        if self._timer is not None:
+            self._timer.start()  # restarts: each newer request defers the start
+        elif not self.running:
             self._start()
         self.busy_changed.emit(True)
 
@@ -70,8 +87,14 @@ class Latest(QObject):
         """Forget the pending and running requests: nothing comes back for them."""
         self.generation += 1
         self._pending = None
+        if self._timer is not None:
+            self._timer.stop()
         if not self.running:
             self.busy_changed.emit(False)
+
+    def _start_if_idle(self) -> None:
+        if not self.running:
+            self._start()
 
     def _start(self) -> None:
         function, self._pending = self._pending, None
@@ -83,7 +106,8 @@ class Latest(QObject):
     def _finished(self, generation: int, result: Any, error: str) -> None:
         self.running = False
         if self._pending is not None:  # a newer request came in: run it, drop this one
-            self._start()
+            if not self._waiting():
+                self._start()
             return
         self.busy_changed.emit(False)
         if generation != self.generation:
@@ -98,6 +122,10 @@ class Latest(QObject):
         from PySide6.QtCore import QCoreApplication
 
         for _round in range(100):  # each round delivers one result (and starts the next)
+            if self._waiting():
+                assert self._timer is not None
+                self._timer.stop()
+                self._start_if_idle()
             if not self.busy:
                 return
             self.pool.waitForDone(msecs)

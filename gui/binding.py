@@ -29,6 +29,10 @@ from llm_planner.gui.background import Latest
 
 log = logging.getLogger(__name__)
 
+FIT_DELAY_MS = 120
+"""The fit suggestions (a few dozen more estimates) start once edits pause this long: while
+keys come, the bars get the processor."""
+
 
 def get_path(scenario: Scenario | dict[str, Any], path: str) -> Any:
     """``scenario.a.b`` for ``path`` "a.b" (attributes or dict keys)."""
@@ -110,7 +114,7 @@ class ScenarioState(QObject):
         self.undo_stack = QUndoStack(self)
         # what would make it fit costs a few more estimates: worked out after the bars are
         # redrawn, in a worker thread, superseded by the next change
-        self.fit_worker = Latest(self)
+        self.fit_worker = Latest(self, delay_ms=FIT_DELAY_MS)
         self.fit_worker.done.connect(self._suggested)
         self._merge_ids: dict[str, int] = {}
         self._merge_counter = 0
@@ -210,13 +214,22 @@ class Binder(QObject):
         self.state = state
         self.bindings: list[Binding] = []
         self.errors: dict[QWidget, str] = {}
+        self._shown: dict[int, tuple[type, Any]] = {}
+        """Per binding, the value its widget was last given by :meth:`refresh`."""
         state.changed.connect(self.refresh)
 
     # -- model → widgets
     def refresh(self, scenario: Scenario | None = None, _report: Any = None) -> None:
         scenario = scenario or self.state.scenario
+        shown = self._shown
         for binding in self.bindings:
             value = get_path(scenario, binding.path)
+            key = id(binding)
+            # a widget already showing this value (and not marked in error) is left alone:
+            # an edit re-shows the one or two fields it changed, not all sixty
+            if key in shown and shown[key] == (type(value), value) and not self.errors:
+                continue
+            shown[key] = (type(value), value)
             blocked = binding.widget.blockSignals(True)
             try:
                 binding.show(value)

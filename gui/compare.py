@@ -675,7 +675,6 @@ class HardwareView(QWidget):
             deadline / day if deadline else None,
             f"deadline {units.format_duration(deadline)}" if deadline else None,
         )
-        self.chart.plot.getPlotItem().enableAutoRange()
 
 
 # --------------------------------------------------------------------- sensitivity

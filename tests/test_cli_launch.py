@@ -54,7 +54,7 @@ def test_check_exits_0_when_the_run_fits(
     assert data["headroom_bytes"] == pytest.approx(data["capacity_bytes"] - data["peak_bytes"])
     assert data["problems"] == []
     assert data["suggestions"] == []
-    # the same run through `report`: the same peak
+    # the same run through `report` on the same stack (its activation profile): the same peak
     assert (
         main(
             [
@@ -65,6 +65,8 @@ def test_check_exits_0_when_the_run_fits(
                 "h100-sxm",
                 "--num-gpus",
                 "8",
+                "--stack",
+                "deepspeed",
                 "--zero",
                 "3",
                 "--global-batch",

@@ -63,3 +63,36 @@ def test_memo_keys_tell_types_and_list_fields_apart() -> None:
     b = base.model_copy(update={"measured_points": [(8, 2.0)]})
     assert est._frozen(a) != est._frozen(b)
     assert est._frozen(a) == est._frozen(base.model_copy(update={"measured_points": [(8, 1.0)]}))
+
+
+def test_the_zero_stage_rows_are_the_comparison_s_own_and_kept() -> None:
+    from llm_planner.core.sections.parallelism import zero_stage_comparison
+
+    base = default_scenario()
+    est.clear_memo()
+    rows = est.zero_stages(base)
+    assert rows == zero_stage_comparison(
+        base.model.architecture,
+        base.training,
+        base.gpu,
+        base.parallelism,
+        base.num_gpus,
+        params_override=base.model.params_override,
+    )
+    assert est.zero_stages(base) is rows  # the same inputs: kept, not recomputed
+    other = base.model_copy(update={"parallelism": base.parallelism.model_copy(update={"tp": 2})})
+    assert est.zero_stages(other) != rows  # a new layout: computed anew
+
+
+def test_an_inference_change_reuses_the_compute_section() -> None:
+    base = default_scenario()
+    est.clear_memo()
+    first = est.estimate(base)
+    other = base.model_copy(
+        update={"inference": base.inference.model_copy(update={"context": 2048})}
+    )
+    assert est.estimate(other).compute is first.compute
+    cheaper = base.model_copy(
+        update={"compute": base.compute.model_copy(update={"price_usd_per_gpu_hour": 1.0})}
+    )
+    assert est.estimate(cheaper).compute != first.compute

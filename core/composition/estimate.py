@@ -14,11 +14,12 @@ line call. The flow, each step once:
 7. inference memory.
 
 Each step's value depends only on its own inputs, so the last few values of the costly
-steps (training memory, the fewest-GPUs search, the parallelism section, inference) are
-kept by those inputs (:class:`_Memo`): a change recomputes only the sections it invalidates
-(a new context length re-prices inference alone; a new price, the compute section alone),
-and the same scenario estimated twice is computed once. The figures are the same as
-without the memo: a hit returns the very value the same inputs computed before.
+steps (training memory, the fewest-GPUs search, the parallelism section, the compute
+section, inference) are kept by those inputs (:class:`_Memo`): a change recomputes only the
+sections it invalidates (a new context length re-prices inference alone; a new price, the
+compute section alone), and the same scenario estimated twice is computed once. The figures
+are the same as without the memo: a hit returns the very value the same inputs computed
+before.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from llm_planner.core.sections.parallelism import (
     parallelism_report,
     scenario_layout,
     training_layout_kwargs,
+    zero_stage_comparison,
 )
 from llm_planner.core.sections.training import TrainingReport, estimate_training
 
@@ -110,12 +112,35 @@ _TRAINING = _Memo()
 _GPUS_PER_INSTANCE = _Memo()
 _PARALLELISM = _Memo()
 _INFERENCE = _Memo()
+_ZERO_STAGES = _Memo()
+_COMPUTE = _Memo()
 
 
 def clear_memo() -> None:
     """Forget every kept value (benchmarks time the estimate from scratch with it)."""
-    for memo in (_TRAINING, _GPUS_PER_INSTANCE, _PARALLELISM, _INFERENCE):
+    for memo in (_TRAINING, _GPUS_PER_INSTANCE, _PARALLELISM, _INFERENCE, _ZERO_STAGES, _COMPUTE):
         memo.clear()
+
+
+def zero_stages(scenario: Scenario) -> list[dict[str, float]]:
+    """:func:`.parallelism.memory.zero_stage_comparison` for ``scenario`` (ZeRO 0-3 at its
+    tp/pp/dp), kept by its inputs like the sections: the parallelism tab draws it on every
+    edit, and four training estimates are most of that edit's cost. The rows are the
+    comparison's own (shared: do not modify them)."""
+    arch, training, gpu, inputs, num_gpus, override = (
+        scenario.model.architecture,
+        scenario.training,
+        scenario.gpu,
+        scenario.parallelism,
+        scenario.num_gpus,
+        scenario.model.params_override,
+    )
+    return _ZERO_STAGES.get(
+        (arch, training, gpu, inputs, num_gpus, override),
+        lambda: zero_stage_comparison(
+            arch, training, gpu, inputs, num_gpus, params_override=override
+        ),
+    )
 
 
 class ModelReport(BaseModel):
@@ -318,18 +343,30 @@ def _compute_section(
         mfu=parallelism.mfu,
         layout=parallelism.layout_label,
     )
-    return estimate_compute(
+    arch, active, total, gpu, num_gpus, inputs, training = (
         scenario.model.architecture,
         model.params_active,
         model.params_total,
         scenario.gpu,
         scenario.num_gpus,
-        inputs=scenario.compute,
-        seq_len=scenario.training.seq_len,
-        recompute=scenario.training.recompute,
-        training_inputs=scenario.training,
-        gpus_per_instance=gpus_per_instance,
-        modeled=modeled,
+        scenario.compute,
+        scenario.training,
+    )
+    return _COMPUTE.get(
+        (arch, active, total, gpu, num_gpus, inputs, training, gpus_per_instance, modeled),
+        lambda: estimate_compute(
+            arch,
+            active,
+            total,
+            gpu,
+            num_gpus,
+            inputs=inputs,
+            seq_len=training.seq_len,
+            recompute=training.recompute,
+            training_inputs=training,
+            gpus_per_instance=gpus_per_instance,
+            modeled=modeled,
+        ),
     )
 
 

@@ -20,7 +20,7 @@ import math
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -31,6 +31,9 @@ from llm_planner.core.primitives.architecture import (
     RecurrentConfig,
     count_parameters,
 )
+
+if TYPE_CHECKING:
+    from llm_planner.core.sections.training import TrainingInputs
 
 CONFIG_MAX_BYTES = 1_000_000
 """config.json files are a few kB; anything above 1 MB is not a model config."""
@@ -1031,7 +1034,36 @@ def architecture_from_config(data: dict[str, Any], label: str = "config.json") -
     if isinstance(fields.get("recurrent"), dict):
         fields["recurrent"] = _validated(RecurrentConfig, fields["recurrent"], label, model_type)
     fields.setdefault("name", _display_name(data, label, model_type))
+    # the first Falcon configs (RefinedWeb) describe the same model as transformers' falcon
+    fields.setdefault(
+        "hf_model_type", "falcon" if model_type.startswith("RefinedWeb") else model_type
+    )
+    _, act = config._lookup(_ACT_FIELDS)
+    act = act if isinstance(act, str) and len(act) <= 64 else _ACT_DEFAULTS.get(model_type, "silu")
+    fields.setdefault("hidden_act", act)
     return _validated(Architecture, fields, label, model_type)
+
+
+_ACT_FIELDS = ("hidden_activation", "hidden_act", "activation_function")
+"""Where configs name the MLP activation (Gemma's hidden_activation wins over hidden_act,
+as in transformers' modeling_gemma.py; GPT-2, GPT-J and GPTBigCode say activation_function)."""
+
+_ACT_DEFAULTS = {
+    "gpt2": "gelu_new",
+    "gptj": "gelu_new",
+    "phi": "gelu_new",
+    "gpt_neox": "gelu",
+    "falcon": "gelu",
+    "RefinedWeb": "gelu",
+    "RefinedWebModel": "gelu",
+    "gpt_bigcode": "gelu_pytorch_tanh",
+    "starcoder2": "gelu_pytorch_tanh",
+    "gemma": "gelu_pytorch_tanh",
+    "gemma2": "gelu_pytorch_tanh",
+    "gemma3_text": "gelu_pytorch_tanh",
+}
+"""The activation each configuration class defaults to when config.json leaves it out
+(transformers 5.24.0 configuration_*.py; every other supported type: silu)."""
 
 
 def _validated(cls: type[_M], fields: Fields, label: str, model_type: str) -> _M:
@@ -1460,3 +1492,21 @@ def inference_fields(imported: ImportedModel) -> dict[str, Any]:
             "source": str(imported.source_path)[:500],
         }
     return fields
+
+
+IMPORTED_STACK = "hf"
+"""The training stack a Hugging Face config import defaults to (issue 14): a model read from
+its ``config.json`` is most likely trained with its transformers modules (Trainer /
+accelerate), whose saved tensors the ``pytorch`` activation profile measures
+(tests/validation/test_torch_activations.py), not with Megatron-Core's fused kernels."""
+
+
+def training_fields(imported: ImportedModel, current: TrainingInputs) -> dict[str, str]:
+    """The ``training`` fields an imported model implies over ``current``: a Hugging Face
+    config (a folder, config.json or a Hub id in the cache) moves the scenario onto the
+    Hugging Face stack (:data:`IMPORTED_STACK`) with that stack's activation profile unless
+    the profile was edited (:meth:`TrainingInputs.with_stack`); the precision and profile stay
+    editable under it. A GGUF file (an inference format) implies nothing: empty."""
+    if imported.model_type.startswith("gguf:"):
+        return {}
+    return current.with_stack(IMPORTED_STACK)

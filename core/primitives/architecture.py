@@ -213,6 +213,19 @@ class Architecture(BaseModel):
         default=False, description="one learned sink logit per head per layer (gpt-oss)"
     )
     head_bias: bool = Field(default=False, description="the output head has a bias (GPT-J, Phi-2)")
+    hf_model_type: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the Hugging Face model_type the shape was imported from: selects that "
+        "modelling file's saved tensors under the Hugging Face activation profiles "
+        "(None: Llama's modules)",
+    )
+    hidden_act: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the MLP activation as transformers names it (silu, gelu, gelu_new, "
+        "gelu_fast, gelu_pytorch_tanh...); None: the usual one for ffn_kind",
+    )
     moe: MoEConfig | None = None
     mla: MLAConfig | None = None
     recurrent: RecurrentConfig | None = None

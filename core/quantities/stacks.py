@@ -120,8 +120,8 @@ and the parameter tensors, unflattens and ``copy_``s each slice back: dp × (par
 tensors) small copies, each an eager dispatch. A Llama layer has 6 parameter tensors in
 nanotron (fused qkv, o, fused gate-up, down, two RMSNorm weights: src/nanotron/models/
 llama.py), so 5e-5 s is ≈ 8 µs per copy, the order of one eager PyTorch dispatch. Without
-it the whole-buffer ZeRO-1 sync prices the 1B runs without a pipeline on 32 nodes 115% fast
-at dp 256 and 48-66% fast at dp 128; with it −3% and −0.1-5%; the runs with dp 16-32 move
+it the whole-buffer ZeRO-1 sync prices the 1B runs without a pipeline on 32 nodes 112% fast
+at dp 256 and 48-64% fast at dp 128; with it −4% and −0.1 to +4%; the runs with dp 32 move
 by 4-10 points."""
 
 
@@ -233,6 +233,11 @@ class StackProfile(BaseModel):
         description="what the stack's logs call peak memory (the app's peak includes the "
         "fragmentation allowance, i.e. it estimates reserved memory)",
     )
+    logged_peak_stage: Literal["fullest", "first"] = Field(
+        default="fullest",
+        description="whose peak the stack's own log or benchmark row reports: the fullest "
+        "GPU, or world rank 0 (the first pipeline stage, tp and dp rank 0)",
+    )
     source: str
 
 
@@ -296,7 +301,7 @@ STACKS: dict[str, StackProfile] = {
         StackProfile(
             id="nanotron",
             name=STACK_NAMES["nanotron"],
-            implementation="pytorch",
+            implementation="nanotron",
             extra_gradient_bytes_per_param=4.0,
             gradient_reduce_bytes=4.0,
             dp_bucket_bytes=25.0 * MIB,
@@ -314,7 +319,8 @@ STACKS: dict[str, StackProfile] = {
             grad_accumulation_bytes_per_param=2.0 + 4.0 + 4.0,
             pipeline_balances_head=True,
             memory_figure="torch.cuda.max_memory_allocated and max_memory_reserved (both "
-            "logged, divided by 1024**3)",
+            "logged, divided by 1024**3) of world rank 0 only (the first pipeline stage)",
+            logged_peak_stage="first",
             source="huggingface/nanotron@2411b022: src/nanotron/optim/gradient_accumulator.py "
             "(FP32GradientAccumulator: fp32 grad buffers (4 bytes) for every parameter even under "
             "ZeRO-1, fp32 copy of the parameters the optimizer steps; _accumulate_grad frees the "
@@ -332,7 +338,11 @@ STACKS: dict[str, StackProfile] = {
             "src/nanotron/trainer.py training_step (sync_tied_weights_gradients after the "
             "pipeline and the DP sync, 'TODO ... overlap'; src/nanotron/parallel/"
             "tied_parameters.py: an all-reduce of the fp32 gradient buffer over the ranks "
-            "holding the tied embedding and head); huggingface/nanotron@0e0a27ea (the "
+            "holding the tied embedding and head), "
+            "src/nanotron/helpers.py log_throughput (the benchmark CSV row, with "
+            "max_memory_allocated/reserved, is written by world rank 0 only: pp, dp, tp rank "
+            "0 in src/nanotron/parallel/context.py's rank grid); "
+            "huggingface/nanotron@0e0a27ea (the "
             "Ultra-Scale Playbook branch the sweep ran): trainer.py (no DDP when "
             "accumulate_grad_in_fp32 and ZeRO > 0: after the pipeline "
             "sync_gradients_across_dp(reduce_scatter=False) all-reduces the whole contiguous "

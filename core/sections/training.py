@@ -165,6 +165,15 @@ class TrainingInputs(BaseModel):
             raise ValueError("recompute 'threshold' needs recompute_threshold_bytes")
         return self
 
+    def with_stack(self, stack: str) -> dict[str, str]:
+        """The ``training`` fields that move these inputs onto ``stack``: the stack id, and
+        its default activation profile where the profile in use is the current stack's own
+        default (a profile the user chose stays: it is editable under the stack). A
+        ValueError (from :func:`.stacks.get_stack`) lists the known ids."""
+        return stack_fields(
+            stack, current_stack=self.stack, current_implementation=self.implementation
+        )
+
     @property
     def effective_lora_rank(self) -> int | None:
         """The LoRA rank in use: given, or QLoRA's default, or None for full fine-tuning."""
@@ -174,6 +183,56 @@ class TrainingInputs(BaseModel):
 
 
 # ------------------------------------------------------------------ parameter structure
+
+
+def stack_fields(
+    stack: str, *, current_stack: str, current_implementation: str | None
+) -> dict[str, str]:
+    """The ``training`` fields that move a scenario from ``current_stack`` onto ``stack``:
+    the stack id, and the new stack's default activation profile where the profile in use
+    is the current stack's default or unset (a profile chosen by hand stays: the profile is
+    editable under the stack). A ValueError (:func:`.stacks.get_stack`) lists the known ids."""
+    fields = {"stack": get_stack(stack).id}
+    current = STACKS.get(current_stack)
+    if current_implementation is None or (
+        current is not None and current_implementation == current.implementation
+    ):
+        fields["implementation"] = get_stack(stack).implementation
+    return fields
+
+
+def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -> tuple[int, int]:
+    """(layers on the first pipeline stage, layers on the last) with ``pp`` stages.
+
+    Equal split (Megatron-LM, DeepSpeed, torchtitan): ⌈L/p⌉ on each, the head added to the
+    last. Cost-balanced split (``StackProfile.pipeline_balances_head``, nanotron): the blocks
+    in order (embedding: cost 0, L layers, the output head) go to stage r until their
+    cumulative cost passes (r + 1)/p of the total; the block that passes it stays on r
+    (huggingface/nanotron@2411b022 src/nanotron/models/base.py build_model; costs from
+    src/nanotron/models/llama.py get_block_compute_costs: a decoder layer 4·a·d·h + 3·f·h,
+    the head V·h, i.e. each block's weight-matrix count, used here for every layer kind).
+    A head worth several layers pushes layers towards the first stage: the 1B sweep model
+    (16 layers, head = 4 layers' cost) puts 6 layers on stage 0 of 4, not 4."""
+    equal = math.ceil(arch.layers / pp)
+    if pp <= 1:
+        return arch.layers, arch.layers
+    if not get_stack(inputs.stack).pipeline_balances_head:
+        return equal, equal
+    costs = [
+        float(sum(r * c * k for _, r, c, k in _layer_matrices(arch, arch.is_moe_layer(i))))
+        for i in range(arch.layers)
+    ]
+    costs.append(float(arch.vocab_size * arch.hidden_size))
+    total = sum(costs)
+    counts = [0] * pp
+    rank, cumulative = 0, 0.0
+    for i, cost in enumerate(costs):
+        cumulative += cost
+        if i < arch.layers:
+            counts[rank] += 1
+        if cumulative > total * (rank + 1) / pp and rank < pp - 1:
+            rank += 1
+    return counts[0], counts[-1]
 
 
 def _layer_matrices(arch: Architecture, moe_layer: bool) -> list[tuple[str, int, int, int]]:
@@ -489,7 +548,7 @@ def layer_temporaries(
     recipe = get_precision(inputs.precision)
     w_bytes = recipe.weights_bytes
     lora = inputs.effective_lora_rank is not None
-    trained = params.lora_params / layers_on_stage if lora else params.one_layer_params
+    trained = params.lora_params / max(layers_on_stage, 1) if lora else params.one_layer_params
     stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes
     return LayerTemporaries(
         zero2_bucket=trained * recipe.gradients_bytes,
@@ -812,6 +871,8 @@ def outside_ledger_for(
         first_stage=first,
         last_stage=last,
         lora=inputs.effective_lora_rank is not None,
+        recompute=inputs.recompute,
+        flash=inputs.flash_attention,
     )
 
 
@@ -823,7 +884,6 @@ def _stage(
     params: StageParams,
     routed: StageParams | None,
     tp: int,
-    pp: int,
     dp: int,
     ep: int,
     zero_stage: int,
@@ -831,11 +891,11 @@ def _stage(
     first: bool,
     last: bool,
     in_flight: int,
+    layers_on_stage: int,
 ) -> _StageResult:
     """One pipeline stage's memory at ``micro_batch`` (``params``: the stage's parameters on
     one GPU, ``routed``: their routed-expert part when ep > 1, ZeRO-sharded over dp/ep)."""
     recipe = get_precision(inputs.precision)
-    layers_on_stage = math.ceil(arch.layers / pp)
     state = state_bytes(params, inputs)
     if routed is None:
         weights, gradients, optimizer = (
@@ -872,7 +932,7 @@ def _stage(
     }
     share = layers_on_stage / arch.layers
     kept_stage = sum(n * share * acts[moe].kept_bytes for moe, n in kinds)
-    per_layer = kept_stage / layers_on_stage
+    per_layer = kept_stage / layers_on_stage if layers_on_stage else 0.0
     outside = outside_ledger_for(
         arch,
         inputs,
@@ -1055,33 +1115,34 @@ def estimate_training(
         ep = 1
     total = count_parameters(arch).total
     scale = params_override / total if params_override is not None else 1.0
+    first_layers, last_layers = pipeline_stage_layers(arch, inputs, pp)
     if pp > 1:
-        stages: list[tuple[Literal["only", "first", "last"], bool, bool, int]] = [
-            ("first", True, False, microbatches_in_flight or pp),
-            ("last", False, True, last_stage_microbatches_in_flight or 1),
+        stages: list[tuple[Literal["only", "first", "last"], bool, bool, int, int]] = [
+            ("first", True, False, microbatches_in_flight or pp, first_layers),
+            ("last", False, True, last_stage_microbatches_in_flight or 1, last_layers),
         ]
     else:
-        stages = [("only", True, True, microbatches_in_flight or 1)]
+        stages = [("only", True, True, microbatches_in_flight or 1, arch.layers)]
     # a stage's parameters do not depend on the micro-batch: count them once per stage
     per_stage = [
         stage_params(
             arch,
             inputs,
-            layers_on_stage=math.ceil(arch.layers / pp),
+            layers_on_stage=n_layers,
             first=f,
             last=last,
             pp=pp,
             scale=scale,
             ep=ep,
         )
-        for _, f, last, _ in stages
+        for _, f, last, _, n_layers in stages
     ]
-    layers_on_stage = math.ceil(arch.layers / pp)
-    routed = (
-        routed_expert_params(arch, inputs, layers_on_stage=layers_on_stage, scale=scale, ep=ep)
+    routed_of = {
+        n_layers: routed_expert_params(arch, inputs, layers_on_stage=n_layers, scale=scale, ep=ep)
         if ep > 1
         else None
-    )
+        for *_, n_layers in stages
+    }
 
     def worst(b: int) -> tuple[Literal["only", "first", "last"], int, _StageResult]:
         results = [
@@ -1093,9 +1154,8 @@ def estimate_training(
                     inputs,
                     b,
                     params=params,
-                    routed=routed,
+                    routed=routed_of[n_layers],
                     tp=tp,
-                    pp=pp,
                     dp=dp,
                     ep=ep,
                     zero_stage=zero_stage,
@@ -1103,13 +1163,15 @@ def estimate_training(
                     first=f,
                     last=last,
                     in_flight=n,
+                    layers_on_stage=n_layers,
                 ),
             )
-            for (name, f, last, n), params in zip(stages, per_stage, strict=True)
+            for (name, f, last, n, n_layers), params in zip(stages, per_stage, strict=True)
         ]
         return max(results, key=lambda r: r[2].peak)
 
     stage_name, in_flight, result = worst(inputs.micro_batch)
+    stage_layers = {"only": arch.layers, "first": first_layers, "last": last_layers}
     capacity = gpu.memory_bytes
 
     def fits(b: int) -> bool:
@@ -1172,7 +1234,7 @@ def estimate_training(
         implementation=inputs.implementation,
         recompute=inputs.recompute,
         stage=stage_name,
-        layers_on_stage=math.ceil(arch.layers / pp),
+        layers_on_stage=stage_layers[stage_name],
         microbatches_in_flight=in_flight,
         trainable_params=whole.lora_params if lora else base_total,
         frozen_params=base_total if lora else 0.0,

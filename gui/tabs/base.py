@@ -7,8 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QCheckBox,
     QComboBox,
     QFormLayout,
@@ -19,7 +20,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -30,6 +30,7 @@ from llm_planner.core.primitives import units
 from llm_planner.gui.binding import Binder, ScenarioState
 from llm_planner.gui.widgets.elided import ElidedCombo
 from llm_planner.gui.widgets.figure_table import FigureTable
+from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 log = logging.getLogger(__name__)
 
@@ -197,40 +198,82 @@ def field(obj: Any, *names: str) -> Any:
 
 
 class FitPanel(QWidget):
-    """Over capacity: the changes ``core.composition.fit`` found, one button each; a click
-    applies that change as one undo step. Hidden while the run fits."""
+    """Over capacity: the changes ``core.composition.fit`` found, one button each (a click
+    applies that change as one undo step); while the run fits, a line saying so.
 
-    COLUMNS = 2
+    Where there is room (:class:`FitHolder`) it is a column of fixed width right of the bars,
+    always shown: the bars never resize (and repaint whole) when a run starts or stops
+    fitting or the suggestions arrive. In a narrow window it sits under the bars in two
+    columns and shows only while the run does not fit."""
+
+    WIDTH = 230
+    FITS_TEXT = (
+        "<b style='color:#2CA02C'>Fits in memory.</b> When it does not, the smallest changes "
+        "that would make it fit appear here."
+    )
 
     def __init__(self, state: ScenarioState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self._grid = QGridLayout(self)
-        self._grid.setContentsMargins(4, 0, 4, 2)
+        self._grid.setContentsMargins(4, 0, 2, 2)
         self._grid.setSpacing(4)
-        self.title = QLabel()
+        self.title = QLabel(self.FITS_TEXT)
         self.title.setObjectName("fit_title")
         self.title.setWordWrap(True)
-        self._grid.addWidget(self.title, 0, 0, 1, self.COLUMNS)
+        self.title.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.buttons: list[QPushButton] = []
         self.suggestions: list[Any] = []
-        self._over = False
-        self.hide()
+        self.over = False
+        self.beside = True
+        self.setFixedWidth(self.WIDTH)
+        self._place()
+
+    def _columns(self) -> int:
+        return 1 if self.beside else 2
+
+    def _place(self) -> None:
+        """Lay the title and buttons out for the current mode (beside or under the bars)."""
+        columns = self._columns()
+        for widget in (self.title, *self.buttons):
+            self._grid.removeWidget(widget)
+        self._grid.addWidget(self.title, 0, 0, 1, columns)
+        for index, button in enumerate(self.buttons):
+            self._grid.addWidget(button, 1 + index // columns, index % columns)
+        for row in range(self._grid.rowCount()):
+            self._grid.setRowStretch(row, 0)
+        if self.beside:  # buttons at the top of the column, the rest empty
+            self._grid.setRowStretch(self._grid.rowCount(), 1)
+
+    def set_beside(self, beside: bool) -> None:
+        """Beside the bars (a fixed-width column, always shown) or under them."""
+        if beside == self.beside:
+            return
+        self.beside = beside
+        if beside:
+            self.setFixedWidth(self.WIDTH)
+        else:
+            self.setMinimumWidth(0)
+            self.setMaximumWidth(16777215)  # QWIDGETSIZE_MAX
+        self._place()
+        self.setVisible(beside or self.over)
 
     def set_suggestions(self, suggestions: Sequence[Any], over: bool) -> None:
         key = [(s.label, s.peak_bytes) for s in suggestions]
-        if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self._over:
+        if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self.over:
             return  # nothing new: no relayout on every keystroke
-        self.suggestions, self._over = list(suggestions), over
-        self.setVisible(over)
+        self.suggestions, self.over = (list(suggestions) if over else []), over
+        columns = self._columns()
         while len(self.buttons) < len(self.suggestions):
             index = len(self.buttons)
             button = QPushButton()
             button.setObjectName(f"fit_{index}")
             button.setMinimumWidth(80)  # long labels clip; the tooltip has the whole text
             button.clicked.connect(lambda _checked=False, i=index: self.apply(i))
-            self._grid.addWidget(button, 1 + index // self.COLUMNS, index % self.COLUMNS)
+            self._grid.addWidget(button, 1 + index // columns, index % columns)
             self.buttons.append(button)
+        if self.beside:
+            self._place()  # keep the stretch below the last button
         for index, button in enumerate(self.buttons):
             if index < len(self.suggestions):
                 s = self.suggestions[index]
@@ -243,13 +286,24 @@ class FitPanel(QWidget):
                 button.show()
             else:
                 button.hide()
-        self.title.setText(
-            "<b style='color:#D62728'>Does not fit.</b> Any one of these would "
-            "(peak per GPU after it):"
-            if self.suggestions
-            else "<b style='color:#D62728'>Does not fit</b>, and no small change found fits "
-            "(try a GPU with more memory or a smaller model)."
-        )
+        if not over:
+            self.title.setText(self.FITS_TEXT)
+        elif self.suggestions:
+            self.title.setText(
+                "<b style='color:#D62728'>Does not fit.</b> Any one of these would "
+                "(peak per GPU after it):"
+            )
+        else:
+            self.title.setText(
+                "<b style='color:#D62728'>Does not fit</b>, and no small change found fits "
+                "(try a GPU with more memory or a smaller model)."
+            )
+        if not self.beside:
+            self.setVisible(over)
+
+    def offered(self) -> list[QPushButton]:
+        """The buttons on offer now."""
+        return [b for b in self.buttons if not b.isHidden()]
 
     def apply(self, index: int) -> None:
         if 0 <= index < len(self.suggestions):
@@ -257,15 +311,33 @@ class FitPanel(QWidget):
             self.state.set_fields(dict(chosen.changes), f"Make it fit: {chosen.label}")
 
 
+class FitHolder(QWidget):
+    """The bars and their :class:`FitPanel`: the panel right of the bars while the bars keep
+    at least ``BARS_MIN`` pixels beside it, else under them (decided on resize only)."""
+
+    BARS_MIN = 390
+
+    def __init__(self, bars: QWidget, panel: FitPanel):
+        super().__init__()
+        self.panel = panel
+        self._layout = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(4)
+        self._layout.addWidget(bars, 1)
+        self._layout.addWidget(panel)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        beside = event.size().width() >= self.BARS_MIN + FitPanel.WIDTH
+        direction = QBoxLayout.Direction.LeftToRight if beside else QBoxLayout.Direction.TopToBottom
+        if self._layout.direction() != direction:
+            self._layout.setDirection(direction)
+        self.panel.set_beside(beside)
+
+
 def with_fit_panel(bars: QWidget, panel: FitPanel) -> QWidget:
-    """The bars with the fit suggestions right under them (one splitter pane)."""
-    holder = QWidget()
-    layout = QVBoxLayout(holder)
-    layout.setContentsMargins(0, 0, 0, 0)
-    layout.setSpacing(2)
-    layout.addWidget(bars, 1)
-    layout.addWidget(panel)
-    return holder
+    """The bars with the fit suggestions beside or under them (one splitter pane)."""
+    return FitHolder(bars, panel)
 
 
 def context_warning(limit: int, length: int, what: str) -> str:
@@ -301,7 +373,7 @@ class Tab(QWidget):
         self.binder = binder
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = StillSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(splitter)
 
         self.inputs = QWidget()
@@ -315,7 +387,7 @@ class Tab(QWidget):
         scroll.setMaximumWidth(380)
         splitter.addWidget(scroll)
 
-        self.right = QSplitter(Qt.Orientation.Vertical)
+        self.right = StillSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.right)
         splitter.setStretchFactor(0, 0)
         splitter.setStretchFactor(1, 1)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QLineEdit, QMessageBox, QPushButton, QSplitter
+from PySide6.QtWidgets import QComboBox, QLineEdit, QMessageBox, QPushButton
 
 from llm_planner.core.composition.estimate import Report, estimate
 from llm_planner.core.composition.scenario import Scenario
@@ -26,6 +27,7 @@ from llm_planner.gui.tabs.base import (
     parse_points,
     parse_tflops,
 )
+from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 """GPU counts drawn on the time and cost charts (plus the scenario's own count)."""
 
@@ -210,7 +212,7 @@ class ComputeTab(Tab):
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import SeriesChart
 
-        row = QSplitter(Qt.Orientation.Horizontal)
+        row = StillSplitter(Qt.Orientation.Horizontal)
         self.time_chart = SeriesChart(
             "Time to train against GPUs", "GPUs", "days", log_x=True, log_y=True
         )
@@ -237,7 +239,7 @@ class ComputeTab(Tab):
         )
         row.addWidget(self.time_chart)
         row.addWidget(self.cost_chart)
-        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom = StillSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.chinchilla_chart)
         bottom.addWidget(self.figures)
         bottom.setSizes([500, 420])
@@ -273,9 +275,13 @@ class ComputeTab(Tab):
         if params is None:
             return
         optimum_p = field(section, "chinchilla_params")
+        # whole decades, two either side of the model and wider if the optimum lies beyond:
+        # the line (and the axes) stay put while the tokens move the optimum, so an edit
+        # repaints the two markers alone
         anchors = [p for p in (params, optimum_p) if p]
-        low, high = min(anchors) / 30, max(anchors) * 30
-        grid = [low * (high / low) ** (i / 24) for i in range(25)]
+        low = min(math.floor(math.log10(params)) - 2, math.floor(math.log10(min(anchors))))
+        high = max(math.ceil(math.log10(params)) + 2, math.ceil(math.log10(max(anchors))))
+        grid = [10.0 ** (low + (high - low) * i / 24) for i in range(25)]
         self.chinchilla_chart.set_line("optimal", grid, [tokens_for(p) for p in grid])
         self.chinchilla_chart.set_markers("current", [params], [scenario.compute.tokens])
         if optimum_p:

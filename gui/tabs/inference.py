@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
@@ -26,6 +25,7 @@ from llm_planner.gui.tabs.base import (
     safe_call,
     with_fit_panel,
 )
+from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths of the fallback sweep (only while core offers no series function)."""
@@ -129,7 +129,7 @@ class InferenceTab(Tab):
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars, SeriesChart
 
-        row = QSplitter(Qt.Orientation.Vertical)
+        row = StillSplitter(Qt.Orientation.Vertical)
         self.bars = MemoryBars("Memory per GPU (one replica)", ["weights", "kv_cache", "overhead"])
         self.bars.setObjectName("inference_bars")
         self.context_chart = SeriesChart(

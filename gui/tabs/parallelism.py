@@ -22,17 +22,15 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
-    QSplitter,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
-from llm_planner.core.composition.estimate import Report
+from llm_planner.core.composition.estimate import Report, zero_stages
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import SearchResult, search_scenario
 from llm_planner.core.primitives import units
-from llm_planner.core.sections.parallelism.memory import zero_stage_comparison
 from llm_planner.core.sections.parallelism.schedule import pipeline_timeline
 from llm_planner.gui import export_config
 from llm_planner.gui.background import Latest
@@ -49,6 +47,7 @@ from llm_planner.gui.tabs.base import (
 )
 from llm_planner.gui.tabs.training import PARTS
 from llm_planner.gui.widgets.measurements import MeasurementsPanel
+from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 log = logging.getLogger(__name__)
 
@@ -417,7 +416,7 @@ class ParallelismTab(Tab):
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars, TimelineChart
 
-        self.top = QSplitter(Qt.Orientation.Horizontal)
+        self.top = StillSplitter(Qt.Orientation.Horizontal)
         self.zero_bars = MemoryBars(
             "Per-GPU memory (peak) under ZeRO 0–3",
             ["weights", "gradients", "optimizer", "activations", "temporaries", "overhead"],
@@ -473,15 +472,7 @@ class ParallelismTab(Tab):
         """ZeRO 0–3 side by side from ``core.sections.parallelism.memory``."""
         from llm_planner.gui.widgets.charts import BarRow
 
-        result = safe_call(
-            zero_stage_comparison,
-            scenario.model.architecture,
-            scenario.training,
-            scenario.gpu,
-            scenario.parallelism,
-            scenario.num_gpus,
-            params_override=scenario.model.params_override,
-        )
+        result = safe_call(zero_stages, scenario)
         if not result:
             return
         rows = []

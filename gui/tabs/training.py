@@ -8,7 +8,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
-    QSplitter,
     QTableWidget,
     QTableWidgetItem,
 )
@@ -31,6 +30,7 @@ from llm_planner.gui.tabs.base import (
     parse_whole,
     with_fit_panel,
 )
+from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 PARTS = {
     "weights": "weights_bytes",
@@ -184,7 +184,7 @@ class TrainingTab(Tab):
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars
 
-        row = QSplitter(Qt.Orientation.Vertical)
+        row = StillSplitter(Qt.Orientation.Vertical)
         self.bars = MemoryBars(
             "Per-GPU memory: after load and at peak",
             ["weights", "gradients", "optimizer", "activations", "temporaries", "overhead"],

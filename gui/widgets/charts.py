@@ -12,15 +12,33 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QPalette, QResizeEvent
-from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QResizeEvent,
+    QTransform,
+)
+from PySide6.QtWidgets import (
+    QApplication,
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QLabel,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 # pyqtgraph loads QtOpenGL and QtOpenGLWidgets through importlib at import time; plain
 # imports let bundlers (PyInstaller) see that the window needs them
 from PySide6 import QtOpenGL, QtOpenGLWidgets  # noqa: F401  # isort: skip
 
 import pyqtgraph as pg  # isort: skip  (after PySide6)
+from pyqtgraph.graphicsItems.ScatterPlotItem import Symbols  # isort: skip
 
 from llm_planner.core.primitives import units
 from llm_planner.gui import colors
@@ -126,6 +144,36 @@ def nice_ceiling(value: float) -> float:
     return 10.0 ** (exponent + 1)
 
 
+STILL_SHARE = 0.25
+"""Display rule: a bar chart keeps its x range while its longest bar (and label) needs at
+least this share of it; below, the range shrinks to the bars. A still axis lets the eye
+compare bars while flipping between values (micro-batch 1 ↔ 4, sequence 2k ↔ 8k: 2-4×), and
+spares the whole-plot repaint a new range costs."""
+
+
+class Bars(pg.BarGraphItem):
+    """A ``BarGraphItem`` whose bounding rectangle is worked out once per data and view
+    transform: pyqtgraph's recomputes the pen's pixel padding in Python on each of the
+    dozens of calls Qt makes per repaint."""
+
+    def __init__(self, **opts: object):
+        self._bounds: QRectF | None = None
+        super().__init__(**opts)
+
+    def setOpts(self, **opts: object) -> None:  # noqa: N802 (pyqtgraph API)
+        self._bounds = None
+        super().setOpts(**opts)
+
+    def viewTransformChanged(self) -> None:  # noqa: N802 (pyqtgraph API)
+        self._bounds = None
+        super().viewTransformChanged()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt API)
+        if self._bounds is None:
+            self._bounds = QRectF(super().boundingRect())
+        return QRectF(self._bounds)
+
+
 @dataclass
 class BarRow:
     """One stacked bar: bytes per component, the total to print, hover explanations."""
@@ -164,7 +212,7 @@ class MemoryBars(QWidget):
         empty = np.zeros(0)
         for key in self.components:
             colour = QColor(colors.COMPONENT_COLOR[key])
-            item = pg.BarGraphItem(
+            item = Bars(
                 x0=empty,
                 width=empty,
                 y0=empty,
@@ -177,7 +225,7 @@ class MemoryBars(QWidget):
             self.items[key] = item
         overflow = QColor(colors.BAD)
         overflow.setAlpha(70)
-        self.overflow = pg.BarGraphItem(
+        self.overflow = Bars(
             x0=empty,
             width=empty,
             y0=empty,
@@ -204,6 +252,7 @@ class MemoryBars(QWidget):
         self.capacity: float = 0.0
         self._last: dict[str, object] = {}
         self._label_state: dict[int, tuple[str, str]] = {}
+        self._label_pos: dict[int, tuple[float, float]] = {}
         self._resize_timer = QTimer(self)
         self._resize_timer.setSingleShot(True)
         self._resize_timer.setInterval(0)
@@ -221,7 +270,7 @@ class MemoryBars(QWidget):
         left = np.zeros(n)
         for key in self.components:
             width = np.array([max(row.parts.get(key, 0.0), 0.0) for row in self.rows]) / units.GB
-            self.items[key].setOpts(x0=left.copy(), width=width, y0=y0, height=height)
+            self._set_bars(self.items[key], x0=left.copy(), width=width, y0=y0, height=height)
             left += width
         totals = (
             np.array(
@@ -234,7 +283,8 @@ class MemoryBars(QWidget):
         )
         capacity_gb = capacity_bytes / units.GB
         over = np.where(totals > capacity_gb)[0]
-        self.overflow.setOpts(
+        self._set_bars(
+            self.overflow,
             x0=np.full(over.size, capacity_gb),
             width=totals[over] - capacity_gb,
             y0=y0[over] - 0.04,
@@ -244,6 +294,13 @@ class MemoryBars(QWidget):
             self._last["capacity"] = capacity_bytes
             self.capacity_line.setValue(capacity_gb)
             self.capacity_line.label.setText(f"capacity {units.format_gb(capacity_bytes)}")
+        self._draw_labels(left, totals, capacity_gb)
+        self._fit_axes(left, totals, capacity_gb)
+
+    def _draw_labels(self, left: np.ndarray, totals: np.ndarray, capacity_gb: float) -> None:
+        """Each bar's total right of it; a text or position is set only when it changed
+        (``setText`` re-lays out the text)."""
+        n = len(self.rows)
         while len(self.labels) < n:
             text = pg.TextItem(anchor=(0, 0.5))
             text.setZValue(12)
@@ -256,10 +313,18 @@ class MemoryBars(QWidget):
             else:
                 over_capacity = totals[index] > capacity_gb
                 wanted = (self.total_text(index), colors.BAD if over_capacity else foreground)
-                label.setPos(max(float(left[index]), float(totals[index])), float(index))
+                at = (max(float(left[index]), float(totals[index])), float(index))
+                if self._label_pos.get(index) != at:
+                    self._label_pos[index] = at
+                    label.setPos(*at)
             if self._label_state.get(index) != wanted:  # setText re-lays out HTML: only on change
                 self._label_state[index] = wanted
                 label.setText(wanted[0], color=wanted[1])
+
+    def _fit_axes(self, left: np.ndarray, totals: np.ndarray, capacity_gb: float) -> None:
+        """Row names on the left axis and a still x range (a nice ceiling with room for the
+        labels), each set only when it changed."""
+        n = len(self.rows)
         plot = self.plot.getPlotItem()
         names = tuple(row.label for row in self.rows)
         if self._last.get("names") != names:
@@ -276,12 +341,34 @@ class MemoryBars(QWidget):
         )
         view_px = max(plot.getViewBox().width(), 1.0)
         share = min(label_px / view_px + 0.04, 0.6) if view_px > 50 else 0.3
-        x_range = (0.0, nice_ceiling(top / (1 - share)) if top > 0 else 1.0, n)
-        if self._last.get("range") != x_range:
+        needed = top / (1 - share) if top > 0 else 1.0
+        kept = self._last.get("range")
+        # the axis stays put while the bars still fit and fill at least a quarter of it: an edit
+        # that moves a bar then repaints the bar, not the axis and the whole plot
+        if isinstance(kept, tuple) and kept[2] == n and STILL_SHARE * kept[1] <= needed <= kept[1]:
+            return
+        x_range = (0.0, nice_ceiling(needed), n)
+        if kept != x_range:
             self._last["range"] = x_range
-            plot.setXRange(x_range[0], x_range[1], padding=0)
             # a band above the first bar keeps the capacity label off the bars and unclipped
-            plot.setYRange(-1.05, max(n - 0.4, 0.6), padding=0)
+            plot.getViewBox().setRange(
+                xRange=(x_range[0], x_range[1]), yRange=(-1.05, max(n - 0.4, 0.6)), padding=0
+            )
+
+    @staticmethod
+    def _set_bars(item: pg.BarGraphItem, **arrays: np.ndarray) -> None:
+        """``setOpts`` re-renders the item's picture and repaints it: only when a value moved
+        (a micro-batch edit moves the activations and what is right of them, not the weights)."""
+        opts = item.opts
+        if all(
+            name in opts
+            and opts[name] is not None
+            and np.shape(opts[name]) == value.shape
+            and np.array_equal(opts[name], value)
+            for name, value in arrays.items()
+        ):
+            return
+        item.setOpts(**arrays)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
@@ -336,8 +423,75 @@ class MemoryBars(QWidget):
         QToolTip.showText(global_pos, self.tooltip_for(*hit), self.plot)
 
 
+def _step_floor(value: float) -> float:
+    """The largest 1, 2 or 5 × 10^k at or below ``value`` (> 0): a log axis's lower end."""
+    exponent = math.floor(math.log10(value))
+    for step in (5.0, 2.0, 1.0):
+        candidate = step * 10.0**exponent
+        if candidate <= value * (1 + 1e-12):
+            return candidate
+    return 10.0**exponent
+
+
+def _step_ceiling(value: float) -> float:
+    """The smallest 1, 2 or 5 × 10^k at or above ``value`` (> 0): a log axis's upper end."""
+    exponent = math.floor(math.log10(value))
+    for step in (1.0, 2.0, 5.0, 10.0):
+        candidate = step * 10.0**exponent
+        if candidate >= value * (1 - 1e-12):
+            return candidate
+    return 10.0 ** (exponent + 1)
+
+
+def _axis_range(
+    values: Sequence[float], log: bool, snug: bool = False
+) -> tuple[float, float] | None:
+    """A still view range (view coordinates) holding ``values``: log axes snap to 1-2-5 steps,
+    linear ones start at 0 (or a nice floor below it) and end at a nice ceiling, each with a
+    small margin so markers at the ends are not cut. A moving marker changes the range only
+    when it crosses a step, so most edits repaint the marker alone. ``snug``: a linear axis
+    ends at the largest value (plus the margin) instead, for an x axis whose values are the
+    sweep's own points (they move only when the sweep is recomputed)."""
+    if log:
+        positive = [v for v in values if v > 0 and math.isfinite(v)]
+        if not positive:
+            return None
+        low, high = math.log10(_step_floor(min(positive))), math.log10(_step_ceiling(max(positive)))
+        if high - low < 1e-9:
+            low, high = low - 0.5, high + 0.5
+        margin = 0.03 * (high - low)
+        return low - margin, high + margin
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return None
+    top = max(finite)
+    bottom = min(finite)
+    high = (top if snug else nice_ceiling(top)) if top > 0 else 0.0
+    low = -nice_ceiling(-bottom) if bottom < 0 else 0.0
+    if high - low <= 0:
+        high = low + 1.0
+    margin = 0.02 * (high - low)
+    return low - (margin if low < 0 or snug else 0.0), high + margin
+
+
+def _set_label(line: pg.InfiniteLine, text: str) -> None:
+    """A reference line's label, re-laid out only when it changes. The label re-renders its
+    ``format`` whenever the line moves, so the format is the (brace-escaped) text itself."""
+    label = line.label
+    escaped = text.replace("{", "{{").replace("}", "}}")
+    if label.format != escaped:
+        label.format = escaped
+        label.setText(text)
+
+
 class SeriesChart(QWidget):
-    """Lines (``PlotDataItem``), markers and horizontal reference lines, updated in place."""
+    """Lines (``PlotDataItem``), markers and reference lines, updated in place.
+
+    The view range is set here, not by pyqtgraph's auto-range (which re-measures every item
+    on every paint and repaints the chart twice when a marker moves): :func:`_axis_range`
+    over all data, set only when it changes. A setter given the data already drawn does
+    nothing, so an edit repaints only the charts whose data moved.
+    """
 
     def __init__(
         self,
@@ -362,6 +516,7 @@ class SeriesChart(QWidget):
         for axis in ("left", "bottom"):
             item.getAxis(axis).enableAutoSIPrefix(False)
         item.showGrid(x=False, y=False)
+        item.getViewBox().disableAutoRange()
         # the legend is a row under the plot, never over the data it explains
         self.legend_entries: list[tuple[str, str, str]] = []
         self.legend = QLabel()
@@ -369,12 +524,18 @@ class SeriesChart(QWidget):
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setContentsMargins(6, 0, 6, 0)
-        self.headroom: dict[str, pg.PlotDataItem] = {}
         self.log_x, self.log_y = log_x, log_y
         self.lines: dict[str, pg.PlotDataItem] = {}
-        self.markers: dict[str, pg.PlotDataItem] = {}
+        self.markers: dict[str, list[QGraphicsPathItem]] = {}
+        self._marker_style: dict[str, tuple[QPainterPath, QPen, QBrush]] = {}
         self.hlines: dict[str, pg.InfiniteLine] = {}
         self.vlines: dict[str, pg.InfiniteLine] = {}
+        self._data: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
+        """(x, y) as given, per line or marker key (before any log transform)."""
+        self._levels: dict[str, float | None] = {}
+        """Each reference line's value as given (None: hidden)."""
+        self._range: tuple[object, ...] | None = None
+        self._ticks: dict[str, object] = {}
         self.info = QLabel()
         self.info.setWordWrap(True)
         self.info.setAlignment(Qt.AlignmentFlag.AlignHCenter)
@@ -413,23 +574,21 @@ class SeriesChart(QWidget):
             symbolSize=6,
         )
         self.lines[key] = line
+        self._data[key] = ((), ())
         self._legend(label, colour, "&#8211;&#8211;" if dashed else "&#9472;&#9472;")
 
     def add_markers(
         self, key: str, label: str, colour: str, symbol: str = "o", size: int = 10
     ) -> None:
-        """Markers as a pen-less ``PlotDataItem`` (so log axes transform them too)."""
+        """Markers as plain ``QGraphicsPathItem`` symbols of ``size`` pixels, placed in view
+        coordinates (the log transform is done here) and moved by ``setPos``: Qt's own item,
+        drawn and bounded without a Python call, so a moving marker repaints its two small
+        rectangles and nothing else."""
         edge = QColor(colour).darker(140)
-        self.markers[key] = self.plot.plot(
-            [],
-            [],
-            pen=None,
-            name=label,
-            symbol=symbol,
-            symbolBrush=colour,
-            symbolPen=pg.mkPen(edge),
-            symbolSize=size,
-        )
+        path = QTransform.fromScale(size, size).map(Symbols.get(symbol, Symbols["o"]))
+        self._marker_style[key] = (path, pg.mkPen(edge), pg.mkBrush(colour))
+        self.markers[key] = []
+        self._data[key] = ((), ())
         glyph = {"star": "&#9733;", "d": "&#9670;", "s": "&#9632;"}.get(symbol, "&#9679;")
         self._legend(label, colour, glyph)
 
@@ -439,9 +598,9 @@ class SeriesChart(QWidget):
         )
         line.label = pg.InfLineLabel(line, text=label, position=0.12, anchor=(0, 1), color=colour)
         self.plot.addItem(line)
+        line.hide()
         self.hlines[key] = line
-        # an invisible point above the line: the view's auto-range keeps room for its label
-        self.headroom[key] = self.plot.plot([], [], pen=None, symbol=None)
+        self._levels[key] = None
 
     def add_vline(self, key: str, colour: str, label: str = "") -> None:
         line = pg.InfiniteLine(
@@ -449,23 +608,119 @@ class SeriesChart(QWidget):
         )
         line.label = pg.InfLineLabel(line, text=label, position=0.55, anchor=(0, 0), color=colour)
         self.plot.addItem(line)
+        line.hide()
         self.vlines[key] = line
+        self._levels[f"v:{key}"] = None
+
+    @staticmethod
+    def _pair(xs: Sequence[float], ys: Sequence[float]) -> tuple[tuple[float, ...], ...]:
+        return tuple(map(float, xs)), tuple(map(float, ys))
 
     def set_line(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
-        self.lines[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+        data = self._pair(xs, ys)
+        if self._data[key] == data:
+            return
+        self._data[key] = data  # type: ignore[assignment]
+        self.lines[key].setData(np.asarray(data[0], dtype=float), np.asarray(data[1], dtype=float))
         self._log_ticks()
+        self._fit_view()
+
+    def _view(self, value: float, log: bool) -> float:
+        if not log:
+            return value
+        return math.log10(value) if value > 0 else math.nan
+
+    def set_markers(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
+        data = self._pair(xs, ys)
+        if self._data[key] == data:
+            return
+        self._data[key] = data  # type: ignore[assignment]
+        viewed = (
+            (self._view(x, self.log_x), self._view(y, self.log_y))
+            for x, y in zip(*data, strict=False)
+        )
+        points = [(vx, vy) for vx, vy in viewed if math.isfinite(vx) and math.isfinite(vy)]
+        items = self.markers[key]
+        path, pen, brush = self._marker_style[key]
+        while len(items) < len(points):
+            item = QGraphicsPathItem(path)
+            item.setPen(pen)
+            item.setBrush(brush)
+            item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
+            item.setZValue(20)
+            self.plot.getPlotItem().addItem(item, ignoreBounds=True)
+            items.append(item)
+        for index, item in enumerate(items):
+            if index < len(points):
+                item.setPos(*points[index])
+                item.show()
+            else:
+                item.hide()
+        self._fit_view()
+
+    def data(self, key: str) -> tuple[list[float], list[float]]:
+        """The (x, y) given to line or markers ``key``, before any log transform."""
+        xs, ys = self._data[key]
+        return list(xs), list(ys)
+
+    def set_hline(self, key: str, y: float | None, label: str | None = None) -> None:
+        line = self.hlines[key]
+        if label is not None:
+            _set_label(line, label)
+        if self._levels[key] == y:
+            return
+        self._levels[key] = y
+        if y is None:
+            line.hide()
+        else:
+            line.setValue(self._view(y, self.log_y) if y > 0 or not self.log_y else 0.0)
+            line.show()
+        self._fit_view()
+
+    def set_vline(self, key: str, x: float | None, label: str | None = None) -> None:
+        line = self.vlines[key]
+        if label is not None:
+            _set_label(line, label)
+        if self._levels[f"v:{key}"] == x:
+            return
+        self._levels[f"v:{key}"] = x
+        if x is None:
+            line.hide()
+        else:
+            line.setValue(self._view(x, self.log_x) if x > 0 or not self.log_x else 0.0)
+            line.show()
+        self._fit_view()
+
+    def _fit_view(self) -> None:
+        """Set the view range to :func:`_axis_range` of everything drawn, if it moved. A
+        horizontal line's label sits above it: the range keeps room for it."""
+        xs = [x for x_values, _ in self._data.values() for x in x_values]
+        ys = [y for _, y_values in self._data.values() for y in y_values]
+        xs += [v for k, v in self._levels.items() if k.startswith("v:") and v is not None]
+        for key in self.hlines:
+            level = self._levels[key]
+            if level is not None:
+                ys += [level, level * (1.6 if self.log_y else 1.12)]
+        x_range = _axis_range(xs, self.log_x, snug=True)
+        y_range = _axis_range(ys, self.log_y)
+        wanted = (x_range, y_range)
+        if wanted == self._range:
+            return
+        self._range = wanted
+        if x_range is None and y_range is None:
+            return  # nothing drawn: the view stays where it was
+        view = self.plot.getPlotItem().getViewBox()
+        view.setRange(xRange=x_range, yRange=y_range, padding=0, update=True)
 
     def _log_ticks(self) -> None:
         """Readable log-axis labels: the x points themselves (GPU counts, contexts: powers of
         two) thinned to a few, and 1-2-5 steps on y. pyqtgraph's own minor labels overlap."""
         xs: list[float] = []
         ys: list[float] = []
-        for item in self.lines.values():
-            x, y = item.getOriginalDataset()
-            if x is not None and len(x):
-                xs.extend(float(v) for v in x if v > 0)
-                ys.extend(float(v) for v in y if v > 0)
-        plot = self.plot.getPlotItem()
+        for key in self.lines:
+            x_values, y_values = self._data[key]
+            xs.extend(v for v in x_values if v > 0)
+            ys.extend(v for v in y_values if v > 0)
         if self.log_x and xs:
             values = sorted(set(xs))
             if all(_power_of_two(v) for v in values):  # GPU counts, contexts: 1k = 1024
@@ -478,7 +733,7 @@ class SeriesChart(QWidget):
                 ticks = [
                     (float(e), units.format_count(10.0**e)) for e in range(low, high + 1, step)
                 ]
-            plot.getAxis("bottom").setTicks([ticks])
+            self._set_ticks("bottom", ticks)
         if self.log_y and ys:
             low, high = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
             steps = (1.0,) if high - low > 3 else (1.0, 2.0, 5.0)
@@ -487,48 +742,13 @@ class SeriesChart(QWidget):
                 for e in range(low, high + 1)
                 for m in steps
             ]
-            plot.getAxis("left").setTicks([ticks])
+            self._set_ticks("left", ticks)
 
-    def set_markers(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
-        self.markers[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
-
-    def data(self, key: str) -> tuple[list[float], list[float]]:
-        """The (x, y) given to line or markers ``key``, before any log transform."""
-        item = self.lines.get(key) or self.markers[key]
-        xs, ys = item.getOriginalDataset()
-        return (
-            [] if xs is None else list(map(float, xs)),
-            [] if ys is None else list(map(float, ys)),
-        )
-
-    def set_hline(self, key: str, y: float | None, label: str | None = None) -> None:
-        line = self.hlines[key]
-        if y is None:
-            line.hide()
-            self.headroom[key].setData([], [])
-            return
-        line.show()
-        line.setValue(np.log10(y) if self.log_y and y > 0 else y)
-        if label is not None:
-            line.label.setText(label)
-        xs = [
-            float(data[0])
-            for data in (item.getOriginalDataset()[0] for item in self.lines.values())
-            if data is not None and len(data)
-        ]
-        x = xs[0] if xs else 1.0
-        room = y * (1.6 if self.log_y else 1.12)
-        self.headroom[key].setData([x], [room])
-
-    def set_vline(self, key: str, x: float | None, label: str | None = None) -> None:
-        line = self.vlines[key]
-        if x is None:
-            line.hide()
-            return
-        line.show()
-        line.setValue(np.log10(x) if self.log_x and x > 0 else x)
-        if label is not None:
-            line.label.setText(label)
+    def _set_ticks(self, axis: str, ticks: list[tuple[float, str]]) -> None:
+        """``setTicks`` redraws the axis picture: only when the ticks differ."""
+        if self._ticks.get(axis) != ticks:
+            self._ticks[axis] = ticks
+            self.plot.getPlotItem().getAxis(axis).setTicks([ticks])
 
 
 @dataclass
@@ -568,9 +788,7 @@ class TimelineChart(QWidget):
         empty = np.zeros(0)
         for kind, colour in TIMELINE_COLORS.items():
             pen = pg.mkPen(QColor(colour).darker(150), width=1)
-            bar = pg.BarGraphItem(
-                x0=empty, width=empty, y0=empty, height=empty, brush=colour, pen=pen
-            )
+            bar = Bars(x0=empty, width=empty, y0=empty, height=empty, brush=colour, pen=pen)
             bar.setZValue(-1 if kind == "bubble" else 1)
             item.addItem(bar)
             self.items[kind] = bar

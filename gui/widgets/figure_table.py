@@ -42,11 +42,15 @@ class FigureTable(QTableWidget):
         self.setMinimumWidth(200)
 
     def set_figures(self, figures: Sequence[Figure]) -> None:
-        self.figures = list(figures)
+        """Rewrite only the rows whose figure changed (a figure is a frozen value: equal
+        figures have equal text and tooltip), so an edit touches a few cells, not all."""
+        old, self.figures = self.figures, list(figures)
         if self.rowCount() != len(self.figures):
             self.setRowCount(len(self.figures))
         widest = self._widest
         for row, figure in enumerate(self.figures):
+            if row < len(old) and old[row] == figure and self.item(row, 1) is not None:
+                continue
             tip = figure_tooltip(figure)
             for column, text in enumerate((figure.label, figure_text(figure))):
                 item = self.item(row, column)

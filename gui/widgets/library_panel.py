@@ -200,6 +200,11 @@ class LibraryFilter(QSortFilterProxyModel):
         self.setSortRole(Qt.ItemDataRole.UserRole)
 
     def set_query(self, text: str) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt 6.10+: invalidateRowsFilter is deprecated
+            self.beginFilterChange()
+            self.words = text.casefold().split()
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+            return
         self.words = text.casefold().split()
         self.invalidateRowsFilter()
 

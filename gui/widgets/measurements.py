@@ -16,12 +16,14 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QMessageBox,
+    QPlainTextEdit,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -39,6 +41,33 @@ LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 """Files a drop treats as training logs."""
 
 Index = QModelIndex | QPersistentModelIndex
+
+
+class StillText(QPlainTextEdit):
+    """Read-only wrapped text of a fixed height (``lines``; longer text scrolls, nothing is
+    cut). A label whose text changes on every edit re-lays out and repaints the whole input
+    column it sits in; this keeps its size."""
+
+    def __init__(self, lines: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QPlainTextEdit { background: transparent; }")
+        margins = self.contentsMargins()
+        self.document().setDocumentMargin(1)
+        height = lines * self.fontMetrics().lineSpacing() + 4 + margins.top() + margins.bottom()
+        self.setFixedHeight(height)
+
+    def text(self) -> str:
+        return self.toPlainText()
+
+    def setText(self, text: str) -> None:  # noqa: N802 (the QLabel name it replaces)
+        if text != self.toPlainText():
+            self.setPlainText(text)
+            self.setToolTip(text)
 
 
 class MeasurementModel(QAbstractTableModel):
@@ -86,6 +115,8 @@ class MeasurementModel(QAbstractTableModel):
                     f"{100 * res['error_after']:+.1f}%" if res else "—",
                 )
             )
+        if rows == self.rows:
+            return  # a reset re-measures every column: only when a row changed
         self.beginResetModel()
         self.rows = rows
         self.endResetModel()
@@ -138,9 +169,8 @@ class MeasurementsPanel(QGroupBox):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMinimumHeight(90)
         layout.addWidget(self.table)
-        self.summary = QLabel()
+        self.summary = StillText(lines=5)
         self.summary.setObjectName("calibration.summary")
-        self.summary.setWordWrap(True)
         layout.addWidget(self.summary)
         self.message = QLabel()
         self.message.setObjectName("measurement.message")

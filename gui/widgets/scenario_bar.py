@@ -306,27 +306,34 @@ class ScenarioBar(QWidget):
         return {}
 
     def import_config(self, path: Path) -> bool:
-        """Import a Hugging Face config.json (or model folder) as the model."""
-        try:
-            from llm_planner.core.files.hf_import import architecture_from_path  # type: ignore[import-not-found]
-        except ImportError:
-            self.import_failed.emit("Importing config.json is not available yet in this build.")
-            return False
+        """Import a Hugging Face config.json, a model folder or a GGUF file as the model: its
+        architecture, the weights format and stored bytes its files state, and (for a Hugging
+        Face config) the Hugging Face training stack; one undo step, as the command line's
+        ``--model PATH`` sets the same fields."""
+        from llm_planner.core.files.hf_import import (
+            HFImportError,
+            architecture_from_path,
+            inference_fields,
+            training_fields,
+        )
+
         try:
             imported = architecture_from_path(path)
-            arch = getattr(imported, "architecture", imported)
-            self.state.set_fields(
-                {
-                    "model": {
-                        "preset": None,
-                        "architecture": arch.model_dump(),
-                        "params_override": None,
-                    },
-                    **self._renamed(arch.name),
+            arch = imported.architecture
+            changes: dict[str, Any] = {
+                "model": {
+                    "preset": None,
+                    "architecture": arch.model_dump(),
+                    "params_override": None,
                 },
-                f"Import model from {path.name}",
-            )
-        except Exception as error:
+                **self._renamed(arch.name),
+            }
+            for key, value in inference_fields(imported).items():
+                changes[f"inference.{key}"] = value
+            for key, value in training_fields(imported, self.state.scenario.training).items():
+                changes[f"training.{key}"] = value
+            self.state.set_fields(changes, f"Import model from {path.name}")
+        except (HFImportError, ValueError, OSError) as error:
             self.import_failed.emit(f"{path.name}: {validation_message(error)}")
             return False
         return True

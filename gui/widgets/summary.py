@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from llm_planner.core.composition.estimate import Report
@@ -28,13 +28,19 @@ SOURCE_WORDS = {
 """How the headline names the throughput its time and cost come from."""
 
 
+_FIGURES: dict[int, tuple[Any, dict[str, Figure]]] = {}
+"""The last section seen per section type and its figures by key (``figures()`` builds
+dozens of figures: once per section and change, not once per label)."""
+
+
 def _figure(section: Any, key: str) -> Figure | None:
     if section is None:
         return None
-    for figure in section.figures():
-        if figure.key == key:
-            return figure  # type: ignore[no-any-return]
-    return None
+    kept = _FIGURES.get(id(type(section)))
+    if kept is None or kept[0] is not section:
+        kept = (section, {figure.key: figure for figure in section.figures()})
+        _FIGURES[id(type(section))] = kept
+    return kept[1].get(key)
 
 
 class ElidedLabel(QLabel):
@@ -100,15 +106,23 @@ class SummaryStrip(QFrame):
             layout.addWidget(label)
         self.dot = QLabel("●")
         self.dot.setObjectName("summary_dot")
+        dot_font = self.dot.font()
+        dot_font.setPixelSize(16)
+        self.dot.setFont(dot_font)
         layout.addWidget(self.dot)
         layout.addStretch(1)
         font = self.font()
         font.setPointSizeF(font.pointSizeF() * 1.05)
         self.setFont(font)
         self.status = "ok"
+        self._shown: dict[str, tuple[str, Figure | None, str]] = {}
 
     def _set(self, key: str, text: str, figure: Figure | None, fallback_tip: str = "") -> None:
         label = self.labels[key]
+        wanted = (text, figure, fallback_tip)
+        if self._shown.get(key) == wanted:
+            return  # the same text and tooltip: no relayout, no repaint
+        self._shown[key] = wanted
         if isinstance(label, ElidedLabel):
             label.set_full_text(text)
             fallback_tip = f"{text}<br>{fallback_tip}" if fallback_tip else text
@@ -167,9 +181,12 @@ class SummaryStrip(QFrame):
         text = f"{peak / units.GB:.1f} / {capacity / units.GB:.0f} GB per GPU"
         self._set("memory", text, _figure(training, "peak_bytes"))
         self.dot.setVisible(True)
-        style = f"color: {colour}; font-size: 16px;"
-        if self.dot.styleSheet() != style:  # a style sheet re-polishes: only on change
-            self.dot.setStyleSheet(style)
+        # the colour through the palette: a style sheet would re-polish the label (and its
+        # strip) each time the run starts or stops fitting
+        palette = self.dot.palette()
+        if palette.color(QPalette.ColorRole.WindowText) != QColor(colour):
+            palette.setColor(QPalette.ColorRole.WindowText, QColor(colour))
+            self.dot.setPalette(palette)
         state = {"ok": "fits", "warn": "fits, but tight", "bad": "does not fit"}[self.status]
         self.dot.setToolTip(
             f"Peak training memory per GPU {state}: "

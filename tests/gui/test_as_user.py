@@ -340,10 +340,27 @@ def test_drop_a_config_json_and_a_model_folder(window: MainWindow, tmp_path: Pat
     (folder / "config.json").write_text(json.dumps(LLAMA2_7B_CONFIG), encoding="utf-8")
     _drop(window, folder / "config.json")
     assert window.state.report.model.params_exact_total == 6_738_415_616
+    # a Hugging Face config trains on the Hugging Face stack (issue 14), as --model PATH does
+    assert window.state.scenario.training.stack == "hf"
     window.state.undo_stack.undo()
     assert window.state.scenario.model.preset == "llama-3.1-8b"
+    assert window.state.scenario.training.stack == "megatron"
     _drop(window, folder)  # the folder itself
     assert window.state.report.model.params_exact_total == 6_738_415_616
+
+
+def test_drop_a_quantized_config_sets_the_weights_format(
+    window: MainWindow, tmp_path: Path
+) -> None:
+    """A config whose quantization_config says fp8 weights: the window's inference tab reads
+    fp8, as ``report --model PATH`` does (one byte per weight instead of bf16's two)."""
+    config = tmp_path / "config.json"
+    quantized = {**LLAMA2_7B_CONFIG, "quantization_config": {"quant_method": "fp8"}}
+    config.write_text(json.dumps(quantized), encoding="utf-8")
+    _drop(window, config)
+    assert window.state.scenario.inference.weights_format == "fp8"
+    weights = window.state.report.inference.weights_bytes
+    assert weights == pytest.approx(6_738_415_616 * 1.0, rel=0.01)
 
 
 def test_context_beyond_the_models_limit_is_a_warning_not_a_block(
@@ -383,6 +400,7 @@ def test_over_capacity_offers_changes_and_one_click_applies_one(
     type_into(qtbot, window, tab.micro_batch, "16")
     assert not window.state.report.training.fits
     assert tab.fit_panel.isVisible()
+    assert "Does not fit" in tab.fit_panel.title.text()
     buttons = [b for b in tab.fit_panel.buttons if b.isVisible()]
     assert buttons
     suggestion = window.state.report.training_fit_suggestions[0]
@@ -390,7 +408,8 @@ def test_over_capacity_offers_changes_and_one_click_applies_one(
     assert window.state.report.training.fits
     # the peak the button promised is the peak the estimator gives after the change
     assert window.state.report.training.peak_bytes == pytest.approx(suggestion.peak_bytes)
-    assert not tab.fit_panel.isVisible()
+    assert not tab.fit_panel.offered()  # fits now: no change offered, the column says so
+    assert "Fits in memory" in tab.fit_panel.title.text()
     undo = next(a for a in window.menuBar().actions()[1].menu().actions() if "Undo" in a.text())
     undo.trigger()
     assert not window.state.report.training.fits

@@ -150,9 +150,12 @@ def read_config(path: Path, fmt: str | None = None) -> ImportedConfig:
 
 
 def apply_import(base: Scenario, imported: ImportedConfig) -> Scenario:
-    """``base`` with the layout and batch fields a config states, and its stack set."""
+    """``base`` with the layout and batch fields a config states, and its stack set (with
+    the stack's default activation profile unless the base's was edited:
+    :meth:`TrainingInputs.with_stack`)."""
     fields = dict(imported.fields)
-    fields["training.stack"] = STACK_OF_FORMAT[imported.stack]
+    for key, value in base.training.with_stack(STACK_OF_FORMAT[imported.stack]).items():
+        fields.setdefault(f"training.{key}", value)
     if fields.get("parallelism.fsdp_strategy") is None and "parallelism.zero_stage" not in fields:
         fields.pop("parallelism.fsdp_strategy", None)
     return with_fields(base, fields)

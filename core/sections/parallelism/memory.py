@@ -15,6 +15,7 @@ from llm_planner.core.primitives.architecture import count_parameters as _count_
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.parallelism.layout import (
     RECOMPUTE_CODES,
     Layouts,
@@ -42,6 +43,7 @@ from llm_planner.core.sections.training import (
     layer_kinds,
     layer_temporaries,
     outside_ledger_for,
+    pipeline_stage_layers,
     routed_expert_params,
     stage_params,
     state_bytes,
@@ -100,10 +102,15 @@ class StageActivations:
     """Bytes one layer keeps per micro-batch (average over dense and MoE layers)."""
     recompute_working: float
     outside_first: float
-    """Tensors saved outside the layers on the first stage, per micro-batch."""
+    """Tensors saved outside the layers on the first stage, per micro-batch, the part
+    proportional to b (per sequence when priced at b = 1)."""
     outside_last: float
     outside_only: float
     logits: float
+    outside_first_fixed: float = 0.0
+    """The part that does not grow with b (HF's rotary tables are (1, s, d))."""
+    outside_last_fixed: float = 0.0
+    outside_only_fixed: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,11 @@ class MemoryRecipe:
     megatron_buckets: bool
     """Megatron reduces gradients in place: no DDP bucket with ZeRO 0/1."""
     activations: Callable[[int, int, bool, str], StageActivations]
+    stage_layers: Callable[[int], tuple[int, int]]
+    """(first, last) stage's layer count for a pipeline degree (:func:`.training.
+    pipeline_stage_layers`: equal split, or the stack's cost-balanced one)."""
+    logged_stage: str = "fullest"
+    """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
 
 
 def memory_recipe(
@@ -166,21 +178,30 @@ def memory_recipe(
         kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
         working = max(la.recompute_working_bytes for _, la in layers)
 
-        def outside(first_stage: bool, last_stage: bool) -> float:
+        def priced(first_stage: bool, last_stage: bool, n: int) -> float:
             ledger = outside_ledger_for(
-                arch, ti, b, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
+                arch, ti_rc, n, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
             )
             return float(sum(e.bytes for e in ledger))
 
+        def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
+            """(part ∝ b at this b, part independent of b): linear in b, priced twice."""
+            one, two = priced(first_stage, last_stage, b), priced(first_stage, last_stage, 2 * b)
+            return two - one, 2 * one - two
+
         act_dtype = get_precision(ti.precision).activations_dtype
         logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
+        first, last, only = outside(True, False), outside(False, True), outside(True, True)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),
-            outside_first=outside(True, False),
-            outside_last=outside(False, True),
-            outside_only=outside(True, True),
+            outside_first=first[0],
+            outside_last=last[0],
+            outside_only=only[0],
             logits=float(logits),
+            outside_first_fixed=first[1],
+            outside_last_fixed=last[1],
+            outside_only_fixed=only[1],
         )
 
     def params_of(layers: int, first: bool, last: bool, pp: int, ep: int = 1) -> StageParams:
@@ -205,6 +226,11 @@ def memory_recipe(
         return layer_temporaries(layers.model_copy(update=local), ti, arch.layers)
 
     whole = params_of(arch.layers, True, True, 1)
+
+    @cache
+    def stage_layers(pp: int) -> tuple[int, int]:
+        return pipeline_stage_layers(arch, ti, pp)
+
     # any pp > 1: the first stage holds the embedding, the last the head
     return MemoryRecipe(
         layer_params=layers.layer_params,
@@ -220,6 +246,8 @@ def memory_recipe(
         fragmentation_fraction=float(ti.fragmentation_fraction),
         megatron_buckets=ti.implementation == "megatron",
         activations=stage_acts,
+        stage_layers=stage_layers,
+        logged_stage=get_stack(ti.stack).logged_peak_stage,
     )
 
 
@@ -240,20 +268,17 @@ def memory_screen(
     """
     f64 = np.float64
     tp = lay.as_float("tp")
-    pp = lay.as_float("pp")
-    shard = lay.as_float("shard")
-    layers_stage = np.ceil(work.layers / pp)
-    share = layers_stage / work.layers
-    multi = pp > 1
-    z = lay.zero
+    multi = lay.pp > 1
     # the stage's bytes ÷ tp, ZeRO-sharded (weights, gradients, optimizer)
-    divisors = [tp * d for d in zero_divisors(z, shard)]
+    divisors = [tp * d for d in zero_divisors(lay.zero, lay.as_float("shard"))]
     has_ep = bool(sum(recipe.expert_state)) and bool(np.any(lay.ep > 1))
-    layer_parts = [share * in_layers for in_layers in recipe.layer_state] if has_ep else []
+    # what depends on pp alone (the first and last stage's layer counts) once per pp value
+    pp_index, pp_values = _pipeline_degrees(lay)
+    counts = np.array([recipe.stage_layers(int(p)) for p in pp_values.tolist()], dtype=f64)
+    multi_of_pp = pp_values > 1
 
-    pp_index, share_of_pp, multi_of_pp = _per_pipeline_degree(lay, work.layers)
-
-    def state(outside: StateBytes) -> list[FloatArray]:
+    def state(outside: StateBytes, layers_of_pp: FloatArray) -> list[FloatArray]:
+        share_of_pp = layers_of_pp / work.layers
         if not has_ep:
             return [
                 (share_of_pp * in_layers + np.where(multi_of_pp, out, single))[pp_index] / div
@@ -261,12 +286,14 @@ def memory_screen(
                     recipe.layer_state, outside, recipe.outside_single, divisors, strict=True
                 )
             ]
+        share = share_of_pp[pp_index]
         held = [
             np.where(multi, out, single)
             for out, single in zip(outside, recipe.outside_single, strict=True)
         ]
         plain = [
-            (part + out) / div for part, out, div in zip(layer_parts, held, divisors, strict=True)
+            (share * in_layers + out) / div
+            for in_layers, out, div in zip(recipe.layer_state, held, divisors, strict=True)
         ]
         return _expert_parallel_state(
             lay, recipe, share=share, outside=held, divisors=divisors, plain=plain
@@ -285,9 +312,14 @@ def memory_screen(
         for k in unique.tolist()
     ]
     b = lay.as_float("micro_batch")
+    pp = lay.as_float("pp")
 
-    def field(name: str) -> FloatArray:
-        return np.asarray(np.array([getattr(a, name) for a in acts], dtype=f64)[inv] * b)
+    def field(name: str, per_b: bool = True) -> FloatArray:
+        values = np.array([getattr(a, name) for a in acts], dtype=f64)[inv]
+        return np.asarray(values * b if per_b else values)
+
+    def outside_field(name: str) -> FloatArray:
+        return np.asarray(field(name) + field(name + "_fixed", per_b=False))
 
     kept = field("kept_per_layer")
     working = field("recompute_working")
@@ -295,27 +327,34 @@ def memory_screen(
     in_flight = training_in_flight(pp, m, lay.gpipe, lay.as_float("v"))  # cached floats
     first_flight = np.where(in_flight > 0, in_flight, pp)
     last_flight = training_in_flight_last(pp, m, lay.gpipe, lay.as_float("v"))
-    outside_only = field("outside_only")
-    outside_first = np.where(multi, field("outside_first"), outside_only)
-    outside_last = np.where(multi, field("outside_last"), outside_only)
+    outside_only = outside_field("outside_only")
+    outside_first = np.where(multi, outside_field("outside_first"), outside_only)
+    outside_last = np.where(multi, outside_field("outside_last"), outside_only)
     gather, fixed_temps = _fixed_temporaries(lay, recipe, has_ep=has_ep)
-    kept_stage = kept * layers_stage
 
     def stage(
-        held: StateBytes, flight: FloatArray, outside: FloatArray, last: bool
-    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
-        w, g, o = state(held)
-        activ = kept_stage * flight + outside * flight
+        held: StateBytes,
+        layers_of_pp: FloatArray,
+        flight: FloatArray,
+        outside: FloatArray,
+        last: bool,
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+        w, g, o = state(held, layers_of_pp)
+        activ = kept * layers_of_pp[pp_index] * flight + outside * flight
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temps + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
         peak = allocated + recipe.cuda_context_bytes + recipe.fragmentation_fraction * allocated
-        return w, g, o, activ, peak
+        return w, g, o, activ, peak, allocated
 
-    first = stage(recipe.outside_first, first_flight, outside_first, last=False)
-    last = stage(recipe.outside_last, last_flight, outside_last, last=True)
+    first = stage(recipe.outside_first, counts[:, 0], first_flight, outside_first, last=False)
+    last = stage(recipe.outside_last, counts[:, 1], last_flight, outside_last, last=True)
     use_last = last[4] > first[4]
     pick = [np.where(use_last, b_, a_) for a_, b_ in zip(first, last, strict=True)]
+    # torch.cuda.max_memory_reserved: the caching allocator's segments, i.e. allocated plus
+    # fragmentation; the CUDA context is outside it (it is in nvidia-smi's figure, the peak)
+    reserve = 1.0 + recipe.fragmentation_fraction
+    logged_allocated = first[5] if recipe.logged_stage == "first" else pick[5]
     return {
         "weights_bytes": pick[0],
         "gradients_bytes": pick[1],
@@ -323,19 +362,20 @@ def memory_screen(
         "activations_bytes": pick[3],
         "zero3_gathered_bytes": gather,
         "peak_bytes": pick[4],
+        "allocated_bytes": pick[5],
+        "reserved_bytes": pick[5] * reserve,
+        "logged_allocated_bytes": logged_allocated,
+        "logged_reserved_bytes": logged_allocated * reserve,
     }
 
 
-def _per_pipeline_degree(
-    lay: Layouts, layers: int
-) -> tuple[npt.NDArray[np.int64], FloatArray, npt.NDArray[np.bool_]]:
-    """(index of each layout's pp among the distinct ones, layer share ⌈L/p⌉/L and p > 1 per
-    distinct pp): what depends on pp alone is priced once per pp value and gathered."""
+def _pipeline_degrees(lay: Layouts) -> tuple[npt.NDArray[np.int64], FloatArray]:
+    """(index of each layout's pp among the distinct ones, the distinct pp values): what
+    depends on pp alone is priced once per pp value and gathered."""
     seen = np.zeros(int(lay.pp.max(initial=1)) + 1, dtype=bool)
     seen[lay.pp] = True
     values = np.flatnonzero(seen).astype(np.float64)
-    index = (np.cumsum(seen) - 1)[lay.pp]
-    return index, np.ceil(layers / values) / layers, values > 1
+    return (np.cumsum(seen) - 1)[lay.pp], values
 
 
 def _fixed_temporaries(
