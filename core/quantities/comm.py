@@ -129,6 +129,7 @@ def tensor_parallel_bytes_per_layer(
     tokens: npt.ArrayLike,
     hidden: float,
     full_recompute: npt.ArrayLike = False,
+    regathers: npt.ArrayLike = False,
 ) -> FloatArray:
     """Tensor-parallel bytes sent per GPU per layer per micro-batch.
 
@@ -137,10 +138,16 @@ def tensor_parallel_bytes_per_layer(
     in the backward, each of the s·b·h activation; full recomputation replays the forward:
     2 more. With sequence parallelism each all-reduce becomes an all-gather plus a
     reduce-scatter of the same total volume (Korthikanti et al. 2022, arXiv:2205.05198
-    section 4.2.2), so the bytes are the same. ``tokens`` = s·b.
+    section 4.2.2), so the bytes are the same. ``tokens`` = s·b. ``regathers`` (sequence
+    parallelism only): the two column-parallel linears all-gather their input again in the
+    backward (nanotron's ``tp_recompute_allgather``, huggingface/nanotron@2411b022
+    src/nanotron/parallel/tensor_parallel/functional.py
+    ``_ColumnLinearNoAsyncCommunicationReduceScatterMode.backward``): two all-gathers of
+    s·b·h, the bytes of one more all-reduce.
     """
     tp_ = np.asarray(tp, dtype=np.float64)
     count = np.where(np.asarray(full_recompute, dtype=bool), 6.0, 4.0)
+    count = count + np.where(np.asarray(regathers, dtype=bool), 1.0, 0.0)
     message = np.asarray(tokens, dtype=np.float64) * hidden * COMM_BYTES_PER_ELEMENT
     return np.asarray(count * ring_all_reduce_bytes(tp_, message))
 

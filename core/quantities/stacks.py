@@ -79,6 +79,52 @@ step with a network round trip per transfer; that the cost then grows with tp an
 layers of the stage is what the sweep measures, not something derived from the source."""
 
 
+TP_NETWORK_STEP_LATENCY_SECONDS_NANOTRON = 6.0e-4
+"""nanotron's time per network step of a tensor-parallel collective whose group spans nodes
+(NCCL's ring all-gather / reduce-scatter over tp ranks on k nodes has k − 1 steps that
+cross the network). FITTED on the nanotron sweep's 1B runs that ran, jointly with the
+cluster constants (tests/validation/nanotron_sweep.py, ``fit('1B', FIT_GRID)``; grid 4e-4,
+5e-4, 6e-4, 7e-4), held out on the 3B runs. What it fits: without a pipeline, tp 16 (2
+nodes) takes 8.0 ms per layer per micro-batch at micro-batch 1 and tp 32 (4 nodes) 18 ms,
+against 4.4 ms (the host floor) for tp ≤ 8 in a node, and the excess is flat in the
+micro-batch size (its slope, ~1 ms per sequence at tp 16, is the bandwidth term already
+priced): 10 collectives per layer (below) × (k − 1) steps × 0.5-0.6 ms gives 5.4 ms at tp
+16 and 14.5 ms at tp 32, one constant for both. The 3B rows (held out) measure 7.8-8.2 ms
+at tp 16 and 15-17 ms at tp 32 at micro-batch 1.
+
+Read from the source (huggingface/nanotron@0e0a27ea, the Ultra-Scale Playbook branch, same
+at 2411b022): with sequence parallelism and ``tp_linear_async_communication`` False (the
+default, src/nanotron/config/parallelism_config.py) every column-parallel linear all-gathers
+its input forward and again backward (``tp_recompute_allgather`` True by default) and
+reduce-scatters its input gradient; every row-parallel linear reduce-scatters forward and
+all-gathers its output gradient backward (src/nanotron/parallel/tensor_parallel/
+functional.py ``_ColumnLinearNoAsyncCommunicationReduceScatterMode``,
+distributed_differentiable_primitives.py): 2 column + 2 row linears per layer = 10
+collectives, each issued synchronously between the GEMMs that need it on the one hardware
+queue of ``CUDA_DEVICE_MAX_CONNECTIONS=1``. NCCL's own model prices a network step at
+14 µs + the net overhead (src/graph/tuning.cc, NVIDIA/nccl@5067397c: ``hwLatencies[NET]``,
+``getNetOverhead``): 40× less than measured here, so the size of this constant is
+measured, not derived; it does not apply inside a node and is 0 (the cluster's network
+step) for every other stack."""
+
+
+ZERO1_GATHER_HOST_SECONDS_PER_RANK_PER_LAYER_NANOTRON = 5.0e-5
+"""Host time of nanotron's ZeRO-1 parameter all-gather after the optimizer step, per data-
+parallel rank per layer on the GPU. FITTED on the nanotron sweep's 1B runs that ran
+(``fit('1B', FIT_GRID)``; grid 0, 1e-5, 2e-5, 3e-5, 5e-5, 8e-5), held out on the 3B runs.
+Mechanism, read from huggingface/nanotron@0e0a27ea: src/nanotron/optim/zero.py
+``ZeroDistributedOptimizer._all_gather_params`` gathers every parameter's dp slices with
+src/nanotron/distributed.py ``all_gather_coalesced``, which flattens each rank's slices
+into one buffer, runs one ``dist.all_gather`` and then, in a Python loop over the dp ranks
+and the parameter tensors, unflattens and ``copy_``s each slice back: dp × (parameter
+tensors) small copies, each an eager dispatch. A Llama layer has 6 parameter tensors in
+nanotron (fused qkv, o, fused gate-up, down, two RMSNorm weights: src/nanotron/models/
+llama.py), so 5e-5 s is ≈ 8 µs per copy, the order of one eager PyTorch dispatch. Without
+it the whole-buffer ZeRO-1 sync prices the 1B runs without a pipeline on 32 nodes 112% fast
+at dp 256 and 48-64% fast at dp 128; with it −4% and −0.1 to +4%; the runs with dp 32 move
+by 4-10 points."""
+
+
 class StackProfile(BaseModel):
     """What a training framework does that the memory and step-time models depend on."""
 
@@ -128,6 +174,32 @@ class StackProfile(BaseModel):
         ge=0,
         description="extra floor per layer per micro-batch, × tp, when the pipeline spans "
         "nodes (nanotron's host-synchronous pipeline sends); 0: none",
+    )
+    zero1_syncs_whole_buffer: bool = Field(
+        default=False,
+        description="ZeRO-1 all-reduces the whole gradient buffer in one collective after the "
+        "pipeline flush and all-gathers the updated parameters in one collective, neither "
+        "overlapped with the backward (nanotron), instead of bucketed reduce-scatters issued "
+        "during the last backward",
+    )
+    zero1_gather_host_seconds_per_rank_per_layer: float = Field(
+        default=0.0,
+        ge=0,
+        description="with zero1_syncs_whole_buffer: host time of unpacking the gathered "
+        "parameter shards, per data-parallel rank per layer on the GPU (nanotron copies each "
+        "rank's slice of each parameter tensor back one by one); 0: none",
+    )
+    tp_backward_regathers_input: bool = Field(
+        default=False,
+        description="with sequence parallelism, each column-parallel linear all-gathers its "
+        "input again in the backward instead of saving the gathered input (nanotron's "
+        "tp_recompute_allgather): 2 more all-gathers per layer per micro-batch",
+    )
+    tp_network_step_latency_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="latency of each network step of a tensor-parallel collective whose group "
+        "spans nodes (None: the cluster's network step latency, as for every collective)",
     )
     tied_embedding_sync_exposed: bool = Field(
         default=False,
@@ -238,6 +310,12 @@ STACKS: dict[str, StackProfile] = {
                 PIPELINE_SPANNING_NODES_HOST_SECONDS_PER_LAYER_PER_TP_NANOTRON
             ),
             tied_embedding_sync_exposed=True,
+            zero1_syncs_whole_buffer=True,
+            zero1_gather_host_seconds_per_rank_per_layer=(
+                ZERO1_GATHER_HOST_SECONDS_PER_RANK_PER_LAYER_NANOTRON
+            ),
+            tp_backward_regathers_input=True,
+            tp_network_step_latency_seconds=TP_NETWORK_STEP_LATENCY_SECONDS_NANOTRON,
             grad_accumulation_bytes_per_param=2.0 + 4.0 + 4.0,
             pipeline_balances_head=True,
             memory_figure="torch.cuda.max_memory_allocated and max_memory_reserved (both "
@@ -263,7 +341,15 @@ STACKS: dict[str, StackProfile] = {
             "holding the tied embedding and head), "
             "src/nanotron/helpers.py log_throughput (the benchmark CSV row, with "
             "max_memory_allocated/reserved, is written by world rank 0 only: pp, dp, tp rank "
-            "0 in src/nanotron/parallel/context.py's rank grid)",
+            "0 in src/nanotron/parallel/context.py's rank grid); "
+            "huggingface/nanotron@0e0a27ea (the "
+            "Ultra-Scale Playbook branch the sweep ran): trainer.py (no DDP when "
+            "accumulate_grad_in_fp32 and ZeRO > 0: after the pipeline "
+            "sync_gradients_across_dp(reduce_scatter=False) all-reduces the whole contiguous "
+            "fp32 buffer), optim/zero.py and distributed.py (ZeRO-1 parameter all-gather: "
+            "one all_gather, then per-rank per-tensor copies), tensor_parallel/functional.py "
+            "(sequence-parallel linears: the column-parallel input all-gathered again in the "
+            "backward, tp_recompute_allgather)",
         ),
     )
 }

@@ -115,10 +115,18 @@ def evaluate_layouts(
     links = cluster.links
     layers_stage = work.layers / pp
     full = lay.recompute == 2
+    regathers = lay.sp & work.stack.tp_backward_regathers_input
     tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
-        tp, tokens_mb, work.hidden, full
+        tp, tokens_mb, work.hidden, full, regathers
     )
-    tp_lat_mb = _tensor_parallel_latency(cluster, lay, chunk_layers * v, full)
+    tp_lat_mb = _tensor_parallel_latency(
+        cluster,
+        lay,
+        chunk_layers * v,
+        full,
+        regathers=regathers,
+        network_step=work.stack.tp_network_step_latency_seconds,
+    )
     t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
     pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
@@ -290,17 +298,29 @@ def _fullest_stage(
 
 
 def _tensor_parallel_latency(
-    cluster: Cluster, lay: Layouts, layers: FloatArray, full_recompute: npt.NDArray[np.bool_]
+    cluster: Cluster,
+    lay: Layouts,
+    layers: FloatArray,
+    full_recompute: npt.NDArray[np.bool_],
+    *,
+    regathers: npt.NDArray[np.bool_],
+    network_step: float | None,
 ) -> FloatArray:
     """Latency of one micro-batch's tensor-parallel collectives on the fullest stage.
 
     Per layer: 2 all-reduces forward and 2 backward (Shoeybi et al. 2019 section 3), or with
     sequence parallelism 2 all-gathers + 2 reduce-scatters forward and as many backward
-    (Korthikanti et al. 2022 section 4.2.2); full recomputation replays the forward's.
-    Each costs NCCL's latency over tp ranks on the nodes the group spans."""
+    (Korthikanti et al. 2022 section 4.2.2); full recomputation replays the forward's;
+    ``regathers``: 2 more all-gathers in the backward (the column-parallel linears gather
+    their input again, :attr:`.stacks.StackProfile.tp_backward_regathers_input`).
+    Each costs NCCL's latency over tp ranks on the nodes the group spans; a network step
+    costs the stack's ``network_step`` (:attr:`.stacks.StackProfile.
+    tp_network_step_latency_seconds`) where it sets one, else the cluster's."""
     tp = lay.as_float("tp")
     nodes = comm.nodes_spanned(1.0, tp, cluster.gpus_per_node)
     intra, inter = cluster.intra_step_latency, cluster.inter_step_latency
+    if network_step is not None:
+        inter = network_step
     base = cluster.base_latency
     all_reduce = comm.collective_latency_seconds(
         "all_reduce", tp, nodes, intra_step=intra, inter_step=inter, base=base
@@ -310,6 +330,7 @@ def _tensor_parallel_latency(
     )
     passes = np.where(full_recompute, 3.0, 2.0)
     per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
+    per_layer = per_layer + np.where(regathers, 2.0 * gather, 0.0)
     return np.asarray(layers * per_layer)
 
 
@@ -536,6 +557,18 @@ def _data_parallel(
     t_gather = np.where(
         single | (lay.zero == 0) | (lay.zero == 3), 0.0, gather_bytes / bw + buckets * lat_g
     )
+    if stack.zero1_syncs_whole_buffer and work.params_expert <= 0:
+        dp_bytes, t_dp, t_last, t_gather = _zero1_whole_buffer(
+            work,
+            lay,
+            (dp_bytes, t_dp, t_last, t_gather),
+            shard=shard,
+            grad_gpu=grad_gpu,
+            gather_bytes=gather_bytes,
+            bw=bw,
+            latencies=(lat_ar, lat_g),
+            layers_gpu=layers_gpu,
+        )
     if np.any(replicas > 1):
         dense_bytes = params_gpu_dense * gbytes
         hybrid = np.where(
@@ -544,6 +577,48 @@ def _data_parallel(
         t_dp = t_dp + hybrid / links.group_bandwidth(tp * shard, replicas)
         dp_bytes = dp_bytes + hybrid
     return dp_bytes, np.asarray(t_dp), np.asarray(t_last), np.asarray(t_gather)
+
+
+def _zero1_whole_buffer(
+    work: Workload,
+    lay: Layouts,
+    parts: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    *,
+    shard: FloatArray,
+    grad_gpu: FloatArray,
+    gather_bytes: FloatArray,
+    bw: FloatArray,
+    latencies: tuple[FloatArray, FloatArray],
+    layers_gpu: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`_data_parallel`'s ``parts`` (bytes, seconds, last bucket, gather) with the
+    ZeRO-1 layouts replaced by a ZeRO-1 that syncs its whole gradient buffer
+    (``StackProfile.zero1_syncs_whole_buffer``: nanotron).
+
+    huggingface/nanotron@0e0a27ea: with fp32 gradient accumulation and ZeRO-1 the model is
+    not wrapped in DDP (src/nanotron/trainer.py ``make_ddp``); after the pipeline flush
+    ``sync_gradients_across_dp(..., reduce_scatter=False)`` runs one ``dist.all_reduce`` of
+    the whole contiguous fp32 gradient buffer (optim/gradient_accumulator.py), and after the
+    optimizer step ``ZeroDistributedOptimizer._all_gather_params`` (optim/zero.py) one
+    ``dist.all_gather`` of the updated bf16 shards, then a Python loop copying each rank's
+    slice of each parameter back (distributed.py ``all_gather_coalesced``): the stack's
+    ``zero1_gather_host_seconds_per_rank_per_layer`` × dp × the GPU's layers. Neither is
+    overlapped with the backward: the all-reduce is the 'last bucket' (always exposed) and
+    the gather is exposed after the step. One collective each: one NCCL latency each
+    (``latencies`` = all-reduce, all-gather), bytes ÷ the DP link ``bw``."""
+    dp_bytes, t_dp, t_last, t_gather = parts
+    whole = (lay.zero == 1) & (shard > 1)
+    lat_ar, lat_g = latencies
+    reduce_bytes = comm.ring_all_reduce_bytes(shard, grad_gpu)
+    t_reduce = reduce_bytes / bw + lat_ar
+    unpack = work.stack.zero1_gather_host_seconds_per_rank_per_layer * shard * layers_gpu
+    t_whole_gather = gather_bytes / bw + lat_g + unpack
+    return (
+        np.asarray(np.where(whole, reduce_bytes + gather_bytes, dp_bytes)),
+        np.asarray(np.where(whole, t_reduce + t_whole_gather, t_dp)),
+        np.asarray(np.where(whole, t_reduce, t_last)),
+        np.asarray(np.where(whole, t_whole_gather, t_gather)),
+    )
 
 
 def bottleneck_of(row: dict[str, float]) -> str:
