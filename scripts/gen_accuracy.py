@@ -483,8 +483,11 @@ def _nanotron() -> list[str]:
         "Every row is priced by the app's own step-time model and memory screen with the "
         "sweep's fixed inputs (`training.stack = nanotron`, seq 4096, no recomputation, "
         "sequence-parallel TP, 1F1B) and the row's layout; measured peak memory is read as "
-        "GiB (nanotron divides by 1024³) and compared with the app's peak, which estimates "
-        "reserved memory.",
+        "GiB (nanotron divides by 1024³) and compared with what the row logs: world rank 0, "
+        "the first pipeline stage, writes the benchmark row, with torch's peak reserved memory "
+        "(no CUDA context; huggingface/nanotron@2411b022 helpers.log_throughput); whether a "
+        "run fits is judged on the app's peak of its fullest stage, context included, as the "
+        "training tab reports it.",
         "",
         "| Figure | Now | Issue 14's target |",
         "|---|---|---|",

@@ -201,6 +201,11 @@ def _sweep_rows(overrides: tuple[tuple[str, Any], ...]) -> tuple[SweepRow, ...]:
         # Each row's own batch: dp · mbs · grad_accum sequences (26 rows differ from 256).
         predicted = np.zeros(n)
         memory = np.zeros(n)
+        # the figure the row logs: world rank 0 (pipeline stage 0) writes the benchmark CSV,
+        # torch's max reserved memory without the CUDA context (s14's reading of
+        # huggingface/nanotron@2411b022 helpers.log_throughput); fitting is judged on the
+        # fullest stage's peak with the context, as the app's training tab reports it
+        logged = np.zeros(n)
         for batch in sorted(set((dp * mbs * ga).tolist())):
             sel = np.flatnonzero(dp * mbs * ga == batch)
             work = workload_of(arch, 4096, int(batch), params, None, training_inputs=ti)
@@ -209,6 +214,7 @@ def _sweep_rows(overrides: tuple[tuple[str, Any], ...]) -> tuple[SweepRow, ...]:
             res = evaluate_layouts(work, cluster, lay.take(sel), recipe)
             predicted[sel] = res["tokens_per_s"] / (dp[sel] * tp[sel] * pp[sel])
             memory[sel] = res["peak_bytes"]
+            logged[sel] = res["logged_reserved_bytes"]
         for i, r in enumerate(mine):
             ok = r[cols["status"]] == "ok"
             tok = r[cols["tokens_per_sec_per_gpu"]]
@@ -227,7 +233,7 @@ def _sweep_rows(overrides: tuple[tuple[str, Any], ...]) -> tuple[SweepRow, ...]:
                     measured_tokens_per_s_per_gpu=float(tok) if ok and tok else None,
                     measured_memory_gib=float(mem) if ok and mem else None,
                     predicted_tokens_per_s_per_gpu=float(predicted[i]),
-                    predicted_memory_gib=float(memory[i]) / GIB,
+                    predicted_memory_gib=float(logged[i]) / GIB,
                     predicted_fits=bool(memory[i] <= gpu.memory_bytes),
                 )
             )
