@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QGraphicsItem,
     QGraphicsPathItem,
+    QGraphicsSimpleTextItem,
     QLabel,
     QToolTip,
     QVBoxLayout,
@@ -174,6 +175,22 @@ class Bars(pg.BarGraphItem):
         return QRectF(self._bounds)
 
 
+class BarLabel(QGraphicsSimpleTextItem):
+    """A bar's total, plain text at a data point drawn in pixels, left-aligned and centred
+    on the bar: pyqtgraph's ``TextItem`` lays out an HTML document on every ``setText``
+    (about 0.2 ms each, four per change on the ZeRO chart)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations, True)
+        self.setZValue(12)
+
+    def set_label(self, text: str, color: str) -> None:
+        self.setText(text)
+        self.setBrush(QColor(color))
+        self.setTransform(QTransform.fromTranslate(4.0, -self.boundingRect().height() / 2))
+
+
 @dataclass
 class BarRow:
     """One stacked bar: bytes per component, the total to print, hover explanations."""
@@ -244,7 +261,7 @@ class MemoryBars(QWidget):
             self.capacity_line, text="", position=0.04, anchor=(0, 0), color=colors.CAPACITY
         )
         plot.addItem(self.capacity_line)
-        self.labels: list[pg.TextItem] = []
+        self.labels: list[BarLabel] = []
         layout.addWidget(self.plot, 1)
         entries = [(colors.COMPONENT_LABEL[k], colors.COMPONENT_COLOR[k]) for k in self.components]
         layout.addWidget(legend_row(entries))
@@ -302,9 +319,8 @@ class MemoryBars(QWidget):
         (``setText`` re-lays out the text)."""
         n = len(self.rows)
         while len(self.labels) < n:
-            text = pg.TextItem(anchor=(0, 0.5))
-            text.setZValue(12)
-            self.plot.addItem(text)
+            text = BarLabel()
+            self.plot.getPlotItem().getViewBox().addItem(text, ignoreBounds=True)
             self.labels.append(text)
         foreground = self.plot.foreground.name()
         for index, label in enumerate(self.labels):
@@ -317,9 +333,9 @@ class MemoryBars(QWidget):
                 if self._label_pos.get(index) != at:
                     self._label_pos[index] = at
                     label.setPos(*at)
-            if self._label_state.get(index) != wanted:  # setText re-lays out HTML: only on change
+            if self._label_state.get(index) != wanted:
                 self._label_state[index] = wanted
-                label.setText(wanted[0], color=wanted[1])
+                label.set_label(*wanted)
 
     def _fit_axes(self, left: np.ndarray, totals: np.ndarray, capacity_gb: float) -> None:
         """Row names on the left axis and a still x range (a nice ceiling with room for the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -16,6 +16,10 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.gui.formatting import figure_text, figure_tooltip
+
+TRIM_DELAY_MS = 400
+"""Rows a shorter list of figures leaves blank are removed this long after the last change
+(typing pauses), not on the keystroke."""
 
 
 class FigureTable(QTableWidget):
@@ -40,13 +44,21 @@ class FigureTable(QTableWidget):
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.figures: list[Figure] = []
         self.setMinimumWidth(200)
+        self._trim = QTimer(self)
+        self._trim.setSingleShot(True)
+        self._trim.setInterval(TRIM_DELAY_MS)
+        self._trim.timeout.connect(self._drop_blank_rows)
 
     def set_figures(self, figures: Sequence[Figure]) -> None:
         """Rewrite only the rows whose figure changed (a figure is a frozen value: equal
         figures have equal text and tooltip), so an edit touches a few cells, not all."""
         old, self.figures = self.figures, list(figures)
-        if self.rowCount() != len(self.figures):
+        # rows only grow; those past the figures are blanked: a line that comes and goes with
+        # an input (a layout problem) then repaints one row, where a new row count re-lays
+        # out and repaints the whole table (2 ms a change on the parallelism tab)
+        if self.rowCount() < len(self.figures):
             self.setRowCount(len(self.figures))
+        self._blank(range(len(self.figures), min(len(old), self.rowCount())))
         widest = self._widest
         for row, figure in enumerate(self.figures):
             if row < len(old) and old[row] == figure and self.item(row, 1) is not None:
@@ -72,6 +84,22 @@ class FigureTable(QTableWidget):
         if widest > self._widest:
             self._widest = widest
             self._fit_columns()
+
+    def _blank(self, rows: range) -> None:
+        """Empty ``rows`` (past the figures); they are removed once typing pauses."""
+        for row in rows:
+            for column in (0, 1):
+                item = self.item(row, column)
+                if item is not None:
+                    item.setText("")
+                    item.setToolTip("")
+                    item.setData(Qt.ItemDataRole.UserRole, None)
+        if self.rowCount() > len(self.figures):
+            self._trim.start()
+
+    def _drop_blank_rows(self) -> None:
+        if self.rowCount() > len(self.figures):
+            self.setRowCount(len(self.figures))
 
     def _fit_columns(self) -> None:
         """Labels first: the value column takes what its longest value needs, but at most

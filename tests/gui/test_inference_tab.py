@@ -46,7 +46,7 @@ def test_bars_match_core_and_update_in_place(qtbot: Any, window: MainWindow) -> 
     ]
     assert tab.bars.capacity == section.gpu_memory_bytes
     assert tab.bars.capacity_line.value() == pytest.approx(section.gpu_memory_bytes / 1e9)
-    label = tab.bars.labels[0].textItem.toPlainText()
+    label = tab.bars.labels[0].text()
     assert label.startswith(f"{section.per_gpu_total_bytes / units.GB:,.1f} GB")
     assert "GiB" in label
     assert tab.bars.items["weights"] is item_before  # updated in place, not rebuilt
