@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
 import pytest
+from layout_helpers import one_layout
 
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.gpus import get_gpu
@@ -40,14 +40,7 @@ NANOTRON = TrainingInputs(stack="nanotron", seq_len=4096, recompute="none")
 
 
 def _layout(**kw: object) -> par.Layouts:
-    base: dict[str, object] = {"tp": 1, "pp": 1, "dp": 8, "ep": 1, "zero": 0, "micro_batch": 1}
-    base |= {"v": 1, "gpipe": False, "sp": False, "recompute": 0}
-    base.update(kw)
-    base.setdefault("shard", base["dp"])
-    arrays = {
-        k: np.array([v], dtype=bool if k in ("gpipe", "sp") else np.int64) for k, v in base.items()
-    }
-    return par.Layouts(**arrays)
+    return one_layout(**{"dp": 8, **kw})
 
 
 def test_nanotron_splits_stages_at_cumulative_cost() -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from layout_helpers import one_layout
 
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.gpus import get_gpu
@@ -29,25 +30,7 @@ H100 = get_gpu("h100-sxm")
 GPT3 = get_preset("gpt-3-175b").architecture
 
 
-def _layout(**kw: object) -> par.Layouts:
-    base: dict[str, object] = {
-        "tp": 1,
-        "pp": 1,
-        "dp": 1,
-        "ep": 1,
-        "zero": 0,
-        "micro_batch": 1,
-        "v": 1,
-        "gpipe": False,
-        "sp": False,
-        "recompute": 0,
-    }
-    base.update(kw)
-    base.setdefault("shard", base["dp"])  # ZeRO shards over all of dp unless told
-    arrays = {
-        k: np.array([v], dtype=bool if k in ("gpipe", "sp") else np.int64) for k, v in base.items()
-    }
-    return par.Layouts(**arrays)
+_layout = one_layout
 
 
 # --------------------------------------------------------------------- ZeRO memory

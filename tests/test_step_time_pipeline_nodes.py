@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from layout_helpers import one_layout
 
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
@@ -26,25 +27,7 @@ from llm_planner.core.sections.parallelism import step_time
 H100 = get_gpu("h100-sxm")
 
 
-def _layout(**kw: object) -> par.Layouts:
-    base: dict[str, object] = {
-        "tp": 1,
-        "pp": 1,
-        "dp": 1,
-        "ep": 1,
-        "zero": 0,
-        "micro_batch": 1,
-        "v": 1,
-        "gpipe": False,
-        "sp": False,
-        "recompute": 0,
-    }
-    base.update(kw)
-    base.setdefault("shard", base["dp"])
-    arrays = {
-        k: np.array([v], dtype=bool if k in ("gpipe", "sp") else np.int64) for k, v in base.items()
-    }
-    return par.Layouts(**arrays)
+_layout = one_layout
 
 
 def _work(stack: str, batch: int = 64) -> par.Workload:
