@@ -152,22 +152,9 @@ RANGES: dict[str, Range] = {
     "parallelism.host_seconds_per_layer": _r(0, 1, "s"),
     "parallelism.dp_bucket_bytes": _r(1e3, MAX_BYTES, "bytes"),
     "inference.stored_weights.bytes": _r(0, MAX_BYTES, "bytes"),
-    # measured runs (calibration): the same physical ranges as the inputs they stand for
-    "measurements.gpus": _r(1, MAX_GPUS, "GPUs"),
-    "measurements.gpus_per_node": _r(1, 2**12, "GPUs"),
-    "measurements.dp": _r(1, MAX_GPUS),
-    "measurements.tp": _r(1, MAX_DEGREE),
-    "measurements.pp": _r(1, MAX_DEGREE),
-    "measurements.ep": _r(1, MAX_DEGREE),
-    "measurements.interleave_chunks": _r(1, MAX_DEGREE),
-    "measurements.micro_batch": _r(1, 2**16, "sequences"),
-    "measurements.global_batch": _r(1, MAX_BATCH, "sequences"),
-    "measurements.seq_len": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
+    # measured runs (calibration): those fields standing for an input share its range below
     "measurements.step_seconds": _r(1e-6, MAX_SECONDS, "s"),
     "measurements.tokens_per_s": _r(1e-3, 1e18, "tokens/s"),
-    "measurements.tokens_per_s_per_gpu": _r(1e-3, 1e12, "tokens/s"),
-    "measurements.flops_per_gpu_per_s": _r(1e6, MAX_FLOPS_PER_GPU, "FLOP/s"),
-    "measurements.mfu": _r(1e-4, 1),
     "measurements.mfu_peak_flops": _r(1e9, MAX_FLOPS_PER_GPU, "FLOP/s"),
     "measurements.peak_allocated_bytes": _r(1e6, MAX_BYTES, "bytes"),
     "measurements.peak_reserved_bytes": _r(1e6, MAX_BYTES, "bytes"),
@@ -207,6 +194,24 @@ RANGES: dict[str, Range] = {
     "model.architecture.mla.v_head_dim": _r(1, 2**16),
 }
 """Every bounded numeric input, by dotted scenario path."""
+
+_MEASURED_AS_INPUT = {
+    "gpus": "num_gpus",
+    "gpus_per_node": "parallelism.gpus_per_node",
+    "dp": "parallelism.dp",
+    "tp": "parallelism.tp",
+    "pp": "parallelism.pp",
+    "ep": "parallelism.expert_parallel",
+    "interleave_chunks": "parallelism.interleave_chunks",
+    "micro_batch": "training.micro_batch",
+    "global_batch": "parallelism.global_batch",
+    "seq_len": "training.seq_len",
+    "tokens_per_s_per_gpu": "compute.tokens_per_s_per_gpu",
+    "flops_per_gpu_per_s": "compute.achieved_flops_per_gpu",
+    "mfu": "compute.mfu",
+}
+"""A measured run's layout and rates are bounded as the inputs they stand for."""
+RANGES.update({f"measurements.{k}": RANGES[v] for k, v in _MEASURED_AS_INPUT.items()})
 
 
 def bounds(path: str) -> dict[str, Any]:
