@@ -98,13 +98,7 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
             "params_override": None,
         }
         if preset is None:  # an imported file's weights format, stored bytes and stack
-            from llm_planner.core.files.hf_import import inference_fields, training_fields
-            from llm_planner.core.sections.training import TrainingInputs
-
-            imported = import_model_arg(args.model, "--model")
-            data["inference"].update(inference_fields(imported))
-            current = TrainingInputs.model_validate(data["training"])
-            data["training"].update(training_fields(imported, current))
+            _apply_imported(data, args.model)
     if args.params is not None:
         from llm_planner.core.primitives.shapes import propose_architecture
 
@@ -173,6 +167,19 @@ def resolve_model(text: str, option: str = "argument --model") -> tuple[str | No
         preset = get_preset(text)
         return preset.id, preset.architecture
     return None, import_model_arg(text, option).architecture
+
+
+def _apply_imported(data: dict[str, Any], text: str) -> None:
+    """Set in ``data`` the fields the model file ``text`` implies beyond the model itself
+    (:func:`llm_planner.core.files.hf_import.imported_fields`, as the window does)."""
+    from llm_planner.core.files.hf_import import imported_fields
+    from llm_planner.core.sections.training import TrainingInputs
+
+    imported = import_model_arg(text, "--model")
+    current = TrainingInputs.model_validate(data["training"])
+    for path, value in imported_fields(imported, current).items():
+        section, key = path.split(".", 1)
+        data[section][key] = value
 
 
 def import_model_arg(text: str, option: str) -> Any:

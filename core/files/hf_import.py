@@ -1510,3 +1510,12 @@ def training_fields(imported: ImportedModel, current: TrainingInputs) -> dict[st
     if imported.model_type.startswith("gguf:"):
         return {}
     return current.with_stack(IMPORTED_STACK)
+
+
+def imported_fields(imported: ImportedModel, current: TrainingInputs) -> dict[str, Any]:
+    """Every scenario field an imported model sets beyond the model itself, by dotted path
+    (``inference.weights_format``, ``training.stack``, ...): :func:`inference_fields` and
+    :func:`training_fields`, the one list the command line and the window apply."""
+    fields = {f"inference.{k}": v for k, v in inference_fields(imported).items()}
+    fields |= {f"training.{k}": v for k, v in training_fields(imported, current).items()}
+    return fields

@@ -313,8 +313,7 @@ class ScenarioBar(QWidget):
         from llm_planner.core.files.hf_import import (
             HFImportError,
             architecture_from_path,
-            inference_fields,
-            training_fields,
+            imported_fields,
         )
 
         try:
@@ -328,10 +327,7 @@ class ScenarioBar(QWidget):
                 },
                 **self._renamed(arch.name),
             }
-            for key, value in inference_fields(imported).items():
-                changes[f"inference.{key}"] = value
-            for key, value in training_fields(imported, self.state.scenario.training).items():
-                changes[f"training.{key}"] = value
+            changes |= imported_fields(imported, self.state.scenario.training)
             self.state.set_fields(changes, f"Import model from {path.name}")
         except (HFImportError, ValueError, OSError) as error:
             self.import_failed.emit(f"{path.name}: {validation_message(error)}")
