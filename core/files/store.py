@@ -33,10 +33,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llm_planner import __version__
 from llm_planner.core.composition.scenario import SCHEMA_VERSION, Scenario
 from llm_planner.core.files.migrations import MigrationError, NewerVersionError, migrate
 from llm_planner.core.primitives.limits import MAX_INT_DIGITS, describe_error
+from llm_planner.core.primitives.version import __version__
 
 SUFFIX = ".llmplan.json"
 """File name suffix of scenario files."""

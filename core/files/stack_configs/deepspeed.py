@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm_planner import __version__
 from llm_planner.core.files.stack_configs.defaults import (
     DEEPSPEED_OPTIMIZERS,
     DEEPSPEED_ZERO,
@@ -33,6 +32,7 @@ from llm_planner.core.files.stack_configs.plan import (
     leaf_paths,
     provenance_lines,
 )
+from llm_planner.core.primitives.version import __version__
 
 STACK = "deepspeed"
 BLOCK = "llm_planner"

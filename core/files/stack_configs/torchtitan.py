@@ -18,7 +18,6 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from llm_planner import __version__
 from llm_planner.core.files.stack_configs.plan import (
     ExportedConfig,
     ImportedConfig,
@@ -34,6 +33,7 @@ from llm_planner.core.files.stack_configs.plan import (
     provenance_lines,
 )
 from llm_planner.core.files.stack_configs.textfmt import dump_toml
+from llm_planner.core.primitives.version import __version__
 
 STACK = "torchtitan"
 

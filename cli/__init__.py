@@ -2,17 +2,17 @@
 
 The package is split in three: ``llm_planner.core`` (headless estimators, no Qt),
 ``llm_planner.gui`` (PySide6 + pyqtgraph window) and ``llm_planner.resources`` (catalog
-data). This top package holds only the version and the command line.
+data). This top package (the folder ``cli/``) holds the command line and re-exports the version,
+which lives in ``llm_planner.core.primitives.version``.
 """
 
 import os
-
-__version__ = "0.1.0"
-"""The one place the version is written (pyproject.toml reads it: ``[tool.setuptools.dynamic]``).
-A constant, not ``importlib.metadata.version()``: that lookup imports email, zipfile and csv
-(≈ 15 ms of every command's start) and needs the dist-info, which a frozen bundle may lack."""
 
 # The estimators use numpy element-wise; OpenBLAS's thread pool, started when numpy is
 # imported (one thread per core), is never used and costs ≈ 25 ms of CPU at every start
 # on 2 cores, more on large machines. A user's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from llm_planner.core.primitives.version import __version__
+
+__all__ = ["__version__"]
