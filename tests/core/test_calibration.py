@@ -311,7 +311,7 @@ def test_unknown_parameter_name_is_a_clear_error() -> None:
 
 
 def _report_module() -> ModuleType:
-    path = Path(__file__).parent / "validation" / "calibration_report.py"
+    path = Path(__file__).parent.parent / "validation" / "calibration_report.py"
     spec = importlib.util.spec_from_file_location("llm_planner_calibration_report", path)
     assert spec is not None
     assert spec.loader is not None

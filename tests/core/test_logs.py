@@ -12,7 +12,7 @@ import pytest
 
 from llm_planner.core.files import logs
 
-FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "logs"
 
 
 def _parsed(name: str) -> logs.ParsedLog:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_compare import H100_BF16, hand_scenario
+from core.test_compare import H100_BF16, hand_scenario
 
 from llm_planner.cli import main
 from llm_planner.core.files.store import save_scenario_file

@@ -27,7 +27,7 @@ from llm_planner.core.files.hf_import import (
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.presets import get_preset
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hf"
 CASES = sorted(p.parent.name for p in FIXTURES.glob("*/expected.json"))
 REMOTE_CODE = {"internlm2_5-7b", "deepseek-moe-16b-base", "refinedweb-40b"}
 BUFFER_PARAMS = {"deepseek-v3": 58 * 256}
@@ -264,7 +264,7 @@ def test_quantization_configs_set_the_weights_format(quant, expected):
 
 def test_infinity_in_a_third_party_config_is_accepted(tmp_path):
     # transformers writes float("inf") as Infinity (Nemotron-H's time_step_limit); our
-    # scenario files stay strict (tests/test_store.py), third-party configs do not
+    # scenario files stay strict (tests/core/test_store.py), third-party configs do not
     text = (FIXTURES / "mamba-codestral-7b-v0.1" / "config.json").read_text()
     text = text.replace(
         '"time_step_floor"', '"time_step_limit": [0.0, Infinity],\n  "time_step_floor"'

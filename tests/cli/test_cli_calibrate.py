@@ -9,7 +9,7 @@ import pytest
 
 from llm_planner.cli import main
 
-LOGS = Path(__file__).parent / "fixtures" / "logs"
+LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 RUN = ["--num-gpus", "16", "--tp", "2", "--seq-len", "4096"]
 
 

@@ -25,7 +25,7 @@ from llm_planner.core.files.hf_import import (
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.presets import get_preset
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hf"
 
 
 def _imported(name: str) -> Any:

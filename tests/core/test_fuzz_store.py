@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from llm_planner.core.composition.scenario import SCHEMA_VERSION, Scenario
 from llm_planner.core.files.store import ScenarioFileError, parse_scenario
 
-FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "scenarios"
 VALID = (FIXTURES / "v1-default.llmplan.json").read_bytes()
 VALID_DOC: dict[str, Any] = json.loads(VALID)
 LEGACY_DOC: dict[str, Any] = json.loads((FIXTURES / "v0-legacy.llmplan.json").read_bytes())

@@ -34,8 +34,8 @@ from llm_planner.core.files.store import (
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset, model_presets
 
-FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
-ROOT = Path(__file__).parent.parent
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "scenarios"
+ROOT = Path(__file__).parent.parent.parent
 
 
 def _figures(scenario: Scenario) -> list[tuple[str, Any]]:

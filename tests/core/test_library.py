@@ -27,7 +27,7 @@ from llm_planner.core.files.store import (
     save_scenario_file,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "scenarios"
 
 
 def _scenario(name: str, notes: str = "", num_gpus: int = 512) -> Scenario:

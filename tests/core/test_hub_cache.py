@@ -20,7 +20,7 @@ from llm_planner.core.files.hub_cache import (
     resolve_hub_id,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hf"
 COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"
 OTHER = "5206a32e0bd3067aef1ce90f5528ade7d866253f"
 

@@ -25,7 +25,7 @@ from llm_planner.core.files.store import ScenarioFileError, load_scenario_file
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
 
-FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "scenarios"
 
 
 def test_shipped_chain_covers_every_version_in_order() -> None:

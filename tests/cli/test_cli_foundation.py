@@ -17,7 +17,7 @@ import pytest
 from llm_planner.cli import build_parser, main
 from llm_planner.core.primitives.presets import model_presets
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hf"
 SCRIPTS = Path(sys.executable).parent
 
 
@@ -34,7 +34,7 @@ def test_presets_models_lists_all_18(capsys):
     rows = run_json(capsys, "presets", "models", "--json")
     assert sorted(row["id"] for row in rows) == sorted(
         model_presets()
-    )  # the 18 required ids: tests/test_presets.py
+    )  # the 18 required ids: tests/core/test_presets.py
     assert len(rows) == len(model_presets()) >= 18  # issue 16 added SSM and current families
     for row in rows:
         assert isinstance(row["params_total"], int)
