@@ -512,7 +512,8 @@ def count_parameters(arch: Architecture) -> ParameterCount:
     (max_context + position_offset)·h, optional embedding norm, final norm, and an untied
     output head V·h (+V with ``head_bias``). This is the standard accounting of e.g.
     Narayanan et al. 2021 (arXiv:2104.04473, section 5.1) written out term by term rather
-    than approximated as 12·L·h²; it reproduces published totals (see tests/core/test_architecture.py).
+    than approximated as 12·L·h²; it reproduces published totals (see
+    tests/core/test_architecture.py).
 
     Active parameters count, for each MoE layer, only ``experts_per_token`` routed experts.
     """

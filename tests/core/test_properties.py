@@ -13,7 +13,8 @@ absurd values; every catalog choice; every model and GPU):
 
 CI runs a small budget. The full run (issue 20's ≥ 20,000 examples each)::
 
-    LLM_PLANNER_PROPERTY_EXAMPLES=20000 .venv/bin/python -m pytest -q -s tests/core/test_properties.py
+    LLM_PLANNER_PROPERTY_EXAMPLES=20000 \
+        .venv/bin/python -m pytest -q -s tests/core/test_properties.py
 
 prints the counts (tried / refused / accepted / failures) of each property.
 """
@@ -294,9 +295,8 @@ def test_any_input_is_refused_in_one_line_or_estimated_honestly(data: dict[str, 
 # ------------------------------------------------------------------ mutated files
 
 VALID_FILE = store.dumps_scenario(default_scenario())
-_RICH = json.loads(
-    (Path(__file__).parent.parent / "fixtures" / "scenarios" / "v2-default.llmplan.json").read_text()
-)
+_V2_DEFAULT = Path(__file__).parent.parent / "fixtures" / "scenarios" / "v2-default.llmplan.json"
+_RICH = json.loads(_V2_DEFAULT.read_text())
 _RICH["measurements"] = [{"gpus": 512, "tp": 1, "step_seconds": 9.5, "peak_reserved_bytes": 6e10}]
 RICH_FILE = store.dumps_scenario(Scenario.model_validate(_RICH))
 """The committed v2 file (what-ifs, price overrides) with a measured run: the fields the
