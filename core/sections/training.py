@@ -54,7 +54,6 @@ from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,
     StateBytes,
-    _layer_matrices,
     largest_local_layer,
     layer_activations_for,
     layer_kinds,
@@ -320,17 +319,14 @@ class TrainingReport(BaseModel):
         ]
 
 
-_MLP_TARGETS = frozenset({"gate", "up", "down"})
-
-
 def _matmul_params_per_token(arch: Architecture, moe_layer: bool) -> int:
-    """Weight-matrix elements one token multiplies in one layer (an MoE layer: the router,
-    the shared experts and the k routed experts the token is sent to)."""
-    mats = _layer_matrices(arch, moe_layer)
-    if not moe_layer or arch.moe is None:
-        return sum(r * c * k for _, r, c, k in mats)
-    active = arch.moe.experts_per_token + arch.moe.num_shared_experts
-    return sum(r * c * (active if t in _MLP_TARGETS else k) for t, r, c, k in mats)
+    """Weight-matrix elements one token multiplies in one layer
+    (:meth:`.Architecture.layer_matrices`; an MoE layer: the router, the shared experts and
+    the k routed experts the token is sent to)."""
+    k = arch.moe.experts_per_token if arch.moe is not None else 0
+    return sum(
+        m.d_in * m.d_out * (k if m.routed else m.copies) for m in arch.layer_matrices(moe_layer)
+    )
 
 
 class TrainingFlops(NamedTuple):

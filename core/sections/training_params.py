@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llm_planner.core.primitives.architecture import (
     Architecture,
+    LayerMatrix,
     ParameterCount,
     attention_params_per_layer,
     count_parameters,
@@ -56,7 +57,7 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
     if not get_stack(inputs.stack).pipeline_balances_head:
         return equal, equal
     costs = [
-        float(sum(r * c * k for _, r, c, k in _layer_matrices(arch, arch.is_moe_layer(i))))
+        float(sum(m.elements for m in arch.layer_matrices(arch.is_moe_layer(i))))
         for i in range(arch.layers)
     ]
     costs.append(float(arch.vocab_size * arch.hidden_size))
@@ -70,41 +71,6 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
         if cumulative > total * (rank + 1) / pp and rank < pp - 1:
             rank += 1
     return counts[0], counts[-1]
-
-
-def _layer_matrices(arch: Architecture, moe_layer: bool) -> list[tuple[str, int, int, int]]:
-    """(LoRA target, rows, cols, count) of every weight matrix of one layer."""
-    h = arch.hidden_size
-    mats: list[tuple[str, int, int, int]] = []
-    if arch.mla is not None:
-        m = arch.mla
-        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
-        if m.q_lora_rank is None:
-            mats.append(("q", h, arch.heads * qk, 1))
-        else:
-            mats += [("q", h, m.q_lora_rank, 1), ("q", m.q_lora_rank, arch.heads * qk, 1)]
-        mats.append(("k", h, m.kv_lora_rank + m.qk_rope_head_dim, 1))
-        mats.append(("v", m.kv_lora_rank, arch.heads * (m.qk_nope_head_dim + m.v_head_dim), 1))
-        mats.append(("o", arch.heads * m.v_head_dim, h, 1))
-    else:
-        mats += [
-            ("q", h, arch.q_size, 1),
-            ("k", h, arch.kv_size, 1),
-            ("v", h, arch.kv_size, 1),
-            ("o", arch.q_size, h, 1),
-        ]
-
-    def mlp(f: int, count: int) -> list[tuple[str, int, int, int]]:
-        out = [("up", h, f, count), ("down", f, h, count)]
-        return ([("gate", h, f, count)] if arch.gated else []) + out
-
-    if moe_layer and arch.moe is not None:
-        moe = arch.moe
-        mats += mlp(moe.expert_ffn_size, moe.num_experts + moe.num_shared_experts)
-        mats.append(("router", h, moe.num_experts, 1))
-    else:
-        mats += mlp(arch.ffn_size, 1)
-    return mats
 
 
 def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:
@@ -173,13 +139,11 @@ class StageParams(BaseModel):
     one_layer_params: float  # the largest layer's parameters (ZeRO-3 gather, buckets)
 
 
-def _routed_expert_matrices(arch: Architecture) -> list[tuple[str, int, int, int]]:
-    """(LoRA target, rows, cols, count) of one MoE layer's routed experts (none if dense)."""
+def _routed_expert_matrices(arch: Architecture) -> list[LayerMatrix]:
+    """One MoE layer's routed-expert matrices (none if dense)."""
     if arch.moe is None:
         return []
-    h, f, n = arch.hidden_size, arch.moe.expert_ffn_size, arch.moe.num_experts
-    out = [("up", h, f, n), ("down", f, h, n)]
-    return ([("gate", h, f, n)] if arch.gated else []) + out
+    return [m for m in arch.layer_matrices(moe_layer=True) if m.routed]
 
 
 class _Routed(NamedTuple):
@@ -200,12 +164,12 @@ def _routed_per_layer(arch: Architecture, inputs: TrainingInputs) -> _Routed:
         return _Routed(0, 0, 0, 0.0, 0.0)
     mats = _routed_expert_matrices(arch)
     total = arch.moe.num_experts * mlp_params(arch, arch.moe.expert_ffn_size)
-    mat = sum(r * c * k for _, r, c, k in mats)
-    factored = sum((r + c) * k for _, r, c, k in mats) + (total - mat)
+    mat = sum(m.elements for m in mats)
+    factored = sum((m.d_in + m.d_out) * m.copies for m in mats) + (total - mat)
     rank = inputs.effective_lora_rank
     lora = lora_factored = 0.0
     if rank is not None:
-        adapted = [(r, c, k) for t, r, c, k in mats if t in inputs.lora_targets]
+        adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets]
         lora = float(sum(rank * (r + c) * k for r, c, k in adapted))
         lora_factored = float(sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted))
     return _Routed(total, mat, factored, lora, lora_factored)
@@ -274,18 +238,18 @@ def stage_params(
     largest = 0
     rank = inputs.effective_lora_rank
     for moe_layer, n in layer_kinds(arch):
-        mats = _layer_matrices(arch, moe_layer)
+        mats = arch.layer_matrices(moe_layer)
         total = _layer_params(arch, moe_layer)
-        mat = sum(r * c * k for _, r, c, k in mats)
+        mat = sum(m.elements for m in mats)
         layer_params += n * share * total
         matrix_params += n * share * mat
         # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
-        per_layer = sum(k * factored_state_values([(r, c)], 0) for _, r, c, k in mats)
+        per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
         factored += n * share * (per_layer + (total - mat))
-        largest = max(largest, *(r * c for _, r, c, _ in mats))
+        largest = max(largest, *(m.d_in * m.d_out for m in mats))
         layer_lora = layer_lora_factored = 0.0
         if rank is not None:
-            adapted = [(r, c, k) for t, r, c, k in mats if t in inputs.lora_targets]
+            adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets]
             layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
             layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
         if moe_layer and routed is not None:  # other ranks hold (1 − 1/ep) of the experts
