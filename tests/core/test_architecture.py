@@ -339,3 +339,58 @@ def test_one_more_dense_layer_adds_one_layer_of_parameters(arch: Architecture) -
         + arch.norms_per_layer * norm
     )
     assert count_parameters(longer).total - count_parameters(arch).total == per_layer
+
+
+# ------------------------------------------------------------------ one list of a layer's matrices
+
+
+def test_layer_matrices_of_llama_3_8b() -> None:
+    """Llama-3-8B (Meta's params.json: dim 4096, 32 heads, 8 KV heads of 128, FFN 14336):
+    q 4096→4096 and k, v 4096→1024 fused in one column-parallel GEMM, o 4096→4096
+    row-parallel, gate and up 4096→14336 (fc1, column-parallel), down 14336→4096 (fc2)."""
+    mats = get_preset("llama-3.1-8b").architecture.layer_matrices()
+    got = [(m.name, m.d_in, m.d_out, m.copies, m.tp_split, m.gemm) for m in mats]
+    assert got == [
+        ("q", 4096, 4096, 1, "columns", "qkv"),
+        ("k", 4096, 1024, 1, "columns", "qkv"),
+        ("v", 4096, 1024, 1, "columns", "qkv"),
+        ("o", 4096, 4096, 1, "rows", "o"),
+        ("gate", 4096, 14336, 1, "columns", "fc1"),
+        ("up", 4096, 14336, 1, "columns", "fc1"),
+        ("down", 14336, 4096, 1, "rows", "fc2"),
+    ]
+    assert sum(m.elements for m in mats) == 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+
+
+def test_mla_matrices_are_exact_for_deepseek_v3() -> None:
+    """DeepSeek-V3 (config_671B.json: dim 7168, 128 heads, q_lora_rank 1536, kv_lora_rank
+    512, qk_nope 128, qk_rope 64, v_head 128; inference/model.py: wq_a and wkv_a plain
+    Linear, wq_b and wkv_b ColumnParallelLinear, wo RowParallelLinear), listed as the model
+    stores them, not folded into one QKV matrix."""
+    arch = get_preset("deepseek-v3").architecture
+    attention = [m for m in arch.layer_matrices() if m.target in ("q", "k", "v", "o")]
+    got = [(m.name, m.d_in, m.d_out, m.tp_split) for m in attention]
+    assert got == [
+        ("q_a", 7168, 1536, "none"),
+        ("q_b", 1536, 128 * (128 + 64), "columns"),
+        ("kv_a", 7168, 512 + 64, "none"),
+        ("kv_b", 512, 128 * (128 + 128), "columns"),
+        ("o", 128 * 128, 7168, "rows"),
+    ]
+    # the attention count adds the two RMSNorms of the latents (q_norm 1536, kv_norm 512)
+    weights = 7168 * 1536 + 1536 * 24576 + 7168 * 576 + 512 * 32768 + 16384 * 7168
+    assert attention_params_per_layer(arch) == weights + 1536 + 512
+
+
+def test_moe_layer_matrices_split_routed_and_shared_experts() -> None:
+    """DeepSeek-V3's MoE layer: 256 routed experts (split over ep) and 1 shared expert of
+    three 7168×2048 matrices each, and a router 7168→256."""
+    arch = get_preset("deepseek-v3").architecture
+    ffn = [m for m in arch.layer_matrices(moe_layer=True) if m.target not in ("q", "k", "v", "o")]
+    routed = [m for m in ffn if m.routed]
+    assert [(m.name, m.copies) for m in routed] == [("gate", 256), ("up", 256), ("down", 256)]
+    shared = [m for m in ffn if not m.routed and m.name != "router"]
+    assert [(m.name, m.copies) for m in shared] == [("gate", 1), ("up", 1), ("down", 1)]
+    router = next(m for m in ffn if m.name == "router")
+    assert (router.d_in, router.d_out, router.target) == (7168, 256, "")
+    assert sum(m.elements for m in routed) == 256 * 3 * 7168 * 2048

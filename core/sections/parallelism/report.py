@@ -13,7 +13,7 @@ from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
 from llm_planner.core.sections.parallelism.layout import ParallelInputs, resolve_layout
-from llm_planner.core.sections.parallelism.memory import memory_recipe, training_memory
+from llm_planner.core.sections.parallelism.memory import training_memory
 from llm_planner.core.sections.parallelism.step_time import (
     TIME_PARTS,
     bottleneck_of,
@@ -24,6 +24,7 @@ from llm_planner.core.sections.training import (
     TrainingInputs,
     TrainingReport,
 )
+from llm_planner.core.sections.training_memory import memory_terms
 
 
 class ParallelismReport(BaseModel):
@@ -238,7 +239,7 @@ def parallelism_report(
         include_attention_flops=include_attention_flops,
     )
     cluster = cluster_of(gpu, inputs, compute_dtype)
-    recipe = memory_recipe(arch, training_inputs, gpu, params)
+    recipe = memory_terms(arch, training_inputs, params)
     out = {
         k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
     }
