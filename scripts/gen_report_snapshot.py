@@ -13,7 +13,7 @@ The snapshot holds, rounded to 12 significant digits with sorted keys:
 - ``search``: the ten best layouts of the search (``search_scenario``) for each preset's
   default scenario and each validation run, without the wall time it took.
 
-``tests/test_report_snapshot.py`` recomputes it and compares exactly. Regenerate it only in
+``tests/core/test_report_snapshot.py`` recomputes it and compares exactly. Regenerate it only in
 a commit that moves numbers on purpose, and say so (and by how much) in that commit.
 
 Usage: .venv/bin/python scripts/gen_report_snapshot.py [--check]
