@@ -70,9 +70,20 @@ def _refuse_special(source: str, mode: int) -> None:
 
 def _refuse_size(source: str, size: int, limit: int, what: str) -> None:
     if size > limit:
-        raise FileReadError(
-            source, f"{size:,} bytes is over the {limit:,}-byte limit for {what}"
-        )
+        raise FileReadError(source, f"{size:,} bytes is over the {limit:,}-byte limit for {what}")
+
+
+def check_regular(path: str | Path) -> None:
+    """Refuse (FileReadError) a path that is not a regular file, reading nothing: what a
+    window's drop checks before choosing a reader."""
+    source = str(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise FileReadError(source, "cannot read (no such file)") from None
+    except OSError as error:
+        raise FileReadError(source, f"cannot read ({error.strerror or error})") from None
+    _refuse_special(source, info.st_mode)
 
 
 def open_regular(path: str | Path, limit: int, what: str = "a file") -> BinaryIO:
