@@ -92,7 +92,7 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
     The v0 catalog ids are resolved against the catalog shipped with this app (the
     v0 drafts always referred to presets that still exist under the same id).
     """
-    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.primitives.gpus import gpu_catalog
     from llm_planner.core.primitives.presets import get_preset
 
     out: JsonDict = {}
@@ -130,10 +130,11 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
 
     gpu = data.get("gpu")
     if isinstance(gpu, str):
-        try:
-            out["gpu"] = get_gpu(gpu).model_dump(mode="json")
-        except KeyError:
-            raise StepError("gpu", f"unknown v0 GPU id {gpu[:60]!r}") from None
+        # the catalog only: get_gpu would also open a path, and a file names no paths
+        found = gpu_catalog().get(gpu.strip().lower())
+        if found is None:
+            raise StepError("gpu", f"unknown v0 GPU id {gpu[:60]!r}")
+        out["gpu"] = found.model_dump(mode="json")
     elif gpu is not None:
         raise StepError("gpu", "a v0 GPU must be a catalog id (a string)")
     return out

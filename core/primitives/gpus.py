@@ -181,6 +181,11 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+MAX_GPU_FILE_BYTES = 1_000_000
+"""Largest custom GPU file read (a GPU entry is under 2 kB; a saved scenario holding one is
+at most the scenario files' 1 MB)."""
+
+
 def load_gpu_file(path: str | Path) -> GPU:
     """A custom GPU from a JSON file: either a GPU object (the fields of :class:`GPU`; ``id``
     may be left out and is then derived from ``name``) or an object with such a GPU under
@@ -188,15 +193,25 @@ def load_gpu_file(path: str | Path) -> GPU:
 
     Raises :class:`GPUNotFoundError` naming the file and what is wrong with it.
     """
+    from llm_planner.core.primitives.reading import (
+        FileReadError,
+        check_structure,
+        read_text_bounded,
+    )
+
     file = Path(path)
+    if not file.exists():
+        raise GPUNotFoundError(f"GPU file {str(file)!r} does not exist")
     try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GPUNotFoundError(f"GPU file {str(file)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GPUNotFoundError(f"cannot read GPU file {str(file)!r}: {error}") from None
+        text = read_text_bounded(file, MAX_GPU_FILE_BYTES, "a GPU file")
+        check_structure(text, str(file))
+        data: Any = json.loads(text)
+    except FileReadError as error:
+        raise GPUNotFoundError(f"cannot read GPU file {error}") from None
     except json.JSONDecodeError as error:
         raise GPUNotFoundError(f"GPU file {str(file)!r} is not valid JSON: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise GPUNotFoundError(f"GPU file {str(file)!r} is not read: {error}") from None
     if isinstance(data, dict) and isinstance(data.get("gpu"), dict):
         data = data["gpu"]
     if not isinstance(data, dict):

@@ -243,10 +243,16 @@ def _sig(value: float, digits: int = 3) -> str:
 
 
 def format_count(value: float, digits: int = 3) -> str:
-    """``6.74e9`` → ``6.74B``; ``1.4e12`` → ``1.4T``; small numbers as they are."""
+    """``6.74e9`` → ``6.74B``; ``1.4e12`` → ``1.4T``; small numbers as they are.
+
+    The suffix is chosen after rounding to ``digits`` significant digits, so 999.9e6 reads
+    ``1B``, not ``1e+03M``; from 1e18 on, scientific notation."""
+    rounded = float(f"{value:.{digits}g}")
+    if abs(rounded) >= 1e18:
+        return f"{rounded:.{digits}g}"
     for factor, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            text = f"{value / factor:.{digits}g}"
+        if abs(rounded) >= factor:
+            text = f"{rounded / factor:.{digits}g}"
             return f"{text}{suffix}"
     return f"{value:.{digits}g}"
 
