@@ -22,6 +22,7 @@ from llm_planner.cli_common import (
     LENGTH,
     PRICE,
     UsageError,
+    echo_reading,
     set_path,
 )
 
@@ -48,7 +49,12 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="P exactly N in every P-based formula (e.g. 13B); shapes proposed",
     )
-    model.add_argument("--gpu", metavar="ID", help="GPU id (see `llm-planner presets gpus`)")
+    model.add_argument(
+        "--gpu",
+        metavar="ID",
+        help="GPU id (see `llm-planner presets gpus`) or a name as people type it (H100, "
+        "A100-40GB, RTX 4090, 4090; echoed), or a GPU JSON file",
+    )
     model.add_argument("--num-gpus", type=LENGTH, metavar="N", help="GPUs for training")
 
     compute = parser.add_argument_group("compute budget")
@@ -88,7 +94,7 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
 
 def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     """Write the given options into a scenario dict (validated afterwards as a whole)."""
-    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.primitives.gpus import find_gpu
 
     if args.model is not None:
         preset, arch = resolve_model(args.model)
@@ -113,7 +119,9 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
         }
     if args.gpu is not None:
         try:
-            data["gpu"] = get_gpu(args.gpu).model_dump(mode="json")
+            choice = find_gpu(args.gpu)
+            data["gpu"] = choice.gpu.model_dump(mode="json")
+            echo_reading("--gpu", choice.read_as)
         except KeyError as error:
             raise UsageError(f"argument --gpu: {error.args[0]}") from None
         except (OSError, ValueError) as error:  # a "path" too long for the file system
