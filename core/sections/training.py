@@ -59,6 +59,7 @@ from llm_planner.core.quantities.activations import (
 )
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 from llm_planner.core.quantities.optimizers import (
+    canonical_precision,
     factored_state_values,
     get_optimizer,
     get_precision,
@@ -143,6 +144,13 @@ class TrainingInputs(BaseModel):
         if "implementation" not in self.model_fields_set and self.stack in STACKS:
             object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
         return self
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision_name(cls, value: object) -> object:
+        """A name the stacks use (``bf16-mixed``, ``16-mixed``, ``bfloat16``...) stored as
+        the recipe it means (:data:`~llm_planner.core.quantities.optimizers.PRECISION_ALIASES`)."""
+        return canonical_precision(value) if isinstance(value, str) else value
 
     @field_validator("precision", "optimizer", "implementation")
     @classmethod
