@@ -1467,9 +1467,6 @@ def import_model(text: str) -> ImportedModel:
     raise HFImportError(f"{text}: no such file or folder, and not a Hugging Face id (org/name)")
 
 
-_FORMAT_ALIASES = {"f16": "fp16", "f32": "fp32", "mxfp4_moe": "mxfp4"}
-
-
 def inference_fields(imported: ImportedModel) -> dict[str, Any]:
     """The ``inference`` scenario fields an imported model implies: its weights format (a
     known :mod:`.quantization` id) and, when the files give them, the exact stored bytes
@@ -1479,7 +1476,6 @@ def inference_fields(imported: ImportedModel) -> dict[str, Any]:
     name = imported.weights_format
     if name is None:
         return {}
-    name = _FORMAT_ALIASES.get(name, name)
     try:
         fmt = get_weight_format(name).id
     except ValueError:
