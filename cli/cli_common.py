@@ -124,3 +124,12 @@ def set_path(data: dict[str, Any], path: str, value: Any) -> None:
     for key in parents:
         node = node.setdefault(key, {})
     node[leaf] = value
+
+
+def echo_reading(option: str, reading: str | None) -> None:
+    """Say on stderr how an option's value was read when it was not taken literally
+    (``--gpu H100`` → ``h100-sxm``; ``--precision bf16`` → ``mixed_bf16``), so a name
+    people type never silently picks an entry; stdout (the report, ``--json``) is left
+    as it is."""
+    if reading:
+        sys.stderr.write(f"llm-planner: {option}: {reading}\n")

@@ -53,13 +53,10 @@ def _schedule(text: str) -> tuple[str, int]:
 
 
 def _bandwidth(text: str) -> float:
-    """Bytes per second: ``400GB``, ``400 GB/s``, ``3.2e12`` (a bare number is bytes/s)."""
-    cleaned = text.strip()
-    for suffix in ("/s", "ps", "/sec"):
-        if cleaned.lower().endswith(suffix):
-            cleaned = cleaned[: -len(suffix)]
+    """Bytes per second, as :func:`units.parse_bandwidth` reads it (the window's parser):
+    ``400GB/s``, ``3.2e12`` bytes/s; ``400Gbps``, ``400 Gb/s`` bits."""
     try:
-        value = units.parse_bytes(cleaned)
+        value = units.parse_bandwidth(text)
     except (units.UnitError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
     if value <= 0:
@@ -123,7 +120,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--inter-node-bandwidth",
         type=_bandwidth,
         metavar="BYTES_PER_S",
-        help="network per node, one direction (default 400GB/s = 8 × 400 Gb/s)",
+        help="network per node, one direction: 400GB/s (bytes) or 3200Gbps, 3.2 Tb/s (bits); "
+        "default 400GB/s = 8 × 400 Gb/s",
     )
     group.add_argument(
         "--kernel-efficiency",

@@ -22,6 +22,7 @@ from llm_planner.cli_common import (
     LENGTH,
     PRICE,
     UsageError,
+    echo_reading,
     set_path,
 )
 
@@ -48,7 +49,12 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="P exactly N in every P-based formula (e.g. 13B); shapes proposed",
     )
-    model.add_argument("--gpu", metavar="ID", help="GPU id (see `llm-planner presets gpus`)")
+    model.add_argument(
+        "--gpu",
+        metavar="ID",
+        help="GPU id (see `llm-planner presets gpus`) or a name as people type it (H100, "
+        "A100-40GB, RTX 4090, 4090; echoed), or a GPU JSON file",
+    )
     model.add_argument("--num-gpus", type=LENGTH, metavar="N", help="GPUs for training")
 
     compute = parser.add_argument_group("compute budget")
@@ -73,7 +79,9 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
     inference.add_argument(
         "--weights-dtype",
         metavar="D",
-        help="weights dtype or quantized format (bf16, fp8, int4, q4_k_m...)",
+        help="weights dtype or quantized format (bf16, fp8, int4, nvfp4, q4_k_m, iq2_xxs, "
+        "gptq_int3_g128...; bfloat16, awq, gptq, fp4 are read as the format they name, "
+        "echoed)",
     )
     inference.add_argument("--kv-dtype", metavar="D", help="KV-cache dtype")
     inference.add_argument("--batch", type=INT, metavar="N", help="concurrent sequences")
@@ -86,10 +94,35 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _apply_gpu(data: dict[str, Any], text: str) -> None:
+    """``--gpu``: a catalog id, a name as people type it (echoed), or a GPU JSON file."""
+    from llm_planner.core.primitives.gpus import find_gpu
+
+    try:
+        choice = find_gpu(text)
+    except KeyError as error:
+        raise UsageError(f"argument --gpu: {error.args[0]}") from None
+    except (OSError, ValueError) as error:  # a "path" too long for the file system
+        reason = getattr(error, "strerror", None) or str(error)
+        raise UsageError(f"argument --gpu: cannot read {text!r} ({reason})") from None
+    data["gpu"] = choice.gpu.model_dump(mode="json")
+    echo_reading("--gpu", choice.read_as)
+
+
+def _apply_weights_dtype(data: dict[str, Any], text: str) -> None:
+    """``--weights-dtype``: a format id, or a name the files use (echoed)."""
+    from llm_planner.core.quantities.quantization import resolve_weight_format
+
+    try:
+        fmt, reading = resolve_weight_format(text)
+    except ValueError as error:
+        raise UsageError(f"argument --weights-dtype: {error}") from None
+    set_path(data, "inference.weights_format", fmt.id)
+    echo_reading("--weights-dtype", reading)
+
+
 def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     """Write the given options into a scenario dict (validated afterwards as a whole)."""
-    from llm_planner.core.primitives.gpus import get_gpu
-
     if args.model is not None:
         preset, arch = resolve_model(args.model)
         data["model"] = {
@@ -112,18 +145,13 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
             "params_override": args.params,
         }
     if args.gpu is not None:
-        try:
-            data["gpu"] = get_gpu(args.gpu).model_dump(mode="json")
-        except KeyError as error:
-            raise UsageError(f"argument --gpu: {error.args[0]}") from None
-        except (OSError, ValueError) as error:  # a "path" too long for the file system
-            reason = getattr(error, "strerror", None) or str(error)
-            raise UsageError(f"argument --gpu: cannot read {args.gpu!r} ({reason})") from None
+        _apply_gpu(data, args.gpu)
+    if args.weights_dtype is not None:
+        _apply_weights_dtype(data, args.weights_dtype)
     simple = {
         "num_gpus": "num_gpus",
         "tokens": "compute.tokens",
         "price": "compute.price_usd_per_gpu_hour",
-        "weights_dtype": "inference.weights_format",
         "kv_dtype": "inference.kv_dtype",
         "batch": "inference.batch",
         "context": "inference.context",

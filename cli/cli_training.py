@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from llm_planner.cli_common import INT, LENGTH
+from llm_planner.cli_common import INT, LENGTH, UsageError, echo_reading
 from llm_planner.core.primitives import units
 
 OPTION_OF_FIELD = {
@@ -141,7 +141,16 @@ def _profiles() -> Iterable[str]:
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The training-memory option group of ``report``."""
     group = parser.add_argument_group("training memory")
-    group.add_argument("--precision", metavar="P", help=_NamesHelp("precision recipe", _precisions))
+    group.add_argument(
+        "--precision",
+        metavar="P",
+        help=_NamesHelp(
+            "precision recipe; the stacks' names are read as they mean them and echoed "
+            "(bf16, bf16-mixed, bfloat16: mixed_bf16; fp16, 16-mixed: mixed_fp16; "
+            "bf16-true: pure_bf16)",
+            _precisions,
+        ),
+    )
     group.add_argument("--optimizer", metavar="O", help=_NamesHelp("optimizer", _optimizers))
     group.add_argument("--seq-len", type=LENGTH, metavar="N", help="training sequence length")
     group.add_argument("--micro-batch", type=INT, metavar="N", help="sequences per micro-batch")
@@ -216,8 +225,17 @@ def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
                 current_implementation=training.get("implementation"),
             )
         )
+    precision = getattr(args, "precision", None)
+    if precision is not None:
+        from llm_planner.core.quantities.optimizers import resolve_precision
+
+        try:
+            recipe, reading = resolve_precision(precision)
+        except ValueError as error:
+            raise UsageError(f"argument --precision: {error}") from None
+        training["precision"] = recipe.id
+        echo_reading("--precision", reading)
     simple = {
-        "precision": "precision",
         "optimizer": "optimizer",
         "seq_len": "seq_len",
         "micro_batch": "micro_batch",

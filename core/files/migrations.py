@@ -24,6 +24,10 @@ Version history:
   (the framework, default ``"megatron"``), ``whatif`` (the what-if parts, none planned),
   ``price_overrides`` (none). No v1 value changes meaning; the version
   moves so that an older app refuses a v2 file as "newer" instead of naming a field.
+- **v3**: the pure-bf16 precision recipe is called ``pure_bf16``; ``bf16`` (and the names the
+  stacks use: ``bf16-mixed``, ``16-mixed``, ``fp16``...) now read as the mixed recipe they
+  mean in Lightning, Hugging Face and accelerate. A v2 file's ``training.precision: "bf16"``
+  meant pure bf16, so it becomes ``pure_bf16``; every other value keeps its meaning.
 """
 
 from __future__ import annotations
@@ -145,9 +149,20 @@ def _v1_to_v2(data: JsonDict) -> JsonDict:
     return {**data, "schema_version": 2}
 
 
+def _v2_to_v3(data: JsonDict) -> JsonDict:
+    """v2 → v3: ``training.precision`` ``"bf16"`` (v2's pure bf16 recipe) → ``"pure_bf16"``,
+    since v3 reads a plain ``bf16`` as mixed bf16 (see the history)."""
+    out = {**data, "schema_version": 3}
+    training = data.get("training")
+    if isinstance(training, dict) and training.get("precision") == "bf16":
+        out["training"] = {**training, "precision": "pure_bf16"}
+    return out
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(0, "inline model and GPU, rename title/description/gpus", _v0_to_v1),
     Migration(1, "new inputs with defaults: throughput source, training stack", _v1_to_v2),
+    Migration(2, "pure bf16 precision renamed pure_bf16; bf16 means mixed bf16", _v2_to_v3),
 )
 """Every step, in order: ``MIGRATIONS[i]`` takes version ``i`` to ``i + 1``."""
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
-from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.dtypes import bytes_per_element, canonical_dtype
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES, GPU
 from llm_planner.core.primitives.limits import bounds
@@ -100,8 +100,7 @@ class InferenceInputs(BaseModel):
     @field_validator("kv_dtype", "activation_dtype", "logits_dtype")
     @classmethod
     def _known_dtype(cls, value: str) -> str:
-        bytes_per_element(value)  # ValueError names the known dtypes
-        return value
+        return canonical_dtype(value)  # bfloat16 → bf16; ValueError names the known dtypes
 
     @property
     def weight_format(self) -> WeightFormat:

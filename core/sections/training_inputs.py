@@ -23,7 +23,11 @@ from pydantic import (
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES
 from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.activations import ALL_LINEAR, get_profile
-from llm_planner.core.quantities.optimizers import get_optimizer, get_precision
+from llm_planner.core.quantities.optimizers import (
+    canonical_precision,
+    get_optimizer,
+    get_precision,
+)
 from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
@@ -104,6 +108,13 @@ class TrainingInputs(BaseModel):
         if "implementation" not in self.model_fields_set and self.stack in STACKS:
             object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
         return self
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision_name(cls, value: object) -> object:
+        """A name the stacks use (``bf16-mixed``, ``16-mixed``, ``bfloat16``...) stored as
+        the recipe it means (:data:`~llm_planner.core.quantities.optimizers.PRECISION_ALIASES`)."""
+        return canonical_precision(value) if isinstance(value, str) else value
 
     @field_validator("precision", "optimizer", "implementation")
     @classmethod

@@ -43,6 +43,19 @@ REQUIRED_IDS = [
     "rtx-3090",
     "rtx-4090",
     "rtx-5090",
+    # issue 28 (names people bring) and issue 27 (Blackwell systems)
+    "h800",
+    "h20",
+    "gh200",
+    "gh200-144gb",
+    "t4",
+    "rtx-6000-ada",
+    "rtx-pro-6000",
+    "mi325x",
+    "mi355x",
+    "b300",
+    "gb200",
+    "gb300",
 ]
 
 
@@ -108,6 +121,57 @@ PUBLISHED_DENSE_PEAKS = [
     # Ada whitepaper, RTX 4090: 165.2 with FP32 accumulate (330.3 with FP16 accumulate).
     ("rtx-4090", "bf16", 165.2e12, "Ada Lovelace whitepaper, FP32 accumulate"),
     ("rtx-4090", "fp8", 330.3e12, "Ada Lovelace whitepaper, FP8 with FP32 accumulate"),
+    # H800 datasheet: the H100 SXM's tensor rates (FP8 3,958*, BF16 1,979* with sparsity).
+    ("h800", "bf16", 989.4e12, "H800 datasheet 1,979 with sparsity; H100 whitepaper dense"),
+    # H20 product brief: FP16/BF16 148 TFLOPS, FP8 296, TF32 74, FP32 44 (dense).
+    ("h20", "bf16", 148e12, "H20 product brief"),
+    ("h20", "fp8", 296e12, "H20 product brief"),
+    ("h20", "tf32", 74e12, "H20 product brief"),
+    # GH200 datasheet: FP8 3,958* and BF16 1,979* TFLOPS with sparsity (the H100 GPU).
+    ("gh200", "fp8", 1978.9e12, "GH200 datasheet, 3,958 with sparsity"),
+    # T4 datasheet: FP32 8.1 TFLOPS, mixed precision (FP16/FP32) 65 TFLOPS, INT8 130 TOPS.
+    ("t4", "fp16", 65e12, "T4 datasheet, mixed precision FP16/FP32"),
+    ("t4", "int8", 130e12, "T4 datasheet"),
+    ("t4", "fp32", 8.1e12, "T4 datasheet"),
+    # RTX 6000 Ada datasheet: tensor 1,457 TFLOPS = FP8 with sparsity; FP32 91.1.
+    ("rtx-6000-ada", "fp8", 1457e12 / 2, "RTX 6000 Ada datasheet, 1,457 with sparsity"),
+    ("rtx-6000-ada", "bf16", 1457e12 / 4, "half the FP8 rate, FP32 accumulate"),
+    ("rtx-6000-ada", "fp32", 91.1e12, "RTX 6000 Ada datasheet"),
+    # RTX PRO 6000 Blackwell: 4,000 AI TOPS (FP4 with sparsity), FP32 125 TFLOPS.
+    ("rtx-pro-6000", "fp4", 4000e12 / 2, "RTX PRO 6000 datasheet, 4,000 AI TOPS sparse FP4"),
+    ("rtx-pro-6000", "fp32", 125e12, "RTX PRO 6000 datasheet"),
+    # AMD MI325X data sheet: FP8 2,614.9 / FP16 1,307.4 dense, TF32 653.7, FP32 163.4.
+    ("mi325x", "fp8", 2614.9e12, "AMD MI325X data sheet, 5,229.8 with sparsity"),
+    ("mi325x", "bf16", 1307.4e12, "AMD MI325X data sheet, 2,614.9 with sparsity"),
+    # AMD MI355X: 256 CUs (8 XCDs x 32), 8,192 FP8 FLOP/clock/CU (ISSCC 2026), 2.4 GHz peak:
+    # 256 * 8192 * 2.4e9 = 5.033e15 ("FP8 5.0 PF" in AMD's data sheet); MXFP4 twice that
+    # ("10 PF"), FP16/BF16 half ("2.5 PF"); FP32 256 CUs * 256 FLOP/clock * 2.4e9.
+    ("mi355x", "fp8", 256 * 8192 * 2.4e9, "ISSCC 2026 MI355X; AMD data sheet 5.0 PF"),
+    ("mi355x", "fp4", 2 * 256 * 8192 * 2.4e9, "AMD data sheet MXFP4 10 PF"),
+    ("mi355x", "bf16", 256 * 8192 * 2.4e9 / 2, "AMD data sheet FP16 2.5 PF"),
+    ("mi355x", "fp32", 256 * 256 * 2.4e9, "AMD data sheet 157.3 TFLOPS FP32 vector"),
+    # HGX B300 datasheet, 8 GPUs: FP8 72 PF*, FP16/BF16 36 PF*, TF32 18 PF* (* sparsity),
+    # FP4 108 PF dense, FP32 600 TF.
+    ("b300", "fp8", 72e15 / 8 / 2, "HGX B300 datasheet, 72 PF per 8 GPUs with sparsity"),
+    ("b300", "bf16", 36e15 / 8 / 2, "HGX B300 datasheet, 36 PF per 8 GPUs with sparsity"),
+    ("b300", "tf32", 18e15 / 8 / 2, "HGX B300 datasheet, 18 PF per 8 GPUs with sparsity"),
+    ("b300", "fp4", 108e15 / 8, "HGX B300 datasheet, 108 PF dense per 8 GPUs"),
+    ("b300", "fp32", 600e12 / 8, "HGX B300 datasheet, 600 TF per 8 GPUs"),
+    # GB200 NVL72 table, one GPU: FP4 20, FP8 10, INT8 10, FP16/BF16 5, TF32 2.5 PF with
+    # sparsity; FP32 80 TF. Rack: FP4 1,440 PF* / 72 = 20 PF* per GPU.
+    ("gb200", "fp4", 20e15 / 2, "GB200 NVL72 table, 20 PF with sparsity"),
+    ("gb200", "fp8", 10e15 / 2, "GB200 NVL72 table, 10 PF with sparsity"),
+    ("gb200", "bf16", 5e15 / 2, "GB200 NVL72 table, 5 PF with sparsity"),
+    ("gb200", "tf32", 2.5e15 / 2, "GB200 NVL72 table, 2.5 PF with sparsity"),
+    ("gb200", "fp32", 80e12, "GB200 NVL72 table"),
+    # GB300 NVL72 rack: FP4 1,080 PF dense, FP8/FP6 720 PF*, FP16/BF16 360 PF*, TF32 180
+    # PF* (* sparsity), 72 GPUs.
+    ("gb300", "fp4", 1080e15 / 72, "GB300 NVL72 rack, 1,080 PF dense FP4"),
+    ("gb300", "fp8", 720e15 / 72 / 2, "GB300 NVL72 rack, 720 PF with sparsity"),
+    ("gb300", "bf16", 360e15 / 72 / 2, "GB300 NVL72 rack, 360 PF with sparsity"),
+    ("gb300", "tf32", 180e15 / 72 / 2, "GB300 NVL72 rack, 180 PF with sparsity"),
+    # HGX B200 datasheet, per GPU: FP4 18 PF with sparsity.
+    ("b200", "fp4", 18e15 / 2, "HGX B200 datasheet, 18 PF with sparsity"),
 ]
 
 
@@ -150,6 +214,52 @@ def test_memory_is_as_sold_in_decimal_gb() -> None:
     for gpu in gpu_catalog().values():
         gb = gpu.memory_bytes / 1e9
         assert gb == round(gb), f"{gpu.id}: memory is not a whole number of GB as sold"
+
+
+def test_new_parts_memory_and_bandwidth_as_published() -> None:
+    # (id, memory as sold in GB, memory bandwidth in TB/s, source)
+    published = [
+        ("h800", 80, 3.35, "H800 datasheet: H100 SXM's HBM3"),
+        ("h20", 96, 4.0, "H20 product brief: 96 GB HBM3, 4.0 TB/s"),
+        ("gh200", 96, 4.0, "GH200 datasheet: 96 GB HBM3, 4 TB/s"),
+        ("gh200-144gb", 144, 4.9, "GH200 HBM3e announcement: 144 GB, 4.9 TB/s"),
+        ("t4", 16, 0.32, "T4 datasheet: 16 GB GDDR6, 320 GB/s"),
+        ("rtx-6000-ada", 48, 0.96, "RTX 6000 Ada datasheet: 48 GB GDDR6, 960 GB/s"),
+        ("rtx-pro-6000", 96, 1.792, "RTX PRO 6000 datasheet: 96 GB GDDR7, 1,792 GB/s"),
+        ("mi325x", 256, 6.0, "AMD MI325X data sheet: 256 GB HBM3E, 6 TB/s"),
+        ("mi355x", 288, 8.0, "AMD MI355X data sheet: 288 GB HBM3E, 8 TB/s"),
+        ("b300", 270, 7.7, "Blackwell Ultra per-GPU table, HGX B300: 270 GB, 7.7 TB/s"),
+        ("gb200", 186, 8.0, "GB200 NVL72 table: 186 GB HBM3E, 8 TB/s"),
+        ("gb300", 279, 8.0, "Blackwell Ultra per-GPU table, GB300: 279 GB, 8 TB/s"),
+    ]
+    for gpu_id, gb, tb_per_s, source in published:
+        gpu = get_gpu(gpu_id)
+        assert gpu.memory_bytes == gb * 1e9, source
+        assert gpu.memory_bandwidth_bytes_per_s == pytest.approx(tb_per_s * 1e12), source
+
+
+def test_new_parts_links_are_per_direction() -> None:
+    # H800: NVLink cut to 400 GB/s both directions (H800 datasheet) -> 200e9 each way.
+    assert get_gpu("h800").link_bandwidth_bytes_per_s == 400e9 / 2
+    # H20 and GH200 keep NVLink 4's 900 GB/s; Blackwell parts NVLink 5's 1.8 TB/s.
+    assert get_gpu("h20").link_bandwidth_bytes_per_s == 900e9 / 2
+    for gpu_id in ("b300", "gb200", "gb300"):
+        assert get_gpu(gpu_id).link_bandwidth_bytes_per_s == 1.8e12 / 2, gpu_id
+    # T4: PCIe Gen3 x16, "32 GB/s" both ways; RTX PRO 6000: PCIe Gen5 x16, 128 GB/s.
+    assert get_gpu("t4").link_bandwidth_bytes_per_s == 32e9 / 2
+    assert get_gpu("rtx-pro-6000").link_bandwidth_bytes_per_s == 128e9 / 2
+
+
+def test_fp4_only_where_the_hardware_has_it() -> None:
+    # Hopper, Ada and CDNA 3 have no FP4 tensor unit (H100 whitepaper, Ada whitepaper, CDNA 3
+    # whitepaper); Turing has no BF16 or FP8 (T4 datasheet lists FP16, INT8, INT4 only).
+    for gpu_id in ("h100-sxm", "h200", "h800", "h20", "rtx-6000-ada", "mi300x", "mi325x"):
+        assert get_gpu(gpu_id).peak_flops.for_dtype("fp4") is None, gpu_id
+    t4 = get_gpu("t4").peak_flops
+    assert t4.bf16 is None
+    assert t4.fp8 is None
+    # CDNA 4 dropped the TF32 matrix unit (entry notes; AMD emulates it).
+    assert get_gpu("mi355x").peak_flops.tf32 is None
 
 
 def test_memory_bandwidths_match_datasheets() -> None:

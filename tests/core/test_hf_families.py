@@ -249,7 +249,7 @@ def test_deepseek_v3_fp8_is_honoured():
     [
         ({"quant_method": "gptq", "bits": 4, "group_size": 128}, "awq_int4_g128"),
         ({"quant_method": "awq", "bits": 4, "group_size": 128}, "awq_int4_g128"),
-        ({"quant_method": "gptq", "bits": 8}, "int8"),
+        ({"quant_method": "gptq", "bits": 8}, "gptq_int8_g128"),  # GPTQConfig group_size 128
         ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "nf4"),
         ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "int8"),
         ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8"),

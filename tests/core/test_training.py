@@ -62,7 +62,7 @@ def test_mixed_precision_adam_is_16_bytes_per_param() -> None:
         ("fp32", (4, 4, 8)),  # fp32 weights, grads, two fp32 moments
         ("mixed_fp16", (2, 2, 12)),  # + fp32 master
         ("mixed_bf16_fp32_grads", (2, 4, 12)),  # Megatron main grads: 18
-        ("bf16", (2, 2, 4)),  # pure bf16, bf16 moments
+        ("pure_bf16", (2, 2, 4)),  # pure bf16, bf16 moments
     ],
 )
 def test_precision_recipes_with_adam(recipe: str, expected: tuple[int, int, int]) -> None:
@@ -458,7 +458,7 @@ def test_megatron_distributed_optimizer_table(d: int) -> None:
 @settings(max_examples=30, deadline=None)
 @given(
     model=st.sampled_from(["llama-3.1-8b", "gpt-3-175b", "mixtral-8x7b", "qwen2.5-7b"]),
-    precision=st.sampled_from(["fp32", "mixed_bf16", "mixed_bf16_fp32_grads", "bf16"]),
+    precision=st.sampled_from(["fp32", "mixed_bf16", "mixed_bf16_fp32_grads", "pure_bf16"]),
     optimizer=st.sampled_from(["adamw", "adam8bit", "sgd", "lion", "adafactor"]),
     recompute=st.sampled_from(["none", "selective", "full"]),
     b=st.integers(1, 8),

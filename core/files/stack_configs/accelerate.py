@@ -153,7 +153,7 @@ def _training_args_json(plan: LaunchPlan, mixed: str, recompute: str, notes: lis
 _MIXED = {
     "mixed_bf16": "bf16",
     "mixed_bf16_fp32_grads": "bf16",
-    "bf16": "bf16",
+    "pure_bf16": "bf16",
     "mixed_fp16": "fp16",
 }
 

@@ -65,12 +65,12 @@ _PRECISIONS = {
     "mixed_bf16": "bfloat16",
     "mixed_bf16_fp32_grads": "bfloat16",
     "fp32": "float32",
-    "bf16": "bfloat16",
+    "pure_bf16": "bfloat16",
 }
 
 
 def _precision_notes(plan: LaunchPlan) -> list[str]:
-    if plan.precision == "bf16":
+    if plan.precision == "pure_bf16":
         return ["pure bf16: torchtitan keeps fp32 sharded parameters (FSDP2 mixed precision)"]
     if plan.precision == "mixed_bf16":
         return [
