@@ -57,12 +57,12 @@ def apply_options(scenario: Any, args: argparse.Namespace) -> Any:
     """``scenario`` with the what-if options written into ``scenario.whatif``."""
     from pydantic import ValidationError
 
-    from llm_planner.core.composition.whatif.inputs import (
+    from llm_planner.core.composition.whatif.mixed import preset_cluster
+    from llm_planner.core.inputs.whatif import (
         CompressionInputs,
         MultimodalInputs,
         RLInputs,
     )
-    from llm_planner.core.composition.whatif.mixed import preset_cluster
 
     w = scenario.whatif
     changes: dict[str, Any] = {}

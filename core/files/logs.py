@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_planner.core.composition.calibration import Measurement
+from llm_planner.core.inputs.calibration import Measurement
 
 MIB = 2**20
 GIB = 2**30

@@ -26,12 +26,12 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import (
+from llm_planner.core.composition.whatif.mixed import cluster_presets, preset_cluster
+from llm_planner.core.inputs.whatif import (
     CompressionInputs,
     MultimodalInputs,
     RLInputs,
 )
-from llm_planner.core.composition.whatif.mixed import cluster_presets, preset_cluster
 from llm_planner.core.primitives import units
 from llm_planner.gui import colors
 from llm_planner.gui.tabs.base import Tab

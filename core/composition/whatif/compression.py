@@ -23,7 +23,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from llm_planner.core.composition.estimate import Report
-from llm_planner.core.composition.whatif.inputs import CompressionInputs
+from llm_planner.core.inputs.whatif import CompressionInputs
 from llm_planner.core.sections.parallelism import bottleneck_of
 
 BYTES_KEY = {

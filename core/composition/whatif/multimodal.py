@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import MultimodalInputs
+from llm_planner.core.inputs.whatif import MultimodalInputs
 
 
 class Placement(BaseModel):

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import RLInputs
+from llm_planner.core.inputs.whatif import RLInputs
 from llm_planner.core.sections.inference import estimate_inference
 
 

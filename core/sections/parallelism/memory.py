@@ -10,6 +10,8 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 
+from llm_planner.core.inputs.parallelism import ParallelInputs
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
@@ -19,7 +21,6 @@ from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.parallelism.layout import (
     RECOMPUTE_CODES,
     Layouts,
-    ParallelInputs,
     ResolvedLayout,
     resolve_layout,
     training_layout_kwargs,
@@ -35,7 +36,6 @@ from llm_planner.core.sections.training import (
     LayerTemporaries,
     StageParams,
     StateBytes,
-    TrainingInputs,
     TrainingReport,
     estimate_training,
     largest_local_layer,
