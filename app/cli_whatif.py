@@ -117,7 +117,7 @@ def format_whatif_text(whatif: Any) -> str:
 
 def cmd_whatif(args: argparse.Namespace) -> int:
     from llm_planner.core.composition.estimate import estimate
-    from llm_planner.core.composition.whatif.report import estimate_whatif, whatif_json
+    from llm_planner.core.composition.whatif.report import whatif_json
 
     scenario = apply_options(build_scenario(args), args)
     if not scenario.whatif.any:
@@ -127,7 +127,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         )
     if args.save is not None:
         save_to(scenario, args.save)
-    whatif = estimate_whatif(scenario, estimate(scenario))
+    whatif = estimate(scenario).whatif  # priced by estimate() since the scenario plans one
+    if whatif is None:
+        raise UsageError("nothing to plan")
     if args.json:
         print_json(whatif_json(whatif))
     else:

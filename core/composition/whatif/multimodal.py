@@ -30,8 +30,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.composition.whatif.estimated import Estimated
 from llm_planner.core.inputs.whatif import MultimodalInputs
 
 
@@ -92,7 +92,7 @@ def pipeline_stage_step(
 
 
 def plan_multimodal(
-    scenario: Scenario, report: Report, mm: MultimodalInputs
+    scenario: Scenario, report: Estimated, mm: MultimodalInputs
 ) -> MultimodalPlan | None:
     """The three placements on the scenario's GPUs; None without a modeled step time."""
     par = report.parallelism

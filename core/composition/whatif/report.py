@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.whatif.compression import CompressionPlan, plan_compression
+from llm_planner.core.composition.whatif.estimated import Estimated
 from llm_planner.core.composition.whatif.mixed import MixedClusterPlan, plan_mixed_cluster
 from llm_planner.core.composition.whatif.multimodal import MultimodalPlan, plan_multimodal
 from llm_planner.core.composition.whatif.rl import RLPlan, plan_rl
@@ -159,7 +160,7 @@ class WhatIfReport(BaseModel):
         return out
 
 
-def estimate_whatif(scenario: Scenario, report: Report) -> WhatIfReport:
+def estimate_whatif(scenario: Scenario, report: Estimated) -> WhatIfReport:
     """Run the parts ``scenario.whatif`` plans (each a few estimator calls)."""
     w = scenario.whatif
     return WhatIfReport(
@@ -177,5 +178,19 @@ def estimate_whatif(scenario: Scenario, report: Report) -> WhatIfReport:
 
 
 def whatif_json(whatif: WhatIfReport) -> dict[str, Any]:
-    """The planned parts as JSON (SI units), absent parts left out."""
-    return whatif.model_dump(mode="json", exclude_none=True)
+    """The planned parts as JSON (SI units), absent parts left out. A time that never ends
+    (no group holds a whole replica, no engine holds a sequence: ``math.inf``) is ``null``,
+    as JSON has no infinity and ``report --json`` writes strict JSON."""
+    data: dict[str, Any] = _finite(whatif.model_dump(mode="json", exclude_none=True))
+    return data
+
+
+def _finite(node: Any) -> Any:
+    """``node`` with every non-finite float replaced by None (lists and dicts walked)."""
+    if isinstance(node, dict):
+        return {key: _finite(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_finite(value) for value in node]
+    if isinstance(node, float) and not math.isfinite(node):
+        return None
+    return node

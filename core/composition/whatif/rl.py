@@ -32,8 +32,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.composition.whatif.estimated import Estimated
 from llm_planner.core.inputs.whatif import RLInputs
 from llm_planner.core.sections.inference import estimate_inference
 
@@ -91,7 +91,7 @@ MAX_CURVE_POINTS = 256
 """The split curve is sampled at most this many engine counts, then refined around its best."""
 
 
-def _engine(scenario: Scenario, report: Report, rl: RLInputs) -> RolloutEngine:
+def _engine(scenario: Scenario, report: Estimated, rl: RLInputs) -> RolloutEngine:
     length = rl.prompt_tokens + rl.response_tokens
     arch = scenario.model.architecture
     base = scenario.inference.model_copy(
@@ -143,7 +143,7 @@ def training_seconds(tokens: float, gpus: int, tokens_per_s_per_gpu: float) -> f
     return tokens / (gpus * tokens_per_s_per_gpu) if gpus > 0 else math.inf
 
 
-def plan_rl(scenario: Scenario, report: Report, rl: RLInputs) -> RLPlan | None:
+def plan_rl(scenario: Scenario, report: Estimated, rl: RLInputs) -> RLPlan | None:
     """The RL step for ``scenario``'s model; None without a training throughput."""
     rate = report.compute.tokens_per_s_per_gpu
     if rate is None or not rate > 0:
