@@ -45,20 +45,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = estimate(scenario)
     if cli_store.report_output(args, scenario, report):  # --save, --markdown, --csv
         return 0
-    whatif = None
-    if scenario.whatif.any:  # the what-ifs the scenario plans (issue 18)
-        from llm_planner.core.composition.whatif.report import estimate_whatif, whatif_json
-
-        whatif = estimate_whatif(scenario, report)
     if args.json:
-        data = report_json(report)
-        if whatif is not None:
-            data["whatif"] = whatif_json(whatif)
-        print_json(data)
+        print_json(report_json(report))  # with ``whatif`` when the scenario plans one
     else:
         sys.stdout.write(format_report_text(report))
-        if whatif is not None:
-            sys.stdout.write("\nWhat if\n-------\n" + cli_whatif.format_whatif_text(whatif))
+        if report.whatif is not None:
+            sys.stdout.write("\nWhat if\n-------\n" + cli_whatif.format_whatif_text(report.whatif))
     return 0
 
 

@@ -201,7 +201,7 @@ def _apply_imported(data: dict[str, Any], text: str) -> None:
     """Set in ``data`` the fields the model file ``text`` implies beyond the model itself
     (:func:`llm_planner.core.files.hf_import.imported_fields`, as the window does)."""
     from llm_planner.core.files.hf_import import imported_fields
-    from llm_planner.core.sections.training import TrainingInputs
+    from llm_planner.core.inputs.training import TrainingInputs
 
     imported = import_model_arg(text, "--model")
     current = TrainingInputs.model_validate(data["training"])

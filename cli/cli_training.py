@@ -216,7 +216,7 @@ def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
     training: dict[str, Any] = data.setdefault("training", {})
     stack = getattr(args, "stack", None)
     if stack is not None:  # first: an --implementation given below overrides its profile
-        from llm_planner.core.sections.training import stack_fields
+        from llm_planner.core.inputs.training import stack_fields
 
         training.update(
             stack_fields(

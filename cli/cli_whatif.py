@@ -57,12 +57,12 @@ def apply_options(scenario: Any, args: argparse.Namespace) -> Any:
     """``scenario`` with the what-if options written into ``scenario.whatif``."""
     from pydantic import ValidationError
 
-    from llm_planner.core.composition.whatif.inputs import (
+    from llm_planner.core.composition.whatif.mixed import preset_cluster
+    from llm_planner.core.inputs.whatif import (
         CompressionInputs,
         MultimodalInputs,
         RLInputs,
     )
-    from llm_planner.core.composition.whatif.mixed import preset_cluster
 
     w = scenario.whatif
     changes: dict[str, Any] = {}
@@ -117,7 +117,7 @@ def format_whatif_text(whatif: Any) -> str:
 
 def cmd_whatif(args: argparse.Namespace) -> int:
     from llm_planner.core.composition.estimate import estimate
-    from llm_planner.core.composition.whatif.report import estimate_whatif, whatif_json
+    from llm_planner.core.composition.whatif.report import whatif_json
 
     scenario = apply_options(build_scenario(args), args)
     if not scenario.whatif.any:
@@ -127,7 +127,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         )
     if args.save is not None:
         save_to(scenario, args.save)
-    whatif = estimate_whatif(scenario, estimate(scenario))
+    whatif = estimate(scenario).whatif  # priced by estimate() since the scenario plans one
+    if whatif is None:
+        raise UsageError("nothing to plan")
     if args.json:
         print_json(whatif_json(whatif))
     else:

@@ -1,5 +1,5 @@
 """Imports point one way: no cycles anywhere in ``llm_planner``, and ``core``'s layers only
-import from themselves or the layers below them (primitives < quantities < sections <
+import from themselves or the layers below them (primitives < quantities < inputs < sections <
 composition < files). Every import counts: module level, inside functions, and under
 ``TYPE_CHECKING``, since each is a dependency a reader has to follow."""
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"cli": "llm_planner", "core": "llm_planner.core", "gui": "llm_planner.gui"}
-LAYERS = ("primitives", "quantities", "sections", "composition", "files")
+LAYERS = ("primitives", "quantities", "inputs", "sections", "composition", "files")
 """core's sub-packages, bottom first."""
 
 

@@ -23,13 +23,12 @@ The candidate set is the standard memory ladder of large-model training:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.scenario import Scenario, with_changes
 
 MAX_CANDIDATES = 8
 """Most peak estimates one suggestion list may cost (keeps ``estimate`` fast)."""
@@ -47,18 +46,6 @@ class FitSuggestion(BaseModel):
     peak_bytes: float = Field(description="peak per GPU after the change (bytes)")
     capacity_bytes: float
     fits: bool
-
-
-def with_changes(scenario: Scenario, changes: dict[str, Any]) -> Scenario:
-    """A new validated scenario with ``changes`` ({"a.b": value}) applied."""
-    data = scenario.model_dump()
-    for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for key in parents:
-            node = node[key]
-        node[leaf] = copy.deepcopy(value)
-    return Scenario.model_validate(data)
 
 
 def _evaluate(

@@ -20,11 +20,11 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.composition.calibration import calibrate_scenario
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections import parallelism as par
-from llm_planner.core.sections.training import TrainingInputs
 
 IntArray = npt.NDArray[np.int64]
 

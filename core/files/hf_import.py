@@ -33,7 +33,7 @@ from llm_planner.core.primitives.architecture import (
 )
 
 if TYPE_CHECKING:
-    from llm_planner.core.sections.training import TrainingInputs
+    from llm_planner.core.inputs.training import TrainingInputs
 
 CONFIG_MAX_BYTES = 1_000_000
 """config.json files are a few kB; anything above 1 MB is not a model config."""

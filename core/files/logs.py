@@ -52,7 +52,7 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
-from llm_planner.core.composition.calibration import Measurement
+from llm_planner.core.inputs.calibration import Measurement
 from llm_planner.core.primitives.limits import describe_error
 from llm_planner.core.primitives.reading import FileReadError, open_regular
 

@@ -29,13 +29,7 @@ from typing import Literal, NamedTuple
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.primitives.architecture import Architecture, count_parameters
-from llm_planner.core.primitives.figures import Figure, Unit
-from llm_planner.core.primitives.gpus import GPU
-from llm_planner.core.quantities.activations import LedgerEntry
-from llm_planner.core.quantities.flops import attention_forward_flops_per_token
-from llm_planner.core.quantities.stacks import get_stack
-from llm_planner.core.sections.training_inputs import (
+from llm_planner.core.inputs.training import (
     DDP_BUCKET_BYTES,
     LORA_TARGETS,
     NF4_DOUBLE_QUANT_BITS,
@@ -44,6 +38,12 @@ from llm_planner.core.sections.training_inputs import (
     TrainingInputs,
     stack_fields,
 )
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.figures import Figure, Unit
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities.activations import LedgerEntry
+from llm_planner.core.quantities.flops import attention_forward_flops_per_token
+from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.training_memory import (
     RECOMPUTE_POLICIES,
     FloatArray,

@@ -37,11 +37,11 @@ from functools import cache, lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
-from llm_planner.core.sections.training_inputs import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.inputs.training import NF4_DOUBLE_QUANT_BITS, TrainingInputs
 from llm_planner.core.primitives.architecture import (
     Architecture,
     LayerMatrix,
@@ -36,7 +37,6 @@ from llm_planner.core.quantities.optimizers import (
     get_precision,
 )
 from llm_planner.core.quantities.stacks import get_stack
-from llm_planner.core.sections.training_inputs import NF4_DOUBLE_QUANT_BITS, TrainingInputs
 
 
 def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -> tuple[int, int]:

@@ -12,8 +12,8 @@ import pytest
 
 from llm_planner.cli import main
 from llm_planner.core.files.hf_import import architecture_from_path, training_fields
+from llm_planner.core.inputs.training import TrainingInputs, stack_fields
 from llm_planner.core.quantities.stacks import STACK_NAMES, STACKS
-from llm_planner.core.sections.training import TrainingInputs, stack_fields
 
 HF = Path(__file__).parent.parent / "fixtures" / "hf"
 LLAMA_DIR = HF / "llama-3.1-8b"

@@ -13,14 +13,6 @@ from llm_planner.core.composition.whatif.compression import (
     matching_bandwidth,
     plan_compression,
 )
-from llm_planner.core.composition.whatif.inputs import (
-    CompressionInputs,
-    MixedClusterInputs,
-    MultimodalInputs,
-    NodeGroup,
-    RLInputs,
-    WhatIfInputs,
-)
 from llm_planner.core.composition.whatif.mixed import (
     balanced_shares,
     cluster_presets,
@@ -36,6 +28,14 @@ from llm_planner.core.composition.whatif.multimodal import (
 from llm_planner.core.composition.whatif.report import estimate_whatif, whatif_json
 from llm_planner.core.composition.whatif.rl import plan_rl, rollout_seconds, training_seconds
 from llm_planner.core.files.store import dumps_scenario, parse_scenario
+from llm_planner.core.inputs.whatif import (
+    CompressionInputs,
+    MixedClusterInputs,
+    MultimodalInputs,
+    NodeGroup,
+    RLInputs,
+    WhatIfInputs,
+)
 from llm_planner.core.sections.parallelism import parallelism_report
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.whatif.compression import CompressionPlan, plan_compression
+from llm_planner.core.composition.whatif.estimated import Estimated
 from llm_planner.core.composition.whatif.mixed import MixedClusterPlan, plan_mixed_cluster
 from llm_planner.core.composition.whatif.multimodal import MultimodalPlan, plan_multimodal
 from llm_planner.core.composition.whatif.rl import RLPlan, plan_rl
@@ -160,7 +160,7 @@ class WhatIfReport(BaseModel):
         return out
 
 
-def estimate_whatif(scenario: Scenario, report: Report) -> WhatIfReport:
+def estimate_whatif(scenario: Scenario, report: Estimated) -> WhatIfReport:
     """Run the parts ``scenario.whatif`` plans (each a few estimator calls)."""
     w = scenario.whatif
     return WhatIfReport(

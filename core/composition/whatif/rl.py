@@ -33,9 +33,9 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import RLInputs
+from llm_planner.core.composition.whatif.estimated import Estimated
+from llm_planner.core.inputs.whatif import RLInputs
 from llm_planner.core.sections.inference import estimate_inference
 
 
@@ -92,7 +92,7 @@ MAX_CURVE_POINTS = 256
 """The split curve is sampled at most this many engine counts (:func:`split_curve`)."""
 
 
-def _engine(scenario: Scenario, report: Report, rl: RLInputs) -> RolloutEngine:
+def _engine(scenario: Scenario, report: Estimated, rl: RLInputs) -> RolloutEngine:
     length = rl.prompt_tokens + rl.response_tokens
     arch = scenario.model.architecture
     base = scenario.inference.model_copy(
@@ -206,7 +206,7 @@ def split_curve(
     return curve, best
 
 
-def plan_rl(scenario: Scenario, report: Report, rl: RLInputs) -> RLPlan | None:
+def plan_rl(scenario: Scenario, report: Estimated, rl: RLInputs) -> RLPlan | None:
     """The RL step for ``scenario``'s model; None without a training throughput."""
     rate = report.compute.tokens_per_s_per_gpu
     if rate is None or not rate > 0:

@@ -22,13 +22,13 @@ Every tunable constant lives in :mod:`llm_planner.core.quantities.comm` (named, 
 editable) and is also a field of :class:`ParallelInputs`, so a scenario can override it.
 """
 
+from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.quantities.flops import model_flops_per_token
 from llm_planner.core.sections.parallelism.layout import (
     FSDP_TO_ZERO,
     LAYOUT_FIELDS,
     RECOMPUTE_CODES,
     Layouts,
-    ParallelInputs,
     ResolvedLayout,
     resolve_layout,
     scenario_layout,

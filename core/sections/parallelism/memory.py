@@ -9,11 +9,12 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
+from llm_planner.core.inputs.parallelism import ParallelInputs
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.parallelism.layout import (
     Layouts,
-    ParallelInputs,
     ResolvedLayout,
     resolve_layout,
     training_layout_kwargs,
@@ -25,7 +26,6 @@ from llm_planner.core.sections.parallelism.schedule import (
 )
 from llm_planner.core.sections.parallelism.workload import Workload
 from llm_planner.core.sections.training import (
-    TrainingInputs,
     TrainingReport,
     estimate_training,
 )

@@ -7,12 +7,14 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.inputs.parallelism import ParallelInputs
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
-from llm_planner.core.sections.parallelism.layout import ParallelInputs, resolve_layout
+from llm_planner.core.sections.parallelism.layout import resolve_layout
 from llm_planner.core.sections.parallelism.memory import training_memory
 from llm_planner.core.sections.parallelism.step_time import (
     TIME_PARTS,
@@ -20,10 +22,7 @@ from llm_planner.core.sections.parallelism.step_time import (
     evaluate_layouts,
 )
 from llm_planner.core.sections.parallelism.workload import Workload, cluster_of, workload_of
-from llm_planner.core.sections.training import (
-    TrainingInputs,
-    TrainingReport,
-)
+from llm_planner.core.sections.training import TrainingReport
 from llm_planner.core.sections.training_memory import memory_terms
 
 

@@ -2,9 +2,9 @@
 recomputation, activation profile, LoRA/QLoRA and the overhead allowances; and the constants
 they name (QLoRA's NF4 storage, PyTorch DDP's bucket, the LoRA targets).
 
-Below the training estimator (:mod:`.training`) and its memory arithmetic
-(:mod:`.training_memory`), so the parameter structure (:mod:`.training_params`) and the
-memory function can take the inputs without importing the estimator."""
+In the inputs layer, below the estimators (:mod:`llm_planner.core.sections.training`, its
+memory arithmetic :mod:`~llm_planner.core.sections.training_memory` and the parameter
+structure :mod:`~llm_planner.core.sections.training_params`), which all take these inputs."""
 
 from __future__ import annotations
 
