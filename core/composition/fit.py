@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,6 +47,19 @@ class FitSuggestion(BaseModel):
     peak_bytes: float = Field(description="peak per GPU after the change (bytes)")
     capacity_bytes: float
     fits: bool
+    wall_seconds: float | None = Field(
+        default=None, description="the plan's wall-clock time after the change (s)"
+    )
+    cost_usd: float | None = Field(default=None, description="its cost after the change (USD)")
+    mfu: float | None = Field(default=None, description="its MFU after the change")
+
+
+class Priced(NamedTuple):
+    """Time, cost and MFU of a changed plan, from the same estimate the report uses."""
+
+    wall_seconds: float | None
+    cost_usd: float | None
+    mfu: float | None
 
 
 def with_changes(scenario: Scenario, changes: dict[str, Any]) -> Scenario:
@@ -67,6 +80,8 @@ def _evaluate(
     peak_of: Callable[[Scenario], float],
     capacity: float,
     budget: int,
+    *,
+    price_of: Callable[[Scenario], Priced] | None = None,
 ) -> tuple[list[FitSuggestion], int]:
     found: list[FitSuggestion] = []
     settled: set[tuple[str, ...]] = set()  # one proposal per kind: the smallest that fits
@@ -87,6 +102,7 @@ def _evaluate(
             continue
         if peak <= capacity:
             settled.add(kind)
+            priced = price_of(changed) if price_of is not None else Priced(None, None, None)
             found.append(
                 FitSuggestion(
                     label=label,
@@ -94,6 +110,9 @@ def _evaluate(
                     peak_bytes=peak,
                     capacity_bytes=capacity,
                     fits=True,
+                    wall_seconds=priced.wall_seconds,
+                    cost_usd=priced.cost_usd,
+                    mfu=priced.mfu,
                 )
             )
     return found, budget
@@ -141,15 +160,20 @@ def training_fit_suggestions(
     peak_bytes: float,
     capacity_bytes: float,
     peak_of: Callable[[Scenario], float],
+    price_of: Callable[[Scenario], Priced] | None = None,
 ) -> list[FitSuggestion]:
     """Changes that bring the training peak per GPU under capacity ([] when it fits).
 
-    ``peak_of(scenario)`` is the training estimator's peak per GPU (estimate's own wiring).
+    ``peak_of(scenario)`` is the training estimator's peak per GPU (estimate's own wiring);
+    ``price_of(scenario)`` the time, cost and MFU of a change that fits (the plan's own
+    figures, so the nearest plan that fits is shown priced).
     """
     if peak_bytes <= capacity_bytes:
         return []
     singles = training_candidates(scenario)
-    found, budget = _evaluate(scenario, singles, peak_of, capacity_bytes, MAX_CANDIDATES - 1)
+    found, budget = _evaluate(
+        scenario, singles, peak_of, capacity_bytes, MAX_CANDIDATES - 1, price_of=price_of
+    )
     if found:
         return found
     # none fits alone: the shortest prefix of the ladder that fits, one estimate per step
@@ -161,7 +185,9 @@ def training_fit_suggestions(
         if count > 1:
             prefixes.append((" + ".join(label for label, _ in steps[:count]), dict(combined)))
     for prefix in prefixes:
-        found, budget = _evaluate(scenario, [prefix], peak_of, capacity_bytes, max(budget, 1))
+        found, budget = _evaluate(
+            scenario, [prefix], peak_of, capacity_bytes, max(budget, 1), price_of=price_of
+        )
         if found:
             return found
     return []
