@@ -25,7 +25,7 @@ from llm_planner.core.sections.inference import InferenceInputs
 from llm_planner.core.sections.parallelism import ParallelInputs
 from llm_planner.core.sections.training import TrainingInputs
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the scenario file format written by this app (see ``store`` migrations)."""
 
 DEFAULT_MODEL = "llama-3.1-8b"
