@@ -107,7 +107,8 @@ class NotPricedPanel(QWidget):
             self.apply.hide()
         else:
             self.nearest.setText(
-                f"Nearest plan that fits: <b>{self.suggestion.label}</b>: "
+                f"Nearest plan that fits (the fastest small change that does): "
+                f"<b>{self.suggestion.label}</b>: "
                 f"{suggestion_figures(self.suggestion)}."
             )
             self.apply.setToolTip(
