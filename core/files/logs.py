@@ -532,10 +532,13 @@ def read_log(path: Path) -> ParsedLog:
 
 
 def layout_of(scenario: Any) -> dict[str, Any]:
-    """The :class:`Measurement` layout fields of a scenario: the run a log comes from is
-    described by the scenario's layout (a log does not carry it)."""
+    """The :class:`Measurement` fields a scenario describes, its model and GPU and layout:
+    the run a log comes from is described by the scenario it is added to (a log does not
+    carry them), and the run stays that model's and GPU's when the scenario changes."""
     par, tr = scenario.parallelism, scenario.training
     layout: dict[str, Any] = {
+        "model": scenario.model.architecture.name,
+        "gpu": scenario.gpu.id,
         "gpus_per_node": par.gpus_per_node,
         "tp": par.tp,
         "pp": par.pp,

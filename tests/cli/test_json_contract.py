@@ -62,6 +62,13 @@ INTEGER = {
     ("parallelism", "pp"),
     ("parallelism", "zero_stage"),
 }
+NOT_PRICED = {
+    ("compute", "flops_per_gpu_per_s"),
+    ("compute", "gpu_hours"),
+    ("compute", "wall_seconds"),
+    ("compute", "cost_usd"),
+}
+"""Null for a plan whose training peak exceeds the GPU (issue 25)."""
 SEARCH_KEYS = ["peak_bytes", "step_seconds", "tokens_per_s", "mfu", "bottleneck", "tp", "pp", "dp"]
 
 
@@ -106,6 +113,9 @@ def test_report_json_has_every_published_key(
             elif (section, key) in INTEGER:
                 assert isinstance(value, int), (section, key)
                 assert not isinstance(value, bool), (section, key)
+            elif value is None and (section, key) in NOT_PRICED and not data["training"]["fits"]:
+                # a plan that does not fit is not priced: null, and the label says why
+                assert "needs " in data["compute"]["throughput_label"]
             else:  # SI values: plain finite numbers
                 assert isinstance(value, int | float), (section, key)
                 assert not isinstance(value, bool), (section, key)

@@ -430,10 +430,14 @@ def test_more_gpus_never_lengthen_compute_time(
 @given(gpus=st.integers(1, 10_000), extra=st.integers(1, 10_000))
 def test_more_gpus_never_lengthen_report_compute_time(gpus: int, extra: int) -> None:
     base = default_scenario()
-    fewer = estimate(base.model_copy(update={"num_gpus": gpus})).compute
+    few = estimate(base.model_copy(update={"num_gpus": gpus}))
+    fewer = few.compute
     more = estimate(base.model_copy(update={"num_gpus": gpus + extra})).compute
-    assert fewer is not None
-    assert more is not None
+    if fewer.compute_seconds is None:  # a plan that does not fit is not priced (issue 25)
+        assert not few.training.fits
+        return
+    # ZeRO-1 shards the optimizer over more GPUs: what fits on fewer fits on more
+    assert more.compute_seconds is not None
     assert more.compute_seconds <= fewer.compute_seconds
 
 
