@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report, zero_stages
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import SearchResult, search_scenario
+from llm_planner.core.inputs.registry import format_bandwidth
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.parallelism.schedule import pipeline_timeline
 from llm_planner.gui import export_config
@@ -37,12 +38,6 @@ from llm_planner.gui.background import Latest
 from llm_planner.gui.tabs.base import (
     Tab,
     field,
-    format_bandwidth,
-    format_fraction,
-    format_int,
-    parse_bandwidth,
-    parse_fraction,
-    parse_whole,
     safe_call,
 )
 from llm_planner.gui.tabs.training import PARTS
@@ -281,40 +276,11 @@ class ParallelismTab(Tab):
 
     def build_inputs(self) -> None:
         cluster = self.group("Cluster")
-        self.per_node = self.line(
-            cluster,
-            "GPUs per node",
-            "parallelism.gpus_per_node",
-            units.parse_length,
-            format_int,
-            "GPUs in one node (NVLink domain)",
-        )
+        self.per_node = self.input(cluster, "parallelism.gpus_per_node")
         layout = self.group("Layout")
-        self.tp = self.line(
-            layout,
-            "Tensor parallel",
-            "parallelism.tp",
-            units.parse_length,
-            format_int,
-            "Tensor-parallel degree t",
-        )
-        self.pp = self.line(
-            layout,
-            "Pipeline parallel",
-            "parallelism.pp",
-            units.parse_length,
-            format_int,
-            "Pipeline-parallel degree p",
-        )
-        self.dp = self.line(
-            layout,
-            "Data parallel",
-            "parallelism.dp",
-            units.parse_length,
-            format_int,
-            "Data-parallel degree; empty: GPUs / (t·p)",
-            optional=True,
-        )
+        self.tp = self.input(layout, "parallelism.tp")
+        self.pp = self.input(layout, "parallelism.pp")
+        self.dp = self.input(layout, "parallelism.dp")
         self.zero = self.combo(
             layout,
             "ZeRO stage",
@@ -334,14 +300,7 @@ class ParallelismTab(Tab):
             "Split the non-tensor-parallel activations across t (Korthikanti 2022)",
         )
         batch = self.group("Batch and schedule")
-        self.global_batch = self.line(
-            batch,
-            "Global batch",
-            "parallelism.global_batch",
-            parse_whole("Global batch", "256, 1024"),
-            format_int,
-            "Sequences per optimizer step",
-        )
+        self.global_batch = self.input(batch, "parallelism.global_batch")
         self.schedule = self.combo(
             batch,
             "Schedule",
@@ -362,56 +321,24 @@ class ParallelismTab(Tab):
             ],
             "PyTorch FSDP sharding strategy; when set it overrides the ZeRO stage",
         )
-        self.chunks = self.line(
-            batch,
-            "Virtual stages v",
-            "parallelism.interleave_chunks",
-            units.parse_int_count,
-            format_int,
-            "Model chunks per GPU (interleaved schedule)",
-        )
+        self.chunks = self.input(batch, "parallelism.interleave_chunks")
         self.build_network_inputs()
         self.measurements = MeasurementsPanel(self.state)
         self.inputs_layout.addWidget(self.measurements)
 
     def build_network_inputs(self) -> None:
         net = self.group("Network and efficiency")
-        self.intra_bw = self.line(
-            net,
-            "Intra-node link",
-            "parallelism.intra_node_bandwidth_bytes_per_s",
-            parse_bandwidth,
-            format_bandwidth,
-            "GPU-to-GPU bandwidth per GPU, one direction (empty: the GPU's catalog link)",
-            optional=True,
-        )
-        self.inter_bw = self.line(
-            net,
-            "Network per node",
-            "parallelism.inter_node_bandwidth_bytes_per_s",
-            parse_bandwidth,
-            format_bandwidth,
-            "Inter-node bandwidth per node, one direction (8 × 400 Gb/s InfiniBand = 400 GB/s)",
-        )
-        for attribute, label, path, tip in (
-            ("intra_eff", "Intra achieved", "intra_node_efficiency", "Achieved share of the link"),
-            ("inter_eff", "Network achieved", "inter_node_efficiency", "Achieved share"),
-            ("kernel_eff", "Kernel efficiency", "kernel_efficiency", "Share of peak FLOP/s"),
-            ("dp_overlap", "DP overlap", "dp_overlap", "Share of backward hiding DP comm"),
-            ("tp_overlap", "TP overlap", "tp_overlap", "Share of TP comm hidden"),
+        self.intra_bw = self.input(net, "parallelism.intra_node_bandwidth_bytes_per_s")
+        self.inter_bw = self.input(net, "parallelism.inter_node_bandwidth_bytes_per_s")
+        for attribute, path in (
+            ("intra_eff", "intra_node_efficiency"),
+            ("inter_eff", "inter_node_efficiency"),
+            ("kernel_eff", "kernel_efficiency"),
+            ("dp_overlap", "dp_overlap"),
+            ("tp_overlap", "tp_overlap"),
         ):
-            edit = self.line(
-                net, label, f"parallelism.{path}", parse_fraction, format_fraction, tip
-            )
-            setattr(self, attribute, edit)
-        self.ep = self.line(
-            net,
-            "Expert parallel",
-            "parallelism.expert_parallel",
-            units.parse_length,
-            format_int,
-            "Expert-parallel degree (MoE; divides data parallel)",
-        )
+            setattr(self, attribute, self.input(net, f"parallelism.{path}"))
+        self.ep = self.input(net, "parallelism.expert_parallel")
 
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars, TimelineChart
