@@ -227,13 +227,13 @@ def test_disk_faults_give_one_line_and_exit_2(
 
 def test_new_folders_are_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[str] = []
-    real = store._fsync_dir
+    real = store.fsync_dir
 
     def spy(folder: Path) -> None:
         synced.append(str(folder))
         real(folder)
 
-    monkeypatch.setattr(store, "_fsync_dir", spy)
+    monkeypatch.setattr(store, "fsync_dir", spy)
     target = tmp_path / "a" / "b" / "c.llmplan.json"
     store.save_scenario_file(default_scenario(), target)
     assert str(tmp_path) in synced  # the parent of the new folder "a"
