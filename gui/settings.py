@@ -52,5 +52,6 @@ def save(data: dict[str, Any]) -> None:
 def add_recent(data: dict[str, Any], path: str) -> list[str]:
     recent = [p for p in data.get("recent", []) if isinstance(p, str) and p != path]
     recent.insert(0, path)
-    data["recent"] = recent[:MAX_RECENT]
-    return data["recent"]
+    kept = recent[:MAX_RECENT]
+    data["recent"] = kept
+    return kept

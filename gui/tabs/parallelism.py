@@ -6,11 +6,9 @@ import logging
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QEvent,
     QModelIndex,
     QObject,
-    QPersistentModelIndex,
     Qt,
     QTimer,
     Signal,
@@ -35,6 +33,7 @@ from llm_planner.core.primitives import units
 from llm_planner.core.sections.parallelism.schedule import pipeline_timeline
 from llm_planner.gui import export_config
 from llm_planner.gui.background import Latest
+from llm_planner.gui.table_model import RowsModel
 from llm_planner.gui.tabs.base import (
     Tab,
     field,
@@ -52,7 +51,6 @@ SEARCH_TOP = 50
 """Rows the ranked table shows."""
 MAX_DRAWN_MICROBATCHES = 32
 """The timeline draws at most this many micro-batches (readable; the bubble figure is exact)."""
-_ROOT = QModelIndex()
 
 
 def report_stage(report: Report, scenario: Scenario) -> int:
@@ -94,47 +92,24 @@ def cell_text(key: str, value: Any) -> str:
     return str(value)
 
 
-class SearchModel(QAbstractTableModel):
+class SearchModel(RowsModel[dict[str, Any]]):
     """The ranked rows as a Qt model: one reset per search, no per-cell widgets."""
 
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self.rows: list[dict[str, Any]] = []
+    headers = tuple(header for _key, header, _tip in COLUMNS)
+    header_tips = tuple(tip for _key, _header, tip in COLUMNS)
 
-    def set_rows(self, rows: list[dict[str, Any]]) -> None:
-        self.beginResetModel()
-        self.rows = list(rows)
-        self.endResetModel()
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
-        if not index.isValid():
-            return None
-        key = COLUMNS[index.column()][0]
-        value = self.rows[index.row()].get(key)
+    def cell(self, row: dict[str, Any], column: int, role: int) -> Any:
+        key = COLUMNS[column][0]
+        value = row.get(key)
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             text = cell_text(key, value)
             if role == Qt.ItemDataRole.ToolTipRole:
-                return f"{COLUMNS[index.column()][2]}: {text}"
+                return f"{COLUMNS[column][2]}: {text}"
             return text
         if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(value, int | float):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.UserRole:
             return value
-        return None
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:  # noqa: N802
-        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section][1]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return COLUMNS[section][2]
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
