@@ -729,3 +729,30 @@ def test_time_breakdown_adds_up_to_the_step() -> None:
     assert tb["bubble"] > 0
     assert data["training"]["stack"] == "megatron"
     assert set(data["parallelism"]["time_breakdown_seconds"]) >= {"compute", "data_parallel"}
+
+
+def test_gemm_shapes_are_the_layer_matrices_mla_exact() -> None:
+    """The step time's GEMMs are the layer's matrices (Architecture.layer_matrices): for
+    DeepSeek-V3's MLA (config_671B.json: dim 7168, 128 heads, q_lora_rank 1536,
+    kv_lora_rank 512, qk dims 128 + 64, v 128) each projection at its own size, the
+    down-projections replicated (neither N nor K ÷ tp), not one folded QKV GEMM; for
+    Llama-3.1-8B the fused QKV (N = 4096 + 2·1024) and the fused gate‖up (N = 2·14336)."""
+    from llm_planner.core.sections.parallelism.workload import gemm_shapes_of
+
+    shapes = gemm_shapes_of(get_preset("deepseek-v3").architecture)
+    attention = {(n, k, by_n, by_k) for n, k, _, by_n, by_k, _ in shapes}
+    assert {
+        (1536.0, 7168.0, False, False),
+        (128.0 * 192, 1536.0, True, False),
+        (576.0, 7168.0, False, False),
+        (128.0 * 256, 512.0, True, False),
+        (7168.0, 128.0 * 128, False, True),
+    } <= attention
+    llama = gemm_shapes_of(get_preset("llama-3.1-8b").architecture)
+    assert [(n, k) for n, k, *_ in llama] == [
+        (4096.0 + 2 * 1024, 4096.0),
+        (4096.0, 4096.0),
+        (2 * 14336.0, 4096.0),
+        (4096.0, 14336.0),
+    ]
+    assert sum(share for _, _, share, *_ in llama) == pytest.approx(1.0)
