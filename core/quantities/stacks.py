@@ -125,6 +125,21 @@ at dp 256 and 48-64% fast at dp 128; with it −4% and −0.1 to +4%; the runs w
 by 4-10 points."""
 
 
+MEGATRON_BF16_AS_LAUNCHED: dict[str, str] = {
+    "mixed_bf16": "mixed_bf16_fp32_grads",
+    "bf16": "mixed_bf16_fp32_grads",
+}
+"""What Megatron-LM runs when the export writes ``--bf16`` (NVIDIA/Megatron-LM@d98e8a64
+megatron/training/arguments.py, validate_args: with bf16, ``--main-grads-dtype`` (default
+fp32) turns on ``accumulate_allreduce_grads_in_fp32``, "accumulate and all-reduce gradients in
+fp32 for bfloat16 data type"; training.py passes it as ``grad_reduce_in_fp32``;
+megatron/core/distributed/param_and_grad_buffer.py ``group_params_for_buffers``: grad_dtype =
+torch.float if grad_reduce_in_fp32 else param.dtype). The optimizer keeps fp32 main params
+(``--main-params-dtype`` default fp32) and fp32 moments (``--exp-avg-dtype``,
+``--exp-avg-sq-dtype`` default fp32), so a pure-bf16 plan runs the same way: 2 + 4 + 12 = 18
+bytes per parameter before sharding."""
+
+
 class StackProfile(BaseModel):
     """What a training framework does that the memory and step-time models depend on."""
 
@@ -138,6 +153,12 @@ class StackProfile(BaseModel):
         ge=0,
         description="buffers per trained parameter on top of the precision recipe's gradient "
         "(e.g. nanotron's fp32 accumulation buffer), not sharded by ZeRO-1",
+    )
+    precision_as_launched: dict[str, str] = Field(
+        default_factory=dict,
+        description="precision recipe → the recipe the stack actually runs when launched with "
+        "it as the exported config states it (Megatron-LM's --bf16 keeps fp32 main gradients "
+        "and fp32 main parameters); a recipe not listed runs as it is",
     )
     gradient_reduce_bytes: float | None = Field(
         default=None,
@@ -251,6 +272,7 @@ STACKS: dict[str, StackProfile] = {
             dp_bucket_bytes=40_000_000 * 2.0,
             dp_bucket_params_per_rank=1_000_000,
             ddp_bucket_temporary=False,
+            precision_as_launched=MEGATRON_BF16_AS_LAUNCHED,
             host_seconds_per_layer=HOST_SECONDS_PER_LAYER_FUSED,
             loss_bytes_per_logit=14.0,
             grad_accumulation_bytes_per_param=0.0,
@@ -261,8 +283,12 @@ STACKS: dict[str, StackProfile] = {
             "distributed_data_parallel.py (bucket_size = max(40,000,000, 1,000,000 · dp) "
             "parameters; gradients reduced in place in the contiguous param_and_grad_buffer), "
             "distributed_data_parallel_config.py (overlap_grad_reduce False by default), "
-            "megatron/training/arguments.py (bf16: fp32 main grads, all-reduce in fp32 — the "
-            "precision recipe mixed_bf16_fp32_grads); TE fused attention",
+            "megatron/training/arguments.py (--bf16 with the default --main-grads-dtype fp32 "
+            "sets accumulate_allreduce_grads_in_fp32, which megatron/training/training.py passes "
+            "as DistributedDataParallelConfig.grad_reduce_in_fp32, so "
+            "megatron/core/distributed/param_and_grad_buffer.py group_params_for_buffers "
+            "allocates the main_grad buffer in torch.float: mixed_bf16 and bf16 run as "
+            "mixed_bf16_fp32_grads); TE fused attention",
         ),
         StackProfile(
             id="deepspeed",

@@ -113,8 +113,9 @@ class MemoryTerms:
     """The same with expert parallelism ep (one layer as a GPU holding E/ep experts)."""
     cuda_context_bytes: float
     fragmentation_fraction: float
-    megatron_buckets: bool
-    """Megatron reduces gradients in place: no DDP bucket with ZeRO 0/1."""
+    ddp_bucket_temporary: bool
+    """The stack holds a DDP bucket while reducing with ZeRO 0/1 (Megatron reduces in place
+    in its contiguous gradient buffer: no; ``StackProfile.ddp_bucket_temporary``)."""
     activations: Callable[[int, int, bool, str], StageActivations]
     """(b, tp, sequence parallel, policy) → the activation terms at that micro-batch."""
     stage_layers: Callable[[int], tuple[int, int]]
@@ -208,7 +209,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         temporaries_for_ep=temporaries_for_ep,
         cuda_context_bytes=float(ti.cuda_context_bytes),
         fragmentation_fraction=float(ti.fragmentation_fraction),
-        megatron_buckets=ti.implementation == "megatron",
+        ddp_bucket_temporary=get_stack(ti.stack).ddp_bucket_temporary,
         activations=stage_acts,
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
@@ -383,7 +384,7 @@ def training_memory_arrays(
     bucket = np.where(
         (zero_i >= 2) & sharded,
         zero2_bucket / tp_f,
-        np.where(sharded & (not terms.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
+        np.where(sharded & terms.ddp_bucket_temporary, float(DDP_BUCKET_BYTES), 0.0),
     )
     gather = np.where((zero_i >= 3) & sharded, zero3_gather / tp_f, 0.0)
     dequant = np.full(n, terms.temporaries.dequant) / tp_f

@@ -18,7 +18,7 @@ from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     model_flops_per_token,
 )
-from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.optimizers import launched_precision
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
 from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, ParallelInputs
 from llm_planner.core.sections.training import (
@@ -183,7 +183,7 @@ def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: Training
     params = whole.layer_params + whole.outside_params
     if params <= 0:
         return 0.0
-    recipe = get_precision(training_inputs.precision)
+    recipe = launched_precision(training_inputs.precision, training_inputs.stack)
     trained_w = w if training_inputs.effective_lora_rank is None else 0.0
     if training_inputs.effective_lora_rank is not None and recipe.gradients_bytes > 0:
         trained_w = g / recipe.gradients_bytes * recipe.weights_bytes
@@ -236,7 +236,7 @@ def workload_of(
         ),
         stack=stack,
         gradient_reduce_bytes=stack.gradient_reduce_bytes
-        or get_precision(ti.precision).gradients_bytes,
+        or launched_precision(ti.precision, ti.stack).gradients_bytes,
         layer_params=float(one_layer_params(arch)) * scale,
         vocab=arch.vocab_size,
         head_flops_per_token=min(6.0 * arch.vocab_size * arch.hidden_size, model),
