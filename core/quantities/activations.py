@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.quantities import recurrent
 from llm_planner.core.quantities.activation_attention import attention_tensors
@@ -393,7 +393,7 @@ def _config(
     )
 
 
-ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
+ALL_LINEAR = LORA_TARGETS
 
 
 def _recompute_split(
