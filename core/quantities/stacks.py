@@ -298,7 +298,11 @@ STACKS: dict[str, StackProfile] = {
             zero3_prefetch_layers=1,
             source="deepspeedai/DeepSpeed@edaa7221: deepspeed/runtime/zero/config.py "
             "(reduce_bucket_size 5e8 and allgather_bucket_size 5e8 elements, "
-            "stage3_prefetch_bucket_size 5e7, stage3_max_live_parameters 1e9); activation "
+            "stage3_prefetch_bucket_size 5e7, stage3_max_live_parameters 1e9); "
+            "deepspeed/runtime/engine.py get_data_types and _do_optimizer_sanity_check (bf16 "
+            "without data_types.grad_accum_dtype accumulates gradients in bf16, ZeRO or "
+            "DDP_BFLOAT16: mixed_bf16 runs as named, 2 + 2 + 12; the export adds "
+            "grad_accum_dtype fp32 only for mixed_bf16_fp32_grads); activation "
             "profile of the Hugging Face modules it usually wraps",
         ),
         StackProfile(
@@ -311,7 +315,10 @@ STACKS: dict[str, StackProfile] = {
             source="pytorch/torchtitan@b5bcd76c: torchtitan/distributed/fsdp.py (fully_shard "
             "per transformer block: one all-gather and one reduce-scatter per block, implicit "
             "prefetch of the next block), torchtitan/config/configs.py (mixed_precision_param "
-            "bfloat16, mixed_precision_reduce float32)",
+            "bfloat16, mixed_precision_reduce float32; training.dtype float32: the sharded "
+            "parameters, their gradients and AdamW's moments stay fp32, 4 + 4 + 8 = 16 bytes "
+            "per parameter, the same total per GPU as mixed_bf16's 2 + 2 + 12 under FSDP's "
+            "full sharding, split differently between weights, gradients and optimizer)",
         ),
         StackProfile(
             id="hf",
