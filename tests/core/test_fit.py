@@ -158,8 +158,8 @@ def test_70b_at_tp1_on_512_h100_is_offered_tp_8_with_pipeline_stages() -> None:
     # = 17.6 + 35.3 + 1.65 = 54.6 GB of state before activations: not offered alone once
     # the activations are added. tp 8 × pp 2 (dp = 512/16 = 32): 2·70.55e9/16 + 4·70.55e9/16
     # + 12·70.55e9/(16·32) = 8.8 + 17.6 + 1.65 = 28.1 GB of state, under the H100's 80 GB
-    assert [s.changes for s in layouts][0] == {"parallelism.tp": 8, "parallelism.pp": 2}
     tp8 = layouts[0]
+    assert tp8.changes == {"parallelism.tp": 8, "parallelism.pp": 2}
     assert tp8.label == "TP 1 → 8 + PP 1 → 2"
     assert 6 * 70.55e9 / 16 + 12 * 70.55e9 / 512 <= tp8.peak_bytes <= 80e9
     assert tp8.wall_seconds is not None
@@ -193,4 +193,4 @@ def test_the_next_larger_gpu_is_a_candidate() -> None:
     assert fix.capacity_bytes in (96e9, 141e9)
     assert 80e9 < fix.peak_bytes <= fix.capacity_bytes  # the same plan, on more memory
     if fix.capacity_bytes == 141e9:
-        assert fix.peak_bytes > 96e9  # the 96 GB tier would not have held it  # the same plan: it fits by the memory it brings
+        assert fix.peak_bytes > 96e9  # the 96 GB tier would not have held it
