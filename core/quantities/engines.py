@@ -44,6 +44,12 @@ class EngineProfile(BaseModel):
         "batching); False: a batch runs to its end before the next starts"
     )
     kv_block_tokens: int = Field(gt=0, description="paged KV block, tokens")
+    reserves_whole_sequence: bool = Field(
+        description="a request's KV blocks for prompt + every output token are reserved when "
+        "it starts (TensorRT-LLM's guaranteed-no-evict scheduler, llama.cpp's per-slot "
+        "context); False: blocks are taken as tokens arrive, so the pool holds sequences at "
+        "their mean length"
+    )
     kv_memory_fraction: float = Field(
         gt=0,
         le=1,
@@ -78,6 +84,16 @@ class EngineProfile(BaseModel):
         description="achieved share of peak of the engine's prefill GEMMs by GPU class "
         "(consumer, professional, apple); absent: the serving model's common fraction",
     )
+    decode_bandwidth_fraction: dict[str, float] = Field(
+        default_factory=dict,
+        description="achieved share of memory bandwidth of the engine's decode GEMV by GPU "
+        "class; absent: the serving model's common fraction",
+    )
+    prefill_flops_per_joule: dict[str, float] = Field(
+        default_factory=dict,
+        description="sustained FLOP per joule of the engine's prefill GEMMs by GPU "
+        "architecture: at the board power (TDP) they cap the compute rate",
+    )
     quantized_prefill_factor: float = Field(
         default=1.0, gt=0, description="speed of the block-quantized GEMMs ÷ the fp16 ones"
     )
@@ -89,7 +105,7 @@ class EngineProfile(BaseModel):
     source: str = ""
 
 
-STEP_OVERHEAD_TENSORRT_SECONDS = 0.4e-3
+STEP_OVERHEAD_TENSORRT_SECONDS = 0.8e-3
 """Host time per decode step of TensorRT-LLM's C++ in-flight-batching runtime (the batch
 manager schedules in C++; the engine replays CUDA graphs). Fitted on the TensorRT-LLM
 max-throughput rows of serving-calibration.json together with the compute and bandwidth
@@ -114,14 +130,34 @@ these engines, so it is not fitted."""
 
 LLAMA_CPP_PREFILL_FRACTION: dict[str, float] = {
     "consumer": 1.0,
-    "professional": 0.4,
-    "apple": 0.7,
+    "professional": 0.6,
+    "datacenter": 0.4,
+    "apple": 0.8,
 }
 """Share of the catalog's fp16 peak llama.cpp's prompt GEMMs reach, by GPU class. Fitted on
 llama.cpp's pp rows, one value per table of the source (docs/ACCURACY.md, "Serving").
 GeForce above 0.5: llama.cpp's cuBLAS F16 path accumulates in fp16, which GeForce cards run
 at twice the fp32-accumulate rate the catalog quotes; workstation and data-centre cards
 reach far less of their peak at this build (May 2024)."""
+
+LLAMA_CPP_PREFILL_FLOPS_PER_JOULE: dict[str, float] = {
+    "ampere-ga10x": 0.25e12,
+    "ampere-ga100": 0.42e12,
+    "ada": 0.37e12,
+    "hopper": 0.50e12,
+}
+"""FLOP per joule llama.cpp's prompt GEMMs sustain, by architecture (Samsung 8 nm GA10x,
+TSMC 7 nm GA100, TSMC 4N Ada and Hopper): at the board power limit a GPU's clocks drop
+below the boost clock its datasheet peak assumes, so a card's prompt rate is at most
+TDP × this. Fitted on llama.cpp's pp rows (docs/ACCURACY.md, "Serving"): within a
+generation the rate per watt is nearly constant (Ada 0.34-0.40 TFLOP/J from the RTX 4000
+Ada at 130 W to the RTX 6000 Ada at 300 W)."""
+
+LLAMA_CPP_DECODE_BANDWIDTH_FRACTION: dict[str, float] = {"datacenter": 0.45}
+"""Share of HBM bandwidth llama.cpp's single-stream GEMV reaches on data-centre GPUs (A100,
+H100): far below its share of GDDR and unified memory, which the common fraction gives.
+Its GEMV keeps few bytes in flight per SM, and HBM's higher latency needs more to be
+saturated (Little's law). Fitted on the llama.cpp tg rows of the A100 and H100 PCIe."""
 
 LLAMA_CPP_QUANTIZED_PREFILL_FACTOR = 0.8
 """Speed of llama.cpp's quantized matrix multiplies (MMQ: int8 dot products on CUDA cores
@@ -177,6 +213,7 @@ def engine_profiles() -> dict[str, EngineProfile]:
             name="vLLM",
             max_concurrent_requests=256,
             continuous_batching=True,
+            reserves_whole_sequence=False,
             kv_block_tokens=16,
             kv_memory_fraction=0.90,
             tensor_parallel=True,
@@ -190,6 +227,7 @@ def engine_profiles() -> dict[str, EngineProfile]:
             name="SGLang",
             max_concurrent_requests=4096,
             continuous_batching=True,
+            reserves_whole_sequence=False,
             kv_block_tokens=1,
             kv_memory_fraction=0.88,
             tensor_parallel=True,
@@ -203,6 +241,7 @@ def engine_profiles() -> dict[str, EngineProfile]:
             name="TensorRT-LLM",
             max_concurrent_requests=2048,
             continuous_batching=True,
+            reserves_whole_sequence=True,
             kv_block_tokens=64,
             kv_memory_fraction=0.95,
             tensor_parallel=True,
@@ -216,6 +255,7 @@ def engine_profiles() -> dict[str, EngineProfile]:
             name="llama.cpp",
             max_concurrent_requests=1,
             continuous_batching=True,
+            reserves_whole_sequence=True,
             kv_block_tokens=1,
             kv_memory_fraction=1.0,
             tensor_parallel=False,
@@ -225,6 +265,8 @@ def engine_profiles() -> dict[str, EngineProfile]:
             step_overhead_seconds=STEP_OVERHEAD_LLAMA_CPP_SECONDS,
             quantized_compute_dtype="fp16",
             prefill_compute_fraction=dict(LLAMA_CPP_PREFILL_FRACTION),
+            prefill_flops_per_joule=dict(LLAMA_CPP_PREFILL_FLOPS_PER_JOULE),
+            decode_bandwidth_fraction=dict(LLAMA_CPP_DECODE_BANDWIDTH_FRACTION),
             quantized_prefill_factor=LLAMA_CPP_QUANTIZED_PREFILL_FACTOR,
             quantized_bandwidth_factor=LLAMA_CPP_QUANTIZED_BANDWIDTH_FACTOR,
             source=LLAMA_CPP_SOURCE,
@@ -234,6 +276,7 @@ def engine_profiles() -> dict[str, EngineProfile]:
             name="LMDeploy (TurboMind)",
             max_concurrent_requests=256,
             continuous_batching=False,
+            reserves_whole_sequence=False,
             kv_block_tokens=64,
             kv_memory_fraction=0.95,
             tensor_parallel=True,

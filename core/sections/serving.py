@@ -49,17 +49,17 @@ from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 
 SECONDS_PER_HOUR = 3600.0
 
-DECODE_BANDWIDTH_FRACTION = 0.80
+DECODE_BANDWIDTH_FRACTION = 0.75
 """Share of the catalog's memory bandwidth a decode step's weight and KV reads achieve
 (GEMV-like kernels streaming the weights once per step). Fitted (docs/ACCURACY.md,
 "Serving": the fit, its data and residual); STREAM-like copies reach ~0.9 on HBM3."""
 
-KV_BANDWIDTH_FRACTION = 0.55
+KV_BANDWIDTH_FRACTION = 0.70
 """Share of the catalog's memory bandwidth the decode attention kernels achieve reading the
 KV cache (paged blocks gathered per sequence, short rows per head: less than a weight
 stream). Fitted (docs/ACCURACY.md, "Serving")."""
 
-PREFILL_COMPUTE_FRACTION = 0.60
+PREFILL_COMPUTE_FRACTION = 0.70
 """Share of the dense peak of the compute dtype the serving GEMMs achieve (prefill and
 large-batch decode). Fitted (docs/ACCURACY.md, "Serving")."""
 
@@ -129,7 +129,10 @@ class Deployment:
     def bandwidth(self) -> float:
         """Achieved bandwidth of one GPU streaming the weights, bytes/s."""
         factor = self.engine.quantized_bandwidth_factor if self.quantized else 1.0
-        return self.gpu.memory_bandwidth_bytes_per_s * DECODE_BANDWIDTH_FRACTION * factor
+        fraction = self.engine.decode_bandwidth_fraction.get(
+            self.gpu_class, DECODE_BANDWIDTH_FRACTION
+        )
+        return self.gpu.memory_bandwidth_bytes_per_s * fraction * factor
 
     @property
     def kv_bandwidth(self) -> float:
@@ -144,17 +147,44 @@ class Deployment:
             self.gpu_class, PREFILL_COMPUTE_FRACTION
         )
         factor = self.engine.quantized_prefill_factor if self.quantized else 1.0
-        return self.peak_flops * fraction * factor
+        rate = self.peak_flops * fraction
+        per_joule = self.engine.prefill_flops_per_joule.get(gpu_generation(self.gpu))
+        if per_joule is not None and self.gpu.tdp_watts is not None:
+            rate = min(rate, self.gpu.tdp_watts * per_joule)
+        return rate * factor
+
+
+def gpu_generation(gpu: GPU) -> str:
+    """The architecture generation of an NVIDIA GPU from its name ('hopper', 'ada',
+    'ampere-ga100', 'ampere-ga10x'), else 'other': the key of an engine's per-generation
+    energy figure."""
+    name = gpu.name.lower()
+    if any(key in name for key in ("h100", "h200", "gh200", "h800")):
+        return "hopper"
+    if "a100" in name or "a800" in name:
+        return "ampere-ga100"
+    if any(key in name for key in (" ada", "rtx 40", "l40", " l4")):
+        return "ada"
+    if any(key in name for key in ("rtx 30", "a40", "a6000", "a10")):
+        return "ampere-ga10x"
+    return "other"
+
+
+HBM_GPUS = ("v100", "a100", "a800", "h100", "h800", "h200", "gh200", "b200", "mi2", "mi3")
+"""Name fragments of the GPUs with HBM (the 'datacenter' class of :func:`gpu_class`)."""
 
 
 def gpu_class(gpu: GPU) -> str:
-    """'apple' (vendor Apple), 'consumer' (a GeForce card) or 'professional' (every other
-    GPU: workstation and data-centre): the classes whose kernels an engine may tune
-    differently."""
+    """'apple' (vendor Apple), 'consumer' (a GeForce card), 'datacenter' (an HBM GPU:
+    :data:`HBM_GPUS`) or 'professional' (every other: workstation and GDDR data-centre
+    cards): the classes whose kernels an engine may run at different efficiencies."""
+    name = gpu.name.lower()
     if gpu.vendor.lower() == "apple":
         return "apple"
-    if "geforce" in gpu.name.lower():
+    if "geforce" in name:
         return "consumer"
+    if any(key in name for key in HBM_GPUS):
+        return "datacenter"
     return "professional"
 
 
@@ -370,7 +400,7 @@ def operate(d: Deployment, concurrency: int, prompt: int, output: int, capacity:
     waves = max(1, math.ceil(concurrency / b))
     # requests in wave k (0-based) start k waves late; the last wave may be partial
     starts = sum(k * min(b, concurrency - k * b) for k in range(waves)) / max(concurrency, 1)
-    ttft = starts * wave + prefill.seconds
+    ttft = starts * wave + prefill.seconds + step.seconds
     return Operating(b, ttft, step.seconds, concurrency * output / (waves * wave), step)
 
 
@@ -467,8 +497,12 @@ class ServingReport(BaseModel):
 
 
 def max_concurrency(d: Deployment, prompt: int, output: int) -> tuple[int, int]:
-    """(largest concurrency, sequences the KV pool holds) for ``prompt + output`` tokens."""
-    capacity = kv_capacity_sequences(d, prompt + output)
+    """(largest concurrency, sequences the KV pool holds): sequences of prompt + output
+    tokens when the engine reserves whole sequences, else of prompt + output ÷ 2 (blocks
+    taken as tokens arrive: the mean a running sequence holds, vLLM's PagedAttention
+    scheduling, Kwon et al. 2023 sec. 4.5)."""
+    held = output if d.engine.reserves_whole_sequence else math.ceil(output / 2)
+    capacity = kv_capacity_sequences(d, prompt + held)
     return min(capacity, d.engine.max_concurrent_requests), capacity
 
 
