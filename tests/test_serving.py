@@ -274,7 +274,8 @@ def test_price_reaches_the_cost_per_token() -> None:
         update={"price_usd_per_gpu_hour": 2 * scenario.compute.price_usd_per_gpu_hour}
     )
     dear = estimate(scenario.model_copy(update={"compute": dear_compute})).inference.serving
-    assert cheap is not None and dear is not None
+    assert cheap is not None
+    assert dear is not None
     assert cheap.usd_per_million_output_tokens is not None
     assert dear.usd_per_million_output_tokens == pytest.approx(
         2 * cheap.usd_per_million_output_tokens

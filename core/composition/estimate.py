@@ -382,7 +382,7 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceRepor
     price = scenario.compute.price_usd_per_gpu_hour  # prices the serving section's tokens
     return _INFERENCE.get(
         (arch, total, active, gpu, inputs, price),
-        lambda: estimate_inference(arch, total, active, gpu, inputs, price),
+        lambda: estimate_inference(arch, total, active, gpu, inputs, price_usd_per_gpu_hour=price),
     )
 
 

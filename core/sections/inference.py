@@ -23,8 +23,8 @@ from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES, GPU
 from llm_planner.core.primitives.limits import bounds
-from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
 from llm_planner.core.quantities.engines import get_engine
+from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
 from llm_planner.core.quantities.quantization import WeightFormat, get_weight_format
 from llm_planner.core.sections.serving import (
     Deployment,
@@ -607,6 +607,7 @@ def estimate_inference(
     params_active: float,
     gpu: GPU,
     inputs: InferenceInputs,
+    *,
     price_usd_per_gpu_hour: float = 0.0,
 ) -> InferenceReport:
     """The inference-memory section for one replica on ``inputs.num_gpus`` GPUs.

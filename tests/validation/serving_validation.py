@@ -34,7 +34,14 @@ from llm_planner.core.primitives.architecture import Architecture, count_paramet
 from llm_planner.core.primitives.gpus import GPU, PeakFlops, get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.sections.inference import InferenceInputs, serving_deployment
-from llm_planner.core.sections.serving import Deployment, operate, prefill_time
+from llm_planner.core.sections.serving import (
+    Deployment,
+    gpu_class,
+    gpu_generation,
+    max_concurrency,
+    operate,
+    prefill_time,
+)
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "serving-calibration.json"
@@ -90,42 +97,132 @@ _APPLE = (
 
 EXTRA_GPUS: dict[str, GPU] = {
     "GH200": _gpu(
-        "gh200-96gb", "NVIDIA GH200 (96 GB HBM3)", 96, 4000, 989.4, fp8_tflops=1978.9,
-        int8_tops=1978.9, link_name="NVLink-C2C", link_gb_s=450,
-        tdp=900, source="NVIDIA GH200 Grace Hopper Superchip datasheet: H100 with 96 GB HBM3 at "
+        "gh200-96gb",
+        "NVIDIA GH200 (96 GB HBM3)",
+        96,
+        4000,
+        989.4,
+        fp8_tflops=1978.9,
+        int8_tops=1978.9,
+        link_name="NVLink-C2C",
+        link_gb_s=450,
+        tdp=900,
+        source="NVIDIA GH200 Grace Hopper Superchip datasheet: H100 with 96 GB HBM3 at "
         "4 TB/s, H100 SXM tensor rates (from memory, not re-read this session)",
     ),
     "A100-PCIe-80GB": _gpu(
-        "a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", 80, 1935, 312, int8_tops=624,
-        tdp=300, source="NVIDIA A100 datasheet (PCIe 80GB: 1,935 GB/s; 312 TFLOPS FP16/BF16 dense)",
+        "a100-pcie-80gb",
+        "NVIDIA A100 PCIe 80GB",
+        80,
+        1935,
+        312,
+        int8_tops=624,
+        tdp=300,
+        source="NVIDIA A100 datasheet (PCIe 80GB: 1,935 GB/s; 312 TFLOPS FP16/BF16 dense)",
     ),
     "A40": _gpu("a40", "NVIDIA A40", 48, 696, 149.7, int8_tops=299.3, tdp=300, source=_PRO),
-    "RTX-A6000": _gpu("rtx-a6000", "NVIDIA RTX A6000", 48, 768, 154.8, int8_tops=309.7,
-                      tdp=300, source=_PRO),
-    "RTX-4000-Ada": _gpu("rtx-4000-ada", "NVIDIA RTX 4000 Ada", 20, 360, 81.9,
-                         int8_tops=163.8, tdp=130, source=_PRO),
-    "RTX-5000-Ada": _gpu("rtx-5000-ada", "NVIDIA RTX 5000 Ada", 32, 576, 261.1,
-                         int8_tops=522.2, tdp=250, source=_PRO),
-    "RTX-6000-Ada": _gpu("rtx-6000-ada", "NVIDIA RTX 6000 Ada", 48, 960, 364.2,
-                         int8_tops=728.5, tdp=300, source=_PRO),
-    "RTX-3070": _gpu("rtx-3070", "NVIDIA GeForce RTX 3070", 8, 448, 40.6, int8_tops=162.6,
-                     tdp=220, source=_AMPERE_GEFORCE),
-    "RTX-3080": _gpu("rtx-3080", "NVIDIA GeForce RTX 3080 10GB", 10, 760, 59.5,
-                     int8_tops=238, tdp=320, source=_AMPERE_GEFORCE),
-    "RTX-3080-Ti": _gpu("rtx-3080-ti", "NVIDIA GeForce RTX 3080 Ti", 12, 912, 68.2,
-                        int8_tops=272.8, tdp=350, source=_AMPERE_GEFORCE),
-    "RTX-4070-Ti": _gpu("rtx-4070-ti", "NVIDIA GeForce RTX 4070 Ti", 12, 504, 80.2,
-                        int8_tops=320.7, tdp=285, source=_ADA_GEFORCE),
-    "RTX-4080": _gpu("rtx-4080", "NVIDIA GeForce RTX 4080", 16, 716.8, 97.5,
-                     int8_tops=389.9, tdp=320, source=_ADA_GEFORCE),
-    "Apple-M1": _gpu("apple-m1-7c", "Apple M1 (7-core GPU)", 8, 68.25, 2.29, vendor="Apple",
-                     tdp=20, source=_APPLE),
-    "Apple-M1-Max": _gpu("apple-m1-max-32c", "Apple M1 Max (32-core GPU)", 64, 400, 10.4,
-                         vendor="Apple", tdp=60, source=_APPLE),
-    "Apple-M2-Ultra": _gpu("apple-m2-ultra-76c", "Apple M2 Ultra (76-core GPU)", 192, 800,
-                           27.2, vendor="Apple", tdp=90, source=_APPLE),
-    "Apple-M3-Max": _gpu("apple-m3-max-40c", "Apple M3 Max (40-core GPU)", 64, 400, 14.2,
-                         vendor="Apple", tdp=60, source=_APPLE),
+    "RTX-A6000": _gpu(
+        "rtx-a6000", "NVIDIA RTX A6000", 48, 768, 154.8, int8_tops=309.7, tdp=300, source=_PRO
+    ),
+    "RTX-4000-Ada": _gpu(
+        "rtx-4000-ada", "NVIDIA RTX 4000 Ada", 20, 360, 81.9, int8_tops=163.8, tdp=130, source=_PRO
+    ),
+    "RTX-5000-Ada": _gpu(
+        "rtx-5000-ada", "NVIDIA RTX 5000 Ada", 32, 576, 261.1, int8_tops=522.2, tdp=250, source=_PRO
+    ),
+    "RTX-6000-Ada": _gpu(
+        "rtx-6000-ada", "NVIDIA RTX 6000 Ada", 48, 960, 364.2, int8_tops=728.5, tdp=300, source=_PRO
+    ),
+    "RTX-3070": _gpu(
+        "rtx-3070",
+        "NVIDIA GeForce RTX 3070",
+        8,
+        448,
+        40.6,
+        int8_tops=162.6,
+        tdp=220,
+        source=_AMPERE_GEFORCE,
+    ),
+    "RTX-3080": _gpu(
+        "rtx-3080",
+        "NVIDIA GeForce RTX 3080 10GB",
+        10,
+        760,
+        59.5,
+        int8_tops=238,
+        tdp=320,
+        source=_AMPERE_GEFORCE,
+    ),
+    "RTX-3080-Ti": _gpu(
+        "rtx-3080-ti",
+        "NVIDIA GeForce RTX 3080 Ti",
+        12,
+        912,
+        68.2,
+        int8_tops=272.8,
+        tdp=350,
+        source=_AMPERE_GEFORCE,
+    ),
+    "RTX-4070-Ti": _gpu(
+        "rtx-4070-ti",
+        "NVIDIA GeForce RTX 4070 Ti",
+        12,
+        504,
+        80.2,
+        int8_tops=320.7,
+        tdp=285,
+        source=_ADA_GEFORCE,
+    ),
+    "RTX-4080": _gpu(
+        "rtx-4080",
+        "NVIDIA GeForce RTX 4080",
+        16,
+        716.8,
+        97.5,
+        int8_tops=389.9,
+        tdp=320,
+        source=_ADA_GEFORCE,
+    ),
+    "Apple-M1": _gpu(
+        "apple-m1-7c",
+        "Apple M1 (7-core GPU)",
+        8,
+        68.25,
+        2.29,
+        vendor="Apple",
+        tdp=20,
+        source=_APPLE,
+    ),
+    "Apple-M1-Max": _gpu(
+        "apple-m1-max-32c",
+        "Apple M1 Max (32-core GPU)",
+        64,
+        400,
+        10.4,
+        vendor="Apple",
+        tdp=60,
+        source=_APPLE,
+    ),
+    "Apple-M2-Ultra": _gpu(
+        "apple-m2-ultra-76c",
+        "Apple M2 Ultra (76-core GPU)",
+        192,
+        800,
+        27.2,
+        vendor="Apple",
+        tdp=90,
+        source=_APPLE,
+    ),
+    "Apple-M3-Max": _gpu(
+        "apple-m3-max-40c",
+        "Apple M3 Max (40-core GPU)",
+        64,
+        400,
+        14.2,
+        vendor="Apple",
+        tdp=60,
+        source=_APPLE,
+    ),
 }
 
 CATALOG_IDS = {
@@ -192,6 +289,10 @@ class Check:
     label: str
     measured: float
     predicted: float
+    tags: frozenset[str] = frozenset()
+    """The row's GPU class and generation (``core.sections.serving.gpu_class`` /
+    ``gpu_generation``) and ``quantized`` for block-quantized weights: what selects the
+    rows a fitted constant acts on."""
 
     @property
     def error(self) -> float:
@@ -203,7 +304,9 @@ def load() -> dict[str, Any]:
     return data
 
 
-def _deployment(row: dict[str, Any], engine: str, batch: int, prompt: int, output: int) -> Deployment:
+def _deployment(
+    row: dict[str, Any], engine: str, batch: int, prompt: int, output: int
+) -> Deployment:
     arch = arch_of(row)
     counts = count_parameters(arch)
     gpus = int(row.get("tp") or row.get("gpu_count") or 1)
@@ -227,6 +330,14 @@ def family(table: str) -> str:
     return "other"
 
 
+def _tags(row: dict[str, Any]) -> frozenset[str]:
+    gpu = gpu_of(row)
+    tags = {gpu_class(gpu), gpu_generation(gpu)}
+    if WEIGHTS[row["weights_dtype"]] not in ("fp8", "fp16"):
+        tags.add("quantized")
+    return frozenset(tags)
+
+
 def checks() -> Iterator[Check]:
     """Every compared figure, in data order."""
     data = load()
@@ -240,8 +351,6 @@ def checks() -> Iterator[Check]:
         if engine.startswith("TensorRT-LLM"):
             prompt, output = int(row["input_len"]), int(row["output_len"])
             d = _deployment(row, "tensorrt-llm", 1, prompt, output)
-            from llm_planner.core.sections.serving import max_concurrency
-
             largest, _ = max_concurrency(d, prompt, output)
             op = operate(d, max(1, largest), prompt, output, max(1, largest))
             yield Check(
@@ -250,24 +359,33 @@ def checks() -> Iterator[Check]:
                 f"{label} TP{row['tp']} {prompt}/{output}",
                 float(measured["output_tok_s_total"]),
                 op.output_tokens_per_s,
+                _tags(row),
             )
         elif engine.startswith("LMDeploy") and row.get("input_len") is not None:
-            prompt, output, batch = int(row["input_len"]), int(row["output_len"]), int(
-                row["batch_size"]
+            prompt, output, batch = (
+                int(row["input_len"]),
+                int(row["output_len"]),
+                int(row["batch_size"]),
             )
             d = _deployment(row, "lmdeploy", batch, prompt, output)
-            from llm_planner.core.sections.serving import max_concurrency
-
             largest, _ = max_concurrency(d, prompt, output)
             op = operate(d, batch, prompt, output, max(1, largest))
             where = f"{label} TP{row['tp']} b{batch} {prompt}/{output}"
-            yield Check("LMDeploy TTFT", row["id"], where, float(measured["ttft_s_avg"]), op.ttft)
+            yield Check(
+                "LMDeploy TTFT",
+                row["id"],
+                where,
+                float(measured["ttft_s_avg"]),
+                op.ttft,
+                _tags(row),
+            )
             yield Check(
                 "LMDeploy TPOT",
                 row["id"],
                 where,
                 float(measured["per_token_latency_s_p50"]),
                 op.tpot,
+                _tags(row),
             )
         elif engine.startswith("llama.cpp"):
             test = row["llama_bench_test"]
@@ -279,15 +397,23 @@ def checks() -> Iterator[Check]:
                 op = operate(d, 1, 1, n, 1)
                 predicted = 1.0 / op.tpot
                 yield Check(
-                    f"llama.cpp tg ({fam})", row["id"], where,
-                    float(measured["tg_tokens_per_s"]), predicted,
+                    f"llama.cpp tg ({fam})",
+                    row["id"],
+                    where,
+                    float(measured["tg_tokens_per_s"]),
+                    predicted,
+                    _tags(row),
                 )
             else:
                 d = _deployment(row, "llama.cpp", 1, n, 1)
                 predicted = n / prefill_time(d, 1, n).seconds
                 yield Check(
-                    f"llama.cpp pp ({fam})", row["id"], where,
-                    float(measured["pp_tokens_per_s"]), predicted,
+                    f"llama.cpp pp ({fam})",
+                    row["id"],
+                    where,
+                    float(measured["pp_tokens_per_s"]),
+                    predicted,
+                    _tags(row),
                 )
 
 
@@ -305,6 +431,119 @@ def by_table() -> dict[str, list[Check]]:
 
 def median_abs_error(rows: list[Check]) -> float:
     return statistics.median(abs(c.error) for c in rows)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A constant fitted on this data: where it lives, its value, the rows it was fitted
+    on (a predicate over checks) and what those rows say."""
+
+    name: str
+    value: str
+    fitted_on: str
+    tables: tuple[str, ...]
+    tag: str | None = None
+    """Only rows with this tag (a GPU class or generation, or ``quantized``)."""
+
+    def rows(self) -> list[Check]:
+        return [
+            c
+            for c in all_checks()
+            if any(c.table.startswith(t) for t in self.tables)
+            and (self.tag is None or self.tag in c.tags)
+        ]
+
+
+def fitted_constants() -> list[Fitted]:
+    """Every constant fitted on serving-calibration.json (a grid search of the sum of the
+    tables' median |error|, with a penalty above 15%), with the rows it acts on."""
+    from llm_planner.core.quantities import engines as e
+    from llm_planner.core.sections import serving as s
+
+    llama = e.get_engine("llama.cpp")
+    out = [
+        Fitted(
+            "serving.DECODE_BANDWIDTH_FRACTION",
+            f"{s.DECODE_BANDWIDTH_FRACTION:g}",
+            "memory-bound decode: TensorRT-LLM, LMDeploy TPOT, llama.cpp tg",
+            ("TensorRT-LLM", "LMDeploy TPOT", "llama.cpp tg"),
+        ),
+        Fitted(
+            "serving.KV_BANDWIDTH_FRACTION",
+            f"{s.KV_BANDWIDTH_FRACTION:g}",
+            "large-batch decode: TensorRT-LLM, LMDeploy TPOT",
+            ("TensorRT-LLM", "LMDeploy TPOT"),
+        ),
+        Fitted(
+            "serving.PREFILL_COMPUTE_FRACTION",
+            f"{s.PREFILL_COMPUTE_FRACTION:g}",
+            "prompts and compute-bound decode: TensorRT-LLM, LMDeploy TTFT",
+            ("TensorRT-LLM", "LMDeploy TTFT"),
+        ),
+        Fitted(
+            "engines.STEP_OVERHEAD_TENSORRT_SECONDS",
+            f"{e.STEP_OVERHEAD_TENSORRT_SECONDS * 1e3:g} ms",
+            "TensorRT-LLM",
+            ("TensorRT-LLM",),
+        ),
+        Fitted(
+            "engines.STEP_OVERHEAD_TURBOMIND_SECONDS",
+            f"{e.STEP_OVERHEAD_TURBOMIND_SECONDS * 1e3:g} ms",
+            "LMDeploy TPOT",
+            ("LMDeploy TPOT",),
+        ),
+        Fitted(
+            "engines.STEP_OVERHEAD_LLAMA_CPP_SECONDS",
+            f"{e.STEP_OVERHEAD_LLAMA_CPP_SECONDS * 1e3:g} ms",
+            "llama.cpp tg",
+            ("llama.cpp tg",),
+        ),
+        Fitted(
+            "engines.LLAMA_CPP_QUANTIZED_BANDWIDTH_FACTOR",
+            f"{e.LLAMA_CPP_QUANTIZED_BANDWIDTH_FACTOR:g}",
+            "llama.cpp tg, Q4_K_M rows",
+            ("llama.cpp tg",),
+            "quantized",
+        ),
+        Fitted(
+            "engines.LLAMA_CPP_QUANTIZED_PREFILL_FACTOR",
+            f"{e.LLAMA_CPP_QUANTIZED_PREFILL_FACTOR:g}",
+            "llama.cpp pp, Q4_K_M rows",
+            ("llama.cpp pp",),
+            "quantized",
+        ),
+    ]
+    for cls, value in llama.decode_bandwidth_fraction.items():
+        out.append(
+            Fitted(
+                f"engines.LLAMA_CPP_DECODE_BANDWIDTH_FRACTION[{cls}]",
+                f"{value:g}",
+                f"llama.cpp tg on {cls} GPUs",
+                ("llama.cpp tg",),
+                cls,
+            )
+        )
+    for cls, value in llama.prefill_compute_fraction.items():
+        out.append(
+            Fitted(
+                f"engines.LLAMA_CPP_PREFILL_FRACTION[{cls}]",
+                f"{value:g}",
+                f"llama.cpp pp on {cls} GPUs",
+                ("llama.cpp pp",),
+                cls,
+            )
+        )
+    for gen, value in llama.prefill_flops_per_joule.items():
+        out.append(
+            Fitted(
+                f"engines.LLAMA_CPP_PREFILL_FLOPS_PER_JOULE[{gen}]",
+                f"{value / 1e12:g} TFLOP/J",
+                f"llama.cpp pp on {gen} GPUs",
+                ("llama.cpp pp",),
+                gen,
+            )
+        )
+    return out
 
 
 if __name__ == "__main__":
