@@ -14,18 +14,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llm_planner import cli_compute, cli_parallel, cli_training
+from llm_planner import cli_compute, cli_parallel, cli_serving, cli_training
 from llm_planner.cli_common import (
     COUNT,
     FRACTION,
-    INT,
     LENGTH,
     PRICE,
     UsageError,
     set_path,
 )
 
-OPTION_GROUPS = (cli_compute, cli_training, cli_parallel)
+OPTION_GROUPS = (cli_compute, cli_training, cli_parallel, cli_serving)
 """The per-tab option groups, in the order ``--help`` lists them."""
 
 
@@ -76,7 +75,6 @@ def _add_basic_options(parser: argparse.ArgumentParser) -> None:
         help="weights dtype or quantized format (bf16, fp8, int4, q4_k_m...)",
     )
     inference.add_argument("--kv-dtype", metavar="D", help="KV-cache dtype")
-    inference.add_argument("--batch", type=INT, metavar="N", help="concurrent sequences")
     inference.add_argument("--context", type=LENGTH, metavar="N", help="tokens per sequence")
     inference.add_argument(
         "--inference-gpus",
@@ -125,7 +123,6 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
         "price": "compute.price_usd_per_gpu_hour",
         "weights_dtype": "inference.weights_format",
         "kv_dtype": "inference.kv_dtype",
-        "batch": "inference.batch",
         "context": "inference.context",
         "inference_gpus": "inference.num_gpus",
     }
@@ -153,7 +150,6 @@ _BASIC_OPTION_OF_FIELD = {
     "compute.price_usd_per_gpu_hour": "--price",
     "inference.weights_format": "--weights-dtype",
     "inference.kv_dtype": "--kv-dtype",
-    "inference.batch": "--batch",
     "inference.context": "--context",
     "inference.num_gpus": "--inference-gpus",
 }
@@ -207,6 +203,7 @@ OPTION_OF_FIELD: dict[str, str] = {
     **cli_compute.OPTION_OF_FIELD,
     **cli_training.OPTION_OF_FIELD,
     **cli_parallel.OPTION_OF_FIELD,
+    **cli_serving.OPTION_OF_FIELD,
 }
 """The option that sets each scenario field (validation errors name it)."""
 

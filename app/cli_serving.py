@@ -1,0 +1,69 @@
+"""Command-line options of the serving workload (issue 30): prompt and output tokens, the
+concurrent requests (a number or ``max``: as many as KV memory and the engine allow) and
+the serving engine. Each writes one field of ``scenario.inference``; the figures print
+under "Inference memory" and in ``report --json`` under ``inference.serving``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from llm_planner.cli_common import INT, LENGTH, set_path
+from llm_planner.core.quantities.engines import ENGINE_IDS
+
+OPTION_OF_FIELD = {
+    "inference.batch": "--batch",
+    "inference.batch_max": "--batch",
+    "inference.prompt_tokens": "--prompt-tokens",
+    "inference.output_tokens": "--output-tokens",
+    "inference.engine": "--engine",
+}
+
+
+def _batch(text: str) -> int | str:
+    """``max`` or a count of concurrent requests (``INT``'s parsing and message)."""
+    return "max" if text.strip().lower() == "max" else int(INT(text))
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The serving option group of ``report``. An option a command already defines is left
+    to it (``whatif --prompt-tokens`` is the RL rollouts' prompt, which is also the
+    serving workload's)."""
+    group = parser.add_argument_group("serving workload")
+    taken = {flag for action in parser._actions for flag in action.option_strings}
+    options: list[tuple[str, dict[str, Any]]] = [
+        (
+            "--batch",
+            {
+                "type": _batch,
+                "metavar": "N|max",
+                "help": "concurrent requests (sequences); max: as many as KV memory and the "
+                "engine allow",
+            },
+        ),
+        ("--prompt-tokens", {"type": LENGTH, "metavar": "N", "help": "prompt tokens per request"}),
+        ("--output-tokens", {"type": LENGTH, "metavar": "N", "help": "output tokens per request"}),
+        ("--engine", {"choices": ENGINE_IDS, "help": "serving engine (batching and kernels)"}),
+    ]
+    for flag, spec in options:
+        if flag not in taken:
+            group.add_argument(flag, **spec)
+
+
+def apply_options(data: dict[str, Any], args: argparse.Namespace) -> None:
+    """Write the given serving options into a scenario dict."""
+    batch = getattr(args, "batch", None)
+    if batch == "max":
+        set_path(data, "inference.batch_max", True)
+    elif batch is not None:
+        set_path(data, "inference.batch", batch)
+        set_path(data, "inference.batch_max", False)
+    for option, path in (
+        ("prompt_tokens", "inference.prompt_tokens"),
+        ("output_tokens", "inference.output_tokens"),
+        ("engine", "inference.engine"),
+    ):
+        value = getattr(args, option, None)
+        if value is not None:
+            set_path(data, path, value)
