@@ -20,6 +20,7 @@ from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities.engines import engine_profiles, get_engine
+from llm_planner.core.sections import serving
 from llm_planner.core.sections.inference import InferenceInputs, serving_deployment
 from llm_planner.core.sections.serving import (
     DECODE_BANDWIDTH_FRACTION,
@@ -65,7 +66,12 @@ def test_llama3_8b_decode_step_at_batch_1_and_64_on_one_h100() -> None:
     × 0.70) = 0.023 ms: memory bound; KV 0.27 GB ÷ (3.35 TB/s × 0.70) = 0.11 ms.
     Batch 64: GEMMs 64 × 16.06 = 1,028 GFLOP → 1.48 ms, still under the 5.97 ms of the
     weights: memory bound; KV 64 × 0.27 GB = 17.18 GB → 7.33 ms.
-    Batch 1,024: GEMMs 16.4 TFLOP → 23.7 ms > 5.97 ms: compute bound.
+    Batch 1,024: GEMMs 16.4 TFLOP → 23.7 ms at the achieved rate, and wave quantisation
+    on 132 SMs with 128 × 256 tiles: QKV (N = 6,144) 8 · 24 = 192 tiles in 2 waves of 132
+    (72.7% full), gate‖up (N = 28,672) 896 tiles in 7 waves (97.0%), the two N = 4,096
+    GEMMs 128 tiles (under one wave: no loss counted). FLOP shares by N·K: QKV 25.2M, O
+    16.8M, gate‖up 117.4M, down 58.7M of 218.1M → 1 + 0.1154·(1/0.7273 − 1) + 0.5385·
+    (1/0.9697 − 1) = 1.060 → 25.2 ms > 5.97 ms: compute bound.
     """
     d = _llama8b()
     weights = (LLAMA3_8B_PARAMS - LLAMA3_8B_EMBEDDING) * 2
@@ -96,7 +102,11 @@ def test_llama3_8b_decode_step_at_batch_1_and_64_on_one_h100() -> None:
     assert sixty_four.seconds == pytest.approx(expected, rel=1e-9)
 
     large = decode_step(d, 1024, 2048)
-    assert large.gemm == pytest.approx(23.74e-3, rel=1e-3)
+    shares = [6144 * 4096, 4096 * 4096, 28672 * 4096, 4096 * 14336]
+    waves = [192 / 264, 1.0, 896 / 924, 1.0]
+    slowdown = sum(s / w for s, w in zip(shares, waves, strict=True)) / sum(shares)
+    assert slowdown == pytest.approx(1.060, abs=1e-3)
+    assert large.gemm == pytest.approx(1024 * 2 * LLAMA3_8B_PARAMS / compute * slowdown, rel=1e-9)
     assert large.bound == "compute"
 
 
@@ -298,3 +308,18 @@ def test_cli_serving_options_reach_the_json(capsys: pytest.CaptureFixture[str]) 
     assert s["concurrency"] == 8
     assert main(["report", "--engine", "tgi"]) == 2
     assert "--engine" in capsys.readouterr().err
+
+
+def test_decode_wave_quantisation_of_tensor_parallel_gemms() -> None:
+    """Llama 3.1 70B on 8 H100s (132 SMs), batch 1,000: per GPU the QKV GEMM has N = 10,240
+    ÷ 8 = 1,280: 8 · 5 = 40 tiles, under one wave (no loss counted); O (N = 8,192, K split)
+    8 · 32 = 256 tiles in 2 waves of 132 (97.0% full); gate‖up N = 57,344 ÷ 8 = 7,168: 224
+    tiles (84.8%); down N = 8,192: 256 tiles (97.0%). FLOP shares by N·K: 0.0980, 0.0784,
+    0.5490, 0.2745 → 0.0980 + 0.0784/0.9697 + 0.5490/0.8485 + 0.2745/0.9697 = 1.109."""
+    arch = get_preset("llama-3.1-70b").architecture
+    counts = count_parameters(arch)
+    inputs = InferenceInputs(engine="tensorrt-llm", num_gpus=8, weights_format="fp8")
+    d = serving_deployment(arch, counts.total, counts.active, get_gpu("h100-sxm"), inputs)
+    expected = 0.0980 + 0.0784 / (256 / 264) + 0.5490 / (224 / 264) + 0.2745 / (256 / 264)
+    assert serving.decode_wave_slowdown(d, 1000) == pytest.approx(expected, rel=1e-3)
+    assert serving.decode_wave_slowdown(d, 64) == 1.0  # every GEMM under one wave

@@ -105,28 +105,31 @@ class EngineProfile(BaseModel):
     source: str = ""
 
 
-STEP_OVERHEAD_TENSORRT_SECONDS = 0.8e-3
+STEP_OVERHEAD_TENSORRT_SECONDS = 1.5e-3
 """Host time per decode step of TensorRT-LLM's C++ in-flight-batching runtime (the batch
 manager schedules in C++; the engine replays CUDA graphs). Fitted on the TensorRT-LLM
 max-throughput rows of serving-calibration.json together with the compute and bandwidth
-fractions of :mod:`llm_planner.core.sections.serving` (docs/ACCURACY.md, "Serving"); it
-matters only where a step is shorter than a few ms."""
+fractions of :mod:`llm_planner.core.sections.serving` (scripts/fit_serving.py;
+docs/ACCURACY.md, "Serving"); it matters only where a step is shorter than a few ms. It
+also absorbs what a step does besides its GEMMs and attention (sampling, the logits,
+norms), which this model does not price separately."""
 
 STEP_OVERHEAD_TURBOMIND_SECONDS = 1.0e-3
 """Host time per step of LMDeploy's TurboMind (C++ batch loop, no CUDA graphs at v0.1):
-fitted on the LMDeploy per-token latencies at batch 1 (docs/ACCURACY.md, "Serving")."""
-
-STEP_OVERHEAD_LLAMA_CPP_SECONDS = 0.6e-3
-"""Host time per llama.cpp token: ggml graph build and scheduling per ``llama_decode``
-call (no CUDA graphs at build 2824). Fitted on llama.cpp's tg rows (docs/ACCURACY.md,
+fitted on the LMDeploy per-token latencies (scripts/fit_serving.py; docs/ACCURACY.md,
 "Serving")."""
+
+STEP_OVERHEAD_LLAMA_CPP_SECONDS = 1.0e-3
+"""Host time per llama.cpp token: ggml graph build and scheduling per ``llama_decode``
+call (no CUDA graphs at build 2824). Fitted on llama.cpp's tg rows (scripts/fit_serving.py;
+docs/ACCURACY.md, "Serving")."""
 
 STEP_OVERHEAD_PYTHON_SCHEDULER_SECONDS = 2.0e-3
 """Host time per step of a Python scheduler with CUDA-graph decode (vLLM V0, SGLang):
-scheduling, input preparation, sampling and detokenisation hand-off. An assumption of the
-order vLLM's own profiling reported before its V1 rewrite (vLLM blog "vLLM V1", Jan 2025:
-"CPU overheads ... up to 50% of the step"); no table in serving-calibration.json measures
-these engines, so it is not fitted."""
+scheduling, input preparation, sampling and detokenisation hand-off. An assumption: the
+vLLM V1 announcement (vLLM blog, January 2025) names V0's CPU overhead per step as a main
+cost its rewrite removes; no table in serving-calibration.json measures these engines, so
+it is not fitted (twice TensorRT-LLM's fitted C++ figure)."""
 
 LLAMA_CPP_PREFILL_FRACTION: dict[str, float] = {
     "consumer": 1.0,
@@ -135,7 +138,8 @@ LLAMA_CPP_PREFILL_FRACTION: dict[str, float] = {
     "apple": 0.8,
 }
 """Share of the catalog's fp16 peak llama.cpp's prompt GEMMs reach, by GPU class. Fitted on
-llama.cpp's pp rows, one value per table of the source (docs/ACCURACY.md, "Serving").
+llama.cpp's pp rows, one value per GPU class (scripts/fit_serving.py; docs/ACCURACY.md,
+"Serving").
 GeForce above 0.5: llama.cpp's cuBLAS F16 path accumulates in fp16, which GeForce cards run
 at twice the fp32-accumulate rate the catalog quotes; workstation and data-centre cards
 reach far less of their peak at this build (May 2024)."""
@@ -149,9 +153,9 @@ LLAMA_CPP_PREFILL_FLOPS_PER_JOULE: dict[str, float] = {
 """FLOP per joule llama.cpp's prompt GEMMs sustain, by architecture (Samsung 8 nm GA10x,
 TSMC 7 nm GA100, TSMC 4N Ada and Hopper): at the board power limit a GPU's clocks drop
 below the boost clock its datasheet peak assumes, so a card's prompt rate is at most
-TDP × this. Fitted on llama.cpp's pp rows (docs/ACCURACY.md, "Serving"): within a
-generation the rate per watt is nearly constant (Ada 0.34-0.40 TFLOP/J from the RTX 4000
-Ada at 130 W to the RTX 6000 Ada at 300 W)."""
+TDP × this. Fitted on llama.cpp's pp rows (scripts/fit_serving.py; docs/ACCURACY.md,
+"Serving"): within a generation the rate per watt is nearly constant (Ada 0.34-0.40
+TFLOP/J from the RTX 4000 Ada at 130 W to the RTX 6000 Ada at 300 W)."""
 
 LLAMA_CPP_DECODE_BANDWIDTH_FRACTION: dict[str, float] = {"datacenter": 0.45}
 """Share of HBM bandwidth llama.cpp's single-stream GEMV reaches on data-centre GPUs (A100,
@@ -162,7 +166,7 @@ saturated (Little's law). Fitted on the llama.cpp tg rows of the A100 and H100 P
 LLAMA_CPP_QUANTIZED_PREFILL_FACTOR = 0.8
 """Speed of llama.cpp's quantized matrix multiplies (MMQ: int8 dot products on CUDA cores
 at build 2824, before its int8 tensor-core kernels) ÷ its F16 cuBLAS path, for prompts.
-Fitted on the Q4_K_M pp rows (docs/ACCURACY.md, "Serving")."""
+Fitted on the Q4_K_M pp rows (scripts/fit_serving.py; docs/ACCURACY.md, "Serving")."""
 
 LLAMA_CPP_QUANTIZED_BANDWIDTH_FACTOR = 0.8
 """Achieved bandwidth of llama.cpp's Q4_K dequantising GEMV ÷ that of its F16 GEMV (the

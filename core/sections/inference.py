@@ -23,6 +23,7 @@ from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES, GPU
 from llm_planner.core.primitives.limits import bounds
+from llm_planner.core.quantities.comm import sms_of
 from llm_planner.core.quantities.engines import get_engine
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
 from llm_planner.core.quantities.quantization import WeightFormat, get_weight_format
@@ -403,6 +404,7 @@ def serving_deployment(
         quantized=quantized,
         gpu_class=gpu_class(gpu),
         kv_capacity_bytes=free * engine.kv_memory_fraction,
+        sms=sms_of(gpu.id),
         weights_read_fraction=lambda batch: weights_read_fraction(arch, batch),
     )
 

@@ -24,7 +24,8 @@ the curve of tokens/s per GPU against tokens/s per user as concurrency grows.
 Weights and KV bytes come from :mod:`llm_planner.core.sections.inference`, peak FLOP/s
 and bandwidth from the GPU catalog, all-reduce bytes and latency from
 :mod:`llm_planner.core.quantities.comm`; the few efficiencies below are fitted on
-serving-calibration.json (docs/ACCURACY.md, "Serving") and say so. SI units throughout.
+serving-calibration.json (scripts/fit_serving.py; docs/ACCURACY.md, "Serving") and say
+so. SI units throughout.
 """
 
 from __future__ import annotations
@@ -40,28 +41,33 @@ from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities.comm import (
+    GEMM_TILE_M,
+    GEMM_TILE_N,
     INTRA_NODE_ACHIEVED_FRACTION,
     collective_latency_seconds,
+    gemm_efficiency,
     ring_all_reduce_bytes,
 )
 from llm_planner.core.quantities.engines import EngineProfile
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
+from llm_planner.core.sections.parallelism.workload import gemm_shapes_of
 
 SECONDS_PER_HOUR = 3600.0
 
 DECODE_BANDWIDTH_FRACTION = 0.75
 """Share of the catalog's memory bandwidth a decode step's weight and KV reads achieve
-(GEMV-like kernels streaming the weights once per step). Fitted (docs/ACCURACY.md,
-"Serving": the fit, its data and residual); STREAM-like copies reach ~0.9 on HBM3."""
+(GEMV-like kernels streaming the weights once per step). Fitted
+(scripts/fit_serving.py; docs/ACCURACY.md, "Serving": its data and residual);
+STREAM-like copies reach ~0.9 on HBM3."""
 
 KV_BANDWIDTH_FRACTION = 0.70
 """Share of the catalog's memory bandwidth the decode attention kernels achieve reading the
 KV cache (paged blocks gathered per sequence, short rows per head: less than a weight
-stream). Fitted (docs/ACCURACY.md, "Serving")."""
+stream). Fitted (scripts/fit_serving.py; docs/ACCURACY.md, "Serving")."""
 
 PREFILL_COMPUTE_FRACTION = 0.70
 """Share of the dense peak of the compute dtype the serving GEMMs achieve (prefill and
-large-batch decode). Fitted (docs/ACCURACY.md, "Serving")."""
+large-batch decode). Fitted (scripts/fit_serving.py; docs/ACCURACY.md, "Serving")."""
 
 UNFUSED_ATTENTION_PASSES = 4.0
 """Memory passes over the fp32 score matrix of unfused attention: write Q·Kᵀ, read and
@@ -104,6 +110,9 @@ class Deployment:
     efficiency where it differs by class."""
     kv_capacity_bytes: float
     """Bytes the KV pool holds on one GPU."""
+    sms: int
+    """Streaming multiprocessors of one GPU (:func:`~llm_planner.core.quantities.comm.
+    sms_of`): the tiles of one GEMM wave."""
     weights_read_fraction: Callable[[int], float]
     """Share of the weights a decode step at a batch reads (MoE: the experts it touches;
     :func:`llm_planner.core.sections.inference.weights_read_fraction`)."""
@@ -152,6 +161,44 @@ class Deployment:
         if per_joule is not None and self.gpu.tdp_watts is not None:
             rate = min(rate, self.gpu.tdp_watts * per_joule)
         return rate * factor
+
+
+def decode_wave_slowdown(d: Deployment, batch: int) -> float:
+    """How much longer a decode step's weight GEMMs take than their FLOPs at the achieved
+    rate, from wave quantisation alone: the FLOP-weighted mean of 1 ÷ wave efficiency over
+    one layer's GEMMs (:func:`~llm_planner.core.sections.parallelism.workload.
+    gemm_shapes_of`, N split over tensor-parallel GPUs as Megatron splits it), each from
+    :func:`~llm_planner.core.quantities.comm.gemm_efficiency` with M = the batch and this
+    GPU's SMs (no size ramp: a decode GEMM that small is bound by its weights anyway).
+
+    Llama 3 70B on 8 GPUs at batch 1,000: the QKV GEMM's N = 10,240 ÷ 8 = 1,280 gives
+    ⌈1000/128⌉ · ⌈1280/256⌉ = 40 tiles: under one wave of 132 SMs, where cuBLAS picks
+    smaller tiles or splits K instead, so no loss is counted; its MLP's N = 57,344 ÷ 8 =
+    7,168: 8 · 28 = 224 tiles, two waves, the second 70% full: 224 / 264 = 0.85.
+    Decode only: a prompt chunk of thousands of rows fills its waves."""
+    if d.sms <= 0 or batch <= 0:
+        return 1.0
+    tp = d.num_gpus if d.engine.tensor_parallel else 1
+    total = 0.0
+    for n_dim, k_dim, share, n_split, k_split, expert in gemm_shapes_of(d.arch):
+        rows = float(batch)
+        if expert and d.arch.moe is not None:
+            rows *= d.arch.moe.experts_per_token / d.arch.moe.num_experts
+        n = n_dim / tp if n_split else n_dim
+        if math.ceil(rows / GEMM_TILE_M) * math.ceil(n / GEMM_TILE_N) < d.sms:
+            total += share  # under one wave of large tiles: smaller tiles or split-K fill it
+            continue
+        efficiency = gemm_efficiency(
+            rows,
+            n,
+            k_dim / tp if k_split else k_dim,
+            sms=d.sms,
+            large_efficiency=1.0,
+            peak_flops=d.compute,
+            ramp_seconds=0.0,
+        )
+        total += share / max(float(efficiency), 1e-9)
+    return max(1.0, total)
 
 
 def gpu_generation(gpu: GPU) -> str:
@@ -287,7 +334,7 @@ def decode_step(d: Deployment, batch: int, context: float) -> StepTime:
     attention_flops = batch * attention_forward_flops_per_token(d.arch, context) / n
     return StepTime(
         weights=weights / d.bandwidth,
-        gemm=gemm_flops / d.compute,
+        gemm=gemm_flops / d.compute * decode_wave_slowdown(d, batch),
         kv=kv / d.kv_bandwidth,
         attention=attention_flops / d.compute,
         communication=tensor_parallel_seconds(d, batch) + layer_hop_seconds(d),
