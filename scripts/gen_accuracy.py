@@ -754,7 +754,12 @@ def _serving() -> list[str]:
         "",
         "### Constants fitted on this data",
         "",
-        "Residual: the median |error| of the rows the constant acts on, after the fit.",
+        "`scripts/fit_serving.py` fits them together (coordinate descent over small grids, "
+        "minimising the largest table's median |error| plus a tenth of their sum). Residual: "
+        "the median |error| of the rows the constant acts on, after the fit. The GPUs the "
+        "catalog lacks (GH200, A100 PCIe, A40, workstation and GeForce cards, Apple silicon) "
+        "are defined for this check in `tests/validation/serving_validation.py` from their "
+        "datasheets.",
         "",
         "| Constant | Value | Fitted on | Rows | Residual |",
         "|---|---|---|---|---|",
