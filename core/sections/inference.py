@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -405,7 +406,7 @@ def serving_deployment(
         gpu_class=gpu_class(gpu),
         kv_capacity_bytes=free * engine.kv_memory_fraction,
         sms=sms_of(gpu.id),
-        weights_read_fraction=lambda batch: weights_read_fraction(arch, batch),
+        weights_read_fraction=cache(lambda batch: weights_read_fraction(arch, batch)),
     )
 
 

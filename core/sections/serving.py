@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -123,7 +124,7 @@ class Deployment:
         work one after another on a token)."""
         return self.num_gpus if self.engine.tensor_parallel else 1
 
-    @property
+    @cached_property
     def peak_flops(self) -> float:
         """Dense peak of one GPU in the compute dtype (fp16, then bf16, then fp32 when the
         GPU has no unit for it)."""
@@ -134,7 +135,7 @@ class Deployment:
                 return value
         return 1.0
 
-    @property
+    @cached_property
     def bandwidth(self) -> float:
         """Achieved bandwidth of one GPU streaming the weights, bytes/s."""
         factor = self.engine.quantized_bandwidth_factor if self.quantized else 1.0
@@ -143,12 +144,12 @@ class Deployment:
         )
         return self.gpu.memory_bandwidth_bytes_per_s * fraction * factor
 
-    @property
+    @cached_property
     def kv_bandwidth(self) -> float:
         """Achieved bandwidth of one GPU reading the KV cache, bytes/s."""
         return self.gpu.memory_bandwidth_bytes_per_s * KV_BANDWIDTH_FRACTION
 
-    @property
+    @cached_property
     def compute(self) -> float:
         """Achieved compute of one GPU, FLOP/s: peak × the engine's fraction for this GPU
         class (else :data:`PREFILL_COMPUTE_FRACTION`) × its quantized-kernel factor."""
