@@ -323,3 +323,33 @@ def test_decode_wave_quantisation_of_tensor_parallel_gemms() -> None:
     expected = 0.0980 + 0.0784 / (256 / 264) + 0.5490 / (224 / 264) + 0.2745 / (256 / 264)
     assert serving.decode_wave_slowdown(d, 1000) == pytest.approx(expected, rel=1e-3)
     assert serving.decode_wave_slowdown(d, 64) == 1.0  # every GEMM under one wave
+
+
+def test_rl_rollouts_are_priced_by_the_serving_model() -> None:
+    """The RL what-if's rollout engine: b = the largest concurrency the serving model allows
+    at prompt + response tokens on the scenario's engine, and a wave of b sequences takes
+    b × response ÷ the serving model's output tokens/s at b."""
+    from llm_planner.core.composition.whatif.inputs import RLInputs
+    from llm_planner.core.composition.whatif.rl import plan_rl
+    from llm_planner.core.sections.serving import max_concurrency
+
+    scenario = default_scenario()
+    report = estimate(scenario)
+    rl = RLInputs(num_gpus=64, engine_gpus=2, prompt_tokens=512, response_tokens=1024)
+    plan = plan_rl(scenario, report, rl)
+    assert plan is not None
+    arch = scenario.model.architecture
+    inputs = scenario.inference.model_copy(update={"num_gpus": 2, "context": 1536, "batch": 1})
+    d = serving_deployment(
+        arch, report.model.params_total, report.model.params_active, scenario.gpu, inputs
+    )
+    b, _ = max_concurrency(d, 512, 1024)
+    assert plan.engine.max_batch == b
+    op = operate(d, b, 512, 1024, b)
+    assert plan.engine.wave_seconds == pytest.approx(b * 1024 / op.output_tokens_per_s)
+    trt = scenario.model_copy(
+        update={"inference": scenario.inference.model_copy(update={"engine": "tensorrt-llm"})}
+    )
+    other = plan_rl(trt, estimate(trt), rl)
+    assert other is not None
+    assert other.engine.wave_seconds != pytest.approx(plan.engine.wave_seconds)
