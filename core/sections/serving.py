@@ -7,11 +7,12 @@ alone, no hardware needed:
 
 * **prefill**: the prompt's GEMMs and attention over the prompt at the achieved compute
   rate, never faster than one read of the weights per forward step;
-* **a decode step** at batch b: max(bytes read ÷ achieved bandwidth, FLOPs ÷ achieved
-  compute) + the tensor-parallel all-reduces of the step + the engine's host time. Bytes
-  read are the weights the batch touches (MoE: only the experts its tokens were routed to,
-  :func:`~llm_planner.core.sections.inference.weights_read_fraction`) and the batch's KV
-  cache; FLOPs are 2·P_active per token plus attention over the context;
+* **a decode step** at batch b: two kernel classes whose times add, each bound by the
+  larger of its bytes ÷ achieved bandwidth and its FLOPs ÷ achieved compute: the GEMMs
+  (the weights the batch touches, MoE: only the experts its tokens were routed to,
+  :func:`~llm_planner.core.sections.inference.weights_read_fraction`, against b × 2·P_active
+  FLOPs) and attention (the batch's KV cache against its FLOPs over the context); then the
+  tensor-parallel all-reduces of the step and the engine's host time;
 * **batching**: continuous (in-flight) engines keep b requests decoding and fold the next
   requests' prompt chunks into the decode steps; static engines prefill a batch, decode it
   to the end, then start the next. b is at most the engine's limit and the sequences the
@@ -56,8 +57,8 @@ from llm_planner.core.sections.parallelism.workload import gemm_shapes_of
 SECONDS_PER_HOUR = 3600.0
 
 DECODE_BANDWIDTH_FRACTION = 0.75
-"""Share of the catalog's memory bandwidth a decode step's weight and KV reads achieve
-(GEMV-like kernels streaming the weights once per step). Fitted
+"""Share of the catalog's memory bandwidth a decode step's weight reads achieve (GEMV-like
+kernels streaming the weights once per step). Fitted
 (scripts/fit_serving.py; docs/ACCURACY.md, "Serving": its data and residual);
 STREAM-like copies reach ~0.9 on HBM3."""
 
@@ -67,8 +68,8 @@ KV cache (paged blocks gathered per sequence, short rows per head: less than a w
 stream). Fitted (scripts/fit_serving.py; docs/ACCURACY.md, "Serving")."""
 
 PREFILL_COMPUTE_FRACTION = 0.70
-"""Share of the dense peak of the compute dtype the serving GEMMs achieve (prefill and
-large-batch decode). Fitted (scripts/fit_serving.py; docs/ACCURACY.md, "Serving")."""
+"""Share of the dense peak of the compute dtype the serving GEMMs and attention achieve
+(prefill and large-batch decode). Fitted (scripts/fit_serving.py; docs/ACCURACY.md, "Serving")."""
 
 UNFUSED_ATTENTION_PASSES = 4.0
 """Memory passes over the fp32 score matrix of unfused attention: write Q·Kᵀ, read and
@@ -107,8 +108,8 @@ class Deployment:
     quantized: bool
     """Block-quantized weights (GGUF k-quants, int4 groups): the engine's quantized kernels."""
     gpu_class: str
-    """consumer, professional or apple (:func:`gpu_class`): selects an engine's kernel
-    efficiency where it differs by class."""
+    """consumer, professional, datacenter or apple (:func:`gpu_class`): selects an engine's
+    kernel efficiency where it differs by class."""
     kv_capacity_bytes: float
     """Bytes the KV pool holds on one GPU."""
     sms: int
@@ -152,7 +153,9 @@ class Deployment:
     @cached_property
     def compute(self) -> float:
         """Achieved compute of one GPU, FLOP/s: peak × the engine's fraction for this GPU
-        class (else :data:`PREFILL_COMPUTE_FRACTION`) × its quantized-kernel factor."""
+        class (else :data:`PREFILL_COMPUTE_FRACTION`), at most board power × the engine's
+        FLOP per joule for this generation where it states one, × its quantized-kernel
+        factor."""
         fraction = self.engine.prefill_compute_fraction.get(
             self.gpu_class, PREFILL_COMPUTE_FRACTION
         )
@@ -170,7 +173,7 @@ def decode_wave_slowdown(d: Deployment, batch: int) -> float:
     one layer's GEMMs (:func:`~llm_planner.core.sections.parallelism.workload.
     gemm_shapes_of`, N split over tensor-parallel GPUs as Megatron splits it), each from
     :func:`~llm_planner.core.quantities.comm.gemm_efficiency` with M = the batch and this
-    GPU's SMs (no size ramp: a decode GEMM that small is bound by its weights anyway).
+    GPU's SMs (no size ramp: it matters only where the weights' read bounds the step).
 
     Llama 3 70B on 8 GPUs at batch 1,000: the QKV GEMM's N = 10,240 ÷ 8 = 1,280 gives
     ⌈1000/128⌉ · ⌈1280/256⌉ = 40 tiles: under one wave of 132 SMs, where cuBLAS picks
