@@ -180,10 +180,12 @@ VLLM_SOURCE = (
     "(2048 default with chunked prefill in V0's SchedulerConfig; not re-read)"
 )
 SGLANG_SOURCE = (
-    "sgl-project/sglang python/sglang/srt/server_args.py ServerArgs (read at 001067ff): "
-    "page_size 1 (token-granular radix cache), chunked_prefill_size 8192 on large GPUs, "
-    "max_running_requests derived from the KV pool, mem_fraction_static ~0.88 of memory; "
-    "the values other than the field names were not re-read this session"
+    "sgl-project/sglang docs/backend/server_arguments.md (what max_running_requests, "
+    "chunked_prefill_size and mem_fraction_static mean); the defaults used here (page_size "
+    "1: token-granular radix cache; chunked_prefill_size 8192 on GPUs of 25 GB or more; "
+    "mem_fraction_static 0.88 on one GPU; max_running_requests derived from the KV pool, "
+    "capped here at 4096) are ServerArgs.__post_init__'s in python/sglang/srt/"
+    "server_args.py, not re-read at a commit this session"
 )
 TENSORRT_SOURCE = (
     "NVIDIA/TensorRT-LLM@258c7540c03517def55d9a5aadfa9288af474e1b "
