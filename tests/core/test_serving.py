@@ -8,6 +8,7 @@ Each expected value is a hand computation written out in the test from published
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import replace
@@ -336,3 +337,30 @@ def test_rl_rollouts_are_priced_by_the_serving_model() -> None:
     other = plan_rl(trt, estimate(trt), rl)
     assert other is not None
     assert other.engine.wave_seconds != pytest.approx(plan.engine.wave_seconds)
+
+
+@pytest.mark.parametrize("engine", sorted(engine_profiles()))
+def test_every_preset_serves_with_finite_figures(engine: str) -> None:
+    """Every preset (dense, MoE, MLA, sliding windows, recurrent) on every engine, one GPU
+    and eight: positive, finite TTFT, TPOT and tokens/s, a curve from one request up to the
+    largest concurrency, and per-user speed falling as requests are added (within 1%: wave
+    quantisation can make a step with a few more rows fill its last wave better)."""
+    from llm_planner.core.primitives.presets import model_presets
+    from llm_planner.core.sections.serving import estimate_serving
+
+    for preset in model_presets().values():
+        counts = count_parameters(preset.architecture)
+        for gpus in (1, 8):
+            inputs = InferenceInputs(engine=engine, num_gpus=gpus, weights_format="fp8")
+            d = serving_deployment(
+                preset.architecture, counts.total, counts.active, get_gpu("h200"), inputs
+            )
+            report = estimate_serving(d, 1024, 256, None, 2.0)
+            for value in (report.ttft_seconds, report.tpot_seconds, report.output_tokens_per_s):
+                assert math.isfinite(value)
+                assert value > 0, (preset.id, engine, gpus)
+            assert report.curve[0].concurrency == 1
+            assert report.curve[-1].concurrency == max(1, report.max_concurrency)
+            per_user = [p.output_tokens_per_s_per_user for p in report.curve]
+            for fewer, more in itertools.pairwise(per_user):
+                assert more <= fewer * 1.01, (preset.id, engine, gpus)
