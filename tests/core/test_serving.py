@@ -364,3 +364,36 @@ def test_every_preset_serves_with_finite_figures(engine: str) -> None:
             per_user = [p.output_tokens_per_s_per_user for p in report.curve]
             for fewer, more in itertools.pairwise(per_user):
                 assert more <= fewer * 1.01, (preset.id, engine, gpus)
+
+
+def test_cheapest_replica_serving_users_within_a_latency_target() -> None:
+    """1,000 users at TPOT ≤ 50 ms on H100s at an overridden $3/GPU-hour: each replica size
+    serves the most requests c with TPOT ≤ 50 ms (c + 1 would exceed it, or c is the most
+    its KV memory and vLLM's 256 allow), ⌈1000 ÷ c⌉ replicas, cost replicas × GPUs × $3."""
+    from llm_planner.core.composition.serving_plan import plan_serving
+    from llm_planner.core.sections.serving import max_concurrency
+
+    scenario = default_scenario().model_copy(update={"price_overrides": {"h100-sxm": 3.0}})
+    h100 = get_gpu("h100-sxm")
+    plan = plan_serving(scenario, 1000, 0.050, gpus=[h100])
+    assert [o.gpus_per_replica for o in plan.options if o.status == "ok"]
+    for option in plan.options:
+        if option.status != "ok":
+            continue
+        counts = count_parameters(scenario.model.architecture)
+        inputs = scenario.inference.model_copy(update={"num_gpus": option.gpus_per_replica})
+        d = serving_deployment(
+            scenario.model.architecture, counts.total, counts.active, h100, inputs
+        )
+        largest, _ = max_concurrency(d, 1024, 256)
+        c = option.concurrency_per_replica
+        assert operate(d, c, 1024, 256, largest).tpot <= 0.050
+        assert c == largest or operate(d, c + 1, 1024, 256, largest).tpot > 0.050
+        assert option.replicas == math.ceil(1000 / c)
+        assert option.usd_per_hour == pytest.approx(option.replicas * option.gpus_per_replica * 3.0)
+    assert plan.best == plan.options[0]
+    costs = [o.usd_per_hour for o in plan.options if o.status == "ok"]
+    assert costs == sorted(costs)
+    strict = plan_serving(scenario, 1000, 1e-4, gpus=[h100])  # 0.1 ms per token: no GPU can
+    assert strict.best is None
+    assert {o.status for o in strict.options} == {"misses latency"}
