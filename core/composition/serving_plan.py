@@ -119,36 +119,39 @@ def _option(
     inputs = scenario.inference.model_copy(update={"num_gpus": n, "batch_max": False})
     d = serving_deployment(arch, total, active, gpu, inputs)
     prompt, output = inputs.prompt_tokens, inputs.output_tokens
-    head = {"gpu_id": gpu.id, "gpu_name": gpu.name, "gpus_per_replica": n}
     concurrency, largest = concurrency_within(d, prompt, output, *targets)
     if largest < 1:
-        return ServingOption(**head, status="does not fit")
-    if concurrency < 1:
-        op = operate(d, 1, prompt, output, largest)
         return ServingOption(
-            **head, status="misses latency", tpot_seconds=op.tpot, ttft_seconds=op.ttft
+            gpu_id=gpu.id, gpu_name=gpu.name, gpus_per_replica=n, status="does not fit"
         )
-    op = operate(d, concurrency, prompt, output, largest)
+    op = operate(d, max(1, concurrency), prompt, output, largest)
+    if concurrency < 1:
+        return ServingOption(
+            gpu_id=gpu.id,
+            gpu_name=gpu.name,
+            gpus_per_replica=n,
+            status="misses latency",
+            tpot_seconds=op.tpot,
+            ttft_seconds=op.ttft,
+        )
     replicas = math.ceil(users / concurrency)
-    served = min(users, replicas * concurrency)
-    figures = {
-        "concurrency_per_replica": concurrency,
-        "replicas": replicas,
-        "total_gpus": replicas * n,
-        "tpot_seconds": op.tpot,
-        "ttft_seconds": op.ttft,
-    }
-    if price is None:
-        return ServingOption(**head, status="no price", **figures)
-    usd_per_hour = replicas * n * price[0]
-    tokens_per_s = served / op.tpot  # every user receives a token per TPOT
+    usd_per_hour = None if price is None else replicas * n * price[0]
+    tokens_per_s = min(users, replicas * concurrency) / op.tpot  # a token per user per TPOT
     return ServingOption(
-        **head,
-        status="ok",
-        **figures,
+        gpu_id=gpu.id,
+        gpu_name=gpu.name,
+        gpus_per_replica=n,
+        status="no price" if price is None else "ok",
+        concurrency_per_replica=concurrency,
+        replicas=replicas,
+        total_gpus=replicas * n,
+        tpot_seconds=op.tpot,
+        ttft_seconds=op.ttft,
         usd_per_hour=usd_per_hour,
-        usd_per_million_output_tokens=usd_per_hour / 3600.0 / tokens_per_s * 1e6,
-        price_source=price[1],
+        usd_per_million_output_tokens=(
+            None if usd_per_hour is None else usd_per_hour / 3600.0 / tokens_per_s * 1e6
+        ),
+        price_source="" if price is None else price[1],
     )
 
 
