@@ -696,6 +696,98 @@ def _headline() -> list[str]:
     ]
 
 
+def _serving_validation() -> ModuleType:
+    name = "llm_planner_serving_validation"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, VALIDATION / "serving_validation.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _serving() -> list[str]:
+    """Serving (issue 30): every row of serving-calibration.json priced by the serving
+    model, the median |error| per table, the fitted constants with their residuals, and
+    the rows each figure rests on."""
+    sv = _serving_validation()
+    tables = sv.by_table()
+    out = [
+        "## Serving: throughput and latency against engine benchmarks",
+        "",
+        "`core/sections/serving.py` prices each row of "
+        "`tests/validation/serving-calibration.json` (published TensorRT-LLM, LMDeploy and "
+        "llama.cpp measurements, copied from issue 30's data set) from its plan alone: model, "
+        "GPU, GPUs per replica, weights and KV dtypes, engine, prompt and output tokens, "
+        "requests. `tests/validation/test_serving_validation.py` fails when a table's median "
+        "|error| exceeds 15% or a row goes unpriced. Not compared: the 4 out-of-memory rows "
+        "(nothing measured) and LMDeploy's 9 request-throughput rows (ShareGPT prompts of "
+        "unstated lengths). Error = model ÷ published − 1.",
+        "",
+        "| Table | Rows | Median \\|error\\| | Median error | 10th-90th percentile | Target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for table, rows in tables.items():
+        errors = sorted(c.error for c in rows)
+        low, high = errors[len(errors) // 10], errors[(9 * len(errors)) // 10]
+        out.append(
+            f"| {table} | {len(rows)} | **{100 * sv.median_abs_error(rows):.1f}%** | "
+            f"{_pct(statistics.median(errors))} | {_pct(low)} to {_pct(high)} | "
+            f"≤ {100 * sv.TARGET_MEDIAN:.0f}% |"
+        )
+    out += [
+        "",
+        "What the model is (each formula's docstring cites its source): prefill as GEMMs "
+        "(2·P_active per token) plus causal attention at the achieved compute rate, never "
+        "faster than one read of the weights per forward step; a decode step as two kernel "
+        "classes whose times add, the GEMMs (weights read against batch × 2·P_active FLOPs) "
+        "and attention (the KV cache read against its FLOPs), each bound by its larger side; "
+        "tensor-parallel all-reduces (two per layer, ring bytes and NCCL's latency); the "
+        "engine's host time per step; continuous batching folding the next prompts into the "
+        "decode steps, or static waves; KV admission by whole sequence (TensorRT-LLM, "
+        "llama.cpp) or by mean length (vLLM, SGLang, LMDeploy) in the engine's blocks; "
+        "llama.cpp's layer split with its prompt micro-batches pipelined (m·p ÷ (m + p − 1)) "
+        "and its unfused attention's fp32 score matrix.",
+        "",
+        "### Constants fitted on this data",
+        "",
+        "`scripts/fit_serving.py` fits them together (coordinate descent over small grids, "
+        "minimising the largest table's median |error| plus a tenth of their sum). Residual: "
+        "the median |error| of the rows the constant acts on, after the fit. The GPUs the "
+        "catalog lacks (GH200, A100 PCIe, A40, workstation and GeForce cards, Apple silicon) "
+        "are defined for this check in `tests/validation/serving_validation.py` from their "
+        "datasheets.",
+        "",
+        "| Constant | Value | Fitted on | Rows | Residual |",
+        "|---|---|---|---|---|",
+    ]
+    for fitted in sv.fitted_constants():
+        rows = fitted.rows()
+        residual = f"{100 * sv.median_abs_error(rows):.1f}%" if rows else "—"
+        out.append(
+            f"| `{fitted.name}` | {fitted.value} | {fitted.fitted_on} | {len(rows)} | {residual} |"
+        )
+    out += ["", "### The rows each figure rests on", ""]
+    for table, rows in tables.items():
+        out += [
+            "<details>",
+            f"<summary>{table}: {len(rows)} rows</summary>",
+            "",
+            "| Row | Configuration | Published | Model | Error |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {c.row_id} | {_cell(c.label)} | {_sig(c.measured)} | {_sig(c.predicted)} | "
+            f"{_pct(c.error)} |"
+            for c in rows
+        ]
+        out += ["", "</details>", ""]
+    return out
+
+
 def render() -> str:
     """The whole page, deterministic (no dates), from the suite as it is now."""
     fid = _fidelity()
@@ -714,6 +806,7 @@ def render() -> str:
         *_memory(fid),
         *_defaults(runs, sources),
         *runpy.run_path(f"{VALIDATION}/calibration_report.py")["markdown_section"]().split("\n"),
+        *_serving(),
         "## Training-memory ledger: measured validation",
         "",
         *_memory_validation(),

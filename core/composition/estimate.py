@@ -398,9 +398,10 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceRepor
         scenario.gpu,
         scenario.inference,
     )
+    price = scenario.compute.price_usd_per_gpu_hour  # prices the serving section's tokens
     return _INFERENCE.get(
-        (arch, total, active, gpu, inputs),
-        lambda: estimate_inference(arch, total, active, gpu, inputs),
+        (arch, total, active, gpu, inputs, price),
+        lambda: estimate_inference(arch, total, active, gpu, inputs, price_usd_per_gpu_hour=price),
     )
 
 
