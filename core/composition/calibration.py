@@ -45,7 +45,11 @@ from llm_planner.core.sections.parallelism.layout import (
     resolve_layout,
 )
 from llm_planner.core.sections.parallelism.memory import training_memory
-from llm_planner.core.sections.parallelism.step_time import TIME_PARTS, evaluate_layouts
+from llm_planner.core.sections.parallelism.step_time import (
+    TIME_PARTS,
+    evaluate_layouts,
+    step_inputs_of,
+)
 from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
 from llm_planner.core.sections.training import TrainingInputs
 
@@ -505,8 +509,12 @@ class _Pricing:
         """evaluate_layouts at the case's layout with ``values`` in place."""
         par = _updated(case.parallel, _of_section(values, "parallelism"))
         tr_values = _of_section(values, "training")
-        work = self.workload(par, _updated(case.training, tr_values)) if tr_values else case.work
-        return evaluate_layouts(work, cluster_of(self.gpu, par, self.compute_dtype), case.arrays)
+        training = _updated(case.training, tr_values)
+        work = self.workload(par, training) if tr_values else case.work
+        cluster = cluster_of(self.gpu, par, self.compute_dtype)
+        return evaluate_layouts(
+            work, cluster, case.arrays, None, step_inputs_of(self.arch, training)
+        )
 
     def tokens_per_gpu(self, values: dict[str, float], case: _Case) -> float:
         return float(self.priced(values, case)["tokens_per_s"][0]) / case.num_gpus
