@@ -78,6 +78,7 @@ def _compact_row(values: list[Any], columns: list[str], common: dict[str, Any]) 
     hidden = int(v["hidden"])
     return {
         "id": v["id"],
+        "csv_row": v["csv_row"],
         "model": {
             "name": f"GPT h{hidden} L{v['layers']}",
             "layers": v["layers"],
@@ -99,7 +100,10 @@ def measured_rows() -> list[dict[str, Any]]:
     """The rows in the shared file's shape, from it or from the compacted copy."""
     data = load()
     if "columns" not in data:
-        return list(data["rows"])
+        rows = [dict(r) for r in data["rows"]]
+        for r in rows:
+            r["csv_row"] = int(str(r["source"]).split("(row ")[1].split(")")[0])
+        return rows
     return [_compact_row(r, data["columns"], data["common"]) for r in data["rows"]]
 
 
@@ -132,6 +136,7 @@ class VtrainRow:
     """One measured run with the app's prediction."""
 
     id: str
+    csv_row: int
     hidden: int
     layers: int
     tp: int
@@ -216,6 +221,7 @@ def _rows(overrides: tuple[tuple[str, Any], ...]) -> tuple[VtrainRow, ...]:
         out.append(
             VtrainRow(
                 id=str(r["id"]),
+                csv_row=int(r["csv_row"]),
                 hidden=int(r["model"]["hidden"]),
                 layers=int(r["model"]["layers"]),
                 tp=int(lay["tp"]),
@@ -277,19 +283,31 @@ LAUNCH_GRID = tuple(round(2.0e-5 + 0.25e-5 * i, 8) for i in range(17))
 chosen on (:func:`fit_launch`)."""
 
 
-def fit_launch(grid: tuple[float, ...] = LAUNCH_GRID) -> tuple[float, dict[float, float]]:
-    """The per-kernel host time of least median |error| on the fit rows (hidden 1024), and
-    that median at every grid point. Sets the module constant for each point and puts the
-    app's value back."""
+def even_rows(rows: tuple[VtrainRow, ...]) -> list[VtrainRow]:
+    """The other split: rows with an even CSV row number (half of every shape and layout)."""
+    return [r for r in rows if r.csv_row % 2 == 0]
+
+
+def odd_rows(rows: tuple[VtrainRow, ...]) -> list[VtrainRow]:
+    return [r for r in rows if r.csv_row % 2 == 1]
+
+
+def fit_launch(
+    grid: tuple[float, ...] = LAUNCH_GRID, on: Any = None
+) -> tuple[float, dict[float, float]]:
+    """The per-kernel host time of least median |error| on the fit rows (``on``: a function
+    of all rows, :func:`fit_rows` by default), and that median at every grid point. Sets
+    the module constant for each point and puts the app's value back."""
     from llm_planner.core.quantities import comm
 
+    select = on or fit_rows
     saved = comm.HOST_SECONDS_PER_KERNEL_LAUNCH
     scores: dict[float, float] = {}
     try:
         for value in grid:
             comm.HOST_SECONDS_PER_KERNEL_LAUNCH = value
             _rows.cache_clear()
-            scores[value] = stats(fit_rows(vtrain_rows())).median_abs_error
+            scores[value] = stats(select(vtrain_rows())).median_abs_error
     finally:
         comm.HOST_SECONDS_PER_KERNEL_LAUNCH = saved
         _rows.cache_clear()
