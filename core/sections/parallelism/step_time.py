@@ -622,9 +622,12 @@ def _compute_seconds(
     full = lay.recompute == 2
     if si.adapter_params > 0:
         adapter_flops = si.adapter_params * np.where(full, 8.0, 6.0)
-        per_token = per_token + layers_share * adapter_flops * _adapter_inverse_efficiency(
-            cluster, tokens_mb, si
+        inverse_adapter = (
+            _adapter_inverse_efficiency(cluster, tokens_mb, si)
+            if work.gemms and cluster.sms > 0
+            else 1.0 / cluster.kernel_efficiency
         )
+        per_token = per_token + layers_share * adapter_flops * inverse_adapter
     t_gemm = tokens_mb / tp * per_token / cluster.peak_flops
     t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens)
     stack = work.stack
