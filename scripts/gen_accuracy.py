@@ -921,7 +921,8 @@ def _headline() -> list[str]:
         "efficiency, ≤ 70% of peak), attention at 55% (TE/cuDNN fused attention on Hopper), "
         "memory-bound kernels and the exposed data-parallel tail, hence above that range.",
         "- The search's best rows (`benchmarks/bench_search.py`): 405B on 16,384 H100 28.6%, "
-        "70B on 4,096 H100 46.1%, 8B on 16,384 H100 39.2% MFU.",
+        "70B on 4,096 H100 46.1%, 8B on 16,384 H100 38.3% MFU (39.2% before issue 31's "
+        "launch floor).",
         "",
     ]
 

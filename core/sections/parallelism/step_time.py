@@ -94,9 +94,9 @@ class StepInputs:
     defaults price full training with FlashAttention, the step time before issue 31."""
 
     flash_attention: bool = True
-    attention_batches_per_sequence: float = 0.0
-    """Heads × attention layers: the batched matrix multiplications of an unfused
-    attention per sequence (``baddbmm``/``bmm`` over b·heads)."""
+    heads: float = 0.0
+    """Attention heads: an unfused attention's batched GEMMs per sequence and layer
+    (``baddbmm``/``bmm`` over b·heads ÷ tp)."""
     head_dim: float = 0.0
     """The query-key width per head (the scores GEMM's K)."""
     frozen: bool = False
@@ -125,7 +125,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
     targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
     return StepInputs(
         flash_attention=ti.flash_attention,
-        attention_batches_per_sequence=float(arch.heads * arch.attention_layers),
+        heads=float(arch.heads),
         head_dim=float(arch.q_size // max(arch.heads, 1)),
         frozen=rank is not None,
         adapter_params=float(whole.lora_params) if rank is not None else 0.0,
@@ -691,8 +691,7 @@ def _unfused_attention_inverse_efficiency(
     b = lay.as_float("micro_batch")
     s = float(work.seq_len)
     d = si.head_dim
-    heads = si.attention_batches_per_sequence / max(work.layers, 1)
-    batch = np.maximum(b * heads / tp, 1.0)
+    batch = np.maximum(b * si.heads / tp, 1.0)
 
     def inv(m_: float, n_: float, k_: float) -> FloatArray:
         return np.asarray(
