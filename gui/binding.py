@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 
 from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
-from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives import limits, units
 from llm_planner.gui.background import Latest
 
@@ -40,18 +39,6 @@ def get_path(scenario: Scenario | dict[str, Any], path: str) -> Any:
     for part in path.split("."):
         node = node.get(part, None) if isinstance(node, dict) else getattr(node, part, None)
     return node
-
-
-def with_changes(scenario: Scenario, changes: dict[str, Any]) -> Scenario:
-    """A new validated scenario with ``changes`` ({"a.b": value}) applied."""
-    data = scenario.model_dump()
-    for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for key in parents:
-            node = node[key]
-        node[leaf] = copy.deepcopy(value) if isinstance(value, dict | list) else value
-    return Scenario.model_validate(data)
 
 
 def validation_message(error: Exception) -> str:

@@ -206,10 +206,21 @@ class CompareModel(QAbstractTableModel):
         assert self.comparison is not None
         r = self.comparison.rows[row]
         text = r.texts()[column]
+        if r.values[column] is None and self._not_priced(row, column):
+            fits = self.comparison.fits[column] if self.comparison.fits else True
+            return f"— ({'not priced' if fits else 'does not fit'})"
         ratio = r.ratios[column]
         if column and r.differs[column] and ratio is not None:
             text += f"  ({100 * ratio:+.1f}%)"
         return text
+
+    def _not_priced(self, row: int, column: int) -> str | None:
+        """Why a compute figure of this scenario is null (None for other rows)."""
+        assert self.comparison is not None
+        reasons = self.comparison.not_priced
+        if not self.comparison.rows[row].source.startswith("compute.") or column >= len(reasons):
+            return None
+        return reasons[column]
 
     def data(self, index: Index, role: int = DISPLAY) -> Any:
         if self.comparison is None or not index.isValid():
@@ -233,6 +244,9 @@ class CompareModel(QAbstractTableModel):
                 lines.append(
                     f"difference from {self.comparison.names[0]}: {format_value(diff, r.unit)}"
                 )
+            why = self._not_priced(index.row(), c) if r.values[c] is None else None
+            if why:
+                lines.append(f"Not priced: {why}")
             lines.append(f"<i>From:</i> report {r.source}")
             return "<br>".join(lines)
         return None

@@ -28,20 +28,20 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.primitives import limits
+from llm_planner.core.inputs.calibration import CalibrationInputs, FlopsFormula, Measurement
+from llm_planner.core.inputs.parallelism import ParallelInputs
+from llm_planner.core.inputs.scenario import Scenario
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
-from llm_planner.core.sections.parallelism import ParallelInputs
 from llm_planner.core.sections.parallelism.layout import (
-    FSDPStrategy,
-    Schedule,
     resolve_layout,
 )
 from llm_planner.core.sections.parallelism.memory import training_memory
@@ -51,97 +51,8 @@ from llm_planner.core.sections.parallelism.step_time import (
     step_inputs_of,
 )
 from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
-from llm_planner.core.sections.training import TrainingInputs
 
 FloatArray = npt.NDArray[np.float64]
-
-FlopsFormula = Literal["6P", "6P_attention", "megatron_hw_full", "app"]
-"""How a framework counted the FLOPs behind its TFLOP/s or MFU (needed to turn them into
-tokens/s):
-
-- ``6P``: 6·P per token (Kaplan et al. 2020 §2.1), P the model's total parameters;
-- ``6P_attention``: 6·P + 12·L·H·Q·T (PaLM, Chowdhery et al. 2022 Appendix B; torchtitan's
-  ``get_num_flop_per_token`` and nanotron's MFU use this shape);
-- ``megatron_hw_full``: 96·l·h²·(1 + s/(6h) + V/(16·l·h)) per token, Narayanan et al. 2021
-  (arXiv:2104.04473) eq. (3), hardware FLOPs with full recomputation;
-- ``app``: this app's own MFU count (:func:`.quantities.flops.mfu_flops_per_token`).
-"""
-
-
-class Measurement(BaseModel):
-    """One measured run: its layout and what was measured. Layout fields left None take the
-    scenario's value; the model is the scenario's."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    label: str = Field(default="", max_length=200)
-    source: str = Field(default="typed", max_length=500, description="log file and line, or typed")
-    stack: str | None = Field(default=None, description="framework that printed it")
-    gpus: int = Field(description="GPUs of the run", **limits.bounds("measurements.gpus"))
-    gpus_per_node: int | None = Field(default=None, **limits.bounds("measurements.gpus_per_node"))
-    dp: int | None = Field(default=None, **limits.bounds("measurements.dp"))
-    tp: int | None = Field(default=None, **limits.bounds("measurements.tp"))
-    pp: int | None = Field(default=None, **limits.bounds("measurements.pp"))
-    ep: int | None = Field(
-        default=None, description="expert-parallel degree", **limits.bounds("measurements.ep")
-    )
-    zero_stage: Literal[0, 1, 2, 3] | None = None
-    fsdp_strategy: FSDPStrategy | None = None
-    sequence_parallel: bool | None = None
-    micro_batch: int | None = Field(default=None, **limits.bounds("measurements.micro_batch"))
-    global_batch: int | None = Field(
-        default=None, description="sequences per step", **limits.bounds("measurements.global_batch")
-    )
-    seq_len: int | None = Field(default=None, **limits.bounds("measurements.seq_len"))
-    recompute: Literal["none", "selective", "full"] | None = None
-    schedule: Schedule | None = None
-    interleave_chunks: int | None = Field(
-        default=None, **limits.bounds("measurements.interleave_chunks")
-    )
-    # what was measured
-    step_seconds: float | None = Field(
-        default=None, description="one optimizer step", **limits.bounds("measurements.step_seconds")
-    )
-    tokens_per_s: float | None = Field(
-        default=None, description="all GPUs together", **limits.bounds("measurements.tokens_per_s")
-    )
-    tokens_per_s_per_gpu: float | None = Field(
-        default=None, **limits.bounds("measurements.tokens_per_s_per_gpu")
-    )
-    flops_per_gpu_per_s: float | None = Field(
-        default=None, description="as counted", **limits.bounds("measurements.flops_per_gpu_per_s")
-    )
-    mfu: float | None = Field(
-        default=None, description="fraction, as counted", **limits.bounds("measurements.mfu")
-    )
-    flops_formula: FlopsFormula | None = Field(
-        default=None, description="FLOP count behind flops_per_gpu_per_s / mfu"
-    )
-    mfu_peak_flops: float | None = Field(
-        default=None,
-        description="peak the framework divided by; None: the GPU's",
-        **limits.bounds("measurements.mfu_peak_flops"),
-    )
-    peak_allocated_bytes: float | None = Field(
-        default=None, **limits.bounds("measurements.peak_allocated_bytes")
-    )
-    peak_reserved_bytes: float | None = Field(
-        default=None, **limits.bounds("measurements.peak_reserved_bytes")
-    )
-
-
-class CalibrationInputs(BaseModel):
-    """Whether the scenario's measurements calibrate the model, and which parameters."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    enabled: bool = Field(default=True, description="False: the uncalibrated model")
-    time_parameters: tuple[str, ...] | None = Field(
-        default=None, description="fields fitted to step times, in priority order; None: default"
-    )
-    memory_parameters: tuple[str, ...] | None = Field(
-        default=None, description="fields fitted to peak memory; None: default"
-    )
 
 
 @dataclass(frozen=True)
@@ -294,6 +205,28 @@ class RateCheck(BaseModel):
         return f"{rate}, above the {band} band: {note}"
 
 
+class SetAside(BaseModel):
+    """A measured run calibration did not use because it ran another model or GPU."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    reason: str
+
+
+def belongs_to(m: Measurement, arch: Architecture, gpu: GPU) -> str | None:
+    """Why ``m`` is not a run of this model on this GPU (one phrase), or None when it is.
+
+    A step time measured on one model says nothing about another one's kernels and
+    communication (the fitted efficiencies are per model and GPU), so a run of another model
+    or GPU is set aside rather than fitted."""
+    if m.model is not None and m.model != arch.name:
+        return f"measured on {m.model}, not this scenario's {arch.name}"
+    if m.gpu is not None and m.gpu != gpu.id:
+        return f"measured on GPU {m.gpu}, not this scenario's {gpu.id}"
+    return None
+
+
 class CalibrationReport(BaseModel):
     """The ``calibration.*`` keys: parameters, residuals, which measurements, sanity checks."""
 
@@ -307,6 +240,8 @@ class CalibrationReport(BaseModel):
     """Indices of the measurements the fit used."""
     skipped: list[str]
     """Measurements (or parts) left out, each with why."""
+    set_aside: list[SetAside] = Field(default_factory=list)
+    """Measurements of another model or GPU, by index, each with why."""
     parameters: list[FittedParameter]
     residuals: list[dict[str, Any]]
     rms_error_before: float | None
@@ -321,7 +256,12 @@ class CalibrationReport(BaseModel):
             Figure(
                 key="state",
                 label="Calibration",
-                value=f"{state}: {len(self.measurements)} measurement(s), {len(self.used)} used",
+                value=f"{state}: {len(self.measurements)} measurement(s), {len(self.used)} used"
+                + (
+                    f", {len(self.set_aside)} set aside (another model or GPU)"
+                    if self.set_aside
+                    else ""
+                ),
                 unit="text",
             )
         ]
@@ -602,6 +542,10 @@ def calibrate(
     inputs = inputs or CalibrationInputs()
     entries: list[Any] = []
     for i, m in enumerate(all_measurements(parallelism, measurements)):
+        other = belongs_to(m, arch, gpu)
+        if other is not None:
+            entries.append({"set_aside": f"{m.label or f'measurement {i + 1}'}: {other}"})
+            continue
         try:
             par_i, tr_i = _case_inputs(m, parallelism, training)
         except ValueError as exc:
@@ -661,9 +605,9 @@ def _calibrate_cached(
         str(dtype),
         bool(attn),
     )
-    resolved: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str] = [
+    resolved: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str | dict[str, str]] = [
         e
-        if isinstance(e, str)
+        if isinstance(e, str | dict)
         else (
             Measurement.model_validate(e[0]),
             ParallelInputs.model_validate(e[1]),
@@ -692,8 +636,12 @@ def all_measurements(
 
 
 def describe(m: Measurement) -> str:
-    """One line: label, layout given, what was measured."""
-    layout = [f"{m.gpus} GPUs"]
+    """One line: label, model and GPU, layout given, what was measured."""
+    layout = [f"{m.gpus} GPUs" + (f" {m.gpu}" if m.gpu else "")]
+    if m.model:
+        layout.insert(0, m.model)
+    if m.stack:
+        layout.append(m.stack)
     for name in ("dp", "tp", "pp", "ep", "zero_stage", "micro_batch", "global_batch", "seq_len"):
         value = getattr(m, name)
         if value is not None:
@@ -747,15 +695,25 @@ def _residuals(pricing: _Pricing, data: list[_Datum]) -> Callable[[dict[str, flo
 
 def _calibrate(
     pricing: _Pricing,
-    entries: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str],
+    entries: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str | dict[str, str]],
     base: dict[str, float],
     inputs: CalibrationInputs,
 ) -> tuple[dict[str, float], CalibrationReport, tuple[tuple[int, float], ...]]:
-    """The fit on resolved measurements: fitted values, the report, (GPUs, tokens/s) pairs."""
+    """The fit on resolved measurements: fitted values, the report, (GPUs, tokens/s) pairs.
+
+    An entry is a priced run, a string (a run whose layout is not valid) or
+    ``{"set_aside": why}`` (a run of another model or GPU)."""
     cases: list[_Case] = []
     skipped: list[str] = []
     described: list[str] = []
+    set_aside: list[SetAside] = []
     for i, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            why = entry["set_aside"]
+            set_aside.append(SetAside(index=i, reason=why))
+            skipped.append(f"set aside: {why}")
+            described.append(why)
+            continue
         if isinstance(entry, str):
             skipped.append(entry)
             described.append(entry)
@@ -798,6 +756,7 @@ def _calibrate(
         measurements=described,
         used=sorted({c.index for c in cases}),
         skipped=skipped,
+        set_aside=set_aside,
         parameters=fitted,
         residuals=residuals,
         rms_error_before=_rms([r["error_before"] for r in residuals]),
@@ -1164,33 +1123,28 @@ def _measured_check(pricing: _Pricing, c: _Case, values: dict[str, float]) -> Ra
 # ------------------------------------------------------------------ the scenario
 
 
-S = TypeVar("S", bound=BaseModel)
-
-
-def calibrate_scenario(scenario: S) -> tuple[S, Calibration]:
+def calibrate_scenario(scenario: Scenario) -> tuple[Scenario, Calibration]:
     """The scenario with calibrated parallelism/training inputs, and the calibration.
 
-    Duck-typed on :class:`~.scenario.Scenario` (which imports this module). The calibrated
-    copy has calibration switched off (applying it twice changes nothing) and carries the
-    measurements' (GPUs, tokens/s) in ``measured_points`` so the scaling curve draws them.
-    With calibration switched off the scenario comes back unchanged (the report still
-    lists the measurements and the residuals of the uncalibrated model)."""
-    sc: Any = scenario
-    cal_inputs: CalibrationInputs = getattr(sc, "calibration", CalibrationInputs())
+    The calibrated copy has calibration switched off (applying it twice changes nothing)
+    and carries the measurements' (GPUs, tokens/s) in ``measured_points`` so the scaling
+    curve draws them. With calibration switched off the scenario comes back unchanged (the
+    report still lists the measurements and the residuals of the uncalibrated model)."""
+    cal_inputs = scenario.calibration
     cal = calibrate(
-        sc.model.architecture,
-        sc.gpu,
-        sc.parallelism,
-        sc.training,
-        list(getattr(sc, "measurements", [])),
+        scenario.model.architecture,
+        scenario.gpu,
+        scenario.parallelism,
+        scenario.training,
+        list(scenario.measurements),
         inputs=cal_inputs,
-        params_override=sc.model.params_override,
-        compute_dtype=sc.compute.compute_dtype,
-        include_attention_flops=sc.compute.include_attention_flops,
+        params_override=scenario.model.params_override,
+        compute_dtype=scenario.compute.compute_dtype,
+        include_attention_flops=scenario.compute.include_attention_flops,
     )
     if not cal_inputs.enabled:
         return scenario, cal
-    points = list(sc.parallelism.measured_points)
+    points = list(scenario.parallelism.measured_points)
     extra = [(g, r) for g, r in cal.rates if (g, r) not in points]
     par = cal.parallelism.model_copy(update={"measured_points": points + extra})
     update: dict[str, Any] = {

@@ -39,14 +39,21 @@ from llm_planner.core.composition.calibration import (
 )
 from llm_planner.core.composition.fit import (
     FitSuggestion,
+    Priced,
     inference_fit_suggestions,
     training_fit_suggestions,
 )
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
+from llm_planner.core.composition.whatif.report import WhatIfReport, estimate_whatif, whatif_json
 from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
 from llm_planner.core.primitives.figures import Figure
-from llm_planner.core.sections.compute import ComputeReport, ModeledThroughput, estimate_compute
+from llm_planner.core.sections.compute import (
+    ComputeReport,
+    MemoryNeed,
+    ModeledThroughput,
+    estimate_compute,
+)
 from llm_planner.core.sections.inference import InferenceReport, estimate_inference
 from llm_planner.core.sections.parallelism import (
     ParallelismReport,
@@ -213,6 +220,10 @@ class Report(BaseModel):
     """When training does not fit: the few smallest changes that would (``composition.fit``)."""
     inference_fit_suggestions: list[FitSuggestion] = []
     """When inference does not fit: the few smallest changes that would."""
+    whatif: WhatIfReport | None = None
+    """The what-ifs the scenario plans (``scenario.whatif``), priced on this estimate; None
+    when it plans none. Not one of :meth:`sections`: ``report --json`` writes it under
+    ``whatif`` with only the planned parts (:func:`.whatif.report.whatif_json`)."""
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
@@ -330,13 +341,20 @@ def _compute_section(
     model: ModelReport,
     parallelism: ParallelismReport,
     gpus_per_instance: int | None,
+    training_report: TrainingReport,
 ) -> ComputeReport:
     """Compute budget: FLOPs, the one throughput, time, cost, Chinchilla, failures.
 
     The throughput is resolved here, once (:func:`.compute.resolve_throughput`): the
     parallelism section's modeled step time by default, else the user's measured or assumed
-    rate; every face (time, cost, deadline and budget questions, charts) reads it.
+    rate; every face (time, cost, deadline and budget questions, charts) reads it. A plan
+    whose training peak per GPU (``training_report``) exceeds the GPU gets no rate, so no
+    time, cost or MFU, and the label says what it needs.
     """
+    memory = MemoryNeed(
+        peak_bytes=float(training_report.peak_bytes),
+        capacity_bytes=float(training_report.capacity_bytes),
+    )
     modeled = ModeledThroughput(
         tokens_per_s=parallelism.tokens_per_s,
         gpus=parallelism.gpus,
@@ -353,7 +371,7 @@ def _compute_section(
         scenario.training,
     )
     return _COMPUTE.get(
-        (arch, active, total, gpu, num_gpus, inputs, training, gpus_per_instance, modeled),
+        (arch, active, total, gpu, num_gpus, inputs, training, gpus_per_instance, modeled, memory),
         lambda: estimate_compute(
             arch,
             active,
@@ -366,6 +384,7 @@ def _compute_section(
             training_inputs=training,
             gpus_per_instance=gpus_per_instance,
             modeled=modeled,
+            memory=memory,
         ),
     )
 
@@ -393,16 +412,19 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
     ``scenario.calibration.enabled`` off: the uncalibrated model); every section below is
     computed on the calibrated inputs.
 
+    The what-ifs the scenario plans are priced on the sections (``Report.whatif``), once.
+
     ``suggest=False`` leaves the fit suggestions empty (the window asks for them with
     :func:`with_fit_suggestions` off the keystroke's path); the figures are the same.
     """
+    planned = scenario
     scenario, calibration = calibrate_scenario(scenario)
     model = model_section(scenario)
     layout = scenario_layout(scenario)
     training = _training_section(scenario, model, layout)
     instance = _gpus_per_instance(scenario, model)
     parallelism = _parallelism_section(scenario, model, instance, training)
-    compute = _compute_section(scenario, model, parallelism, instance)
+    compute = _compute_section(scenario, model, parallelism, instance, training)
     inference = _inference_section(scenario, model)
     report = Report(
         model=model,
@@ -415,6 +437,8 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
             plan_checks(scenario.gpu, compute, parallelism, scenario.parallelism.kernel_efficiency),
         ),
     )
+    if planned.whatif.any:  # priced once here; every face and exporter reads it
+        report = report.model_copy(update={"whatif": estimate_whatif(planned, report)})
     return with_fit_suggestions(scenario, report) if suggest else report
 
 
@@ -425,7 +449,11 @@ def with_fit_suggestions(scenario: Scenario, report: Report) -> Report:
     return report.model_copy(
         update={
             "training_fit_suggestions": training_fit_suggestions(
-                scenario, training.peak_bytes, training.capacity_bytes, _training_peak
+                scenario,
+                training.peak_bytes,
+                training.capacity_bytes,
+                _training_peak,
+                _priced,
             ),
             "inference_fit_suggestions": inference_fit_suggestions(
                 scenario,
@@ -445,6 +473,12 @@ def _training_peak(scenario: Scenario) -> float:
     )
 
 
+def _priced(scenario: Scenario) -> Priced:
+    """Time, cost and MFU of a changed plan, from its own estimate (for ``fit``)."""
+    compute = estimate(scenario, suggest=False).compute
+    return Priced(compute.wall_seconds, compute.cost_usd, compute.mfu)
+
+
 def report_json(report: Report) -> dict[str, Any]:
     """The ``report --json`` object: one key per section, values in SI base units."""
     out = {name: section.model_dump(mode="json") for name, section in report.sections().items()}
@@ -452,4 +486,6 @@ def report_json(report: Report) -> dict[str, Any]:
         if name in out:
             suggestions = getattr(report, f"{name}_fit_suggestions")
             out[name]["fit_suggestions"] = [s.model_dump(mode="json") for s in suggestions]
+    if report.whatif is not None:
+        out["whatif"] = whatif_json(report.whatif)
     return out

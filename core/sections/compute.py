@@ -15,15 +15,15 @@ policies, in :func:`llm_planner.core.sections.training.hardware_flops_factor`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal, NamedTuple, Self
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.inputs.compute import ComputeInputs, FailureInputs
 from llm_planner.core.primitives.architecture import Architecture
-from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
-from llm_planner.core.primitives.limits import MIN_PRICE_USD_PER_GPU_HOUR, bounds
+from llm_planner.core.primitives.units import format_gb
 from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     training_flops_6pd,
@@ -31,18 +31,13 @@ from llm_planner.core.quantities.flops import (
 )
 from llm_planner.core.sections.failures import (
     DEFAULT_FAILURE_SOURCE,
-    FailureInputs,
     estimate_failures,
 )
 
 if TYPE_CHECKING:
-    from llm_planner.core.sections.training import TrainingInputs
+    from llm_planner.core.inputs.training import TrainingInputs
 
 __all__ = ["ComputeInputs", "ComputeReport", "FailureInputs", "estimate_compute"]
-
-ThroughputMode = Literal["modeled", "mfu", "tflops", "tokens_per_s"]
-"""Where the one throughput comes from: the parallel layout's modeled step time, an assumed
-MFU, or a measured TFLOP/s or tokens/s per GPU."""
 
 ThroughputSource = Literal["modeled", "assumed_mfu", "measured_tflops", "measured_tokens_per_s"]
 THROUGHPUT_SOURCES: dict[str, ThroughputSource] = {
@@ -75,72 +70,6 @@ CHINCHILLA_BETA = 0.28
 2022, section 3.3 (Approach 3) and Appendix D.2 (eq. (10) in the arXiv version)."""
 
 
-class ComputeInputs(BaseModel):
-    """Inputs of the compute-budget tab."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tokens: float = Field(
-        default=15e12, description="training tokens D", **bounds("compute.tokens")
-    )
-    throughput_mode: ThroughputMode = Field(
-        default="modeled",
-        description="modeled (the layout's step time), mfu (assumed), tflops or tokens_per_s "
-        "(measured per GPU)",
-    )
-    mfu: float = Field(
-        default=0.40,
-        description="assumed model FLOPs utilisation (mode 'mfu')",
-        **bounds("compute.mfu"),
-    )
-    achieved_flops_per_gpu: float | None = Field(
-        default=None, description="FLOP/s per GPU", **bounds("compute.achieved_flops_per_gpu")
-    )
-    tokens_per_s_per_gpu: float | None = Field(
-        default=None, **bounds("compute.tokens_per_s_per_gpu")
-    )
-    compute_dtype: str = Field(default="bf16", description="dtype whose peak sets throughput")
-    price_usd_per_gpu_hour: float = Field(default=2.0, **bounds("compute.price_usd_per_gpu_hour"))
-    deadline_seconds: float | None = Field(default=None, **bounds("compute.deadline_seconds"))
-    budget_usd: float | None = Field(default=None, **bounds("compute.budget_usd"))
-    failures: FailureInputs = FailureInputs()
-    budget_flops: float | None = Field(
-        default=None,
-        description="a compute budget in FLOP for the Chinchilla sizing",
-        **bounds("compute.budget_flops"),
-    )
-    include_attention_flops: bool = Field(
-        default=False,
-        description="flops_total counts the attention scores too (PaLM's model FLOPs) "
-        "instead of 6·P·D",
-    )
-
-    @field_validator("price_usd_per_gpu_hour")
-    @classmethod
-    def _free_or_a_real_price(cls, value: float) -> float:
-        """0 (free: no cost figures) or at least $0.0001 per GPU-hour: a subnormal price
-        would turn a budget into an infinite GPU-hour count."""
-        if 0 < value < MIN_PRICE_USD_PER_GPU_HOUR:
-            raise ValueError(
-                f"must be 0 (free) or at least {MIN_PRICE_USD_PER_GPU_HOUR} USD per GPU-hour"
-            )
-        return value
-
-    @field_validator("compute_dtype")
-    @classmethod
-    def _known_dtype(cls, value: str) -> str:
-        bytes_per_element(value)  # ValueError names the known dtypes
-        return value
-
-    @model_validator(mode="after")
-    def _mode_has_its_figure(self) -> Self:
-        if self.throughput_mode == "tflops" and self.achieved_flops_per_gpu is None:
-            raise ValueError("throughput_mode 'tflops' needs achieved_flops_per_gpu")
-        if self.throughput_mode == "tokens_per_s" and self.tokens_per_s_per_gpu is None:
-            raise ValueError("throughput_mode 'tokens_per_s' needs tokens_per_s_per_gpu")
-        return self
-
-
 # ------------------------------------------------------------------ throughput and time
 
 
@@ -154,6 +83,25 @@ class ModeledThroughput(NamedTuple):
     mfu: float
     """Counted as this section counts (:func:`.flops.mfu_flops_per_token`)."""
     layout: str
+
+
+class MemoryNeed(NamedTuple):
+    """The training peak per GPU of the scenario's plan and the GPU's memory (bytes)."""
+
+    peak_bytes: float
+    capacity_bytes: float
+
+
+def does_not_fit(memory: MemoryNeed | None) -> str | None:
+    """Why a plan cannot run for lack of memory (one phrase), or None when it fits: a
+    training peak per GPU above the GPU's memory is an out-of-memory error at the first
+    step, so no time, cost or MFU describes it."""
+    if memory is None or not memory.peak_bytes > memory.capacity_bytes:
+        return None
+    return (
+        f"needs {format_gb(memory.peak_bytes)} per GPU of {format_gb(memory.capacity_bytes)}"
+        "; not priced"
+    )
 
 
 class Throughput(NamedTuple):
@@ -179,6 +127,7 @@ def resolve_throughput(
     modeled: ModeledThroughput | None,
     *,
     hardware_flops_factor: float = 1.0,
+    memory: MemoryNeed | None = None,
 ) -> Throughput:
     """The estimate's one throughput, from the source ``inputs.throughput_mode`` names.
 
@@ -200,6 +149,10 @@ def resolve_throughput(
     (model FLOP/s above the dtype's peak), or whose hardware FLOP/s (MFU ×
     ``hardware_flops_factor``, recomputation and attention included) exceed the peak, gives
     no rate, and the label says why, so time and cost read "—" with the reason.
+
+    A plan that cannot run is not priced either, whatever the source: a training peak per
+    GPU (``memory``) above the GPU's memory gives no rate, and the label says what it needs
+    (:func:`does_not_fit`).
     """
     source = THROUGHPUT_SOURCES[inputs.throughput_mode]
     f = mfu_flops_per_token
@@ -224,6 +177,9 @@ def resolve_throughput(
         label = f"assumed: MFU {100 * inputs.mfu:.4g}%"
     if per_gpu is None or not per_gpu > 0:
         return Throughput(source, None, None, None, None, label)
+    out_of_memory = does_not_fit(memory)
+    if out_of_memory is not None:
+        return Throughput(source, None, None, None, None, f"{label}: {out_of_memory}")
     if cluster is None:
         cluster = per_gpu * num_gpus
     if mfu is None and peak:
@@ -685,6 +641,7 @@ def estimate_compute(
     gpus_per_instance: int | None = None,
     training_inputs: TrainingInputs | None = None,
     modeled: ModeledThroughput | None = None,
+    memory: MemoryNeed | None = None,
 ) -> ComputeReport:
     """The compute-budget section.
 
@@ -699,6 +656,8 @@ def estimate_compute(
     model FLOPs per token): ``training_inputs``, by default the training defaults with
     ``recompute`` ("threshold" without its byte limit is counted as "selective");
     ``gpus_per_instance`` overrides the lower bound of :func:`min_gpus_per_instance`.
+    ``memory`` (the training section's peak per GPU and capacity) refuses to price a plan
+    that does not fit (:func:`resolve_throughput`).
 
     Time t = D ÷ tokens/s (failure-free), the seed's C/τ with C and τ counted alike;
     wall time divides by the goodput; GPU-hours = N · wall; cost = GPU-hours × price.
@@ -713,15 +672,22 @@ def estimate_compute(
     )
     factor = hardware_flops_factor
     if factor is None:
+        from llm_planner.core.inputs.training import TrainingInputs
         from llm_planner.core.sections import training
 
-        ti = training_inputs or training.TrainingInputs(
+        ti = training_inputs or TrainingInputs(
             seq_len=seq_len, recompute="selective" if recompute == "threshold" else recompute
         )
         factor = training.hardware_flops_factor(arch, ti, mfu_per_token)
     peak = gpu.peak_flops.for_dtype(inputs.compute_dtype)
     rate = resolve_throughput(
-        inputs, peak, num_gpus, mfu_per_token, modeled, hardware_flops_factor=factor
+        inputs,
+        peak,
+        num_gpus,
+        mfu_per_token,
+        modeled,
+        hardware_flops_factor=factor,
+        memory=memory,
     )
     achieved = rate.model_flops_per_gpu_per_s
     failures = inputs.failures

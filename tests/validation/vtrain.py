@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.sections.parallelism import (
@@ -44,7 +45,6 @@ from llm_planner.core.sections.parallelism import (
     step_inputs_of,
     workload_of,
 )
-from llm_planner.core.sections.training import TrainingInputs
 
 DEFAULT_PATH = Path(__file__).with_name("vtrain-single-node-a100.json")
 """A compacted copy of /work/shared/data/vtrain-single-node-a100.json (the fields every row

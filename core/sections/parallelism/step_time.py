@@ -10,21 +10,19 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 
+from llm_planner.core.inputs.training import NF4_DOUBLE_QUANT_BITS, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.sections.parallelism.layout import Layouts
-from llm_planner.core.sections.parallelism.memory import MemoryRecipe, memory_screen
+from llm_planner.core.sections.parallelism.memory import memory_screen
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
 )
-from llm_planner.core.sections.training import (
-    NF4_DOUBLE_QUANT_BITS,
-    TrainingInputs,
-    stage_params,
-)
+from llm_planner.core.sections.training_memory import MemoryTerms
+from llm_planner.core.sections.training_params import stage_params
 
 TIME_PARTS = (
     "compute",
@@ -167,7 +165,7 @@ def evaluate_layouts(
     work: Workload,
     cluster: Cluster,
     lay: Layouts,
-    recipe: MemoryRecipe | None = None,
+    recipe: MemoryTerms | None = None,
     step_inputs: StepInputs | None = None,
 ) -> dict[str, FloatArray]:
     """Price every layout: step time and its breakdown, comm bytes, MFU, HFU, memory screen.
@@ -892,7 +890,6 @@ def _data_parallel(
     replicas = dp / shard
     gbytes = work.gradient_reduce_bytes
     pbytes = comm.COMM_BYTES_PER_ELEMENT
-    # ZeRO-3 gathers the frozen weights too
     gathered = np.where(lay.zero == 3, work.params_total / (tp * pp), params_gpu_dense)
     dp_bytes = comm.data_parallel_bytes(
         lay.zero, shard, params_gpu_dense * gbytes, gathered * pbytes, m
