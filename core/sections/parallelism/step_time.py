@@ -890,14 +890,14 @@ def _data_parallel(
     replicas = dp / shard
     gbytes = work.gradient_reduce_bytes
     pbytes = comm.COMM_BYTES_PER_ELEMENT
-    gathered = np.where(lay.zero == 3, work.params_total / (tp * pp), params_gpu_dense)
+    gathered, experts = _gathered_params_per_gpu(work, lay, params_gpu_dense, params_gpu_expert)
     dp_bytes = comm.data_parallel_bytes(
         lay.zero, shard, params_gpu_dense * gbytes, gathered * pbytes, m
     )
     if work.params_expert > 0:
         expert_dp = np.minimum(np.maximum(dp / ep, 1.0), shard)
         dp_bytes = dp_bytes + comm.data_parallel_bytes(
-            lay.zero, expert_dp, params_gpu_expert * gbytes, params_gpu_expert * pbytes, m
+            lay.zero, expert_dp, params_gpu_expert * gbytes, experts * pbytes, m
         )
     bw = links.group_bandwidth(tp, shard)
     t_dp = dp_bytes / bw
@@ -971,6 +971,19 @@ def _trained_params_per_gpu(
         return np.asarray(si.adapter_params / tp_pp), np.zeros_like(tp_pp)
     dense = (work.params_total - work.params_expert) / tp_pp
     return np.asarray(dense), np.asarray(work.params_expert / (tp_pp * lay.as_float("ep")))
+
+
+def _gathered_params_per_gpu(
+    work: Workload, lay: Layouts, trained_dense: FloatArray, trained_expert: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(dense, routed-expert) parameters per GPU that the data-parallel group all-gathers:
+    the trained ones after a ZeRO-1/2 step, every parameter (frozen ones included) before
+    each use under ZeRO-3."""
+    tp_pp = lay.as_float("tp") * lay.as_float("pp")
+    zero3 = lay.zero == 3
+    dense = np.where(zero3, (work.params_total - work.params_expert) / tp_pp, trained_dense)
+    expert_all = work.params_expert / (tp_pp * lay.as_float("ep"))
+    return np.asarray(dense), np.asarray(np.where(zero3, expert_all, trained_expert))
 
 
 def _zero1_whole_buffer(
