@@ -385,10 +385,15 @@ def _host_floor(
     head_on_stage: FloatArray,
     si: StepInputs,
 ) -> tuple[FloatArray, FloatArray]:
-    """(the host's floor under a micro-batch, its launch part): the larger of the stack's
-    host time (:func:`_host_seconds`) and the launch floor (:func:`_launch_seconds`)."""
+    """(the host's floor under a micro-batch, the launch floor where it is the larger): the
+    larger of the stack's host time (:func:`_host_seconds`) and the launch floor
+    (:func:`_launch_seconds`); the second value is 0 where the stack's host time is the
+    larger (a stack constant fitted with the compute-only DP overlap window, nanotron's,
+    keeps that window)."""
     launch = _launch_seconds(cluster, lay, layers, head_on_stage, si)
-    return np.asarray(np.maximum(_host_seconds(work, cluster, lay, layers), launch)), launch
+    stack_host = _host_seconds(work, cluster, lay, layers)
+    binding_launch = np.where(launch > stack_host, launch, 0.0)
+    return np.asarray(np.maximum(stack_host, launch)), np.asarray(binding_launch)
 
 
 def _layer_launches(lay: Layouts, si: StepInputs | None = None) -> FloatArray:
