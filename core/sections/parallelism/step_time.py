@@ -209,8 +209,8 @@ def evaluate_layouts(
       of the ideal time);
     - data parallel (:func:`_data_parallel`): gradients reduced bucket by bucket (the
       stack's bucket size), each collective latency + bytes ÷ link; the buckets are hidden
-      behind DP_OVERLAP × the backward compute (or its launches, when the launch floor sets
-      the pace) that runs while they are issued (the last
+      behind DP_OVERLAP × the backward compute (+ the GPU's idle time when the launch floor
+      sets the pace) that runs while they are issued (the last
       micro-batch for ZeRO-0/1, every micro-batch's backward for ZeRO-2, every micro-batch
       for ZeRO-3, whose per-layer gathers prefetch one layer ahead) but the last bucket is
       always exposed (it is ready only when the backward ends); ZeRO-1/2's parameter
@@ -283,11 +283,13 @@ def evaluate_layouts(
     t_host, t_launch = _host_floor(
         work, cluster, lay, chunk_layers * v, head_on_stage=fullest_head, si=si
     )
-    # the backward lasts as long as its launches when the host sets the pace
-    hidden_by_compute = cluster.dp_overlap * window_share * np.maximum(t_c, t_launch)
+    t_gpu = t_c + t_tp + t_pp + t_ep
+    # when the launches set the pace the backward lasts longer by the GPU's idle time
+    hidden_by_compute = (
+        cluster.dp_overlap * window_share * (t_c + np.maximum(t_launch - t_gpu, 0.0))
+    )
     exposed_dp = np.maximum(t_last, t_dp - t_gather - hidden_by_compute) + t_gather
 
-    t_gpu = t_c + t_tp + t_pp + t_ep
     t_mb = np.maximum(t_gpu, t_host)
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
