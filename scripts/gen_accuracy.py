@@ -699,7 +699,8 @@ def _nanotron() -> list[str]:
 
 VTRAIN_BEFORE = (0.339, 1.734, 0.866, 0.167)
 """The vTrain set before issue 31 (median and p90 |error| of all rows, median of the hidden
-1024 and 2048 rows), priced by tests/validation/vtrain.py at commit 7f2b4a8."""
+1024 and 2048 rows): tests/validation/vtrain.py run against the step-time code of commit
+7f2b4a8 (before the launch floor)."""
 
 
 def _vtrain() -> list[str]:
