@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from llm_planner.core.composition.calibration import (
     CalibrationReport,
     calibrate_scenario,
-    modeled_check,
+    plan_checks,
     with_checks,
 )
 from llm_planner.core.composition.fit import (
@@ -435,7 +435,7 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
         parallelism=parallelism,
         calibration=with_checks(
             calibration.report,
-            [modeled_check(scenario.gpu, parallelism, scenario.parallelism.kernel_efficiency)],
+            plan_checks(scenario.gpu, compute, parallelism, scenario.parallelism.kernel_efficiency),
         ),
     )
     if planned.whatif.any:  # priced once here; every face and exporter reads it
