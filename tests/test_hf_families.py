@@ -30,9 +30,13 @@ from llm_planner.core.primitives.presets import get_preset
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 CASES = sorted(p.parent.name for p in FIXTURES.glob("*/expected.json"))
 REMOTE_CODE = {"internlm2_5-7b", "deepseek-moe-16b-base", "refinedweb-40b"}
-BUFFER_PARAMS = {"deepseek-v3": 58 * 256}
+BUFFER_PARAMS = {"deepseek-v3": 58 * 256, "kimi-k2-instruct": 60 * 384}
 """DeepSeek-V3's per-expert score-correction biases: stored in the checkpoint (and counted
 here), registered as buffers, not parameters, by transformers' DeepseekV3TopkRouter."""
+
+META_MODEL_TYPE = {"kimi-k2-instruct": "deepseek_v3"}
+"""Configs whose model_type transformers has no class for, built as the class their
+``architectures`` field names (Kimi-K2: DeepseekV3ForCausalLM)."""
 
 REQUIRED_TYPES = {
     *("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo", "olmo2", "olmoe", "cohere"),
@@ -75,7 +79,9 @@ def _meta_model_count(name: str) -> tuple[int, int, int]:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     data = _config(name)
-    model_type = data.pop("model_type")
+    model_type = META_MODEL_TYPE.get(name, data["model_type"])
+    data.pop("model_type")
+    data.pop("auto_map", None)
     data.pop("quantization_config", None)
     if "text_config" in data:  # multimodal: the language model alone
         text = dict(data["text_config"])

@@ -185,11 +185,14 @@ class _Config:
         self.data = data
         self.label = label
         self.model_type = model_type
+        self.read: set[str] = set()
+        """Every field a mapper looked up (present or not): what the import used."""
 
     def error(self, message: str) -> HFImportError:
         return HFImportError(f"{self.label}: {message} ({self.model_type})")
 
     def _lookup(self, names: tuple[str, ...]) -> tuple[str, Any]:
+        self.read.update(names)
         for name in names:
             if name in self.data and self.data[name] is not None:
                 return name, self.data[name]
@@ -1006,12 +1009,187 @@ model (the vision tower and projector are not counted; a note says so)."""
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_MAPPERS)
 
+_ARCHITECTURE_CLASSES: dict[str, str] = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Phi3ForCausalLM": "phi3",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "GPT2LMHeadModel": "gpt2",
+    "FalconForCausalLM": "falcon",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "OlmoForCausalLM": "olmo",
+    "Olmo2ForCausalLM": "olmo2",
+    "OlmoeForCausalLM": "olmoe",
+    "CohereForCausalLM": "cohere",
+    "Cohere2ForCausalLM": "cohere2",
+    "Starcoder2ForCausalLM": "starcoder2",
+    "GPTBigCodeForCausalLM": "gpt_bigcode",
+    "GPTJForCausalLM": "gptj",
+    "PhiForCausalLM": "phi",
+    "StableLmForCausalLM": "stablelm",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
+    "InternLM2ForCausalLM": "internlm2",
+    "GptOssForCausalLM": "gpt_oss",
+    "Llama4ForCausalLM": "llama4_text",
+    "MambaForCausalLM": "mamba",
+    "Mamba2ForCausalLM": "mamba2",
+    "RwkvForCausalLM": "rwkv",
+    "JambaForCausalLM": "jamba",
+}
+"""transformers' causal-LM class of each mapped ``model_type`` (``models/*/modeling_*.py``).
+A config whose ``model_type`` is not mapped but whose ``architectures`` names one of these
+classes builds as that family (Moonshot's Kimi-K2 writes ``model_type: kimi_k2`` and
+``architectures: [DeepseekV3ForCausalLM]``; its remote code is DeepSeek-V3's)."""
 
-def architecture_from_config(data: dict[str, Any], label: str = "config.json") -> Architecture:
-    """The :class:`Architecture` a parsed config.json describes; ``label`` names it in errors."""
+_MODEL_TYPE_ALIASES: dict[str, tuple[str, str]] = {
+    "mimo": (
+        "qwen2",
+        "Xiaomi MiMo's modeling_mimo.py builds MiMoModel on Qwen2Model (its "
+        "multi-token-prediction layers are not counted)",
+    ),
+    "baichuan": (
+        "llama",
+        "Baichuan 2's modeling_baichuan.py: Llama's decoder with q, k, v fused in one W_pack "
+        "matrix and a NormHead output layer, the same parameters (13B: ALiBi positions)",
+    ),
+}
+"""Model types whose remote modelling code is a mapped family under another name → (that
+family, where the equivalence is read)."""
+
+_SHAPE_WORDS = frozenset({"size", "dim", "layers", "experts", "heads", "head", "rank"})
+"""Words of config field names that describe shapes (``index_head_dim``, ``num_experts``,
+``linear_num_value_heads``): a generic import lists the integer ones it did not use."""
+
+_NOT_SHAPES = frozenset({"ep_size", "num_nextn_predict_layers", "pretraining_tp", "n_group"})
+"""Integer fields with a shape word that size no parameter here (a runtime expert-parallel
+size; multi-token-prediction layers, noted separately; Llama's tensor-parallel hint;
+DeepSeek's router groups)."""
+
+
+def _is_shape_field(name: str, value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int) or name in _NOT_SHAPES:
+        return False
+    words = name.lower().split("_")
+    return words[0] in ("num", "n") or any(word in _SHAPE_WORDS for word in words)
+
+
+_GENERIC_ASSUMED = {
+    "deepseek_v3": "DeepSeek-V3-style MLA attention and MoE (kv_lora_rank present)",
+    "mixtral": "Mixtral-style MoE: every layer's FFN is num_local_experts SwiGLU experts",
+    "qwen3_moe": "Qwen3-MoE-style: num_experts SwiGLU experts of moe_intermediate_size",
+    "llama": "a Llama-style decoder: SwiGLU MLP, RMSNorm, rotary positions, no biases",
+}
+
+
+def _generic_family(data: dict[str, Any]) -> str:
+    """The family a config of unknown type is read as, from the fields it has."""
+    if "kv_lora_rank" in data:
+        return "deepseek_v3"
+    if "num_local_experts" in data:
+        return "mixtral"
+    if "num_experts" in data and "moe_intermediate_size" in data:
+        return "qwen3_moe"
+    return "llama"
+
+
+class ModelTypeReading(BaseModel):
+    """How a config's ``model_type`` was read: the mapped family that builds it, and what
+    the import says about that (None: the type is mapped as it is)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    family: str
+    note: str | None = None
+    approximate: bool = False
+
+
+_DECODER_CLASS_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
+"""transformers' names for a model that generates text; other heads (``BertForMaskedLM``,
+``...ForSequenceClassification``) are not read as a generic decoder."""
+
+
+def _supported_list() -> str:
+    return ", ".join(sorted(k for k in _MAPPERS if k.islower()))
+
+
+def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTypeReading:
+    """The family ``data`` is built as: its ``model_type`` when mapped; else a known alias
+    (:data:`_MODEL_TYPE_ALIASES`); else the class its ``architectures`` names
+    (:data:`_ARCHITECTURE_CLASSES`); else a generic decoder (:func:`_generic_family`),
+    marked approximate. Raises only for a config with no ``model_type`` at all."""
     if "model_type" not in data:
         raise HFImportError(f"{label}: missing field 'model_type'")
     model_type = data["model_type"]
+    if not isinstance(model_type, str):
+        raise HFImportError(f"{label}: field 'model_type' must be a string, got {model_type!r}")
+    if model_type in _MAPPERS:
+        return ModelTypeReading(family=model_type)
+    if model_type in _MODEL_TYPE_ALIASES:
+        family, why = _MODEL_TYPE_ALIASES[model_type]
+        return ModelTypeReading(
+            family=family, note=f"model_type {model_type!r} read as {family}: {why}"
+        )
+    classes = data.get("architectures")
+    names = [c for c in classes if isinstance(c, str)] if isinstance(classes, list) else []
+    for name in names:
+        if name in _ARCHITECTURE_CLASSES:
+            family = _ARCHITECTURE_CLASSES[name]
+            return ModelTypeReading(
+                family=family,
+                note=f"model_type {model_type[:60]!r} is not known; its architectures field "
+                f"names {name}, transformers' {family} class: read as {family}",
+            )
+    if names and not any(n.endswith(_DECODER_CLASS_SUFFIXES) for n in names):
+        raise HFImportError(
+            f"{label}: unsupported model_type {model_type[:60]!r} (supported: "
+            f"{_supported_list()}); its architectures ({', '.join(n[:60] for n in names[:2])}) "
+            "name no causal language model to read as a generic decoder"
+        )
+    family = _generic_family(data)
+    named = f" ({', '.join(n[:60] for n in names[:2])})" if names else ""
+    return ModelTypeReading(
+        family=family,
+        note=f"approximate: model_type {model_type[:60]!r}{named} is not known; read as "
+        f"{_GENERIC_ASSUMED[family]}",
+        approximate=True,
+    )
+
+
+def _mapped_fields(config: _Config, family: str, label: str) -> Fields:
+    """The family mapper's fields with its nested configs validated."""
+    fields = _MAPPERS[family](config)
+    if isinstance(fields.get("moe"), dict):
+        fields["moe"] = _validated(MoEConfig, fields["moe"], label, family)
+    if isinstance(fields.get("mla"), dict):
+        fields["mla"] = _validated(MLAConfig, fields["mla"], label, family)
+    if isinstance(fields.get("recurrent"), dict):
+        fields["recurrent"] = _validated(RecurrentConfig, fields["recurrent"], label, family)
+    return fields
+
+
+def architecture_from_config(data: dict[str, Any], label: str = "config.json") -> Architecture:
+    """The :class:`Architecture` a parsed config.json describes; ``label`` names it in errors.
+    A type that is not mapped is read as :func:`read_model_type` says (what it assumed is in
+    :func:`read_config`'s notes)."""
+    return read_config(data, label)[0]
+
+
+def read_config(
+    data: dict[str, Any], label: str = "config.json"
+) -> tuple[Architecture, tuple[str, ...]]:
+    """(architecture, notes): :func:`architecture_from_config` and how the type was read;
+    for an approximate (generic) reading, the shape fields the import did not use."""
+    model_type = data.get("model_type")
     if isinstance(model_type, str) and model_type in _TEXT_CONFIG_TYPES:
         text = data.get("text_config")
         if not isinstance(text, dict):
@@ -1019,29 +1197,34 @@ def architecture_from_config(data: dict[str, Any], label: str = "config.json") -
         inner = {"model_type": _TEXT_CONFIG_TYPES[model_type], **text}
         inner["model_type"] = _TEXT_CONFIG_TYPES[model_type]
         inner.setdefault("_name_or_path", data.get("_name_or_path"))
-        return architecture_from_config(inner, label)
-    if not isinstance(model_type, str) or model_type not in _MAPPERS:
-        supported = ", ".join(sorted(k for k in _MAPPERS if k.islower()))
+        return read_config(inner, label)
+    reading = read_model_type(data, label)
+    family = reading.family
+    config = _Config(data, label, family)
+    try:
+        fields = _mapped_fields(config, family, label)
+    except HFImportError as error:
+        if not reading.approximate:
+            raise
         raise HFImportError(
-            f"{label}: unsupported model_type {model_type!r} (supported: {supported})"
-        )
-    config = _Config(data, label, model_type)
-    fields = _MAPPERS[model_type](config)
-    if isinstance(fields.get("moe"), dict):
-        fields["moe"] = _validated(MoEConfig, fields["moe"], label, model_type)
-    if isinstance(fields.get("mla"), dict):
-        fields["mla"] = _validated(MLAConfig, fields["mla"], label, model_type)
-    if isinstance(fields.get("recurrent"), dict):
-        fields["recurrent"] = _validated(RecurrentConfig, fields["recurrent"], label, model_type)
-    fields.setdefault("name", _display_name(data, label, model_type))
+            f"{label}: unsupported model_type {str(model_type)[:60]!r} (supported: "
+            f"{_supported_list()}); read as a generic decoder: {error}"
+        ) from None
+    fields.setdefault("name", _display_name(data, label, str(model_type)))
     # the first Falcon configs (RefinedWeb) describe the same model as transformers' falcon
-    fields.setdefault(
-        "hf_model_type", "falcon" if model_type.startswith("RefinedWeb") else model_type
-    )
+    fields.setdefault("hf_model_type", "falcon" if family.startswith("RefinedWeb") else family)
     _, act = config._lookup(_ACT_FIELDS)
-    act = act if isinstance(act, str) and len(act) <= 64 else _ACT_DEFAULTS.get(model_type, "silu")
+    act = act if isinstance(act, str) and len(act) <= 64 else _ACT_DEFAULTS.get(family, "silu")
     fields.setdefault("hidden_act", act)
-    return _validated(Architecture, fields, label, model_type)
+    architecture = _validated(Architecture, fields, label, family)
+    notes = [reading.note] if reading.note else []
+    if reading.approximate:
+        unused = sorted(
+            k for k, v in data.items() if k not in config.read and _is_shape_field(k, v)
+        )
+        if unused:
+            notes.append(f"approximate: shape fields not used: {', '.join(unused[:12])}")
+    return architecture, tuple(notes)
 
 
 _ACT_FIELDS = ("hidden_activation", "hidden_act", "activation_function")
@@ -1270,8 +1453,8 @@ def architecture_from_path(path: Path) -> ImportedModel:
         "config.json",
         tolerant=True,
     )
-    architecture = architecture_from_config(data, label)
-    notes: list[str] = []
+    architecture, type_notes = read_config(data, label)
+    notes: list[str] = list(type_notes)
     warnings: list[str] = []
     if data.get("num_nextn_predict_layers"):
         notes.append(
