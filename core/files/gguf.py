@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,8 @@ class GGUFHeader(BaseModel):
     tensors: tuple[GGUFTensor, ...]
     data_offset: int
     file_bytes: int
+    shards: int = 1
+    """Files the model was read from (a split model: all of them, tensors merged)."""
 
     @property
     def architecture(self) -> str:
@@ -235,6 +238,73 @@ def read_gguf_header(path: Path) -> GGUFHeader:
                 return _parse(data, path, size)
     except OSError as error:
         raise GGUFError(f"{path}: cannot read ({error.strerror or error})") from None
+
+
+_SPLIT_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+"""llama.cpp's shard names: ``llama_split_path`` writes ``%s-%05d-of-%05d.gguf``
+(``src/llama.cpp``; ``gguf-split --split`` and the Hub's large GGUF models use it)."""
+
+
+def split_model_first_shard(paths: list[Path]) -> Path | None:
+    """The first shard when ``paths`` are exactly the shards of one split model (one
+    prefix, ``-00001-of-0000n`` .. ``-0000n-of-0000n``), else None."""
+    matches = [_SPLIT_NAME.match(p.name) for p in paths]
+    if not paths or any(m is None for m in matches):
+        return None
+    keys = {(m["prefix"], m["count"]) for m in matches if m is not None}
+    numbers = sorted(int(m["no"]) for m in matches if m is not None)
+    if len(keys) != 1 or numbers != list(range(1, int(next(iter(keys))[1]) + 1)):
+        return None
+    return min(paths, key=lambda p: p.name)
+
+
+def read_gguf_model(path: Path) -> GGUFHeader:
+    """The whole model a GGUF file belongs to: the file itself, or, for a split model
+    (``split.count`` > 1 in its metadata, the shards named ``<prefix>-0000k-of-0000n.gguf``),
+    every shard read and merged: the first shard's metadata, all shards' tensors (names
+    unique across them, ``split.tensors.count`` checked when given), the files' bytes
+    summed. Any shard named here may be given. A missing or mismatched shard is a
+    :class:`GGUFError` naming it, never a silently partial model."""
+    path = Path(path)
+    header = read_gguf_header(path)
+    count = header.metadata.get("split.count")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 1:
+        return header
+    match = _SPLIT_NAME.match(path.name)
+    if match is None or int(match["count"]) != count:
+        raise GGUFError(
+            f"{path}: split.count {count} but the name is not <prefix>-NNNNN-of-{count:05d}.gguf"
+        )
+    paths = [
+        path.with_name(f"{match['prefix']}-{i:05d}-of-{count:05d}.gguf")
+        for i in range(1, count + 1)
+    ]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise GGUFError(f"{path}: split model of {count} files; missing {', '.join(missing[:4])}")
+    headers = [header if p == path else read_gguf_header(p) for p in paths]
+    for number, shard in enumerate(headers):
+        if shard.metadata.get("split.no", number) != number:
+            raise GGUFError(
+                f"{shard.path}: split.no {shard.metadata.get('split.no')} in shard {number + 1}"
+            )
+    tensors = [t for shard in headers for t in shard.tensors]
+    names = [t.name for t in tensors]
+    if len(set(names)) != len(names):
+        raise GGUFError(f"{path}: a tensor appears in two shards of the split model")
+    declared = headers[0].metadata.get("split.tensors.count")
+    if isinstance(declared, int) and declared != len(tensors):
+        raise GGUFError(
+            f"{path}: split.tensors.count {declared} but the {count} shards hold {len(tensors)}"
+        )
+    first = headers[0]
+    return first.model_copy(
+        update={
+            "tensors": tuple(tensors),
+            "file_bytes": sum(h.file_bytes for h in headers),
+            "shards": count,
+        }
+    )
 
 
 def _parse(data: mmap.mmap, path: Path, size: int) -> GGUFHeader:
@@ -456,9 +526,14 @@ def weights_format_of(header: GGUFHeader) -> str:
     """A name for the file's mix: ``general.file_type`` as llama.cpp names it when known
     (``Q4_K_M``), else the ggml type holding the most bytes."""
     file_type = header.metadata.get("general.file_type")
+    # llama.h enum llama_ftype (LLAMA_FTYPE_MOSTLY_*), as tools/quantize/quantize.cpp lists
+    # them: "19 or IQ2_XXS", "20 or IQ2_XS", "21 or Q2_K_S", "22 or IQ3_XS" ...
     names = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
              10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
-             16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 32: "BF16", 38: "MXFP4_MOE"}  # fmt: skip
+             16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S",
+             22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M",
+             28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0",
+             37: "TQ2_0", 38: "MXFP4_MOE"}  # fmt: skip
     if isinstance(file_type, int) and file_type in names:
         return names[file_type]
     by_type = header.bytes_by_type()

@@ -1511,6 +1511,10 @@ def _lone_gguf(path: Path) -> Path | None:
         ggufs = sorted(path.glob("*.gguf"))
         if len(ggufs) == 1:
             return ggufs[0]
+        # the shards of one split model (<prefix>-0000k-of-0000n.gguf): its first shard
+        from llm_planner.core.files.gguf import split_model_first_shard
+
+        return split_model_first_shard(ggufs)
     return None
 
 
@@ -1744,7 +1748,7 @@ def import_gguf(path: Path) -> ImportedModel:
     from llm_planner.core.files import gguf
 
     try:
-        header = gguf.read_gguf_header(path)
+        header = gguf.read_gguf_model(path)
         fields = gguf.architecture_fields(header)
     except gguf.GGUFError as error:
         raise HFImportError(str(error)) from None
@@ -1768,7 +1772,10 @@ def import_gguf(path: Path) -> ImportedModel:
         weights_format=gguf.weights_format_of(header).lower(),
         weights_bytes=float(header.weight_bytes),
         file_params=header.parameter_count,
-        notes=(f"GGUF v{header.version}, {len(header.tensors)} tensors: {mix}",),
+        notes=(
+            f"GGUF v{header.version}, {len(header.tensors)} tensors"
+            f"{f' in {header.shards} files' if header.shards > 1 else ''}: {mix}",
+        ),
         warnings=tuple(warnings),
     )
 
