@@ -1009,7 +1009,7 @@ model (the vision tower and projector are not counted; a note says so)."""
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_MAPPERS)
 
-_ARCHITECTURE_CLASSES: dict[str, str] = {
+ARCHITECTURE_CLASSES: dict[str, str] = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
     "MixtralForCausalLM": "mixtral",
@@ -1051,7 +1051,7 @@ A config whose ``model_type`` is not mapped but whose ``architectures`` names on
 classes builds as that family (Moonshot's Kimi-K2 writes ``model_type: kimi_k2`` and
 ``architectures: [DeepseekV3ForCausalLM]``; its remote code is DeepSeek-V3's)."""
 
-_MODEL_TYPE_ALIASES: dict[str, tuple[str, str]] = {
+MODEL_TYPE_ALIASES: dict[str, tuple[str, str]] = {
     "mimo": (
         "qwen2",
         "Xiaomi MiMo's modeling_mimo.py builds MiMoModel on Qwen2Model (its "
@@ -1083,7 +1083,7 @@ def _is_shape_field(name: str, value: Any) -> bool:
     return words[0] in ("num", "n") or any(word in _SHAPE_WORDS for word in words)
 
 
-_GENERIC_ASSUMED = {
+GENERIC_ASSUMED = {
     "deepseek_v3": "DeepSeek-V3-style MLA attention and MoE (kv_lora_rank present)",
     "mixtral": "Mixtral-style MoE: every layer's FFN is num_local_experts SwiGLU experts",
     "qwen3_moe": "Qwen3-MoE-style: num_experts SwiGLU experts of moe_intermediate_size",
@@ -1124,8 +1124,8 @@ def _supported_list() -> str:
 
 def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTypeReading:
     """The family ``data`` is built as: its ``model_type`` when mapped; else a known alias
-    (:data:`_MODEL_TYPE_ALIASES`); else the class its ``architectures`` names
-    (:data:`_ARCHITECTURE_CLASSES`); else a generic decoder (:func:`_generic_family`),
+    (:data:`MODEL_TYPE_ALIASES`); else the class its ``architectures`` names
+    (:data:`ARCHITECTURE_CLASSES`); else a generic decoder (:func:`_generic_family`),
     marked approximate. Raises only for a config with no ``model_type`` at all."""
     if "model_type" not in data:
         raise HFImportError(f"{label}: missing field 'model_type'")
@@ -1134,16 +1134,16 @@ def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTy
         raise HFImportError(f"{label}: field 'model_type' must be a string, got {model_type!r}")
     if model_type in _MAPPERS:
         return ModelTypeReading(family=model_type)
-    if model_type in _MODEL_TYPE_ALIASES:
-        family, why = _MODEL_TYPE_ALIASES[model_type]
+    if model_type in MODEL_TYPE_ALIASES:
+        family, why = MODEL_TYPE_ALIASES[model_type]
         return ModelTypeReading(
             family=family, note=f"model_type {model_type!r} read as {family}: {why}"
         )
     classes = data.get("architectures")
     names = [c for c in classes if isinstance(c, str)] if isinstance(classes, list) else []
     for name in names:
-        if name in _ARCHITECTURE_CLASSES:
-            family = _ARCHITECTURE_CLASSES[name]
+        if name in ARCHITECTURE_CLASSES:
+            family = ARCHITECTURE_CLASSES[name]
             return ModelTypeReading(
                 family=family,
                 note=f"model_type {model_type[:60]!r} is not known; its architectures field "
@@ -1160,7 +1160,7 @@ def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTy
     return ModelTypeReading(
         family=family,
         note=f"approximate: model_type {model_type[:60]!r}{named} is not known; read as "
-        f"{_GENERIC_ASSUMED[family]}",
+        f"{GENERIC_ASSUMED[family]}",
         approximate=True,
     )
 
