@@ -5,55 +5,19 @@ run without the ``gguf`` package; the counts are written out below.
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
-from typing import Any
 
 import pytest
+from gguf_writer import I32, STR, U16, U32, Meta, Tensors
+from gguf_writer import gguf_bytes as _gguf
 
 from llm_planner.core.files.gguf import GGUFError, read_gguf_header, read_gguf_model
 from llm_planner.core.files.hf_import import architecture_from_path, inference_fields
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.quantities.quantization import get_weight_format
 
-# GGUF metadata value types (docs/gguf.md): uint16 2, uint32 4, int32 5, string 8
-U16, U32, I32, STR = 2, 4, 5, 8
 H, F, V, HEADS, KV, LAYERS = 64, 128, 96, 4, 2, 2
 HEAD_DIM = H // HEADS
-
-
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack("<Q", len(raw)) + raw
-
-
-def _value(kind: int, value: Any) -> bytes:
-    if kind == STR:
-        return _string(value)
-    return struct.pack({U16: "<H", U32: "<I", I32: "<i"}[kind], value)
-
-
-Meta = list[tuple[str, int, Any]]
-Tensors = list[tuple[str, tuple[int, ...]]]
-
-
-def _gguf(metadata: Meta, tensors: Tensors) -> bytes:
-    """A GGUF v3 file of F32 tensors (ggml type 0, 4 bytes per element), 32-byte aligned."""
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
-    for key, kind, value in metadata:
-        head += _string(key) + struct.pack("<I", kind) + _value(kind, value)
-    offset, data = 0, b""
-    for name, shape in tensors:
-        head += _string(name) + struct.pack("<I", len(shape))
-        head += b"".join(struct.pack("<Q", d) for d in shape)
-        head += struct.pack("<IQ", 0, offset)
-        size = 4
-        for d in shape:
-            size *= d
-        data += bytes(size) + bytes(-size % 32)
-        offset += size + (-size % 32)
-    head += bytes(-len(head) % 32)
-    return head + data
 
 
 def _layer(i: int) -> Tensors:

@@ -387,6 +387,7 @@ SUPPORTED_ARCHITECTURES = (
     "llama", "mistral", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma", "gemma2", "gemma3",
     "phi3", "starcoder2", "olmo", "olmo2", "olmoe", "granite", "granitemoe", "internlm2",
     "deepseek", "command-r", "cohere2", "stablelm", "mixtral", "mamba",
+    "deepseek2", "gpt-oss", "llama4",
 )  # fmt: skip
 """``general.architecture`` values mapped from tensor names and shapes (llama.cpp
 ``gguf-py/gguf/constants.py`` MODEL_TENSORS names); others get a one-line error."""
@@ -399,6 +400,11 @@ def _meta_int(header: GGUFHeader, key: str, default: int | None = None) -> int:
             return default
         raise GGUFError(f"{header.path}: metadata {header.architecture}.{key} is {value!r}")
     return value
+
+
+_NOT_LAYER_NORMS = ("attn_q_norm", "attn_k_norm", "attn_q_a_norm", "attn_kv_a_norm")
+"""Norm tensors inside attention (q/k norms; MLA's latent norms, counted with the MLA
+projections), not the layer's own hidden-size norms."""
 
 
 def architecture_fields(header: GGUFHeader) -> dict[str, Any]:
@@ -422,9 +428,7 @@ def architecture_fields(header: GGUFHeader) -> dict[str, Any]:
     blk = {n[len("blk.0.") :]: s for n, s in shapes.items() if n.startswith("blk.0.")}
     norm = "layernorm" if "attn_norm.bias" in blk else "rmsnorm"
     layer_norms = [
-        n
-        for n in blk
-        if n.endswith("norm.weight") and not n.startswith(("attn_q_norm", "attn_k_norm"))
+        n for n in blk if n.endswith("norm.weight") and not n.startswith(_NOT_LAYER_NORMS)
     ]
     fields: dict[str, Any] = {
         "name": str(header.metadata.get("general.name") or header.path.stem)[:200],
@@ -464,7 +468,51 @@ def architecture_fields(header: GGUFHeader) -> dict[str, Any]:
     moe_layers = [i for i in range(layers) if f"blk.{i}.ffn_gate_inp.weight" in shapes]
     if moe_layers:
         fields["moe"] = _moe_fields(header, shapes, moe_layers, layers)
+    if arch == "deepseek2":
+        _mla_fields(header, shapes, fields)
     return fields
+
+
+def _mla_fields(
+    header: GGUFHeader, shapes: dict[str, tuple[int, ...]], fields: dict[str, Any]
+) -> None:
+    """DeepSeek-V2/V3 (``deepseek2``, also Kimi-K2's files): multi-head latent attention
+    read from the tensors of a layer (llama.cpp ``MODEL_TENSORS[DEEPSEEK2]``):
+    ``attn_q_a`` [h, q_lora] (absent: a direct ``attn_q``), ``attn_kv_a_norm`` [kv_lora],
+    ``attn_kv_a_mqa`` [h, kv_lora + rope], and the latent-to-heads map either as one
+    ``attn_kv_b`` [kv_lora, heads·(nope + v)] or split into ``attn_k_b`` (heads·nope·kv_lora
+    elements) and ``attn_v_b`` (heads·v·kv_lora), as newer conversions write it."""
+    heads = fields["heads"]
+    q_a = shapes.get("blk.0.attn_q_a.weight")
+    norm = shapes.get("blk.0.attn_kv_a_norm.weight")
+    mqa = shapes.get("blk.0.attn_kv_a_mqa.weight")
+    if norm is None or mqa is None or len(mqa) != 2:
+        raise GGUFError(f"{header.path}: deepseek2 without attn_kv_a_norm / attn_kv_a_mqa")
+    kv_lora = norm[0]
+    rope = mqa[1] - kv_lora
+    kv_b = shapes.get("blk.0.attn_kv_b.weight")
+    k_b, v_b = shapes.get("blk.0.attn_k_b.weight"), shapes.get("blk.0.attn_v_b.weight")
+    if kv_b is not None:
+        v_dim = _meta_int(header, "attention.value_length")
+        nope = kv_b[1] // heads - v_dim
+    elif k_b is not None and v_b is not None:
+        nope = math.prod(k_b) // (heads * kv_lora)
+        v_dim = math.prod(v_b) // (heads * kv_lora)
+    else:
+        raise GGUFError(f"{header.path}: deepseek2 without attn_kv_b (or attn_k_b/attn_v_b)")
+    fields.update(
+        kv_heads=heads,
+        head_dim=v_dim,
+        attention_bias="none",
+        mla={
+            "q_lora_rank": q_a[1] if q_a is not None else None,
+            "kv_lora_rank": kv_lora,
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": v_dim,
+        },
+    )
+    fields.pop("qk_norm", None)
 
 
 def _attention_bias(blk: dict[str, tuple[int, ...]]) -> str:
@@ -479,8 +527,15 @@ def _moe_fields(
     header: GGUFHeader, shapes: dict[str, tuple[int, ...]], moe_layers: list[int], layers: int
 ) -> dict[str, Any]:
     first = moe_layers[0]
-    if moe_layers != list(range(first, layers)):
-        raise GGUFError(f"{header.path}: MoE layers are not all layers from {first} on")
+    period = moe_layers[1] - first if len(moe_layers) > 1 else 1
+    if moe_layers == list(range(first, layers)):
+        lead, period, offset = first, 1, 0
+    elif first < period and moe_layers == list(range(first, layers, period)):
+        lead, offset = 0, first  # every period-th layer (Llama 4: 1, 3, 5, ...)
+    else:
+        raise GGUFError(
+            f"{header.path}: MoE layers are neither all layers from {first} on nor every {period}th"
+        )
     up = shapes.get(f"blk.{first}.ffn_up_exps.weight")
     if up is None or len(up) != 3:
         raise GGUFError(f"{header.path}: no 3-D blk.{first}.ffn_up_exps.weight tensor")
@@ -491,7 +546,9 @@ def _moe_fields(
         "experts_per_token": _meta_int(header, "expert_used_count"),
         "expert_ffn_size": expert_ffn,
         "num_shared_experts": shared[1] // expert_ffn if shared else 0,
-        "first_dense_layers": first,
+        "first_dense_layers": lead,
+        "layer_period": period,
+        "layer_offset": offset,
         "router_bias": f"blk.{first}.ffn_gate_inp.bias" in shapes
         or f"blk.{first}.exp_probs_b.bias" in shapes,
         "shared_expert_gate": f"blk.{first}.ffn_gate_inp_shexp.weight" in shapes,
