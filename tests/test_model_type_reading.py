@@ -77,10 +77,30 @@ def test_a_llama_shaped_config_of_an_unknown_type_counts_as_llama() -> None:
     llama = _config(HF / "llama-3.1-8b")
     renamed = {**llama, "model_type": "my_decoder", "architectures": ["MyDecoderForCausalLM"]}
     reading = read_model_type(renamed)
-    assert reading.family == "llama"
+    assert reading.family == "generic"
     assert reading.approximate
     # Llama-3.1-8B: 8,030,261,248 parameters (transformers, tests/fixtures/hf/llama-3.1-8b)
     assert count_parameters(architecture_from_config(renamed)).total == 8_030_261_248
+
+
+def test_an_unknown_moe_reads_its_experts() -> None:
+    """Mixtral's fields under an unknown name: the generic reading finds the experts
+    (num_local_experts, num_experts_per_tok) and counts what transformers counts for
+    Mixtral-8x7B, 46,702,792,704 (tests/fixtures/hf/mixtral-8x7b-v0.1)."""
+    mixtral = _config(HF / "mixtral-8x7b-v0.1")
+    renamed = {**mixtral, "model_type": "my_moe", "architectures": ["MyMoeForCausalLM"]}
+    arch = architecture_from_config(renamed)
+    assert arch.moe is not None
+    assert (arch.moe.num_experts, arch.moe.experts_per_token) == (8, 2)
+    assert count_parameters(arch).total == 46_702_792_704
+
+
+def test_an_unknown_multimodal_config_reads_its_language_model() -> None:
+    llama = _config(HF / "llama-3.1-8b")
+    text = {k: v for k, v in llama.items() if k not in ("architectures", "model_type")}
+    outer = {"model_type": "my_vlm", "text_config": {**text, "model_type": "my_vlm_text"}}
+    imported_arch = architecture_from_config(outer)
+    assert count_parameters(imported_arch).total == 8_030_261_248
 
 
 def test_models_that_are_not_decoders_are_refused() -> None:

@@ -1085,21 +1085,52 @@ def _is_shape_field(name: str, value: Any) -> bool:
 
 GENERIC_ASSUMED = {
     "deepseek_v3": "DeepSeek-V3-style MLA attention and MoE (kv_lora_rank present)",
-    "mixtral": "Mixtral-style MoE: every layer's FFN is num_local_experts SwiGLU experts",
-    "qwen3_moe": "Qwen3-MoE-style: num_experts SwiGLU experts of moe_intermediate_size",
-    "llama": "a Llama-style decoder: SwiGLU MLP, RMSNorm, rotary positions, no biases",
+    "generic": "a Llama-style decoder (SwiGLU MLP, RMSNorm, rotary positions, grouped-query "
+    "attention of head_dim), with mixture-of-experts FFNs where the config names experts "
+    "(num_experts, n_routed_experts or num_local_experts; moe_intermediate_size; shared "
+    "experts; first_k_dense_replace)",
 }
 
 
 def _generic_family(data: dict[str, Any]) -> str:
     """The family a config of unknown type is read as, from the fields it has."""
-    if "kv_lora_rank" in data:
-        return "deepseek_v3"
-    if "num_local_experts" in data:
-        return "mixtral"
-    if "num_experts" in data and "moe_intermediate_size" in data:
-        return "qwen3_moe"
-    return "llama"
+    return "deepseek_v3" if "kv_lora_rank" in data else "generic"
+
+
+def _generic(c: _Config) -> Fields:
+    """A decoder of unknown type read by the field names most configs share (LlamaConfig's,
+    plus the experts' names of Mixtral, Qwen-MoE and DeepSeek configs). Approximate by
+    construction: what it cannot see (linear-attention layers, extra projections) is missed,
+    and the import lists the shape fields it did not use."""
+    if c.opt_int("intermediate_size") is None and c.opt_int("moe_intermediate_size"):
+        # every layer MoE: no dense FFN size given; the experts' stands in (unused)
+        c.data = {**c.data, "intermediate_size": c.data["moe_intermediate_size"]}
+    fields = _llama_like(c, max_context=4096, tied=False)
+    fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
+    experts = c.opt_int("num_experts", "n_routed_experts", "num_local_experts")
+    if experts is not None:
+        expert_ffn = c.opt_int("moe_intermediate_size") or fields["ffn_size"]
+        shared = c.opt_int("n_shared_experts", "num_shared_experts", minimum=0)
+        if shared is None:
+            size = c.opt_int(
+                "shared_expert_intermediate_size",
+                "moe_shared_expert_intermediate_size",
+                minimum=0,
+            )
+            shared = max(1, round(size / expert_ffn)) if size else 0
+        fields["moe"] = {
+            "num_experts": experts,
+            "experts_per_token": c.int_("num_experts_per_tok", "moe_topk", default=2),
+            "expert_ffn_size": expert_ffn,
+            "num_shared_experts": shared,
+            "first_dense_layers": c.opt_int("first_k_dense_replace", minimum=0) or 0,
+            "layer_period": c.int_("decoder_sparse_step", "moe_layer_freq", default=1),
+            "router_bias": c.str_("topk_method", default="") == "noaux_tc",
+        }
+    return fields
+
+
+_GENERIC_MAPPERS: dict[str, Callable[[_Config], Fields]] = {"generic": _generic}
 
 
 class ModelTypeReading(BaseModel):
@@ -1167,7 +1198,7 @@ def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTy
 
 def _mapped_fields(config: _Config, family: str, label: str) -> Fields:
     """The family mapper's fields with its nested configs validated."""
-    fields = _MAPPERS[family](config)
+    fields = (_MAPPERS.get(family) or _GENERIC_MAPPERS[family])(config)
     if isinstance(fields.get("moe"), dict):
         fields["moe"] = _validated(MoEConfig, fields["moe"], label, family)
     if isinstance(fields.get("mla"), dict):
@@ -1198,6 +1229,21 @@ def read_config(
         inner["model_type"] = _TEXT_CONFIG_TYPES[model_type]
         inner.setdefault("_name_or_path", data.get("_name_or_path"))
         return read_config(inner, label)
+    if (
+        isinstance(model_type, str)
+        and model_type not in _MAPPERS
+        and model_type not in MODEL_TYPE_ALIASES
+        and isinstance(data.get("text_config"), dict)
+    ):
+        # a multimodal config of unknown type: its language model, as the known ones above
+        inner = {"model_type": f"{model_type}_text", **data["text_config"]}
+        inner.setdefault("_name_or_path", data.get("_name_or_path"))
+        text_architecture, text_notes = read_config(inner, label)
+        text_note = (
+            f"model_type {model_type[:60]!r}: the language model (text_config) is read; "
+            "other towers are not counted"
+        )
+        return text_architecture, (text_note, *text_notes)
     reading = read_model_type(data, label)
     family = reading.family
     config = _Config(data, label, family)
