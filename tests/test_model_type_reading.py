@@ -120,3 +120,14 @@ def test_models_that_are_not_decoders_are_refused() -> None:
 def test_a_generic_read_that_lacks_shapes_names_the_type() -> None:
     with pytest.raises(HFImportError, match=r"unsupported model_type 'mystery'.*generic decoder"):
         architecture_from_config({"model_type": "mystery"})
+
+
+def test_baichuan_reads_as_llama() -> None:
+    """Baichuan 2's modeling_baichuan.py: Llama's layers with q, k, v fused in W_pack (the
+    same 3·h² parameters) and a NormHead output layer (V·h): Llama-2-7B's shapes read as
+    baichuan count what transformers counts for Llama-2-7B, 6,738,415,616."""
+    llama2 = _config(HF / "llama-2-7b-hf")
+    baichuan = {**llama2, "model_type": "baichuan", "architectures": ["BaichuanForCausalLM"]}
+    reading = read_model_type(baichuan)
+    assert (reading.family, reading.approximate) == ("llama", False)
+    assert count_parameters(architecture_from_config(baichuan)).total == 6_738_415_616
