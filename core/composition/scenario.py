@@ -17,7 +17,7 @@ from llm_planner.core.composition.calibration import CalibrationInputs, Measurem
 from llm_planner.core.composition.whatif.inputs import WhatIfInputs
 from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.architecture import Architecture
-from llm_planner.core.primitives.gpus import GPU, get_gpu
+from llm_planner.core.primitives.gpus import GPU, catalog_id, get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.primitives.units import clean_text
 from llm_planner.core.sections.compute import ComputeInputs
@@ -85,6 +85,13 @@ class Scenario(BaseModel):
         default_factory=list, description="measured runs that calibrate the model"
     )
     calibration: CalibrationInputs = CalibrationInputs()
+
+    @field_validator("price_overrides")
+    @classmethod
+    def _price_keys(cls, value: dict[str, float]) -> dict[str, float]:
+        """Keys that name a catalog GPU as people type it (``H100``) are stored as its id,
+        so the override applies; other keys (custom GPUs' ids) are kept as they are."""
+        return {catalog_id(key) or key: price for key, price in value.items()}
 
     @field_validator("name")
     @classmethod

@@ -302,6 +302,17 @@ def find_gpu(text: str) -> GPUChoice:
     )
 
 
+def catalog_id(text: str) -> str | None:
+    """The catalog id a GPU name reads as (an id in any case, or a name from the alias
+    table), or None: for keys that name catalog GPUs (price overrides), not files."""
+    if _looks_like_path(text):
+        return None
+    try:
+        return find_gpu(text).gpu.id
+    except KeyError:
+        return None
+
+
 def get_gpu(gpu_id: str) -> GPU:
     """The GPU ``gpu_id`` names, as :func:`find_gpu` reads it (catalog id, a name people
     type, or a GPU JSON file). Raises :class:`GPUNotFoundError` (a KeyError) whose message
