@@ -18,6 +18,7 @@ from llm_planner.core.files.hf_import import (
     HFImportError,
     architecture_from_config,
     architecture_from_path,
+    read_config,
     read_model_type,
 )
 from llm_planner.core.primitives.architecture import count_parameters
@@ -131,3 +132,15 @@ def test_baichuan_reads_as_llama() -> None:
     reading = read_model_type(baichuan)
     assert (reading.family, reading.approximate) == ("llama", False)
     assert count_parameters(architecture_from_config(baichuan)).total == 6_738_415_616
+
+
+def test_kimi_k25_reads_its_kimi_k2_text_model_exactly() -> None:
+    """Kimi-K2.5 nests the Kimi-K2 language model in text_config (model_type kimi_k2, no
+    architectures field there): read as DeepSeek-V3 by name, exactly, not approximately."""
+    kimi = _config(HF / "kimi-k2-instruct")
+    text = {k: v for k, v in kimi.items() if k not in ("architectures", "auto_map")}
+    outer = {"model_type": "kimi_k25", "architectures": ["KimiK25ForConditionalGeneration"]}
+    arch, notes = read_config({**outer, "text_config": text})
+    assert not any(note.startswith("approximate") for note in notes)
+    expected = json.loads((HF / "kimi-k2-instruct" / "expected.json").read_text())
+    assert count_parameters(arch).total == expected["params_total"] + 60 * 384

@@ -20,5 +20,5 @@ def test_names_page_names_what_the_issue_asks_for() -> None:
     page = (ROOT / "docs" / "NAMES.md").read_text(encoding="utf-8")
     for name in ("`h100-sxm`", "`4090`", "`gb300`", "`bf16-mixed`", "`pure_bf16`", "`nvfp4`"):
         assert name in page
-    assert "`kimi_k2`" not in page  # read through DeepseekV3ForCausalLM, not listed as a type
+    assert "| `kimi_k2` | `deepseek_v3` |" in page
     assert "`DeepseekV3ForCausalLM`" in page

@@ -1057,6 +1057,11 @@ MODEL_TYPE_ALIASES: dict[str, tuple[str, str]] = {
         "Xiaomi MiMo's modeling_mimo.py builds MiMoModel on Qwen2Model (its "
         "multi-token-prediction layers are not counted)",
     ),
+    "kimi_k2": (
+        "deepseek_v3",
+        "Moonshot's Kimi-K2 reuses DeepSeek-V3's architecture (its config names "
+        "DeepseekV3ForCausalLM; the nested text_config of Kimi-K2.5 does not)",
+    ),
     "baichuan": (
         "llama",
         "Baichuan 2's modeling_baichuan.py: Llama's decoder with q, k, v fused in one W_pack "
@@ -1154,9 +1159,9 @@ def _supported_list() -> str:
 
 
 def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTypeReading:
-    """The family ``data`` is built as: its ``model_type`` when mapped; else a known alias
-    (:data:`MODEL_TYPE_ALIASES`); else the class its ``architectures`` names
-    (:data:`ARCHITECTURE_CLASSES`); else a generic decoder (:func:`_generic_family`),
+    """The family ``data`` is built as: its ``model_type`` when mapped; else the class its
+    ``architectures`` names (:data:`ARCHITECTURE_CLASSES`); else a known alias
+    (:data:`MODEL_TYPE_ALIASES`); else a generic decoder (:func:`_generic_family`),
     marked approximate. Raises only for a config with no ``model_type`` at all."""
     if "model_type" not in data:
         raise HFImportError(f"{label}: missing field 'model_type'")
@@ -1165,11 +1170,6 @@ def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTy
         raise HFImportError(f"{label}: field 'model_type' must be a string, got {model_type!r}")
     if model_type in _MAPPERS:
         return ModelTypeReading(family=model_type)
-    if model_type in MODEL_TYPE_ALIASES:
-        family, why = MODEL_TYPE_ALIASES[model_type]
-        return ModelTypeReading(
-            family=family, note=f"model_type {model_type!r} read as {family}: {why}"
-        )
     classes = data.get("architectures")
     names = [c for c in classes if isinstance(c, str)] if isinstance(classes, list) else []
     for name in names:
@@ -1180,6 +1180,11 @@ def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTy
                 note=f"model_type {model_type[:60]!r} is not known; its architectures field "
                 f"names {name}, transformers' {family} class: read as {family}",
             )
+    if model_type in MODEL_TYPE_ALIASES:
+        family, why = MODEL_TYPE_ALIASES[model_type]
+        return ModelTypeReading(
+            family=family, note=f"model_type {model_type!r} read as {family}: {why}"
+        )
     if names and not any(n.endswith(_DECODER_CLASS_SUFFIXES) for n in names):
         raise HFImportError(
             f"{label}: unsupported model_type {model_type[:60]!r} (supported: "
