@@ -29,7 +29,7 @@ from llm_planner.core.primitives.presets import get_preset
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 CASES = sorted(p.parent.name for p in FIXTURES.glob("*/expected.json"))
-REMOTE_CODE = {"internlm2_5-7b", "deepseek-moe-16b-base", "refinedweb-40b"}
+REMOTE_CODE = {"internlm2_5-7b", "deepseek-moe-16b-base", "refinedweb-40b", "chatglm3-6b"}
 BUFFER_PARAMS = {"deepseek-v3": 58 * 256, "kimi-k2-instruct": 60 * 384}
 """DeepSeek-V3's per-expert score-correction biases: stored in the checkpoint (and counted
 here), registered as buffers, not parameters, by transformers' DeepseekV3TopkRouter."""
@@ -109,6 +109,21 @@ def test_transformers_meta_device_count(name):
 
 
 # ------------------------------------------------------------------ remote code, by hand
+
+
+def test_chatglm_hand_count_from_its_modelling_file():
+    # modeling_chatglm.py (THUDM/chatglm3-6b, remote code, read not run): embedding and a
+    # separate output_layer of padded_vocab_size 65024 × 4096; per block: input and
+    # post-attention RMSNorm (4096 each), query_key_value 4096 → 32·128 + 2·2·128 = 4608
+    # with bias (add_qkv_bias), dense 4096 → 4096 without bias (add_bias_linear false),
+    # dense_h_to_4h 4096 → 2·13696 and dense_4h_to_h 13696 → 4096 (SwiGLU), no biases;
+    # 28 blocks; a final RMSNorm.
+    embed = 65024 * 4096
+    block = 2 * 4096 + 4096 * 4608 + 4608 + 4096 * 4096 + 4096 * 2 * 13696 + 13696 * 4096
+    total = 2 * embed + 28 * block + 4096
+    assert total == 6_243_584_000  # the count THUDM's model card rounds to 6.2B
+    arch = architecture_from_path(FIXTURES / "chatglm3-6b").architecture
+    assert count_parameters(arch).total == total == _expected("chatglm3-6b")["params_total"]
 
 
 def test_internlm2_hand_count_from_its_modelling_file():

@@ -830,6 +830,37 @@ def _llama4_text(c: _Config) -> Fields:
     return fields
 
 
+def _chatglm(c: _Config) -> Fields:
+    """ChatGLM2/3 and GLM-4 (THUDM, remote code ``modeling_chatglm.py``): ``num_layers``
+    blocks of RMSNorm (``rmsnorm``), a fused query_key_value of ``num_attention_heads``
+    query heads and ``multi_query_group_num`` key/value groups (``multi_query_attention``)
+    of ``kv_channels``, biased when ``add_qkv_bias``; ``dense`` and the SwiGLU MLP
+    (dense_h_to_4h h → 2·``ffn_hidden_size``, dense_4h_to_h) biased when
+    ``add_bias_linear``; a separate output_layer over ``padded_vocab_size``."""
+    layers = c.int_("num_layers")
+    hidden = c.int_("hidden_size")
+    heads = c.int_("num_attention_heads")
+    grouped = c.bool_("multi_query_attention", default=False)
+    linear_bias = c.bool_("add_bias_linear", default=False)
+    qkv_bias = c.bool_("add_qkv_bias", default=False)
+    return {
+        "layers": layers,
+        "hidden_size": hidden,
+        "heads": heads,
+        "kv_heads": c.int_("multi_query_group_num", default=1) if grouped else heads,
+        "head_dim": c.int_("kv_channels", default=hidden // heads),
+        "ffn_size": c.int_("ffn_hidden_size"),
+        "ffn_kind": "swiglu",
+        "vocab_size": c.int_("padded_vocab_size", "vocab_size"),
+        "max_context": c.int_("seq_length", default=2048),
+        "tied_embeddings": c.bool_("tie_word_embeddings", default=False),
+        "positions": "rotary",
+        "norm": "rmsnorm" if c.bool_("rmsnorm", default=True) else "layernorm",
+        "attention_bias": "all" if linear_bias else ("qkv" if qkv_bias else "none"),
+        "mlp_bias": linear_bias,
+    }
+
+
 def _auto_rank(c: _Config, name: str, hidden: int) -> int:
     """Mamba's dt_rank: an integer, or "auto" = ⌈h / 16⌉ (Gu & Dao 2023, Appendix E)."""
     if c.data.get(name) == "auto" or c.data.get(name) is None:
@@ -1001,6 +1032,7 @@ _MAPPERS: dict[str, Callable[[_Config], Fields]] = {
     "mamba2": _mamba2,
     "rwkv": _rwkv,
     "jamba": _jamba,
+    "chatglm": _chatglm,
 }
 
 _TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
