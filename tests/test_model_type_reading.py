@@ -144,3 +144,47 @@ def test_kimi_k25_reads_its_kimi_k2_text_model_exactly() -> None:
     assert not any(note.startswith("approximate") for note in notes)
     expected = json.loads((HF / "kimi-k2-instruct" / "expected.json").read_text())
     assert count_parameters(arch).total == expected["params_total"] + 60 * 384
+
+
+TINY = {
+    "vocab_size": 100,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "tie_word_embeddings": False,
+}
+
+
+def test_generic_reads_an_ungated_squared_relu_mlp() -> None:
+    """hidden_act relu2 (Nemotron, Arcee): up → relu² → down, no gate. By hand: embeddings
+    and head 2·100·64, final norm 64; a layer: 2 norms of 64, q/k/v/o 4·64·64, up and
+    down 2·64·128."""
+    config = {**TINY, "model_type": "my_relu2", "hidden_act": "relu2"}
+    layer = 2 * 64 + 4 * 64 * 64 + 2 * 64 * 128
+    assert count_parameters(architecture_from_config(config)).total == (
+        2 * 100 * 64 + 64 + 2 * layer
+    )
+
+
+def test_generic_reads_ernie_style_expert_names() -> None:
+    """ERNIE-4.5-MoE names: moe_num_experts, moe_k, moe_num_shared_experts,
+    moe_layer_start_index. By hand: layer 0 dense SwiGLU 3·64·128; layer 1 a router 64·4,
+    4 experts and 1 shared expert of 3·64·32 each."""
+    config = {
+        **TINY,
+        "model_type": "my_ernie_moe",
+        "moe_num_experts": 4,
+        "moe_k": 2,
+        "moe_intermediate_size": 32,
+        "moe_num_shared_experts": 1,
+        "moe_layer_start_index": 1,
+    }
+    arch = architecture_from_config(config)
+    assert arch.moe is not None
+    assert (arch.moe.num_experts, arch.moe.experts_per_token) == (4, 2)
+    attention = 2 * 64 + 4 * 64 * 64
+    dense = attention + 3 * 64 * 128
+    moe = attention + 64 * 4 + 5 * 3 * 64 * 32
+    assert count_parameters(arch).total == 2 * 100 * 64 + 64 + dense + moe

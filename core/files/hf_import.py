@@ -1116,6 +1116,8 @@ DeepSeek's router groups)."""
 def _is_shape_field(name: str, value: Any) -> bool:
     if isinstance(value, bool) or not isinstance(value, int) or name in _NOT_SHAPES:
         return False
+    if value == 0:  # a feature turned off (no layers, no chunking) sizes nothing
+        return False
     words = name.lower().split("_")
     return words[0] in ("num", "n") or any(word in _SHAPE_WORDS for word in words)
 
@@ -1144,10 +1146,15 @@ def _generic(c: _Config) -> Fields:
         c.data = {**c.data, "intermediate_size": c.data["moe_intermediate_size"]}
     fields = _llama_like(c, max_context=4096, tied=False)
     fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
-    experts = c.opt_int("num_experts", "n_routed_experts", "num_local_experts")
+    fields["mlp_bias"] = c.bool_("mlp_bias", default=False)
+    if c.str_("hidden_act", default="silu") in _UNGATED_ACTS:
+        fields["ffn_kind"] = "gelu_mlp"  # up → act → down, no gate
+    experts = c.opt_int("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
     if experts is not None:
         expert_ffn = c.opt_int("moe_intermediate_size") or fields["ffn_size"]
-        shared = c.opt_int("n_shared_experts", "num_shared_experts", minimum=0)
+        shared = c.opt_int(
+            "n_shared_experts", "num_shared_experts", "moe_num_shared_experts", minimum=0
+        )
         if shared is None:
             size = c.opt_int(
                 "shared_expert_intermediate_size",
@@ -1157,10 +1164,15 @@ def _generic(c: _Config) -> Fields:
             shared = max(1, round(size / expert_ffn)) if size else 0
         fields["moe"] = {
             "num_experts": experts,
-            "experts_per_token": c.int_("num_experts_per_tok", "moe_topk", default=2),
+            "experts_per_token": c.int_(
+                "num_experts_per_tok", "moe_topk", "moe_top_k", "moe_k", default=2
+            ),
             "expert_ffn_size": expert_ffn,
             "num_shared_experts": shared,
-            "first_dense_layers": c.opt_int("first_k_dense_replace", minimum=0) or 0,
+            "first_dense_layers": c.opt_int(
+                "first_k_dense_replace", "moe_layer_start_index", minimum=0
+            )
+            or 0,
             "layer_period": c.int_("decoder_sparse_step", "moe_layer_freq", default=1),
             "router_bias": c.str_("topk_method", default="") == "noaux_tc",
         }
@@ -1168,6 +1180,10 @@ def _generic(c: _Config) -> Fields:
 
 
 _GENERIC_MAPPERS: dict[str, Callable[[_Config], Fields]] = {"generic": _generic}
+
+_UNGATED_ACTS = frozenset({"relu2", "xielu"})
+"""Activations the configs that name them use in a two-matrix MLP without a gate (squared
+ReLU: Nemotron, Arcee, nanochat, Jais 2; xIELU: Apertus)."""
 
 
 class ModelTypeReading(BaseModel):

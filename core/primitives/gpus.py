@@ -3,7 +3,10 @@
 Data lives in ``resources/gpus.json`` (each entry with the datasheet it comes from and a
 note on how it was checked); this module validates it into :class:`GPU` values. Users add
 custom GPUs with :func:`custom_gpu` or a JSON file that :func:`get_gpu` reads; a scenario
-carries its GPU inline, so a saved file stays self-contained.
+carries its GPU inline, so a saved file stays self-contained. Names people type (``H100``,
+``RTX 4090``, ``nvidia-smi``'s ``NVIDIA A100-SXM4-40GB``) are read through one
+normalisation and the ``aliases`` table of the data file (:func:`find_gpu`), and an
+unknown name gets the closest ids.
 
 Conventions (``conventions`` in the data file says the same):
 
