@@ -551,3 +551,23 @@ def test_counts_pick_their_suffix_after_rounding(capsys: pytest.CaptureFixture[s
     status, out, _ = cli(["presets", "models"], capsys)
     assert status == 0
     assert "e+" not in out
+
+
+def test_whatif_refusals_name_the_part_and_its_own_range(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """1e-300 images per sequence was accepted and echoed; an RL loop of one GPU was refused
+    with the scenario's GPU range (1 to 1,048,576), not the loop's own (at least 2)."""
+    argv = ["whatif", "--encoder-params", "1e9", "--images-per-sequence", "1e-300"]
+    status, _, err = cli(argv, capsys)
+    assert status == 2
+    one_line_error(err, "whatif.multimodal.images_per_sequence", "0 or at least 0.001")
+    status, _, err = cli(["whatif", "--rl", "--rl-gpus", "1"], capsys)
+    assert status == 2
+    one_line_error(err, "whatif.rl.num_gpus", "greater than or equal to 2")
+    assert "1,048,576" not in err
+    status, out, _ = cli(
+        ["whatif", "--encoder-params", "1e9", "--images-per-sequence", "0"], capsys
+    )
+    assert status == 0
+    assert "Multimodal" in out
