@@ -60,9 +60,8 @@ def _part(current: Any, updates: dict[str, Any], model: Any, path: str) -> Any:
     try:
         return model.model_validate({**base, **given})
     except ValidationError as error:
-        first = dict(error.errors(include_url=False)[0])
-        first["loc"] = ("whatif", path, *first.get("loc", ()))
-        field, detail = describe_error(first)
+        first = error.errors(include_url=False)[0]
+        field, detail = describe_error({**first, "loc": ("whatif", path, *first["loc"])})
         raise UsageError(f"{field}: {detail}") from None
 
 
