@@ -353,7 +353,7 @@ MAX_FORMAT_LINES = 50_000
 steady state and a peak are long settled by then (Megatron logging every 10 iterations:
 500,000 iterations). The rest of the log is not read, and the problems say so."""
 
-MAX_CANDIDATE_LINES = 500_000
+MAX_CANDIDATE_LINES = 200_000
 """Lines holding one of the formats' key words that are read at all (most are then matched
 by no format): bounds the time a log of near-miss lines costs."""
 
