@@ -571,3 +571,23 @@ def test_whatif_refusals_name_the_part_and_its_own_range(
     )
     assert status == 0
     assert "Multimodal" in out
+
+
+# ------------------------------------------------------------------ regular expressions
+
+
+def test_long_digit_runs_and_space_runs_cost_linear_time(tmp_path: Path) -> None:
+    """Three patterns backtracked over every split of a long run before failing: a number
+    in a log line (a 16,000-digit "iteration" took 18 s a line), the Trainer's values
+    (50 ms a 5,000-digit value) and a YAML key (a 1 MB line of spaces: about an hour). Each
+    input here took minutes or more before; the deadline is a hang guard, not a benchmark."""
+    digits = "elapsed time per iteration (ms): 5 | iteration " + "9" * 16_000 + "x\n"
+    parsed = within(10, lambda: logs.parse_log_text(digits * 20, "d.log"))
+    assert len(parsed.problems) == 20
+    trainer = "{'train_samples_per_second': " + "9" * 5000 + "x}\n"
+    parsed = within(10, lambda: logs.parse_log_text(trainer * 500, "t.log"))
+    assert parsed.readings == []
+    config = tmp_path / "acc.yaml"
+    config.write_text("distributed_type: FSDP\na" + " " * 990_000 + "b\n", encoding="utf-8")
+    with pytest.raises(sc.StackConfigError, match="line 2: expected 'key: value'"):
+        within(10, lambda: sc.read_config(config))
