@@ -101,6 +101,8 @@ def test_the_reader_refuses_folders_fifos_and_devices_without_reading(tmp_path: 
             within(5, lambda: reading.read_bounded(link, 100))
     with pytest.raises(reading.FileReadError, match="no such file"):
         reading.read_bounded(tmp_path / "missing", 100)
+    with pytest.raises(reading.FileReadError, match="embedded null byte"):
+        reading.read_bounded(f"{tmp_path}/a\x00b", 100)  # printed as a space, not a NUL
 
 
 def test_the_reader_caps_size_exactly(tmp_path: Path) -> None:
