@@ -29,8 +29,10 @@ import json
 import math
 import os
 import resource
+import shutil
 import struct
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -58,7 +60,9 @@ MAX_WALL_SECONDS = 60.0
 MAX_OUTPUT_BYTES = 1_000_000
 MAX_GROWTH_BYTES = 500 * 2**20
 FIXTURES = Path(__file__).parent / "fixtures"
-SCRATCH = Path(os.environ.get("TMPDIR", "/tmp"))
+SCRATCH = Path(tempfile.mkdtemp(prefix="llm-planner-property-"))
+"""The examples' files (hypothesis reruns a test body many times within one tmp_path);
+removed when the module's tests end."""
 
 STATS: dict[str, Counter[str]] = {}
 SLOWEST: dict[str, float] = {}
@@ -83,6 +87,7 @@ def _report() -> Iterator[None]:
             f"accepted {counts['accepted']}; slowest {SLOWEST[name]:.3f} s of CPU"
         )
     print(f"peak memory growth over the run: {growth:.0f} MiB")
+    shutil.rmtree(SCRATCH, ignore_errors=True)
 
 
 def _check(name: str, run: Callable[[], str]) -> None:
@@ -168,7 +173,7 @@ def spliced(base: str) -> st.SearchStrategy[str]:
 
 
 def _write(name: str, data: str | bytes) -> Path:
-    path = SCRATCH / f"llm-planner-property-{os.getpid()}-{name}"
+    path = SCRATCH / name
     if isinstance(data, str):
         path.write_bytes(data.encode("utf-8", errors="surrogateescape"))
     else:
