@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,7 @@ from llm_planner.core.primitives.architecture import (
     RecurrentConfig,
     count_parameters,
 )
+from llm_planner.core.primitives.reading import FileReadError, open_regular, read_bounded
 
 if TYPE_CHECKING:
     from llm_planner.core.inputs.training import TrainingInputs
@@ -128,17 +130,11 @@ class ImportedModel(BaseModel):
 
 
 def _read_limited(path: Path, limit: int, what: str) -> bytes:
+    """Through the one bounded reader: a FIFO or a device is refused, never waited on."""
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise HFImportError(f"{path}: {what} is {size:,} bytes, over the {limit:,}-byte limit")
-        with path.open("rb") as file:
-            data = file.read(limit + 1)
-    except OSError as error:
-        raise HFImportError(f"{path}: cannot read {what} ({error.strerror or error})") from None
-    if len(data) > limit:
-        raise HFImportError(f"{path}: {what} is over the {limit:,}-byte limit")
-    return data
+        return read_bounded(path, limit, what)
+    except FileReadError as error:
+        raise HFImportError(str(error)) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -1393,8 +1389,12 @@ def read_safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]
     product(shape) · bytes per element.
     """
     try:
-        size = path.stat().st_size
-        with path.open("rb") as file:
+        file = open_regular(path, 2**63 - 1, "a safetensors file")
+    except FileReadError as error:
+        raise HFImportError(str(error)) from None
+    try:
+        size = os.fstat(file.fileno()).st_size
+        with file:
             prefix = file.read(8)
             if len(prefix) < 8:
                 raise HFImportError(f"{path}: too short for a safetensors file ({size} bytes)")
