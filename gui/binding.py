@@ -58,11 +58,21 @@ def validation_message(error: Exception) -> str:
 class _Change(QUndoCommand):
     """One input change; consecutive keystrokes in the same field merge into one step."""
 
-    def __init__(
-        self, state: ScenarioState, old: Scenario, new: Scenario, text: str, merge_id: int
+    def __init__(  # noqa: PLR0917 (the state, both scenarios, the label, how it merges)
+        self,
+        state: ScenarioState,
+        old: Scenario,
+        new: Scenario,
+        text: str,
+        merge_id: int,
+        detach: bool = False,
     ):
         super().__init__(text)
         self._state, self._old, self._new, self._merge_id = state, old, new, merge_id
+        # a new scenario made from this one (a variant) has no file of its own: redo forgets
+        # the file, undo gives it back, so Save never writes a variant over its original
+        self._detach = detach
+        self._path_before: str | None = state.path
 
     def id(self) -> int:
         return self._merge_id
@@ -79,9 +89,14 @@ class _Change(QUndoCommand):
         return True
 
     def redo(self) -> None:
+        if self._detach:
+            self._path_before = self._state.path
+            self._state.path = None
         self._state._apply(self._new)
 
     def undo(self) -> None:
+        if self._detach:
+            self._state.path = self._path_before
         self._state._apply(self._old)
 
 
@@ -137,10 +152,15 @@ class ScenarioState(QObject):
         if path in self._merge_ids:
             self._merge_ids[path] = self._next_merge_id()
 
-    def replace(self, scenario: Scenario, text: str) -> None:
-        """Replace the whole scenario as one undoable step (e.g. applying a search row)."""
-        if scenario != self.scenario:
-            self.undo_stack.push(_Change(self, self.scenario, scenario, text, -1))
+    def replace(self, scenario: Scenario, text: str, detach: bool = False) -> None:
+        """Replace the whole scenario as one undoable step (e.g. applying a search row).
+
+        ``detach``: the result is a new scenario made from this one (a variant), not an
+        edit of the open file: it has no file until saved (Save asks where); undo restores
+        the file it came from.
+        """
+        if scenario != self.scenario or (detach and self.path is not None):
+            self.undo_stack.push(_Change(self, self.scenario, scenario, text, -1, detach=detach))
 
     def load(self, scenario: Scenario, path: str | None) -> None:
         """A freshly opened scenario: no undo history, clean."""

@@ -195,14 +195,25 @@ class CompareModel(RowsModel[CompareRow]):
     def row_header(self, section: int) -> Any:
         return self.rows[section].label if 0 <= section < len(self.rows) else None
 
-    @staticmethod
-    def cell_text(r: CompareRow, column: int) -> str:
+    def cell_text(self, r: CompareRow, column: int) -> str:
         """A figure's value for one scenario, with its change from the first if it differs."""
+        assert self.comparison is not None
         text = r.texts()[column]
+        if r.values[column] is None and self._not_priced(r, column):
+            fits = self.comparison.fits[column] if self.comparison.fits else True
+            return f"— ({'not priced' if fits else 'does not fit'})"
         ratio = r.ratios[column]
         if column and r.differs[column] and ratio is not None:
             text += f"  ({100 * ratio:+.1f}%)"
         return text
+
+    def _not_priced(self, r: CompareRow, column: int) -> str | None:
+        """Why a compute figure of this scenario is null (None for other rows)."""
+        assert self.comparison is not None
+        reasons = self.comparison.not_priced
+        if not r.source.startswith("compute.") or column >= len(reasons):
+            return None
+        return reasons[column]
 
     def cell(self, r: CompareRow, c: int, role: int) -> Any:
         if self.comparison is None:
@@ -224,6 +235,9 @@ class CompareModel(RowsModel[CompareRow]):
                 lines.append(
                     f"difference from {self.comparison.names[0]}: {format_value(diff, r.unit)}"
                 )
+            why = self._not_priced(r, c) if r.values[c] is None else None
+            if why:
+                lines.append(f"Not priced: {why}")
             lines.append(f"<i>From:</i> report {r.source}")
             return "<br>".join(lines)
         return None
@@ -362,7 +376,7 @@ class CompareView(QWidget):
         self.entries.insert(live, current)
         if self.LIVE not in self.entries:
             self.entries.append(self.LIVE)
-        self.host.state.replace(duplicate_as_variant(current), "Duplicate as variant")
+        self.host.state.replace(duplicate_as_variant(current), "Duplicate as variant", detach=True)
         self.refresh()
 
     def pin_current(self) -> None:

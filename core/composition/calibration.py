@@ -184,6 +184,28 @@ class RateCheck(BaseModel):
     band_source: str
 
 
+class SetAside(BaseModel):
+    """A measured run calibration did not use because it ran another model or GPU."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    reason: str
+
+
+def belongs_to(m: Measurement, arch: Architecture, gpu: GPU) -> str | None:
+    """Why ``m`` is not a run of this model on this GPU (one phrase), or None when it is.
+
+    A step time measured on one model says nothing about another one's kernels and
+    communication (the fitted efficiencies are per model and GPU), so a run of another model
+    or GPU is set aside rather than fitted."""
+    if m.model is not None and m.model != arch.name:
+        return f"measured on {m.model}, not this scenario's {arch.name}"
+    if m.gpu is not None and m.gpu != gpu.id:
+        return f"measured on GPU {m.gpu}, not this scenario's {gpu.id}"
+    return None
+
+
 class CalibrationReport(BaseModel):
     """The ``calibration.*`` keys: parameters, residuals, which measurements, sanity checks."""
 
@@ -197,6 +219,8 @@ class CalibrationReport(BaseModel):
     """Indices of the measurements the fit used."""
     skipped: list[str]
     """Measurements (or parts) left out, each with why."""
+    set_aside: list[SetAside] = Field(default_factory=list)
+    """Measurements of another model or GPU, by index, each with why."""
     parameters: list[FittedParameter]
     residuals: list[dict[str, Any]]
     rms_error_before: float | None
@@ -211,7 +235,12 @@ class CalibrationReport(BaseModel):
             Figure(
                 key="state",
                 label="Calibration",
-                value=f"{state}: {len(self.measurements)} measurement(s), {len(self.used)} used",
+                value=f"{state}: {len(self.measurements)} measurement(s), {len(self.used)} used"
+                + (
+                    f", {len(self.set_aside)} set aside (another model or GPU)"
+                    if self.set_aside
+                    else ""
+                ),
                 unit="text",
             )
         ]
@@ -495,6 +524,10 @@ def calibrate(
     inputs = inputs or CalibrationInputs()
     entries: list[Any] = []
     for i, m in enumerate(all_measurements(parallelism, measurements)):
+        other = belongs_to(m, arch, gpu)
+        if other is not None:
+            entries.append({"set_aside": f"{m.label or f'measurement {i + 1}'}: {other}"})
+            continue
         try:
             par_i, tr_i = _case_inputs(m, parallelism, training)
         except ValueError as exc:
@@ -554,9 +587,9 @@ def _calibrate_cached(
         str(dtype),
         bool(attn),
     )
-    resolved: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str] = [
+    resolved: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str | dict[str, str]] = [
         e
-        if isinstance(e, str)
+        if isinstance(e, str | dict)
         else (
             Measurement.model_validate(e[0]),
             ParallelInputs.model_validate(e[1]),
@@ -585,8 +618,12 @@ def all_measurements(
 
 
 def describe(m: Measurement) -> str:
-    """One line: label, layout given, what was measured."""
-    layout = [f"{m.gpus} GPUs"]
+    """One line: label, model and GPU, layout given, what was measured."""
+    layout = [f"{m.gpus} GPUs" + (f" {m.gpu}" if m.gpu else "")]
+    if m.model:
+        layout.insert(0, m.model)
+    if m.stack:
+        layout.append(m.stack)
     for name in ("dp", "tp", "pp", "ep", "zero_stage", "micro_batch", "global_batch", "seq_len"):
         value = getattr(m, name)
         if value is not None:
@@ -640,15 +677,25 @@ def _residuals(pricing: _Pricing, data: list[_Datum]) -> Callable[[dict[str, flo
 
 def _calibrate(
     pricing: _Pricing,
-    entries: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str],
+    entries: list[tuple[Measurement, ParallelInputs, TrainingInputs] | str | dict[str, str]],
     base: dict[str, float],
     inputs: CalibrationInputs,
 ) -> tuple[dict[str, float], CalibrationReport, tuple[tuple[int, float], ...]]:
-    """The fit on resolved measurements: fitted values, the report, (GPUs, tokens/s) pairs."""
+    """The fit on resolved measurements: fitted values, the report, (GPUs, tokens/s) pairs.
+
+    An entry is a priced run, a string (a run whose layout is not valid) or
+    ``{"set_aside": why}`` (a run of another model or GPU)."""
     cases: list[_Case] = []
     skipped: list[str] = []
     described: list[str] = []
+    set_aside: list[SetAside] = []
     for i, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            why = entry["set_aside"]
+            set_aside.append(SetAside(index=i, reason=why))
+            skipped.append(f"set aside: {why}")
+            described.append(why)
+            continue
         if isinstance(entry, str):
             skipped.append(entry)
             described.append(entry)
@@ -691,6 +738,7 @@ def _calibrate(
         measurements=described,
         used=sorted({c.index for c in cases}),
         skipped=skipped,
+        set_aside=set_aside,
         parameters=fitted,
         residuals=residuals,
         rms_error_before=_rms([r["error_before"] for r in residuals]),

@@ -110,6 +110,14 @@ class Comparison(BaseModel):
     memory: list[MemoryBars]
     memory_axis_bytes: float = Field(description="one shared axis: the largest peak or capacity")
     throughput_labels: list[str]
+    not_priced: list[str | None] = Field(
+        default_factory=list,
+        description="per scenario: why time, cost and MFU are null (the throughput label: "
+        "the plan does not fit, or a rate above the peak); None when priced",
+    )
+    fits: list[bool] = Field(
+        default_factory=list, description="per scenario: the training peak fits the GPU"
+    )
 
     def row(self, key: str) -> CompareRow:
         return next(r for r in self.rows if r.key == key)
@@ -206,6 +214,10 @@ def compare(scenarios: list[Scenario], reports: list[Report] | None = None) -> C
         memory=memory,
         memory_axis_bytes=axis,
         throughput_labels=[r.compute.throughput_label for r in reports],
+        not_priced=[
+            r.compute.throughput_label if r.compute.wall_seconds is None else None for r in reports
+        ],
+        fits=[bool(r.training.fits) for r in reports],
     )
 
 

@@ -39,6 +39,7 @@ from llm_planner.core.composition.calibration import (
 )
 from llm_planner.core.composition.fit import (
     FitSuggestion,
+    Priced,
     inference_fit_suggestions,
     training_fit_suggestions,
 )
@@ -47,7 +48,12 @@ from llm_planner.core.composition.search import min_gpus_per_instance
 from llm_planner.core.composition.whatif.report import WhatIfReport, estimate_whatif, whatif_json
 from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
 from llm_planner.core.primitives.figures import Figure
-from llm_planner.core.sections.compute import ComputeReport, ModeledThroughput, estimate_compute
+from llm_planner.core.sections.compute import (
+    ComputeReport,
+    MemoryNeed,
+    ModeledThroughput,
+    estimate_compute,
+)
 from llm_planner.core.sections.inference import InferenceReport, estimate_inference
 from llm_planner.core.sections.parallelism import (
     ParallelismReport,
@@ -335,13 +341,20 @@ def _compute_section(
     model: ModelReport,
     parallelism: ParallelismReport,
     gpus_per_instance: int | None,
+    training_report: TrainingReport,
 ) -> ComputeReport:
     """Compute budget: FLOPs, the one throughput, time, cost, Chinchilla, failures.
 
     The throughput is resolved here, once (:func:`.compute.resolve_throughput`): the
     parallelism section's modeled step time by default, else the user's measured or assumed
-    rate; every face (time, cost, deadline and budget questions, charts) reads it.
+    rate; every face (time, cost, deadline and budget questions, charts) reads it. A plan
+    whose training peak per GPU (``training_report``) exceeds the GPU gets no rate, so no
+    time, cost or MFU, and the label says what it needs.
     """
+    memory = MemoryNeed(
+        peak_bytes=float(training_report.peak_bytes),
+        capacity_bytes=float(training_report.capacity_bytes),
+    )
     modeled = ModeledThroughput(
         tokens_per_s=parallelism.tokens_per_s,
         gpus=parallelism.gpus,
@@ -358,7 +371,7 @@ def _compute_section(
         scenario.training,
     )
     return _COMPUTE.get(
-        (arch, active, total, gpu, num_gpus, inputs, training, gpus_per_instance, modeled),
+        (arch, active, total, gpu, num_gpus, inputs, training, gpus_per_instance, modeled, memory),
         lambda: estimate_compute(
             arch,
             active,
@@ -371,6 +384,7 @@ def _compute_section(
             training_inputs=training,
             gpus_per_instance=gpus_per_instance,
             modeled=modeled,
+            memory=memory,
         ),
     )
 
@@ -410,7 +424,7 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
     training = _training_section(scenario, model, layout)
     instance = _gpus_per_instance(scenario, model)
     parallelism = _parallelism_section(scenario, model, instance, training)
-    compute = _compute_section(scenario, model, parallelism, instance)
+    compute = _compute_section(scenario, model, parallelism, instance, training)
     inference = _inference_section(scenario, model)
     report = Report(
         model=model,
@@ -435,7 +449,11 @@ def with_fit_suggestions(scenario: Scenario, report: Report) -> Report:
     return report.model_copy(
         update={
             "training_fit_suggestions": training_fit_suggestions(
-                scenario, training.peak_bytes, training.capacity_bytes, _training_peak
+                scenario,
+                training.peak_bytes,
+                training.capacity_bytes,
+                _training_peak,
+                _priced,
             ),
             "inference_fit_suggestions": inference_fit_suggestions(
                 scenario,
@@ -453,6 +471,12 @@ def _training_peak(scenario: Scenario) -> float:
     return float(
         _training_section(scenario, model_section(scenario), scenario_layout(scenario)).peak_bytes
     )
+
+
+def _priced(scenario: Scenario) -> Priced:
+    """Time, cost and MFU of a changed plan, from its own estimate (for ``fit``)."""
+    compute = estimate(scenario, suggest=False).compute
+    return Priced(compute.wall_seconds, compute.cost_usd, compute.mfu)
 
 
 def report_json(report: Report) -> dict[str, Any]:

@@ -24,6 +24,15 @@ Version history:
   (the framework, default ``"megatron"``), ``whatif`` (the what-if parts, none planned),
   ``price_overrides`` (none). No v1 value changes meaning; the version
   moves so that an older app refuses a v2 file as "newer" instead of naming a field.
+- **v3**: the pure-bf16 precision recipe is called ``pure_bf16``; ``bf16`` (and the names the
+  stacks use: ``bf16-mixed``, ``16-mixed``, ``fp16``...) now read as the mixed recipe they
+  mean in Lightning, Hugging Face and accelerate. A v2 file's ``training.precision: "bf16"``
+  meant pure bf16, so it becomes ``pure_bf16``; every other value keeps its meaning.
+- **v4**: a measured run records the model, GPU and stack it ran (``measurements[].model``,
+  ``.gpu``; calibration sets aside runs of another model or GPU). A v3 run was measured
+  on the scenario it was saved with, so the step fills ``model`` (the architecture's name),
+  ``gpu`` (its id), a missing ``stack`` and the missing layout fields from that scenario;
+  afterwards the run stays that model's when the scenario's model changes.
 """
 
 from __future__ import annotations
@@ -92,7 +101,7 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
     The v0 catalog ids are resolved against the catalog shipped with this app (the
     v0 drafts always referred to presets that still exist under the same id).
     """
-    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.primitives.gpus import gpu_catalog
     from llm_planner.core.primitives.presets import get_preset
 
     out: JsonDict = {}
@@ -130,10 +139,11 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
 
     gpu = data.get("gpu")
     if isinstance(gpu, str):
-        try:
-            out["gpu"] = get_gpu(gpu).model_dump(mode="json")
-        except KeyError:
-            raise StepError("gpu", f"unknown v0 GPU id {gpu[:60]!r}") from None
+        # the catalog only: get_gpu would also open a path, and a file names no paths
+        found = gpu_catalog().get(gpu.strip().lower())
+        if found is None:
+            raise StepError("gpu", f"unknown v0 GPU id {gpu[:60]!r}")
+        out["gpu"] = found.model_dump(mode="json")
     elif gpu is not None:
         raise StepError("gpu", "a v0 GPU must be a catalog id (a string)")
     return out
@@ -144,9 +154,78 @@ def _v1_to_v2(data: JsonDict) -> JsonDict:
     return {**data, "schema_version": 2}
 
 
+def _v2_to_v3(data: JsonDict) -> JsonDict:
+    """v2 → v3: ``training.precision`` ``"bf16"`` (v2's pure bf16 recipe) → ``"pure_bf16"``,
+    since v3 reads a plain ``bf16`` as mixed bf16 (see the history)."""
+    out = {**data, "schema_version": 3}
+    training = data.get("training")
+    if isinstance(training, dict) and training.get("precision") == "bf16":
+        out["training"] = {**training, "precision": "pure_bf16"}
+    return out
+
+
+_RUN_LAYOUT: tuple[tuple[str, str, str], ...] = (
+    # measurement field, scenario section, scenario field
+    ("gpus_per_node", "parallelism", "gpus_per_node"),
+    ("tp", "parallelism", "tp"),
+    ("pp", "parallelism", "pp"),
+    ("ep", "parallelism", "expert_parallel"),
+    ("zero_stage", "parallelism", "zero_stage"),
+    ("fsdp_strategy", "parallelism", "fsdp_strategy"),
+    ("sequence_parallel", "parallelism", "sequence_parallel"),
+    ("global_batch", "parallelism", "global_batch"),
+    ("schedule", "parallelism", "schedule"),
+    ("interleave_chunks", "parallelism", "interleave_chunks"),
+    ("micro_batch", "training", "micro_batch"),
+    ("seq_len", "training", "seq_len"),
+)
+"""A run's layout fields and where the scenario keeps each (as ``files.logs.layout_of``)."""
+
+
+def _v3_to_v4(data: JsonDict) -> JsonDict:
+    """v3 → v4: each measured run records its model, GPU, stack and layout, taken from the
+    scenario the v3 file saved it with (the only run it can have been measured on)."""
+    out = {**data, "schema_version": 4}
+    runs = data.get("measurements")
+    if runs is None:
+        return out
+    if not isinstance(runs, list):
+        raise StepError("measurements", "must be a list of measured runs")
+    model, gpu = data.get("model"), data.get("gpu")
+    arch = model.get("architecture") if isinstance(model, dict) else None
+    name = arch.get("name") if isinstance(arch, dict) else None
+    gpu_id = gpu.get("id") if isinstance(gpu, dict) else None
+    sections = {key: data.get(key) for key in ("parallelism", "training")}
+    recorded = []
+    for index, saved in enumerate(runs):
+        if not isinstance(saved, dict):
+            raise StepError(f"measurements.{index}", "must be an object")
+        run = dict(saved)
+        if run.get("model") is None and isinstance(name, str):
+            run["model"] = name
+        if run.get("gpu") is None and isinstance(gpu_id, str):
+            run["gpu"] = gpu_id
+        training = sections["training"]
+        if run.get("stack") is None and isinstance(training, dict) and training.get("stack"):
+            run["stack"] = training["stack"]
+        recompute = training.get("recompute") if isinstance(training, dict) else None
+        if run.get("recompute") is None and recompute in ("none", "selective", "full"):
+            run["recompute"] = recompute  # a byte threshold is no run's recorded policy
+        for field, section_name, key in _RUN_LAYOUT:
+            section = sections[section_name]
+            known = section.get(key) if isinstance(section, dict) else None
+            if run.get(field) is None and known is not None:
+                run[field] = known
+        recorded.append(run)
+    out["measurements"] = recorded
+    return out
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(0, "inline model and GPU, rename title/description/gpus", _v0_to_v1),
     Migration(1, "new inputs with defaults: throughput source, training stack", _v1_to_v2),
+    Migration(2, "pure bf16 precision renamed pure_bf16; bf16 means mixed bf16", _v2_to_v3),
+    Migration(3, "measured runs record their model, GPU, stack and layout", _v3_to_v4),
 )
 """Every step, in order: ``MIGRATIONS[i]`` takes version ``i`` to ``i + 1``."""
 

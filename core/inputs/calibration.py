@@ -24,13 +24,27 @@ tokens/s):
 
 
 class Measurement(BaseModel):
-    """One measured run: its layout and what was measured. Layout fields left None take the
-    scenario's value; the model is the scenario's."""
+    """One measured run: the model, GPU, stack and layout it ran, and what was measured.
+
+    A run belongs to its model and GPU: calibration uses it only for a scenario of the same
+    model (architecture name) and GPU (id), and sets it aside otherwise, saying why
+    (:func:`belongs_to`). ``model`` or ``gpu`` None (a run typed through the API, the
+    scenario's own ``measured_points``) means the scenario's; runs added in the window or by
+    ``llm-planner calibrate`` record both. Layout fields left None take the scenario's value.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     label: str = Field(default="", max_length=200)
     source: str = Field(default="typed", max_length=500, description="log file and line, or typed")
+    model: str | None = Field(
+        default=None,
+        max_length=200,
+        description="the model the run trained (architecture name); None: the scenario's",
+    )
+    gpu: str | None = Field(
+        default=None, max_length=200, description="GPU id the run ran on; None: the scenario's"
+    )
     stack: str | None = Field(default=None, description="framework that printed it")
     gpus: int = Field(description="GPUs of the run", **limits.bounds("measurements.gpus"))
     gpus_per_node: int | None = Field(default=None, **limits.bounds("measurements.gpus_per_node"))

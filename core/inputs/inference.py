@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.dtypes import canonical_dtype
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES
 from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.quantization import WeightFormat, get_weight_format
@@ -73,8 +73,7 @@ class InferenceInputs(BaseModel):
     @field_validator("kv_dtype", "activation_dtype", "logits_dtype")
     @classmethod
     def _known_dtype(cls, value: str) -> str:
-        bytes_per_element(value)  # ValueError names the known dtypes
-        return value
+        return canonical_dtype(value)  # bfloat16 → bf16; ValueError names the known dtypes
 
     @property
     def weight_format(self) -> WeightFormat:

@@ -21,7 +21,6 @@ the command-line parser must not import the estimators.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -164,35 +163,10 @@ def parse_bytes(text: str, what: str) -> float:
     return units.parse_bytes(text, what)
 
 
-_NUMBER_UNIT = re.compile(
-    r"^\s*(?P<num>[+-]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>.*)$"
-)
-_BIT_PREFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_PER_SECOND = ("/sec", "/s", "ps")
-
-
 def parse_bandwidth(text: str, what: str) -> float:
-    """Bytes per second: ``400 GB/s`` (also ``/sec``, ``ps`` or no ``/s``), ``400 GiB/s``,
-    ``3.2e12`` (a bare number is bytes per second); or bits, as network links are sold:
-    ``bit`` or a lower-case ``b``, ``400 Gb/s`` = ``400 Gbps`` = ``400 Gbit/s`` = 50e9
-    bytes per second."""
-    match = _NUMBER_UNIT.match(text)
-    if match is None:
-        raise units.UnitError(
-            f"{what}: cannot read {text!r}; write e.g. 400 GB/s, 900 GB/s or 400 Gb/s (bits)"
-        )
-    unit = match["unit"].replace(" ", "")
-    if unit == "bps":
-        unit = "b"
-    for suffix in _PER_SECOND:  # "ps" only after a unit ("GBps"), "/s" alone is fine
-        if unit.lower().endswith(suffix) and (suffix != "ps" or len(unit) > 2):
-            unit = unit[: -len(suffix)]
-            break
-    for bits in ("bits", "bit", "b"):
-        prefix = unit[: -len(bits)]
-        if unit.endswith(bits) and prefix in _BIT_PREFIXES:
-            return units.parse_count(match["num"], what) * _BIT_PREFIXES[prefix] / 8.0
-    return units.parse_bytes(f"{match['num']} {unit}", what)
+    """Bytes per second (:func:`.units.parse_bandwidth`: ``400 GB/s``, ``400 GB/sec``,
+    ``400GBps``; bits with a lower-case ``b``: ``400 Gb/s`` = ``400 Gbps`` = 50e9)."""
+    return units.parse_bandwidth(text, what)
 
 
 def format_bandwidth(value: float) -> str:
@@ -391,7 +365,7 @@ INPUTS: tuple[Input, ...] = (
         "Weights",
         "weights dtype or quantized format (bf16, fp8, int4, q4_k_m...)",
         kind="choice",
-        flag="--weights-dtype",
+        cli="--weights-dtype {}",
         group=INFERENCE,
         metavar="D",
     ),
@@ -520,7 +494,7 @@ INPUTS: tuple[Input, ...] = (
         "Precision",
         "precision recipe",
         kind="choice",
-        flag="--precision",
+        cli="--precision {}",
         group=TRAINING,
         metavar="P",
         names=_names("llm_planner.core.quantities.optimizers", "PRECISIONS"),

@@ -1,6 +1,10 @@
-"""Inputs of the training-memory tab: the stack, precision recipe, optimizer, batch shape,
-recomputation, LoRA/QLoRA and the per-GPU allowances (estimated by
-:mod:`llm_planner.core.sections.training`)."""
+"""The training tab's inputs: stack, precision recipe, optimizer, sequence and micro-batch,
+recomputation, activation profile, LoRA/QLoRA and the overhead allowances; and the constants
+they name (QLoRA's NF4 storage, PyTorch DDP's bucket, the LoRA targets).
+
+In the inputs layer, below the estimators (:mod:`llm_planner.core.sections.training`, its
+memory arithmetic :mod:`~llm_planner.core.sections.training_memory` and the parameter
+structure :mod:`~llm_planner.core.sections.training_params`), which all take these inputs."""
 
 from __future__ import annotations
 
@@ -19,16 +23,27 @@ from pydantic import (
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES
 from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.activations import ALL_LINEAR, get_profile
-from llm_planner.core.quantities.optimizers import get_optimizer, get_precision
+from llm_planner.core.quantities.optimizers import (
+    canonical_precision,
+    get_optimizer,
+    get_precision,
+)
 from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
 
+NF4_DOUBLE_QUANT_BITS = 4 + 8 / 64 + 32 / (64 * 256)
+"""QLoRA's frozen base: 4-bit NF4 with blocks of 64 weights, each block's fp32 constant
+double-quantised to 8 bits with one fp32 constant per 256 blocks: 4 + 8/64 + 32/(64·256)
+≈ 4.127 bits per parameter (Dettmers et al. 2023, arXiv:2305.14314, section 3, "Double
+Quantization": 0.127 bits of constants instead of 0.5)."""
 
 QLORA_DEFAULT_RANK = 64
 """QLoRA's rank when ``--qlora`` is given without ``--lora-rank`` (Dettmers et al. 2023
 use r = 64 on all linear layers)."""
 
+DDP_BUCKET_BYTES = 25 * 2**20
+"""PyTorch DDP's gradient bucket, ``bucket_cap_mb=25`` (MiB)."""
 
 LORA_TARGETS = ALL_LINEAR
 """q, k, v, o (attention) and gate, up, down (MLP; a GeLU MLP has no gate)."""
@@ -93,6 +108,13 @@ class TrainingInputs(BaseModel):
         if "implementation" not in self.model_fields_set and self.stack in STACKS:
             object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
         return self
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision_name(cls, value: object) -> object:
+        """A name the stacks use (``bf16-mixed``, ``16-mixed``, ``bfloat16``...) stored as
+        the recipe it means (:data:`~llm_planner.core.quantities.optimizers.PRECISION_ALIASES`)."""
+        return canonical_precision(value) if isinstance(value, str) else value
 
     @field_validator("precision", "optimizer", "implementation")
     @classmethod

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llm_planner.core.primitives import limits
+from llm_planner.core.primitives.gpus import gpu_catalog
 
 CommKind = Literal["data_parallel", "tensor_parallel", "pipeline_p2p", "expert_all_to_all"]
 """The collectives a compression what-if can act on (the step-time breakdown's names)."""
@@ -39,6 +40,21 @@ class NodeGroup(BaseModel):
         description="network per node, one direction",
         **limits.bounds("whatif.mixed_cluster.groups.inter_node_bandwidth_bytes_per_s"),
     )
+
+    @field_validator("gpu")
+    @classmethod
+    def _catalog_gpu(cls, value: str) -> str:
+        """A GPU catalog id, resolved now (case-insensitive): a file naming a GPU the catalog
+        lacks, or a path (which the planner would open), is refused when it is read, not
+        when ``report`` or ``whatif`` prices the group."""
+        catalog = gpu_catalog()
+        key = value.strip().lower()
+        if key not in catalog:
+            shown = value if len(value) <= 40 else value[:39] + "…"
+            raise ValueError(
+                f"unknown GPU {shown!r}: not in the GPU catalog (llm-planner presets gpus)"
+            )
+        return key
 
     @property
     def gpus(self) -> int:

@@ -23,6 +23,7 @@ from llm_planner.core.inputs.compute import ComputeInputs, FailureInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.units import format_gb
 from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     training_flops_6pd,
@@ -84,6 +85,25 @@ class ModeledThroughput(NamedTuple):
     layout: str
 
 
+class MemoryNeed(NamedTuple):
+    """The training peak per GPU of the scenario's plan and the GPU's memory (bytes)."""
+
+    peak_bytes: float
+    capacity_bytes: float
+
+
+def does_not_fit(memory: MemoryNeed | None) -> str | None:
+    """Why a plan cannot run for lack of memory (one phrase), or None when it fits: a
+    training peak per GPU above the GPU's memory is an out-of-memory error at the first
+    step, so no time, cost or MFU describes it."""
+    if memory is None or not memory.peak_bytes > memory.capacity_bytes:
+        return None
+    return (
+        f"needs {format_gb(memory.peak_bytes)} per GPU of {format_gb(memory.capacity_bytes)}"
+        "; not priced"
+    )
+
+
 class Throughput(NamedTuple):
     """The one throughput of an estimate, resolved once; every face reads it."""
 
@@ -107,6 +127,7 @@ def resolve_throughput(
     modeled: ModeledThroughput | None,
     *,
     hardware_flops_factor: float = 1.0,
+    memory: MemoryNeed | None = None,
 ) -> Throughput:
     """The estimate's one throughput, from the source ``inputs.throughput_mode`` names.
 
@@ -128,6 +149,10 @@ def resolve_throughput(
     (model FLOP/s above the dtype's peak), or whose hardware FLOP/s (MFU ×
     ``hardware_flops_factor``, recomputation and attention included) exceed the peak, gives
     no rate, and the label says why, so time and cost read "—" with the reason.
+
+    A plan that cannot run is not priced either, whatever the source: a training peak per
+    GPU (``memory``) above the GPU's memory gives no rate, and the label says what it needs
+    (:func:`does_not_fit`).
     """
     source = THROUGHPUT_SOURCES[inputs.throughput_mode]
     f = mfu_flops_per_token
@@ -152,6 +177,9 @@ def resolve_throughput(
         label = f"assumed: MFU {100 * inputs.mfu:.4g}%"
     if per_gpu is None or not per_gpu > 0:
         return Throughput(source, None, None, None, None, label)
+    out_of_memory = does_not_fit(memory)
+    if out_of_memory is not None:
+        return Throughput(source, None, None, None, None, f"{label}: {out_of_memory}")
     if cluster is None:
         cluster = per_gpu * num_gpus
     if mfu is None and peak:
@@ -613,6 +641,7 @@ def estimate_compute(
     gpus_per_instance: int | None = None,
     training_inputs: TrainingInputs | None = None,
     modeled: ModeledThroughput | None = None,
+    memory: MemoryNeed | None = None,
 ) -> ComputeReport:
     """The compute-budget section.
 
@@ -627,6 +656,8 @@ def estimate_compute(
     model FLOPs per token): ``training_inputs``, by default the training defaults with
     ``recompute`` ("threshold" without its byte limit is counted as "selective");
     ``gpus_per_instance`` overrides the lower bound of :func:`min_gpus_per_instance`.
+    ``memory`` (the training section's peak per GPU and capacity) refuses to price a plan
+    that does not fit (:func:`resolve_throughput`).
 
     Time t = D ÷ tokens/s (failure-free), the seed's C/τ with C and τ counted alike;
     wall time divides by the goodput; GPU-hours = N · wall; cost = GPU-hours × price.
@@ -650,7 +681,13 @@ def estimate_compute(
         factor = training.hardware_flops_factor(arch, ti, mfu_per_token)
     peak = gpu.peak_flops.for_dtype(inputs.compute_dtype)
     rate = resolve_throughput(
-        inputs, peak, num_gpus, mfu_per_token, modeled, hardware_flops_factor=factor
+        inputs,
+        peak,
+        num_gpus,
+        mfu_per_token,
+        modeled,
+        hardware_flops_factor=factor,
+        memory=memory,
     )
     achieved = rate.model_flops_per_gpu_per_s
     failures = inputs.failures

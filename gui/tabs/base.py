@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette, QResizeEvent
+from PySide6.QtGui import QColor, QFontMetrics, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QBoxLayout,
     QCheckBox,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from llm_planner.core.composition.estimate import Report
+from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives import units
@@ -85,6 +86,29 @@ def field(obj: Any, *names: str) -> Any:
 # ---------------------------------------------------------------- what would fit
 
 
+def suggestion_text(suggestion: FitSuggestion, metrics: QFontMetrics, width: int) -> str:
+    """A fit suggestion's button text, wrapped at spaces to ``width`` pixels (a push button
+    does not wrap, and a clipped label hides what the change is): what to change, one line
+    per combined step, then the peak per GPU and the wall-clock time after it."""
+    figures = [units.format_gb(suggestion.peak_bytes)]
+    if suggestion.wall_seconds is not None:
+        figures.append(units.format_duration(suggestion.wall_seconds))
+    after = " · ".join(f.replace(" ", "\u00a0") for f in figures)  # "7.0 days" stays whole
+    steps = suggestion.label.split(" + ")
+    lines: list[str] = []
+    for step in [*(f"{s} +" for s in steps[:-1]), steps[-1], f"→ {after}"]:
+        line = ""
+        for word in step.split(" "):
+            trial = f"{line} {word}" if line else word
+            if line and metrics.horizontalAdvance(trial) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = trial
+        lines.append(line)
+    return "\n".join(lines)
+
+
 class FitPanel(QWidget):
     """Over capacity: the changes ``core.composition.fit`` found, one button each (a click
     applies that change as one undo step); while the run fits, a line saying so.
@@ -111,7 +135,7 @@ class FitPanel(QWidget):
         self.title.setWordWrap(True)
         self.title.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.buttons: list[QPushButton] = []
-        self.suggestions: list[Any] = []
+        self.suggestions: list[FitSuggestion] = []
         self.over = False
         self.beside = True
         self.setFixedWidth(self.WIDTH)
@@ -145,8 +169,23 @@ class FitPanel(QWidget):
             self.setMaximumWidth(16777215)  # QWIDGETSIZE_MAX
         self._place()
         self.setVisible(beside or self.over)
+        self._rewrap()
 
-    def set_suggestions(self, suggestions: Sequence[Any], over: bool) -> None:
+    def _room(self) -> int:
+        """Text width of one button: its column less the bevel and spacing."""
+        width = self.WIDTH if self.beside else max(self.width(), self.WIDTH)
+        return (width - 24) // self._columns() - 8 * (self._columns() - 1)
+
+    def _rewrap(self) -> None:
+        for button, s in zip(self.buttons, self.suggestions, strict=False):
+            button.setText(suggestion_text(s, button.fontMetrics(), self._room()))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if not self.beside and event.size().width() != event.oldSize().width():
+            self._rewrap()
+
+    def set_suggestions(self, suggestions: Sequence[FitSuggestion], over: bool) -> None:
         key = [(s.label, s.peak_bytes) for s in suggestions]
         if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self.over:
             return  # nothing new: no relayout on every keystroke
@@ -165,11 +204,19 @@ class FitPanel(QWidget):
         for index, button in enumerate(self.buttons):
             if index < len(self.suggestions):
                 s = self.suggestions[index]
-                button.setText(f"{s.label} → {units.format_gb(s.peak_bytes)}")
+                button.setText(suggestion_text(s, button.fontMetrics(), self._room()))
+                wall, cost = s.wall_seconds, s.cost_usd
+                priced = (
+                    f" Time after it: {units.format_duration(wall)}"
+                    + (f", cost {units.format_usd(cost)}" if cost is not None else "")
+                    + "."
+                    if wall is not None
+                    else ""
+                )
                 button.setToolTip(
                     f"Apply: {s.label}. Peak per GPU after it: {units.format_bytes(s.peak_bytes)}"
-                    f" of {units.format_bytes(s.capacity_bytes)} (the same estimator). Undo "
-                    "takes it back."
+                    f" of {units.format_bytes(s.capacity_bytes)} (the same estimator).{priced} "
+                    "Undo takes it back."
                 )
                 button.show()
             else:

@@ -6,9 +6,19 @@ import math
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QMessageBox, QPushButton
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from llm_planner.core.composition.estimate import Report, estimate
+from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.compute import chinchilla_tokens
@@ -20,7 +30,88 @@ from llm_planner.gui.tabs.base import (
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
-"""GPU counts drawn on the time and cost charts (plus the scenario's own count)."""
+
+def suggestion_figures(suggestion: FitSuggestion) -> str:
+    """A fit suggestion's own figures in words: peak, time, cost, MFU (as the report has
+    them; "—" where the changed plan has none)."""
+    parts = [f"{units.format_gb(suggestion.peak_bytes)} per GPU"]
+    wall, cost, mfu = suggestion.wall_seconds, suggestion.cost_usd, suggestion.mfu
+    parts.append(units.format_duration(wall) if wall is not None else "time —")
+    parts.append(units.format_usd(cost) if cost is not None else "cost —")
+    parts.append(f"MFU {100 * mfu:.1f}%" if mfu is not None else "MFU —")
+    return ", ".join(parts)
+
+
+class NotPricedPanel(QWidget):
+    """A plan that does not fit: why time, cost and MFU read "—", and the nearest plan that
+    fits (the first of ``core.composition.fit``'s suggestions) with its own figures, one
+    click away (one undo step)."""
+
+    def __init__(self, tab: Tab) -> None:
+        super().__init__()
+        self.setObjectName("compute_not_priced")
+        self.state = tab.state
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 4)
+        words = QVBoxLayout()
+        words.setSpacing(2)
+        self.reason = QLabel()
+        self.reason.setObjectName("compute_not_priced_reason")
+        self.reason.setWordWrap(True)
+        self.reason.setTextFormat(Qt.TextFormat.RichText)
+        self.nearest = QLabel()
+        self.nearest.setObjectName("compute_nearest_fit")
+        self.nearest.setWordWrap(True)
+        self.apply = QPushButton("Apply the nearest plan that fits")
+        self.apply.setObjectName("compute_apply_nearest")
+        self.apply.clicked.connect(self._apply)
+        words.addWidget(self.reason)
+        words.addWidget(self.nearest)
+        layout.addLayout(words, 1)
+        layout.addWidget(self.apply, 0, Qt.AlignmentFlag.AlignVCenter)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self.suggestion: FitSuggestion | None = None
+        self.hide()
+
+    def show_report(self, report: Report, searched: bool = False) -> None:
+        """``searched``: the report's fit suggestions have been looked for (they arrive
+        after the redraw, off the keystroke's path)."""
+        if report.training.fits or report.compute.wall_seconds is not None:
+            self.suggestion = None
+            self.hide()
+            return
+        label = report.compute.throughput_label
+        why = label.rsplit(": ", 1)[-1] if ": needs " in label else label
+        self.reason.setText(
+            f"<b style='color:{colors.BAD}'>Does not fit: no time, cost or MFU.</b> "
+            f"The plan {why.removesuffix('; not priced')}."
+        )
+        found = report.training_fit_suggestions
+        self.suggestion = found[0] if found else None
+        if self.suggestion is None:
+            self.nearest.setText(
+                "No small change found fits: try a GPU with more memory or a smaller model."
+                if searched
+                else "Looking for the nearest plan that fits…"
+            )
+            self.apply.hide()
+        else:
+            self.nearest.setText(
+                f"Nearest plan that fits (the fastest small change that does): "
+                f"<b>{self.suggestion.label}</b>: "
+                f"{suggestion_figures(self.suggestion)}."
+            )
+            self.apply.setToolTip(
+                f"Apply: {self.suggestion.label} (one undo step). The training tab lists "
+                "the other changes that fit."
+            )
+            self.apply.show()
+        self.show()
+
+    def _apply(self) -> None:
+        chosen = self.suggestion
+        if chosen is not None:
+            self.state.set_fields(dict(chosen.changes), f"Make it fit: {chosen.label}")
 
 
 class ComputeTab(Tab):
@@ -110,6 +201,12 @@ class ComputeTab(Tab):
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import SeriesChart
 
+        self.not_priced = NotPricedPanel(self)
+        self.right.addWidget(self.not_priced)  # above the charts, the width of them
+        self.right.setCollapsible(0, False)
+        self.state.suggestions_ready.connect(
+            lambda report: self.not_priced.show_report(report, searched=True)
+        )
         row = StillSplitter(Qt.Orientation.Horizontal)
         self.time_chart = SeriesChart(
             "Time to train against GPUs", "GPUs", "days", log_x=True, log_y=True
@@ -147,6 +244,7 @@ class ComputeTab(Tab):
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
         self._enable_rate_fields()
+        self.not_priced.show_report(report)
         section = report.compute
         seconds = field(section, "wall_seconds")
         cost = field(section, "cost_usd")

@@ -86,9 +86,13 @@ class MeasurementModel(RowsModel[tuple[str, str, str, str, str]]):
             for r in (report.calibration.residuals if report.calibration else [])
             if r["quantity"] == "tokens_per_s_per_gpu"
         }
+        aside = {s.index for s in report.calibration.set_aside} if report.calibration else set()
         rows = []
         for i, m in enumerate(scenario.measurements):
             res = residuals.get(i)
+            if i in aside:  # another model's or GPU's run: not fitted, not drawn
+                rows.append((m.label or m.source, str(m.gpus), "set aside", "—", "—"))
+                continue
             rows.append(
                 (
                     m.label or m.source,
@@ -182,6 +186,7 @@ class MeasurementsPanel(QGroupBox):
                 source="typed",
                 gpus=gpus or scenario.num_gpus,
                 tokens_per_s_per_gpu=rate,
+                stack=scenario.training.stack,
                 **logs.layout_of(scenario),
             )
         except (ValueError, units.UnitError) as error:
@@ -242,4 +247,6 @@ def calibration_text(report: Report) -> str:
     cal = report.calibration
     if cal is None:
         return ""
-    return "\n".join(f"{f.label.strip()}: {f.value}" for f in cal.figures() if f.key != "skipped")
+    lines = [f"{f.label.strip()}: {f.value}" for f in cal.figures() if f.key != "skipped"]
+    lines += [f"Set aside: {s.reason}" for s in cal.set_aside]
+    return "\n".join(lines)

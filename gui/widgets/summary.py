@@ -156,17 +156,26 @@ class SummaryStrip(QFrame):
         self._set(
             "flops", units.format_flop(flops) if flops else "", _figure(compute, "flops_total")
         )
-        wall = getattr(compute, "wall_seconds", None)
+        wall = compute.wall_seconds
         source = SOURCE_WORDS.get(compute.throughput_source, compute.throughput_source)
-        self._set(
-            "days",
-            f"{units.format_duration(wall)} ({source})" if wall is not None else "",
-            _figure(compute, "wall_seconds"),
-        )
-        cost = getattr(compute, "cost_usd", None)
-        self._set(
-            "cost", units.format_usd(cost) if cost is not None else "", _figure(compute, "cost_usd")
-        )
+        cost = compute.cost_usd
+        if wall is None:
+            # not priced: "—" with why (the label names it: does not fit, a rate above peak)
+            why = "does not fit" if not report.training.fits else "not priced"
+            tip = f"Not priced: {compute.throughput_label}"
+            self._set("days", f"time — ({why})", None, tip)
+            self._set("cost", "cost —", None, tip)
+        else:
+            self._set(
+                "days",
+                f"{units.format_duration(wall)} ({source})",
+                _figure(compute, "wall_seconds"),
+            )
+            self._set(  # no cost with a time: a free price (0 $/GPU-hour)
+                "cost",
+                units.format_usd(cost) if cost is not None else "",
+                _figure(compute, "cost_usd"),
+            )
         training = report.training
         peak = getattr(training, "peak_bytes", None)
         capacity = getattr(training, "capacity_bytes", None) or scenario.gpu.memory_bytes
@@ -178,7 +187,7 @@ class SummaryStrip(QFrame):
         over = (fits is False) or peak > capacity
         self.status = "bad" if over else ("warn" if peak > AMBER_SHARE * capacity else "ok")
         colour = {"ok": colors.OK, "warn": colors.WARN, "bad": colors.BAD}[self.status]
-        text = f"{peak / units.GB:.1f} / {capacity / units.GB:.0f} GB per GPU"
+        text = f"training peak {peak / units.GB:.1f}/{capacity / units.GB:.0f} GB"
         self._set("memory", text, _figure(training, "peak_bytes"))
         self.dot.setVisible(True)
         # the colour through the palette: a style sheet would re-polish the label (and its

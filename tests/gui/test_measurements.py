@@ -89,3 +89,29 @@ def test_dropped_log_becomes_a_measurement(
     assert not window.open_dropped(str(junk))
     assert messages
     assert "junk.log: no measurement read" in messages[-1]
+
+
+def test_a_dropped_run_stays_with_its_model(
+    qtbot: Any, window: MainWindow, messages: list[str]
+) -> None:
+    """Issue 25 item 3: a Megatron log dropped on one model's scenario keeps calibrating
+    only that model; after the model is switched it is listed as set aside, not fitted."""
+    from .helpers import choose
+
+    panel = _panel(window)
+    choose(window, window.bar.model, "mixtral-8x7b")
+    assert window.open_dropped(str(LOGS / "megatron_mixtral_h100.log"))
+    window.flush()
+    (run,) = window.state.scenario.measurements
+    assert run.model == "Mixtral-8x7B"
+    assert run.gpu == window.state.scenario.gpu.id
+    assert window.state.report.calibration is not None
+    assert window.state.report.calibration.used == [0]
+    choose(window, window.bar.model, "llama-3.1-70b")
+    window.flush()
+    calibration = window.state.report.calibration
+    assert calibration is not None
+    assert calibration.used == []
+    assert not calibration.applied
+    assert panel.model.data(panel.model.index(0, 2)) == "set aside"
+    assert "Set aside: megatron_mixtral_h100.log: measured on Mixtral-8x7B" in panel.summary.text()

@@ -33,7 +33,8 @@ def test_bars_and_ledger_follow_micro_batch(qtbot: Any, window: MainWindow) -> N
     assert tab.ledger.rowCount() == len(section.ledger) + len(section.outside_ledger)
     assert tab.ledger.item(0, 0).text() == section.ledger[0].name
     assert tab.figures.value_text("peak_bytes") is not None
-    assert window.summary.labels["memory"].text().startswith(f"{section.peak_bytes / 1e9:.1f}")
+    memory = window.summary.labels["memory"].text()
+    assert memory.startswith(f"training peak {section.peak_bytes / 1e9:.1f}/")
 
 
 def test_recompute_and_optimizer_pickers(qtbot: Any, window: MainWindow) -> None:

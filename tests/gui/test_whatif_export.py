@@ -11,7 +11,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog
 
 from llm_planner.gui.main_window import MainWindow
-from tests.gui.test_whatif_tab import _click_check, _whatif_tab
+
+from .test_whatif_tab import _click_check, _whatif_tab
 
 
 @pytest.mark.parametrize(("action", "suffix"), [("export_md", ".md"), ("export_csv", ".csv")])

@@ -178,19 +178,34 @@ def estimate_whatif(scenario: Scenario, report: Estimated) -> WhatIfReport:
 
 
 def whatif_json(whatif: WhatIfReport) -> dict[str, Any]:
-    """The planned parts as JSON (SI units), absent parts left out. A time that never ends
-    (no group holds a whole replica, no engine holds a sequence: ``math.inf``) is ``null``,
-    as JSON has no infinity and ``report --json`` writes strict JSON."""
-    data: dict[str, Any] = _finite(whatif.model_dump(mode="json", exclude_none=True))
+    """The planned parts as JSON (SI units), absent parts left out.
+
+    JSON has no infinity: a figure that cannot be computed (an RL step whose engine holds no
+    sequence takes forever) is ``null``, and the part's ``not_computed`` maps its dotted
+    path to the reason (the part's first problem), as the text report prints "—"."""
+    data = whatif.model_dump(mode="json", exclude_none=True)
+    for name, part in data.items():
+        missing: list[str] = []
+        data[name] = _finite_or_null(part, "", missing)
+        if missing:
+            problems = part.get("problems") or []
+            reason = problems[0] if problems else "not a finite number"
+            data[name]["not_computed"] = dict.fromkeys(missing, reason)
     return data
 
 
-def _finite(node: Any) -> Any:
-    """``node`` with every non-finite float replaced by None (lists and dicts walked)."""
-    if isinstance(node, dict):
-        return {key: _finite(value) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_finite(value) for value in node]
-    if isinstance(node, float) and not math.isfinite(node):
+def _finite_or_null(value: Any, path: str, missing: list[str]) -> Any:
+    """``value`` with every non-finite float replaced by None, their paths in ``missing``
+    (list items as ``*``: ``curve.*.rollout_seconds``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if path not in missing:
+            missing.append(path)
         return None
-    return node
+    if isinstance(value, dict):
+        return {
+            k: _finite_or_null(v, f"{path}.{k}" if path else str(k), missing)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_finite_or_null(v, f"{path}.*" if path else "*", missing) for v in value]
+    return value

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_planner import __version__
 from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.presets import get_preset, model_presets
+from llm_planner.core.primitives.version import __version__
 from llm_planner.core.sections.parallelism import scenario_layout
 
 
