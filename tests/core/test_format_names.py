@@ -12,7 +12,7 @@ import json
 import pytest
 
 from llm_planner.cli import main
-from llm_planner.cli_parallel import _bandwidth as cli_bandwidth
+from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives.dtypes import DTYPE_ALIASES, DTYPES, canonical_dtype
 from llm_planner.core.primitives.units import UnitError, parse_bandwidth
 from llm_planner.core.quantities.quantization import (
@@ -183,7 +183,9 @@ RATES = [
 @pytest.mark.parametrize(("text", "bytes_per_s"), RATES)
 def test_data_rates(text: str, bytes_per_s: float) -> None:
     assert parse_bandwidth(text) == pytest.approx(bytes_per_s)
-    assert cli_bandwidth(text) == pytest.approx(bytes_per_s)
+    # the network field's description, which both the window and --inter-node-bandwidth use
+    network = input_at("parallelism.inter_node_bandwidth_bytes_per_s")
+    assert network.parse(text) == pytest.approx(bytes_per_s)
 
 
 @pytest.mark.parametrize("text", ["400gb/s", "400gb", "400 mb/s"])
