@@ -60,16 +60,8 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
         "A100-40GB, RTX 4090, 4090; echoed), or a GPU JSON file",
     )
     add_inputs(model, registry.MODEL)
-    add_inputs(parser.add_argument_group(registry.COMPUTE), registry.COMPUTE)
-    inference = parser.add_argument_group(registry.INFERENCE)
-    inference.add_argument(
-        "--weights-dtype",
-        metavar="D",
-        help="weights dtype or quantized format (bf16, fp8, int4, nvfp4, q4_k_m, iq2_xxs, "
-        "gptq_int3_g128...; bfloat16, awq, gptq, fp4 are read as the format they name, "
-        "echoed)",
-    )
-    add_inputs(inference, registry.INFERENCE)
+    for title in (registry.COMPUTE, registry.INFERENCE):
+        add_inputs(parser.add_argument_group(title), title)
     for module in OPTION_GROUPS:
         group = parser.add_argument_group(_GROUP_OF[module])
         add_inputs(group, _GROUP_OF[module])
@@ -77,10 +69,10 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _model_changes(args: argparse.Namespace, base: Any) -> dict[str, Any]:
-    """The changes ``--model``, ``--params``, ``--gpu`` (the GPU before ``--gpu-memory``,
-    which edits it) and ``--weights-dtype`` make; a name read as another is echoed."""
+    """The changes ``--model``, ``--params`` and ``--gpu`` make (the GPU before
+    ``--gpu-memory``, which edits it). ``--gpu`` takes a catalog id, a name as people type
+    it (echoed on stderr) or a GPU JSON file."""
     from llm_planner.core.primitives.gpus import find_gpu
-    from llm_planner.core.quantities.quantization import resolve_weight_format
 
     changes: dict[str, Any] = {}
     if args.model is not None:
@@ -114,14 +106,30 @@ def _model_changes(args: argparse.Namespace, base: Any) -> dict[str, Any]:
             raise UsageError(f"argument --gpu: cannot read {args.gpu!r} ({reason})") from None
         changes["gpu"] = choice.gpu.model_dump(mode="json")
         echo_reading("--gpu", choice.read_as)
-    if args.weights_dtype is not None:
-        try:
-            fmt, reading = resolve_weight_format(args.weights_dtype)
-        except ValueError as error:
-            raise UsageError(f"argument --weights-dtype: {error}") from None
-        changes["inference.weights_format"] = fmt.id
-        echo_reading("--weights-dtype", reading)
     return changes
+
+
+def _echo_readings(changes: dict[str, Any]) -> None:
+    """The names a precision or weights format was given by (``bf16-mixed``, ``bfloat16``,
+    ``awq``...), replaced by the id they mean and echoed on stderr: the scenario's own
+    validators read them the same way, this only says so."""
+    from llm_planner.core.quantities.optimizers import resolve_precision
+    from llm_planner.core.quantities.quantization import resolve_weight_format
+
+    readers: dict[str, tuple[str, Any]] = {
+        "training.precision": ("--precision", resolve_precision),
+        "inference.weights_format": ("--weights-dtype", resolve_weight_format),
+    }
+    for path, (option, resolve) in readers.items():
+        text = changes.get(path)
+        if not isinstance(text, str):
+            continue
+        try:
+            entry, reading = resolve(text)
+        except ValueError as error:
+            raise UsageError(f"argument {option}: {error}") from None
+        changes[path] = entry.id
+        echo_reading(option, reading)
 
 
 def resolve_model(text: str, option: str = "argument --model") -> tuple[str | None, Any]:
@@ -164,7 +172,6 @@ def import_model_arg(text: str, option: str) -> Any:
 
 OPTION_OF_FIELD: dict[str, str] = {
     **input_options(),
-    "inference.weights_format": "--weights-dtype",
     **cli_compute.OPTION_OF_FIELD,
     **cli_training.OPTION_OF_FIELD,
     **cli_parallel.OPTION_OF_FIELD,
@@ -181,6 +188,7 @@ def build_scenario(args: argparse.Namespace) -> Any:
     for group in OPTION_GROUPS:  # --stack first: an --implementation given overrides it
         changes.update(group.apply_options(args, base, changes))
     changes.update(input_changes(args))
+    _echo_readings(changes)
     try:
         return with_changes(base, changes)
     except ValidationError as error:

@@ -15,10 +15,9 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from llm_planner.cli_common import NamesHelp, UsageError, echo_reading
+from llm_planner.cli_common import NamesHelp
 
 OPTION_OF_FIELD = {
-    "training.precision": "--precision",
     "training.recompute": "--recompute",
     "training.recompute_threshold_bytes": "--recompute",
     "training.lora_targets": "--lora-targets",
@@ -72,25 +71,8 @@ def _targets(text: str) -> tuple[str, ...]:
     return tuple(part.strip().lower() for part in text.split(",") if part.strip())
 
 
-def _precisions() -> Iterable[str]:
-    from llm_planner.core.quantities.optimizers import PRECISIONS
-
-    return PRECISIONS
-
-
 def add_options(group: Any) -> None:
-    """The training options that are not one described field each (``--precision`` reads
-    the stacks' names for a recipe and says what it read)."""
-    group.add_argument(
-        "--precision",
-        metavar="P",
-        help=NamesHelp(
-            "precision recipe; the stacks' names are read as they mean them and echoed "
-            "(bf16, bf16-mixed, bfloat16: mixed_bf16; fp16, 16-mixed: mixed_fp16; "
-            "bf16-true: pure_bf16)",
-            _precisions,
-        ),
-    )
+    """The training options that are not one described field each."""
     group.add_argument(
         "--recompute",
         type=_recompute,
@@ -131,16 +113,6 @@ def apply_options(args: argparse.Namespace, base: Any, earlier: dict[str, Any]) 
             ),
         )
         changes.update({f"training.{key}": value for key, value in fields.items()})
-    precision = getattr(args, "precision", None)
-    if precision is not None:
-        from llm_planner.core.quantities.optimizers import resolve_precision
-
-        try:
-            recipe, reading = resolve_precision(precision)
-        except ValueError as error:
-            raise UsageError(f"argument --precision: {error}") from None
-        changes["training.precision"] = recipe.id
-        echo_reading("--precision", reading)
     targets = getattr(args, "lora_targets", None)
     if targets is not None:
         changes["training.lora_targets"] = list(targets)

@@ -197,9 +197,9 @@ class CompareModel(RowsModel[CompareRow]):
 
     def cell_text(self, r: CompareRow, column: int) -> str:
         """A figure's value for one scenario, with its change from the first if it differs."""
-        assert self.comparison is not None
         text = r.texts()[column]
         if r.values[column] is None and self._not_priced(r, column):
+            assert self.comparison is not None
             fits = self.comparison.fits[column] if self.comparison.fits else True
             return f"— ({'not priced' if fits else 'does not fit'})"
         ratio = r.ratios[column]

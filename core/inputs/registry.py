@@ -164,8 +164,8 @@ def parse_bytes(text: str, what: str) -> float:
 
 
 def parse_bandwidth(text: str, what: str) -> float:
-    """Bytes per second (:func:`.units.parse_bandwidth`: ``400 GB/s``, ``400 GB/sec``,
-    ``400GBps``; bits with a lower-case ``b``: ``400 Gb/s`` = ``400 Gbps`` = 50e9)."""
+    """Bytes per second, or bits as network links are sold (``400 Gb/s`` = ``400 Gbps`` =
+    50e9 bytes per second): :func:`.units.parse_bandwidth`, the one reader of data rates."""
     return units.parse_bandwidth(text, what)
 
 
@@ -365,7 +365,7 @@ INPUTS: tuple[Input, ...] = (
         "Weights",
         "weights dtype or quantized format (bf16, fp8, int4, q4_k_m...)",
         kind="choice",
-        cli="--weights-dtype {}",
+        flag="--weights-dtype",
         group=INFERENCE,
         metavar="D",
     ),
@@ -494,7 +494,7 @@ INPUTS: tuple[Input, ...] = (
         "Precision",
         "precision recipe",
         kind="choice",
-        cli="--precision {}",
+        flag="--precision",
         group=TRAINING,
         metavar="P",
         names=_names("llm_planner.core.quantities.optimizers", "PRECISIONS"),

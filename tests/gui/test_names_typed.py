@@ -7,11 +7,16 @@ from typing import Any
 
 import pytest
 
-from llm_planner.cli import build_parser
-from llm_planner.cli_scenario import build_scenario
+from llm_planner.cli_common import input_type
+from llm_planner.core.inputs.registry import INPUTS
 from llm_planner.gui.main_window import MainWindow
 
 from .helpers import type_into
+
+cli_bandwidth = input_type(
+    next(i for i in INPUTS if i.path == "parallelism.inter_node_bandwidth_bytes_per_s")
+)
+"""What ``--inter-node-bandwidth`` reads its text with (argparse's ``type=``)."""
 
 pytestmark = pytest.mark.gui
 
@@ -27,6 +32,4 @@ def test_network_rate_typed_in_bits_or_bytes(
     type_into(qtbot, window, tab.inter_bw, typed)
     stored = window.state.scenario.parallelism.inter_node_bandwidth_bytes_per_s
     assert stored == pytest.approx(bytes_per_s)
-    args = build_parser().parse_args(["report", f"--inter-node-bandwidth={typed.replace(' ', '')}"])
-    cli = build_scenario(args).parallelism.inter_node_bandwidth_bytes_per_s
-    assert stored == pytest.approx(cli)
+    assert stored == pytest.approx(cli_bandwidth(typed.replace(" ", "")))
