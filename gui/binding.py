@@ -410,9 +410,12 @@ class Binder(QObject):
         path: str,
         label: str,
         tooltip: str = "",
+        *,
         unset: Callable[[], Any] | None = None,
+        also: Callable[[Any], dict[str, Any]] | None = None,
     ) -> None:
-        """A picker whose items carry their values as item data."""
+        """A picker whose items carry their values as item data; ``also(value)``: other
+        fields set in the same step when ``value`` is chosen (a policy and its parameter)."""
 
         def show(current: Any) -> None:
             index = combo.findData(current)
@@ -423,7 +426,9 @@ class Binder(QObject):
 
         def changed(index: int) -> None:
             if index >= 0:
-                self.commit(combo, path, lambda: combo.itemData(index), label, merge=False)
+                value = combo.itemData(index)
+                extra = also(value) if also is not None else None
+                self.commit(combo, path, lambda: value, label, merge=False, also=extra)
 
         combo.currentIndexChanged.connect(changed)
         self._add(combo, path, show, tooltip, unset)
