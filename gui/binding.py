@@ -245,6 +245,9 @@ class Binder(QObject):
         self.errors: dict[QWidget, str] = {}
         self._shown: dict[int, tuple[type, Any]] = {}
         """Per binding, the value its widget was last given by :meth:`refresh`."""
+        self._pending: dict[QWidget, Callable[[], None]] = {}
+        """Per field in error, its commit again (tried after another field's change)."""
+        self._retrying = False
         state.changed.connect(self.refresh)
 
     # -- model → widgets
@@ -290,8 +293,26 @@ class Binder(QObject):
             )
         except (ValidationError, ValueError) as error:
             self.mark_error(widget, f"{label}: {validation_message(error)}")
+            self._pending[widget] = lambda: self.commit(
+                widget, path, make_value, label, merge=merge, also=also
+            )
             return
+        self._pending.pop(widget, None)
         self.clear_error(widget)
+        self._retry_pending()
+
+    def _retry_pending(self) -> None:
+        """Fields refused only because of another field's value (2048 GPUs against an explicit
+        dp·tp·pp of 1024) are tried again once that field changed: clearing DP then takes
+        the 2048 GPUs that were typed, and the error goes."""
+        if self._retrying or not self._pending:
+            return
+        self._retrying = True
+        try:
+            for retry in list(self._pending.values()):
+                retry()
+        finally:
+            self._retrying = False
 
     def mark_error(self, widget: QWidget, message: str) -> None:
         self.errors[widget] = message
@@ -301,6 +322,7 @@ class Binder(QObject):
         self.error_changed.emit(message)
 
     def clear_error(self, widget: QWidget) -> None:
+        self._pending.pop(widget, None)
         if self.errors.pop(widget, None) is None:
             return
         widget.setStyleSheet("")
