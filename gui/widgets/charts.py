@@ -331,6 +331,7 @@ class MemoryBars(QWidget):
         )
         if self._last.get("capacity") != capacity_bytes:
             self._last["capacity"] = capacity_bytes
+            self._last.pop("capacity_label", None)
             self.capacity_line.setValue(capacity_gb)
             self.capacity_line.label.setText(f"capacity {units.format_gb(capacity_bytes)}")
         self._draw_labels(left, totals, capacity_gb)
@@ -388,19 +389,41 @@ class MemoryBars(QWidget):
         kept = self._last.get("range")
         # the axis stays put while the bars still fit and fill at least a quarter of it: an edit
         # that moves a bar then repaints the bar, not the axis and the whole plot
-        if isinstance(kept, tuple) and kept[2] == n and STILL_SHARE * kept[1] <= needed <= kept[1]:
-            return
-        x_range = (0.0, nice_ceiling(needed), n)
-        if kept != x_range:
+        still = (
+            isinstance(kept, tuple) and kept[2] == n and STILL_SHARE * kept[1] <= needed <= kept[1]
+        )
+        x_range = kept if still else (0.0, nice_ceiling(needed), n)
+        if kept != x_range and isinstance(x_range, tuple):
             self._last["range"] = x_range
             # a band above the first bar keeps the capacity label off the bars and unclipped
             plot.getViewBox().setRange(
                 xRange=(x_range[0], x_range[1]), yRange=(-1.05, max(n - 0.4, 0.6)), padding=0
             )
-            # the capacity label reads right of its line, or left of it when the line is in
-            # the right half (there it would run off the plot: "capacity 8")
-            right_half = capacity_gb > 0.5 * x_range[1]
-            self.capacity_line.label.setAnchor((1.0, 0.0) if right_half else (0.0, 0.0))
+        self._place_capacity_label(capacity_gb, view_px)
+
+    def _place_capacity_label(self, capacity_gb: float, view_px: float) -> None:
+        """The capacity label right of its line, else left of it, else only the size: never
+        run off the plot ("capacity 8")."""
+        kept = self._last.get("range")
+        if not isinstance(kept, tuple) or kept[1] <= 0 or view_px <= 50:
+            return
+        full = f"capacity {units.format_gb(self.capacity)}"
+        metrics = self.fontMetrics()
+        right_px = (kept[1] - capacity_gb) / kept[1] * view_px
+        left_px = capacity_gb / kept[1] * view_px
+        text, anchor = full, (0.0, 0.0)
+        needed = metrics.horizontalAdvance(full) + 8
+        if right_px < needed:
+            if left_px >= needed:
+                anchor = (1.0, 0.0)
+            else:
+                text = units.format_gb(self.capacity)
+                short = metrics.horizontalAdvance(text) + 8
+                anchor = (0.0, 0.0) if right_px >= short or right_px >= left_px else (1.0, 0.0)
+        if self._last.get("capacity_label") != (text, anchor):
+            self._last["capacity_label"] = (text, anchor)
+            self.capacity_line.label.setText(text)
+            self.capacity_line.label.setAnchor(anchor)
 
     @staticmethod
     def _set_bars(item: pg.BarGraphItem, **arrays: np.ndarray) -> None:
