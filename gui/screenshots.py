@@ -78,14 +78,14 @@ def _sample_library() -> None:
 
 def heavy_states() -> list[tuple[str, object]]:
     """(name, scenario) of the states that stress the layout: long figures, busy charts."""
-    from llm_planner.core.composition.calibration import Measurement
     from llm_planner.core.composition.scenario import default_scenario
-    from llm_planner.core.composition.whatif.inputs import (
+    from llm_planner.core.composition.whatif.mixed import preset_cluster
+    from llm_planner.core.inputs.calibration import Measurement
+    from llm_planner.core.inputs.whatif import (
         CompressionInputs,
         MultimodalInputs,
         RLInputs,
     )
-    from llm_planner.core.composition.whatif.mixed import preset_cluster
     from llm_planner.core.primitives.gpus import get_gpu
     from llm_planner.core.primitives.presets import get_preset
 
