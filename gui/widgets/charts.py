@@ -87,7 +87,10 @@ class ThemedPlot(pg.PlotWidget):
         self.getPlotItem().hideButtons()
         if not interactive:
             self.setMouseEnabled(x=False, y=False)
-        self.setMinimumHeight(150)
+        # low enough that at 1024×640 a tab's charts, titles and legends all fit their pane:
+        # a layout below its minimum draws its rows over each other (an x-axis name over the
+        # tick labels)
+        self.setMinimumHeight(100)
         # a chart draws no focus frame and takes no keys: Tab passes it by, so the focus is
         # always on something that shows it
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -619,6 +622,11 @@ class SeriesChart(QWidget):
         layout.addWidget(self.info)
         self.right_axis: pg.ViewBox | None = None
 
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if self.log_x and event.size().width() != event.oldSize().width():
+            self._log_ticks()  # how many labels fit depends on the width
+
     def _legend(self, key: str, label: str, colour: str, glyph: str) -> None:
         if label:
             self.legend_entries.append((key, label, colour, glyph))
@@ -815,7 +823,10 @@ class SeriesChart(QWidget):
         if self.log_x and xs:
             values = sorted(set(xs))
             if all(_power_of_two(v) for v in values):  # GPU counts, contexts: 1k = 1024
-                stride = max(1, math.ceil(len(values) / 7))
+                # at most 7 labels, fewer when the chart is narrow ("32 128512 2k" ran together)
+                label_px = self.fontMetrics().horizontalAdvance("128k") + 16
+                room = max(2, int((self.plot.width() - 60) / label_px))
+                stride = max(1, math.ceil(len(values) / min(7, room)))
                 ticks = [(math.log10(v), binary_count(v)) for v in values[::stride]]
             else:  # parameters, tokens: decades, 100M 1B 10B, never 268M 1.21B 5.5B
                 low = math.floor(math.log10(min(values)))
