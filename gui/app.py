@@ -19,48 +19,6 @@ def _needs_offscreen() -> bool:
     return False
 
 
-_WHEEL_GUARD: list[object] = []
-"""The one filter object (kept alive here) shared by every guarded widget."""
-
-
-def guard_wheel(root: object) -> None:
-    """Pickers and spin boxes under ``root`` that the user has not clicked (or tabbed) into
-    ignore the mouse wheel, which scrolls the form instead: scrolling a long form otherwise
-    turns whatever passes under the pointer ("interleaved 1F1B" became "GPipe": 74 → 139 GB
-    per GPU). Once focused, the wheel changes them as usual. Applied once per form (a
-    filter on these widgets only, not on every event of the application)."""
-    from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
-    from PySide6.QtWidgets import QAbstractScrollArea, QAbstractSpinBox, QComboBox, QWidget
-
-    assert isinstance(root, QWidget)
-
-    class WheelGuard(QObject):
-        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
-            if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget):
-                return False
-            if watched.hasFocus():
-                return False
-            area = watched.parentWidget()
-            while area is not None and not isinstance(area, QAbstractScrollArea):
-                area = area.parentWidget()
-            if area is not None:  # the form scrolls, as if the pointer were over a label
-                QCoreApplication.sendEvent(area.verticalScrollBar(), event)
-            return True
-
-    if not _WHEEL_GUARD:
-        _WHEEL_GUARD.append(WheelGuard())
-    guard = _WHEEL_GUARD[0]
-    assert isinstance(guard, QObject)
-    for widget in (*root.findChildren(QComboBox), *root.findChildren(QAbstractSpinBox)):
-        if widget.property("wheelGuarded"):
-            continue
-        widget.setProperty("wheelGuarded", True)
-        # a wheel must not give focus either (Qt.WheelFocus is their default)
-        if widget.focusPolicy() == Qt.FocusPolicy.WheelFocus:
-            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        widget.installEventFilter(guard)
-
-
 def make_application(argv: list[str] | None = None) -> object:
     """The QApplication (created once), with high-DPI rounding and app metadata."""
     from PySide6.QtCore import Qt

@@ -41,8 +41,7 @@ from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.core.primitives import units
 from llm_planner.core.primitives.reading import FileReadError, check_regular
 from llm_planner.gui import export_config, settings
-from llm_planner.gui.app import guard_wheel
-from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.binding import Binder, ScenarioState, guard_wheel, validation_message
 from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
 from llm_planner.gui.widgets.measurements import LOG_SUFFIXES, drop_log
