@@ -423,10 +423,15 @@ class MemoryBars(QWidget):
                 text = units.format_gb(self.capacity)
                 short = metrics.horizontalAdvance(text) + 8
                 anchor = (0.0, 0.0) if right_px >= short or right_px >= left_px else (1.0, 0.0)
-        if self._last.get("capacity_label") != (text, anchor):
-            self._last["capacity_label"] = (text, anchor)
+        # 14 px below the top edge: the label (centred on its point) stays inside the plot
+        view_height = self.plot.getPlotItem().getViewBox().height()
+        position = min(0.45, 14.0 / view_height) if view_height > 0 else 0.04
+        wanted = (text, anchor, round(position, 3))
+        if self._last.get("capacity_label") != wanted:
+            self._last["capacity_label"] = wanted
             self.capacity_line.label.setText(text)
             self.capacity_line.label.setAnchor(anchor)
+            self.capacity_line.label.setPosition(position)
 
     @staticmethod
     def _set_bars(item: pg.BarGraphItem, **arrays: np.ndarray) -> None:

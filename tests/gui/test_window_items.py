@@ -242,6 +242,10 @@ def test_heavy_states_cut_nothing(
         if label.text():
             right = view.mapFromItemToView(label, label.boundingRect()).boundingRect().right()
             assert right <= view.viewRange()[0][1], label.text()
+    # the capacity label inside the chart (no title above the plot any more to run into)
+    label = tab.zero_bars.capacity_line.label
+    drawn = label.mapRectToScene(label.boundingRect())
+    assert tab.zero_bars.plot.sceneRect().contains(drawn), (label.toPlainText(), drawn)
     # the header's fields show their whole text
     for edit in (window.bar.gpu_memory, window.bar.num_gpus):
         assert edit.fontMetrics().horizontalAdvance(edit.text()) <= edit.width() - 6
