@@ -300,7 +300,7 @@ class MemoryBars(QWidget):
         self._resize_timer.setInterval(0)
         self._resize_timer.timeout.connect(self._redo_layout)
         self.plot.scene().sigMouseMoved.connect(self._hover)
-        self.plot.setMinimumHeight(130)
+        self.plot.setMinimumHeight(80)  # under the 1024×640 inference bars sit the fit buttons
 
     def set_rows(self, rows: Sequence[BarRow], capacity_bytes: float) -> None:
         """Redraw in place: ``rows`` top to bottom, capacity line at ``capacity_bytes``."""
