@@ -389,12 +389,16 @@ training's)."""
 def apply_row(scenario: Any, row: SearchRow) -> Any:
     """``scenario`` with a search row's layout: the parallelism inputs of :data:`ROW_FIELDS`,
     the micro-batch and the recomputation policy; an FSDP name is dropped, since the row
-    states its ZeRO stage. Validated as a whole (a row always applies to the scenario it
-    was searched for)."""
+    states its ZeRO stage. dp is left unset (GPUs ÷ (tp·pp)) where that is the row's.
+    Validated as a whole (a row always applies to the scenario it was searched for)."""
     data = scenario.model_dump()
     parallel = data["parallelism"]
     for key, name in ROW_FIELDS.items():
         parallel[name] = getattr(row, key)
+    if row.dp * row.tp * row.pp == scenario.num_gpus:
+        # dp is what the GPU count leaves: kept as "from the GPU count", it follows a later
+        # change of the count instead of contradicting it
+        parallel["dp"] = None
     parallel["fsdp_strategy"] = None
     data["training"]["micro_batch"] = row.micro_batch
     data["training"]["recompute"] = row.recompute
