@@ -63,6 +63,7 @@ from llm_planner.core.files.library_index import (
     _row_ok,
     _stamp,
     _valid_key,
+    disk_error,
     slugify,
 )
 from llm_planner.core.files.store import (
@@ -473,30 +474,53 @@ class Library:
     def rename(self, key: str, new_name: str) -> Saved:
         """Give entry ``key`` a new name (and key): journaled, then the new file is written
         before the old is removed, so a kill at any moment leaves one of the two names
-        (finished on the next start)."""
+        (finished on the next start). A name another entry has gets " (2)"... as
+        :meth:`save_as` gives it, so no two entries share a name."""
         with self.locked():
             scenario = self.open(key)
             renamed = Scenario.model_validate(
                 {**scenario.model_dump(), "name": new_name}
             )  # name length, cleaning
-            if slugify(renamed.name) == slugify(scenario.name) or slugify(renamed.name) == key:
-                return self.save(renamed, key)
+            unique = self._unique_name(renamed.name, ignore_key=key)
+            if unique != renamed.name:
+                renamed = Scenario.model_validate({**renamed.model_dump(), "name": unique})
             old = self.path_of(key)
-            entries: list[Path] = []
+            try:
+                if slugify(renamed.name) == slugify(scenario.name) or slugify(renamed.name) == key:
+                    return self.save(renamed, key)
+                return self._replace("rename", old, renamed, touch=True)
+            except OSError as error:
+                raise disk_error(old, "rename it", error) from None
 
-            def journal(path: Path) -> None:
-                for stale in entries:
-                    stale.unlink()
-                entries[:] = [
-                    self._journal("rename", old=self._relative(old), new=self._relative(path))
-                ]
+    def _replace(self, op: str, old: Path, scenario: Scenario, *, touch: bool) -> Saved:
+        """Write ``scenario`` under a fresh key, then remove ``old`` (a rename or a restore):
+        journaled first, so a kill at any moment leaves one of the two (finished on the
+        next start). When the write fails (a full or read-only disk) ``old`` stays and so
+        does nothing else: the journal entry goes unless the new file was written whole,
+        and an entry naming a file that was never written would let a later file of that
+        name remove ``old`` on the next start."""
+        entries: list[Path] = []
+        targets: list[Path] = []
 
-            saved = self._write_new(renamed, before=journal)
-            old.unlink()
-            fsync_dir(self.folder)
-            for entry in entries:
-                entry.unlink()
-            return saved
+        def journal(path: Path) -> None:
+            for stale in entries:
+                stale.unlink()
+            entries[:] = [self._journal(op, old=self._relative(old), new=self._relative(path))]
+            targets[:] = [path]
+
+        try:
+            saved = self._write_new(scenario, touch=touch, before=journal)
+        except BaseException:
+            if not (targets and targets[0].exists()):
+                for entry in entries:
+                    with contextlib.suppress(OSError):
+                        entry.unlink()
+            raise
+        old.unlink()
+        fsync_dir(old.parent)
+        for entry in entries:
+            entry.unlink()
+        return saved
 
     def duplicate(self, key: str, name: str | None = None) -> Saved:
         """A copy of ``key`` as a new entry (default name: "<name> (copy)")."""
@@ -516,7 +540,10 @@ class Library:
             name = key
             with contextlib.suppress(ScenarioFileError):
                 name = load_scenario_file(path).name
-            moved = self._move(path, self.trash_folder)
+            try:
+                moved = self._move(path, self.trash_folder)
+            except OSError as error:
+                raise disk_error(path, "move it to the trash", error) from None
         return self._trash_item(moved, name)
 
     def _trash_item(self, path: Path, name: str | None = None) -> TrashItem:
@@ -553,25 +580,11 @@ class Library:
             if not path.is_file():
                 raise LibraryError(f"nothing called {trash_id!r} in the trash")
             scenario = load_scenario_file(path)
-            entries: list[Path] = []
-
-            def journal(new: Path) -> None:
-                for stale in entries:
-                    stale.unlink()
-                entries[:] = [
-                    self._journal("restore", old=self._relative(path), new=self._relative(new))
-                ]
-
-            saved = self._write_new(
-                scenario.model_copy(update={"name": self._unique_name(scenario.name)}),
-                touch=False,
-                before=journal,
-            )
-            path.unlink()
-            fsync_dir(self.trash_folder)
-            for entry in entries:
-                entry.unlink()
-            return saved
+            restored = scenario.model_copy(update={"name": self._unique_name(scenario.name)})
+            try:
+                return self._replace("restore", path, restored, touch=False)
+            except OSError as error:
+                raise disk_error(path, f"restore it into {self.folder}", error) from None
 
     def purge_trash(self, older_than_seconds: float = 0.0) -> int:
         """Delete for good the trash items deleted more than ``older_than_seconds`` ago."""
@@ -580,7 +593,10 @@ class Library:
         with self.locked():
             for item in self.trash():
                 if (now - item.deleted).total_seconds() >= older_than_seconds:
-                    item.path.unlink()
+                    try:
+                        item.path.unlink()
+                    except OSError as error:
+                        raise disk_error(item.path, "delete it for good", error) from None
                     count += 1
         return count
 

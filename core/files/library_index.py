@@ -8,6 +8,7 @@ for the rules they keep.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import threading
@@ -41,6 +42,17 @@ _MAX_SLUG = 60
 
 class LibraryError(ValueError):
     """A library operation was refused (unknown or ambiguous name, bad key...)."""
+
+
+CANNOT_WRITE = frozenset(
+    {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+)
+"""The errors of a disk that cannot take a write (read-only, full, over a size limit)."""
+
+
+def disk_error(path: Path, doing: str, error: OSError) -> LibraryError:
+    """A disk error of a library operation as one line naming the file (no traceback)."""
+    return LibraryError(f"{path}: cannot {doing} ({error.strerror or type(error).__name__})")
 
 
 @dataclass(frozen=True)
@@ -153,15 +165,24 @@ def _move_aside(
             continue
         entry = journal(target) if journal is not None else None
         try:
-            os.link(source, target)
-        except FileExistsError:
-            if entry is not None:
-                entry.unlink()
-            continue
+            try:
+                os.link(source, target)
+            except FileExistsError:
+                if entry is not None:
+                    entry.unlink()
+                continue
+            except OSError:
+                os.replace(source, target)
+            else:
+                source.unlink()
         except OSError:
-            os.replace(source, target)
-        else:
-            source.unlink()
+            # Nothing moved (or the move is whole: then the journal finishes it on the
+            # next start); an entry naming a target that does not exist must not stay, or
+            # a later file of that name would make the next start remove the source.
+            if entry is not None and not target.exists():
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+            raise
         fsync_dir(folder)
         fsync_dir(source.parent)
         if entry is not None:
@@ -252,8 +273,19 @@ class _ProcessLock:
             import fcntl
         except ImportError:  # Windows: no advisory locks here; writes stay atomic
             return
-        make_folders(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            make_folders(self.path.parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            if error.errno not in CANNOT_WRITE:
+                raise
+            # A read-only or full disk: an existing lock file still locks when opened
+            # for reading (flock does not need write access); without one, nothing this
+            # process could do changes the library, and its reads need no lock.
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except OSError:
+                return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
