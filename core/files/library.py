@@ -28,8 +28,6 @@ thousands of scenarios reads only the files that changed.
 from __future__ import annotations
 
 import contextlib
-import errno
-import hashlib
 import json
 import os
 import re
@@ -39,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.files import paths
+from llm_planner.core.files import library_recovery, paths
 from llm_planner.core.files.library_index import (
     IMPORT_INDEX_SLACK,
     INDEX_FORMAT,
@@ -76,10 +74,7 @@ from llm_planner.core.files.store import (
     fsync_dir,
     load_scenario_file,
     make_folders,
-    parse_document,
     save_scenario_file,
-    scenario_document,
-    scenario_from_document,
     stamped,
 )
 
@@ -695,64 +690,20 @@ class Library:
 
     # -------------------------------------------------------------- autosave and recovery
 
-    def _recovery_path(self, key: str) -> Path:
-        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
-        return self.recovery_folder / f"{digest}{RECOVERY_SUFFIX}"
-
     def write_recovery(self, scenario: Scenario, key: str) -> Path:
         """Autosave unsaved edits of the editor session ``key`` (a library key or any id)."""
-        document = {
-            "format": RECOVERY_FORMAT,
-            "key": key,
-            "saved": datetime.now(UTC).isoformat(),
-            "scenario": scenario_document(scenario),
-        }
-        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-        data = text.encode("utf-8")
-        if len(data) > MAX_FILE_BYTES + 10_000:  # the limit it is read back with
-            raise OSError(errno.EFBIG, "the recovery copy would be over its read limit")
-        path = self._recovery_path(key)
-        atomic_write_bytes(path, data)
-        return path
+        return library_recovery.write_recovery(self.recovery_folder, scenario, key)
 
     def pending_recoveries(self) -> list[Recovery]:
         """Recovery copies left by a session that did not save or discard them (newest first).
 
         An unreadable copy is moved to ``quarantine/`` rather than offered or deleted.
         """
-        if not self.recovery_folder.is_dir():
-            return []
-        found: list[Recovery] = []
-        for path in sorted(self.recovery_folder.glob(f"*{RECOVERY_SUFFIX}")):
-            try:
-                found.append(self._read_recovery(path))
-            except ScenarioFileError:
-                with contextlib.suppress(OSError, LibraryError):
-                    _move_aside(path, self.quarantine_folder, path.name)
-        return sorted(found, key=lambda r: r.saved, reverse=True)
-
-    def _read_recovery(self, path: Path) -> Recovery:
-        from llm_planner.core.files.store import read_limited
-
-        source = str(path)
-        document = parse_document(read_limited(path, MAX_FILE_BYTES + 10_000), source)
-        key = document.get("key")
-        if document.get("format") != RECOVERY_FORMAT or not isinstance(key, str):
-            raise ScenarioFileError(source, "format", "not a recovery file")
-        try:
-            saved = datetime.fromisoformat(str(document.get("saved")))
-        except ValueError:
-            raise ScenarioFileError(source, "saved", "not a time") from None
-        inner = document.get("scenario")
-        if not isinstance(inner, dict):
-            raise ScenarioFileError(source, "scenario", "missing")
-        scenario = scenario_from_document(inner, source)
-        return Recovery(key=key, saved=saved, scenario=scenario, path=path)
+        return library_recovery.pending_recoveries(self.recovery_folder, self.quarantine_folder)
 
     def discard_recovery(self, key: str) -> None:
         """Forget the recovery copy of ``key`` (after a save, or when the user declines it)."""
-        with contextlib.suppress(FileNotFoundError):
-            self._recovery_path(key).unlink()
+        library_recovery.discard_recovery(self.recovery_folder, key)
 
 
 def export_scenario(scenario: Scenario, path: Path, *, overwrite: bool = False) -> Path:
