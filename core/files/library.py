@@ -454,17 +454,26 @@ class Library:
     def save(self, scenario: Scenario, key: str | None = None) -> Saved:
         """Save over ``key`` (atomic), or as a new entry when ``key`` is None."""
         if key is None:
-            return self._write_new(scenario)
+            try:
+                return self._write_new(scenario)
+            except OSError as error:
+                raise disk_error(self.folder, f"save {scenario.name!r} there", error) from None
         path = self.path_of(key)
         with self.locked():
-            written = save_scenario_file(scenario, path)
+            try:
+                written = save_scenario_file(scenario, path)
+            except OSError as error:
+                raise disk_error(path, "save it", error) from None
         return Saved(key, path, written)
 
     def save_as(self, scenario: Scenario, name: str | None = None) -> Saved:
         """Save a copy under a new key (and a name no other entry has); replaces nothing."""
         with self.locked():
             new_name = self._unique_name(name if name is not None else scenario.name)
-            return self._write_new(scenario.model_copy(update={"name": new_name}))
+            try:
+                return self._write_new(scenario.model_copy(update={"name": new_name}))
+            except OSError as error:
+                raise disk_error(self.folder, f"save {new_name!r} there", error) from None
 
     def rename(self, key: str, new_name: str) -> Saved:
         """Give entry ``key`` a new name (and key): journaled, then the new file is written

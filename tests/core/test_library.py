@@ -436,3 +436,28 @@ def test_a_delete_whose_move_fails_keeps_the_entry_and_no_journal(
     assert _files(library.journal_folder) == []
     assert library.open(saved.key).notes == "still here"
     assert Library().trash() == []
+
+
+def test_a_save_on_a_full_disk_is_one_message_naming_the_file_and_keeps_the_old_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import errno
+
+    library = Library()
+    saved = library.save_as(_scenario("Kept", "the saved version"))
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", full)
+        with pytest.raises(LibraryError, match="No space left on device") as over:
+            library.save(_scenario("Kept", "an edit that did not fit"), saved.key)
+        with pytest.raises(LibraryError, match="No space left on device") as new:
+            library.save_as(_scenario("Another"))
+    assert str(over.value).startswith(f"{saved.path}: ")
+    assert str(new.value).startswith(f"{library.folder}: ")
+    assert "'Another'" in str(new.value)
+    assert library.open(saved.key).notes == "the saved version"
+    assert [e.name for e in library.listing().entries] == ["Kept"]
+    assert [p for p in _files(library.folder) if p.startswith(".")] == []  # no temp left
