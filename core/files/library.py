@@ -452,7 +452,9 @@ class Library:
     # -------------------------------------------------------------- writing
 
     def save(self, scenario: Scenario, key: str | None = None) -> Saved:
-        """Save over ``key`` (atomic), or as a new entry when ``key`` is None."""
+        """Save over ``key`` (atomic), or as a new entry when ``key`` is None. A name another
+        entry has (the window's name field edited, then saved over the entry) gets " (2)"...
+        as :meth:`rename` gives it, so no two entries share a name."""
         if key is None:
             try:
                 return self._write_new(scenario)
@@ -460,6 +462,9 @@ class Library:
                 raise disk_error(self.folder, f"save {scenario.name!r} there", error) from None
         path = self.path_of(key)
         with self.locked():
+            unique = self._unique_name(scenario.name, ignore_key=key)
+            if unique != scenario.name:
+                scenario = scenario.model_copy(update={"name": unique})
             try:
                 written = save_scenario_file(scenario, path)
             except OSError as error:

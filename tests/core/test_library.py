@@ -461,3 +461,17 @@ def test_a_save_on_a_full_disk_is_one_message_naming_the_file_and_keeps_the_old_
     assert library.open(saved.key).notes == "the saved version"
     assert [e.name for e in library.listing().entries] == ["Kept"]
     assert [p for p in _files(library.folder) if p.startswith(".")] == []  # no temp left
+
+
+def test_saving_over_an_entry_under_a_name_another_entry_has_gives_a_fresh_one() -> None:
+    """The window's name field edited to another entry's name, then Save over the entry:
+    the same duplicate a rename could make (issue 29 item 9)."""
+    library = Library()
+    library.save_as(_scenario("Alpha", num_gpus=8))
+    beta = library.save_as(_scenario("Beta", num_gpus=16))
+    saved = library.save(_scenario("ALPHA", num_gpus=16), beta.key)
+    assert saved.key == beta.key
+    assert saved.scenario.name == "ALPHA (2)"
+    assert sorted(e.name for e in library.listing().entries) == ["ALPHA (2)", "Alpha"]
+    again = library.save(_scenario("ALPHA (2)", num_gpus=32), beta.key)  # its own name
+    assert again.scenario.name == "ALPHA (2)"
