@@ -230,3 +230,30 @@ def test_restore_over_the_file_size_limit_is_one_line_and_loses_nothing(
     assert sorted(p.name for p in (root / paths.JOURNAL_FOLDER).glob("*")) == []
     assert _state(root) == before
     assert _state(root) == before
+
+
+@pytest.mark.parametrize(("command", "folder"), [(["list"], "scenarios"), (["trash"], "trash")])
+def test_an_unreadable_library_folder_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    folder: str,
+) -> None:
+    _library_with_one_saved_and_one_deleted()
+    target = paths.data_dir() / folder
+
+    def refusing(real: Callable[..., Any]) -> Callable[..., Any]:
+        def refuse(path: Any = ".") -> Any:
+            if Path(os.fsdecode(path)) == target:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fsdecode(path))
+            return real(path)
+
+        return refuse
+
+    capsys.readouterr()
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "scandir", refusing(os.scandir))
+        patch.setattr(os, "listdir", refusing(os.listdir))
+        status = main(command)
+    assert status == 2
+    _one_line(capsys.readouterr().err, str(target), os.strerror(errno.EACCES))
