@@ -694,7 +694,102 @@ def _nanotron() -> list[str]:
             f"({g.best_predicted.measured_tokens_per_s_per_gpu:,.0f}) | "
             f"{100 * g.best_shortfall:.1f}% | {rho_clean:.2f} |"
         )
+    return [*out, "", *_ranking(sw, rows)]
+
+
+def _ranking(sw: ModuleType, rows: Any) -> list[str]:
+    """The search's uncertainty-aware ranking on the sweep (issue 31, item 4)."""
+    from llm_planner.core.composition import ranking
+
+    ranked = sw.ranked_groups(rows)
+    within = sum(g.ranked_shortfall <= RANKING_TARGET for g in ranked)
+    worst = max(ranked, key=lambda g: g.ranked_shortfall)
+    out = [
+        "### The search's ranking: what the model is least sure of",
+        "",
+        "The search ranks layouts by modeled tokens/s × the 25th percentile of measured ÷ "
+        "modeled throughput over the measured runs with the same mechanisms "
+        "(core/composition/ranking.py: ZeRO stage, pipeline or not, pipeline across nodes, "
+        "TP across nodes, node count; `resources/ranking_uncertainty.json`, written by "
+        "`scripts/gen_ranking_uncertainty.py` from these rows), and shows the 25th-75th "
+        "percentile next to each row (`llm-planner search`, JSON and CSV). Nothing is "
+        "fitted: the percentiles are read off the runs. Checked here with each model's "
+        "groups ranked by the **other** model's runs only (its own held out), against the "
+        "target of issue 31: the layout ranked first measures within "
+        f"{100 * RANKING_TARGET:.0f}% of the best measured in every (model, node count) "
+        f"group. **{within} of {len(ranked)} groups** meet it; the worst is "
+        f"{worst.model} on {worst.nodes} nodes, {100 * worst.ranked_shortfall:.1f}% below "
+        f"(ranked by the modeled figure: {100 * worst.modeled_shortfall:.1f}%).",
+        "",
+        "| Model | Nodes | Best measured | First by the model | Shortfall | First by the "
+        "ranking | Its measured÷model (25-75%, runs) | Shortfall |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for g in ranked:
+        r = g.ranked_first
+        u = ranking.uncertainty(
+            "nanotron",
+            ranking.mechanism_class(r.tp, r.pp, r.zero, 8),
+            r.nodes,
+            exclude_model=g.model,
+        )
+        spread = "—" if u is None else f"{u.low:.2f}-{u.high:.2f} ({u.runs})"
+        out.append(
+            f"| {g.model} | {g.nodes} | {g.best_measured.label} "
+            f"({g.best_measured.measured_tokens_per_s_per_gpu:,.0f}) | {g.modeled_first.label} "
+            f"({g.modeled_first.measured_tokens_per_s_per_gpu:,.0f}) | "
+            f"{100 * g.modeled_shortfall:.1f}% | {r.label} "
+            f"({r.measured_tokens_per_s_per_gpu:,.0f}) | {spread} | "
+            f"{100 * g.ranked_shortfall:.1f}% |"
+        )
+    first, best = worst.ranked_first, worst.best_measured
+    same = ranking.mechanism_class(first.tp, first.pp, first.zero, 8) == (
+        ranking.mechanism_class(best.tp, best.pp, best.zero, 8)
+    )
+    modeled_gap = first.predicted_tokens_per_s_per_gpu / best.predicted_tokens_per_s_per_gpu
+    measured_gap = (best.measured_tokens_per_s_per_gpu or 0.0) / (
+        first.measured_tokens_per_s_per_gpu or 1.0
+    )
+    why = (
+        "its first-ranked and its best-measured layouts are in the same mechanism class "
+        f"({ranking.mechanism_class(best.tp, best.pp, best.zero, 8).describe()}), the model "
+        f"prices the first at {modeled_gap:.2f}× the best, and they measure "
+        f"{measured_gap:.1f}× apart; nothing in the layout the model sees separates them, so "
+        "a rule that did would be fitted to those rows"
+        if same
+        else f"the model prices its first-ranked layout at {modeled_gap:.2f}× the best-measured "
+        f"one and they measure {measured_gap:.1f}× apart"
+    )
+    out += [
+        "",
+        f"Why {worst.model} on {worst.nodes} nodes still misses: {why}.",
+        "",
+        "Each row's uncertainty, by mechanism class and node count (both models' runs: what "
+        "the search uses):",
+        "",
+        "| Class | Nodes | Runs | 25% | Median | 75% |",
+        "|---|---|---|---|---|---|",
+    ]
+    table = sw.uncertainty_table(rows)
+    pooled: dict[tuple[Any, ...], list[float]] = {}
+    for e in table["classes"]:
+        cls = ranking.MechanismClass(
+            e["zero"], e["pipelined"], e["pipeline_across_nodes"], e["tp_across_nodes"]
+        )
+        pooled.setdefault((cls.describe(), e["nodes"]), []).extend(e["ratios"])
+    for (name, nodes), values in sorted(pooled.items()):
+        q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else None
+        cells = (
+            f"{q[0]:.2f} | {statistics.median(values):.2f} | {q[2]:.2f}"
+            if q
+            else f"— | {values[0]:.2f} | —"
+        )
+        out.append(f"| {name} | {nodes} | {len(values)} | {cells} |")
     return [*out, ""]
+
+
+RANKING_TARGET = 0.15
+"""Issue 31: the layout ranked first within 15% of the best measured in every group."""
 
 
 VTRAIN_BEFORE = (0.339, 1.734, 0.866, 0.167)
