@@ -24,11 +24,13 @@ stack's source (issue 31, item 3).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_planner.cli import main
+from llm_planner.core.files import stack_configs as sc
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities.activations import activation_bytes_per_layer, layer_activations
 from llm_planner.core.quantities.stacks import get_stack
@@ -155,3 +157,32 @@ def test_torchtitan_llama_8b_published_peak(capsys: pytest.CaptureFixture[str]) 
     assert eight["peak_bytes"] / GIB == pytest.approx(82.4, rel=0.15)
     assert many["peak_bytes"] / GIB == pytest.approx(67.0, rel=0.16)
     assert (eight["peak_bytes"] - many["peak_bytes"]) / GIB == pytest.approx(82.4 - 67.0, abs=1.0)
+
+
+def _titan_toml(tmp_path: Path, option: str | None) -> Path:
+    path = tmp_path / "llama3_8b.toml"
+    extra = "" if option is None else f'selective_ac_option = "{option}"\n'
+    path.write_text(
+        '[model]\nname = "llama3"\nflavor = "8B"\n\n[training]\nlocal_batch_size = 2\n'
+        'seq_len = 8192\n\n[activation_checkpoint]\nmode = "selective"\n' + extra
+    )
+    return path
+
+
+@pytest.mark.parametrize(("option", "read_as"), [(None, "selective"), ("op", "selective"),
+                                                 ("1", "full"), ("0", "full")])  # fmt: skip
+def test_torchtitan_toml_selective_options(
+    tmp_path: Path, option: str | None, read_as: str
+) -> None:
+    """pytorch/torchtitan@169ba3bd7 (the last TOML-era version) torchtitan/distributed/
+    activation_checkpoint.py: ``selective_ac_option`` "op" is op-level SAC; digits N are
+    ``_apply_layer_sac``, "if not ac_freq or _layer_sac_count % ac_freq == 0" wrap the block
+    in a full checkpoint: 0 and 1 checkpoint every block."""
+    imported = sc.read_config(_titan_toml(tmp_path, option))
+    assert imported.fields["training.recompute"] == read_as
+
+
+def test_torchtitan_layer_level_every_n_is_refused_not_mispriced(tmp_path: Path) -> None:
+    # every 2nd block checkpointed, the others kept whole: neither op-level nor full
+    with pytest.raises(ValueError, match="every N-th block"):
+        sc.read_config(_titan_toml(tmp_path, "2"))
