@@ -12,7 +12,10 @@ stack's source (issue 31, item 3).
   3rd, 5th and 7th matmul (wq, wv, w1, w2) are kept and wk, wo, w3 recomputed.
 - Megatron-LM's selective (``--recompute-granularity selective``, default module core_attn):
   the attention core, which with a fused flash kernel saves no s² tensor, so nothing is
-  dropped (Korthikanti et al. 2022, section 5).
+  dropped (Korthikanti et al. 2022, section 5). Its full granularity
+  (NVIDIA/Megatron-LM@d98e8a64 transformer_config.py ``recompute_method``,
+  ``recompute_num_layers``) is the planner's 'full' with no method, uniform 1, or block
+  covering the stage; other settings are refused on import, not mispriced.
 - nanotron (huggingface/nanotron@2411b022): only ``recompute_layer``
   (config/parallelism_config.py), a ``CheckpointFunction`` around each decoder layer
   (models/llama.py ``_checkpointed_forward``) keeping its ``hidden_states`` input;
@@ -186,3 +189,46 @@ def test_torchtitan_layer_level_every_n_is_refused_not_mispriced(tmp_path: Path)
     # every 2nd block checkpointed, the others kept whole: neither op-level nor full
     with pytest.raises(ValueError, match="every N-th block"):
         sc.read_config(_titan_toml(tmp_path, "2"))
+
+
+def _megatron_sh(tmp_path: Path, recompute: str) -> Path:
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py \\\n"
+        "  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 \\\n"
+        "  --num-layers 32 --micro-batch-size 1 --global-batch-size 64 --seq-length 4096 \\\n"
+        f"  {recompute}\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "recompute",
+    [
+        "--recompute-granularity full",  # no method: "all layers will do recomputation"
+        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+        # block: 8 layers per stage (32 / pp 4), all 8 recomputed
+        "--recompute-granularity full --recompute-method block --recompute-num-layers 8",
+    ],
+)
+def test_megatron_full_that_covers_every_layer_imports_as_full(
+    tmp_path: Path, recompute: str
+) -> None:
+    """NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py
+    (recompute_method, recompute_num_layers)."""
+    imported = sc.read_config(_megatron_sh(tmp_path, recompute))
+    assert imported.fields["training.recompute"] == "full"
+
+
+@pytest.mark.parametrize(
+    "recompute",
+    [
+        # one input kept per 4-layer unit, 4 layers replayed at once
+        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 4",
+        # 2 of the stage's 8 layers recomputed, 6 kept whole
+        "--recompute-granularity full --recompute-method block --recompute-num-layers 2",
+    ],
+)
+def test_megatron_partial_full_recompute_is_refused(tmp_path: Path, recompute: str) -> None:
+    with pytest.raises(ValueError, match="recompute-num-layers"):
+        sc.read_config(_megatron_sh(tmp_path, recompute))
