@@ -418,7 +418,7 @@ def _recompute_split(
             cfg.s * cfg.b * arch.hidden_size * cfg.act / shard_divisor("sp", tp, sequence_parallel)
         )
         return kept, total, -1.0  # -1: the whole layer's forward (computed by the caller)
-    if recompute == "selective" and cfg.profile.selective == "op_sac":
+    if recompute == "selective" and _op_sac_applies(cfg, arch):
         sac = op_sac_tensors(arch, cfg, sequence_parallel, moe_layer=_is_moe_ledger(tensors))
         kept = sum(tensor_bytes(t, tp, sequence_parallel) for t in sac)
         fwd = layer_forward_flops(arch, cfg.s, cfg.b, _is_moe_ledger(tensors)) / tp
@@ -436,6 +436,13 @@ def _recompute_split(
         for x, t in zip(all_bytes, tensors, strict=True)
     )
     return total - dropped, dropped, flops
+
+
+def _op_sac_applies(cfg: LedgerConfig, arch: Architecture) -> bool:
+    """torchtitan's op-level SAC as :func:`op_sac_tensors` reads it: a profile that runs it
+    and a block of attention and MLP (recurrent mixers are not torchtitan models; MLA's
+    matmuls are counted as the standard block's, an approximation)."""
+    return cfg.profile.selective == "op_sac" and arch.recurrent is None
 
 
 def _is_moe_ledger(tensors: list[SavedTensor]) -> bool:
@@ -631,7 +638,7 @@ def layer_activations(
     )
     fwd = float(layer_forward_flops(arch, seq_len, micro_batch, moe)) / tp
 
-    op_sac = recompute == "selective" and cfg.profile.selective == "op_sac"
+    op_sac = recompute == "selective" and _op_sac_applies(cfg, arch)
 
     def keeps(t: SavedTensor, size: float) -> bool:
         if op_sac:

@@ -381,7 +381,7 @@ def training_flops(arch: Architecture, inputs: TrainingInputs) -> TrainingFlops:
             (n, layer_activations_for(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=m))
             for m, n in layer_kinds(arch)
         ]
-        op_sac = get_profile(inputs.implementation).selective == "op_sac"
+        op_sac = get_profile(inputs.implementation).selective == "op_sac" and arch.recurrent is None
         if inputs.recompute == "selective" and not op_sac:
             dropped = any(la.recompute_working_bytes > 0 for _, la in kinds)
             recomputed = attention if dropped else 0.0

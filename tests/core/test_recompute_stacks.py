@@ -232,3 +232,16 @@ def test_megatron_full_that_covers_every_layer_imports_as_full(
 def test_megatron_partial_full_recompute_is_refused(tmp_path: Path, recompute: str) -> None:
     with pytest.raises(ValueError, match="recompute-num-layers"):
         sc.read_config(_megatron_sh(tmp_path, recompute))
+
+
+def test_op_level_selective_leaves_recurrent_mixers_to_the_layer_ledger() -> None:
+    """torchtitan has no recurrent models; a Mamba layer under the torchtitan profile keeps
+    what the attention-core reading keeps (with no attention core: everything)."""
+    mamba = get_preset("mamba-130m").architecture
+    titan = activation_bytes_per_layer(
+        mamba, 2048, 1, recompute="selective", flash=True, profile="torchtitan"
+    )
+    none = activation_bytes_per_layer(
+        mamba, 2048, 1, recompute="none", flash=True, profile="torchtitan"
+    )
+    assert titan == none

@@ -153,7 +153,9 @@ def elementwise_bytes_of(
     fwd, bwd = comm.ELEMENTWISE_PASSES_FORWARD, comm.ELEMENTWISE_PASSES_BACKWARD
     totals = {"none": [0.0, 0.0, 0.0], "selective": [0.0, 0.0, 0.0], "full": [0.0, 0.0, 0.0]}
     column = {"tp": 0, "sp": 1, "none": 2}
-    op_sac = get_profile(training_inputs.implementation).selective == "op_sac"
+    op_sac = (
+        get_profile(training_inputs.implementation).selective == "op_sac" and arch.recurrent is None
+    )
     for moe, n in layer_kinds(arch):
         la = layer_activations_for(arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe)
         for e in la.ledger:
