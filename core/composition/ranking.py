@@ -4,10 +4,11 @@ use the same mechanisms (issue 31, item 4).
 The step-time model prices what it can see. Some mechanisms it prices are contradicted by
 measurement on the cluster it was calibrated on: on the nanotron sweep
 (``resources/ranking_uncertainty.json``, from ``tests/validation/nanotron-sweep-1b-3b.json``,
-the Ultra-Scale Playbook benchmark on 1-64 nodes of 8×H100) pipelines spanning nodes measure
-a third to a tenth of their prediction from 16 nodes up, and at 64 nodes data parallelism
-without a pipeline under ZeRO-0 measures a tenth. The search should not rank such a layout
-first because its modeled figure is high.
+the Ultra-Scale Playbook benchmark on 1-64 nodes of 8×H100) at 64 nodes ZeRO-1 pipelines
+spanning nodes measure a tenth to a third of their prediction (median per class) and ZeRO-0
+without a pipeline about a seventh, while on 2-32 nodes most classes' medians sit within
+20% of the prediction (docs/ACCURACY.md lists every class). The search should not rank such
+a layout first because its modeled figure is high.
 
 A layout's *mechanism class* is what the model is least sure of, read off the layout alone:
 ZeRO stage, whether it pipelines, whether its pipeline spans nodes, whether its tensor-
