@@ -71,6 +71,12 @@ COLUMNS = (
     ("step_seconds", "step", "Modeled step time"),
     ("tokens_per_s", "tok/s", "Tokens per second, whole cluster"),
     ("mfu", "MFU", "Model FLOPs utilisation"),
+    (
+        "measured_spread",
+        "meas.÷model",
+        "Measured ÷ modeled tokens/s over measured runs of the same mechanisms (25th-75th "
+        "percentile, runs); the ranking multiplies tok/s by the low end",
+    ),
     ("bottleneck", "bottleneck", "What limits the step"),
 )
 """(row key, short header, header tooltip) of the ranked table."""
@@ -92,6 +98,14 @@ def cell_text(key: str, value: Any) -> str:
     return str(value)
 
 
+def spread_text(row: dict[str, Any]) -> str | None:
+    """'0.56-0.84 (14)': a row's measured ÷ modeled spread, None where nothing was measured."""
+    low, high = row.get("measured_ratio_low"), row.get("measured_ratio_high")
+    if low is None or high is None:
+        return None
+    return f"{low:.2f}-{high:.2f} ({row.get('uncertainty_runs', 0)})"
+
+
 class SearchModel(RowsModel[dict[str, Any]]):
     """The ranked rows as a Qt model: one reset per search, no per-cell widgets."""
 
@@ -100,7 +114,7 @@ class SearchModel(RowsModel[dict[str, Any]]):
 
     def cell(self, row: dict[str, Any], column: int, role: int) -> Any:
         key = COLUMNS[column][0]
-        value = row.get(key)
+        value = spread_text(row) if key == "measured_spread" else row.get(key)
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             text = cell_text(key, value)
             if role == Qt.ItemDataRole.ToolTipRole:
@@ -116,7 +130,7 @@ class SearchModel(RowsModel[dict[str, Any]]):
         key = COLUMNS[column][0]
 
         def value(row: dict[str, Any]) -> tuple[int, Any]:
-            v = row.get(key)
+            v = row.get("measured_ratio_low" if key == "measured_spread" else key)
             return (1, 0) if v is None else (0, v if not isinstance(v, str) else v.casefold())
 
         self.layoutAboutToBeChanged.emit()
