@@ -68,6 +68,8 @@ class ServingPlan(BaseModel):
     tpot_target_seconds: float
     ttft_target_seconds: float | None
     engine: str
+    prompt_tokens: int
+    output_tokens: int
     options: list[ServingOption]
     best: ServingOption | None
 
@@ -188,6 +190,8 @@ def plan_serving(
         tpot_target_seconds=tpot_target_seconds,
         ttft_target_seconds=ttft_target_seconds,
         engine=scenario.inference.engine,
+        prompt_tokens=scenario.inference.prompt_tokens,
+        output_tokens=scenario.inference.output_tokens,
         options=options,
         best=best,
     )
