@@ -390,7 +390,8 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "inference.batch_max",
         "As many as fit",
-        "serve as many concurrent requests as KV memory and the engine allow (instead of Batch)",
+        "the serving figures use as many concurrent requests as KV memory and the engine "
+        "allow instead of Batch (the memory bars keep Batch × Context)",
         kind="switch",
         cli="--batch max",
         group=INFERENCE,

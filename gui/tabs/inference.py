@@ -186,7 +186,6 @@ class InferenceTab(Tab):
         section = report.inference
         if section is None:
             return
-        self.batch.setEnabled(not scenario.inference.batch_max)  # "as many as fit" sets it
         rows, capacity = inference_rows(scenario, section)
         self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
         self._redraw_serving(report)

@@ -61,13 +61,15 @@ def test_engine_picked_with_the_keyboard(qtbot: Any, window: MainWindow) -> None
 
 def test_as_many_as_fit_serves_the_largest_concurrency(qtbot: Any, window: MainWindow) -> None:
     """Checked, the replica serves as many requests as fit (the chart's "N requests" is its
-    "largest concurrency N") and Batch is not used (disabled); unchecked, Batch's 3 again."""
+    "largest concurrency N"); the memory bars keep Batch (3), so its field stays enabled;
+    unchecked, the chart serves Batch's 3 again."""
     tab = _inference_tab(window)
     type_into(qtbot, window, tab.batch, "3")
     qtbot.mouseClick(tab.batch_max, Qt.MouseButton.LeftButton)
     window.flush()
     assert window.state.scenario.inference.batch_max is True
-    assert not tab.batch.isEnabled()
+    assert tab.batch.isEnabled()
+    assert window.state.scenario.inference.batch == 3
     serving = window.state.report.inference.serving
     assert serving.concurrency == serving.max_concurrency > 3
     text = tab.serving_chart.info.text()
@@ -76,5 +78,4 @@ def test_as_many_as_fit_serves_the_largest_concurrency(qtbot: Any, window: MainW
     qtbot.mouseClick(tab.batch_max, Qt.MouseButton.LeftButton)
     window.flush()
     assert window.state.scenario.inference.batch_max is False
-    assert tab.batch.isEnabled()
     assert ": 3 requests of" in tab.serving_chart.info.text()
