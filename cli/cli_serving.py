@@ -89,10 +89,6 @@ def apply_options(args: argparse.Namespace, base: Any, earlier: dict[str, Any]) 
 
 # ------------------------------------------------------------------ serve-plan
 
-MAX_USERS = 1_000_000_000
-"""The most concurrent users ``serve-plan`` is asked about (a bound on the input, not on
-the answer: a billion users is beyond any deployment the catalog prices)."""
-
 SERVE_PLAN_COLUMNS = (
     "gpu_id",
     "gpu_name",
@@ -110,23 +106,15 @@ SERVE_PLAN_COLUMNS = (
 
 
 def _users(text: str) -> int:
-    """Concurrent users: a whole number (decimal ``k``: ``2k`` = 2,000), 1 to a billion."""
-    from llm_planner.core.inputs.registry import parse_whole
+    from llm_planner.core.composition.serving_plan import parse_users
 
-    value = parse_whole(text, "users")
-    if not 1 <= value <= MAX_USERS:
-        raise ValueError(f"{text.strip()!r} must be 1 to {MAX_USERS:,} users")
-    return value
+    return parse_users(text)
 
 
 def _latency(text: str) -> float:
-    """A latency target: ``50ms``, ``0.05`` (seconds) or ``2s``; above 0 and at most an hour."""
-    from llm_planner.core.primitives import units
+    from llm_planner.core.composition.serving_plan import parse_latency
 
-    value = units.parse_duration(text, "latency")
-    if not 0 < value <= 3600:
-        raise ValueError(f"{text.strip()!r} must be above 0 and at most 1 h")
-    return value
+    return parse_latency(text)
 
 
 def cmd_serve_plan(args: argparse.Namespace) -> int:
