@@ -119,6 +119,21 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
         except (OSError, ValueError) as error:  # a "path" too long for the file system
             reason = getattr(error, "strerror", None) or str(error)
             raise UsageError(f"argument --gpu: cannot read {args.gpu!r} ({reason})") from None
+    _apply_simple(data, args)
+    if args.mfu is not None:
+        set_path(data, "compute.throughput_mode", "mfu")
+        set_path(data, "compute.mfu", args.mfu)
+    if args.tflops is not None:
+        set_path(data, "compute.throughput_mode", "tflops")
+        set_path(data, "compute.achieved_flops_per_gpu", args.tflops * 1e12)
+    if args.tokens_per_sec_per_gpu is not None:
+        set_path(data, "compute.throughput_mode", "tokens_per_s")
+        set_path(data, "compute.tokens_per_s_per_gpu", args.tokens_per_sec_per_gpu)
+
+
+def _apply_simple(data: dict[str, Any], args: argparse.Namespace) -> None:
+    """The options that set one field each; a ``--price`` is the user's, so it stays with
+    any GPU (``compute.price_follows_gpu`` off)."""
     simple = {
         "num_gpus": "num_gpus",
         "tokens": "compute.tokens",
@@ -133,15 +148,8 @@ def _apply_basic_options(data: dict[str, Any], args: argparse.Namespace) -> None
         value = getattr(args, option, None)
         if value is not None:
             set_path(data, path, value)
-    if args.mfu is not None:
-        set_path(data, "compute.throughput_mode", "mfu")
-        set_path(data, "compute.mfu", args.mfu)
-    if args.tflops is not None:
-        set_path(data, "compute.throughput_mode", "tflops")
-        set_path(data, "compute.achieved_flops_per_gpu", args.tflops * 1e12)
-    if args.tokens_per_sec_per_gpu is not None:
-        set_path(data, "compute.throughput_mode", "tokens_per_s")
-        set_path(data, "compute.tokens_per_s_per_gpu", args.tokens_per_sec_per_gpu)
+    if getattr(args, "price", None) is not None:
+        set_path(data, "compute.price_follows_gpu", False)
 
 
 _BASIC_OPTION_OF_FIELD = {

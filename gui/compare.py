@@ -469,7 +469,12 @@ class CompareView(QWidget):
             )
             for name, memory in zip(self.comparison.names, self.comparison.memory, strict=True)
         ]
-        self.bars.set_rows(rows, min(m.capacity_bytes for m in self.comparison.memory))
+        memory = self.comparison.memory
+        self.bars.set_rows(
+            rows,
+            min(m.capacity_bytes for m in memory),
+            capacities=[m.capacity_bytes for m in memory],  # each scenario's own GPU
+        )
 
 
 # --------------------------------------------------------------------- hardware
@@ -618,8 +623,16 @@ class HardwareView(QWidget):
         splitter.addWidget(self.chart)
         splitter.setSizes([720, 560])
         layout.addWidget(splitter, 1)
+        self.ranked_for: Scenario | None = None
         self.show_price_age()
-        host.state.changed.connect(lambda *_: self.show_price_age())
+        host.state.changed.connect(lambda *_: self._scenario_changed())
+
+    def _scenario_changed(self) -> None:
+        self.show_price_age()
+        if self.ranked_for is not None and self.ranked_for != self.host.state.scenario:
+            self.busy.setText(
+                "This ranking is for the scenario as it was: press Rank for the open one."
+            )
 
     def show_price_age(self) -> None:
         try:
@@ -647,6 +660,7 @@ class HardwareView(QWidget):
         max_gpus = int(self.max_gpus.currentData())
         self.busy.setText("ranking…")
         self.rank_button.setEnabled(False)
+        self.ranked_for = scenario
         self.runner.start(
             lambda: rank_hardware(scenario, objective=objective, tier=tier, max_gpus=max_gpus)
         )
@@ -800,6 +814,9 @@ class SensitivityView(QWidget):
         super().__init__(parent)
         self.host = host
         self.result: Sensitivity | None = None
+        self.result_for: Scenario | None = None
+        """The scenario ``result`` was computed for (a result of another is not shown)."""
+        self.running_for: Scenario | None = None
         self.runner = Runner(self)
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(self._failed)
@@ -835,10 +852,21 @@ class SensitivityView(QWidget):
     def start(self) -> None:
         scenario: Scenario = self.host.state.scenario
         self.status.setText("computing…")
+        self.running_for = scenario
         self.runner.start(lambda: sensitivity(scenario))
 
+    def stale(self) -> bool:
+        """The result shown (or being computed) is not the open scenario's."""
+        current = self.host.state.scenario
+        return current not in (self.result_for, self.running_for)
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if self.stale():  # another scenario was opened or edited while hidden
+            self.start()
+
     def _show(self, result: Sensitivity) -> None:
-        self.result = result
+        self.result, self.result_for = result, self.running_for
         self.status.setText(
             f"As is: {format_value(result.base_time_seconds, 'seconds')}, "
             f"{format_value(result.base_cost_usd, 'usd')} — {result.throughput_source}"
@@ -875,7 +903,7 @@ class ChooseWindow(QMainWindow):
         self.resize(1280, 720)
 
     def _tab_shown(self, index: int) -> None:
-        if index == 2 and self.sensitivity.result is None and not self.sensitivity.runner.busy:
+        if index == 2 and self.sensitivity.stale():
             self.sensitivity.start()
 
 

@@ -26,25 +26,45 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.calibration import calibrate_scenario
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import SearchRow, min_gpus_per_instance, search
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU, gpu_catalog
-from llm_planner.core.primitives.resources import read_json
+from llm_planner.core.primitives.prices import (
+    STALE_AFTER_DAYS,
+    TIERS,
+    PriceList,
+    PriceListError,
+    PriceOffer,
+    Tier,
+    load_price_list,
+)
 from llm_planner.core.sections.failures import estimate_failures
 
-Tier = Literal["on_demand", "reserved"]
+__all__ = [
+    "OBJECTIVES",
+    "STALE_AFTER_DAYS",
+    "TIERS",
+    "HardwareOption",
+    "HardwareRanking",
+    "Price",
+    "PriceList",
+    "PriceListError",
+    "PriceOffer",
+    "Tier",
+    "load_price_list",
+    "price_for",
+    "rank_hardware",
+]
+"""The ranking, and the price list it reads (defined in :mod:`.primitives.prices`)."""
+
 Objective = Literal["cost", "time", "gpu_hours"]
 OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "gpu_hours")
-TIERS: tuple[Tier, ...] = ("on_demand", "reserved")
-
-STALE_AFTER_DAYS = 365
-"""A price list (or one price) older than this, by today's date, is flagged out of date."""
 
 DEFAULT_MAX_GPUS = 16_384
 """Largest GPU count the ranking tries by default (16k GPUs: the Llama 3 405B cluster)."""
@@ -53,91 +73,6 @@ DEFAULT_MAX_COUNTS = 12
 """Most GPU counts tried per GPU kind by default (powers of two from one instance)."""
 
 SECONDS_PER_HOUR = 3600.0
-
-
-class PriceListError(ValueError):
-    """A price list that cannot be used; the message names the file and the field."""
-
-
-# --------------------------------------------------------------------- the price list
-
-
-class PriceOffer(BaseModel):
-    """One listed price: a provider's price per GPU-hour for one GPU kind and tier."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    gpu: str = Field(description="catalog GPU id (or a custom GPU's id)")
-    provider: str
-    product: str = ""
-    tier: Tier = "on_demand"
-    usd_per_gpu_hour: float = Field(ge=0)
-    date: dt.date = Field(description="day the price was read from (or published on) the source")
-    source: str = Field(min_length=1, description="the page the price is listed on")
-    via: str = Field(default="", description="the copy it was transcribed from, if not live")
-    notes: str = ""
-
-    def is_stale(self, today: dt.date) -> bool:
-        """Older than :data:`STALE_AFTER_DAYS` days on ``today``."""
-        return (today - self.date).days > STALE_AFTER_DAYS
-
-
-class PriceList(BaseModel):
-    """Every listed price, the day the list was compiled, and GPUs with no price found."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    description: str = ""
-    updated: dt.date
-    conventions: dict[str, str] = Field(default_factory=dict)
-    offers: list[PriceOffer] = Field(default_factory=list)
-    unpriced: dict[str, str] = Field(default_factory=dict, description="GPU id → why no price")
-
-    def is_stale(self, today: dt.date) -> bool:
-        """The list itself is out of date: compiled more than a year before ``today``."""
-        return (today - self.updated).days > STALE_AFTER_DAYS
-
-    def stale_offers(self, today: dt.date) -> list[PriceOffer]:
-        return [offer for offer in self.offers if offer.is_stale(today)]
-
-    def best_offer(self, gpu_id: str, tier: Tier) -> PriceOffer | None:
-        """The cheapest offer of ``tier`` for ``gpu_id``; None if none is listed."""
-        offers = [o for o in self.offers if o.gpu == gpu_id and o.tier == tier]
-        return min(offers, key=lambda o: o.usd_per_gpu_hour) if offers else None
-
-    def staleness_message(self, today: dt.date) -> str:
-        """One line saying what is out of date ('' when nothing is)."""
-        parts = []
-        if self.is_stale(today):
-            parts.append(f"price list last updated {self.updated.isoformat()}, over a year ago")
-        old = self.stale_offers(today)
-        if old:
-            parts.append(
-                f"{len(old)} price{'s' if len(old) > 1 else ''} older than a year ("
-                + ", ".join(sorted({f"{o.gpu} {o.tier}" for o in old}))
-                + ")"
-            )
-        return "; ".join(parts)
-
-
-def load_price_list(path: Path | None = None) -> PriceList:
-    """The shipped ``resources/prices.json``, or the user's edited copy at ``path``.
-
-    Raises :class:`PriceListError` naming the file and the bad field.
-    """
-    import json
-
-    name = str(path) if path is not None else "resources/prices.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path else read_json("prices.json")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise PriceListError(f"{name}: cannot read: {error}") from None
-    try:
-        return PriceList.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise PriceListError(f"{name}: {field}: {first['msg']}") from None
 
 
 class Price(BaseModel):
@@ -154,15 +89,16 @@ def price_for(
     gpu: GPU, scenario: Scenario, prices: PriceList, tier: Tier, today: dt.date
 ) -> Price | None:
     """The price of one GPU-hour of ``gpu``: in order, the scenario's ``price_overrides``,
-    the scenario's own price (``compute.price_usd_per_gpu_hour``) for its own GPU when that
-    GPU is custom (a custom GPU has no list price), then the cheapest list offer of ``tier``.
-    None when none applies."""
+    the scenario's own price for its own GPU (the price the window shows for it: the user's,
+    or the list's when it follows the GPU; a custom GPU has no list price), then the
+    cheapest list offer of ``tier``. None when none applies."""
     if gpu.id in scenario.price_overrides:
         return Price(
             usd_per_gpu_hour=scenario.price_overrides[gpu.id], source="scenario price override"
         )
     offer = prices.best_offer(gpu.id, tier)
-    if offer is None and gpu.custom and gpu.id == scenario.gpu.id:
+    own = gpu.id == scenario.gpu.id
+    if own and (gpu.custom or not scenario.compute.price_follows_gpu or offer is None):
         return Price(
             usd_per_gpu_hour=scenario.compute.price_usd_per_gpu_hour, source="scenario price"
         )
@@ -394,11 +330,14 @@ def rank_hardware(
     raw: list[dict[str, Any]] = []
     for gpu in kinds:
         price = price_for(gpu, scenario, prices, tier, today)
+        # the model calibrated by this GPU's measured runs of this model (runs of another GPU
+        # are set aside: .calibration.belongs_to), as the window's estimate is
+        on_gpu = calibrate_scenario(scenario.model_copy(update={"gpu": gpu}))[0]
         first = min_gpus_per_instance(
             scenario.model.architecture,
             gpu,
-            scenario.parallelism,
-            scenario.training,
+            on_gpu.parallelism,
+            on_gpu.training,
             params_override=scenario.model.params_override,
             max_gpus=max_gpus,
         )
@@ -407,7 +346,7 @@ def rank_hardware(
             continue
         own = scenario.num_gpus if gpu.id == scenario.gpu.id else None
         for n in gpu_counts(first, max_gpus, max_counts, own if own and own <= max_gpus else None):
-            raw.append(_evaluate(scenario, gpu, n, price))
+            raw.append(_evaluate(on_gpu, gpu, n, price))
     priced = [r for r in raw if r["cost_usd"] is not None and r["time_seconds"] is not None]
     front = pareto_front([(r["time_seconds"], r["cost_usd"]) for r in priced])
     for r, flag in zip(priced, front, strict=True):

@@ -122,6 +122,8 @@ def _set(scenario: Scenario, path: str, value: Any) -> Scenario:
     for key in parents:
         node = node[key]
     node[leaf] = value
+    if path == "compute.price_usd_per_gpu_hour":  # a price moved by hand is the user's
+        data["compute"]["price_follows_gpu"] = False
     return Scenario.model_validate(data)
 
 

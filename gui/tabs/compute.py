@@ -189,13 +189,24 @@ class ComputeTab(Tab):
             "Whose catalog peak FLOP/s sets the throughput",
         )
         cost = self.group("Cost and schedule")
-        self.price = self.line(
-            cost,
-            "$ per GPU-hour",
+        self.price = QLineEdit()
+        self.price.setObjectName("compute.price_usd_per_gpu_hour")
+        self.binder.line(  # a typed price is the user's: it no longer follows the GPU
+            self.price,
             "compute.price_usd_per_gpu_hour",
             units.parse_price_per_hour,
             format_price,
-            "Price per GPU-hour, e.g. 2.5 or $2.50/h",
+            "$ per GPU-hour",
+            "Price per GPU-hour, e.g. 2.5 or $2.50/h; typing one keeps it for any GPU",
+            also={"compute.price_follows_gpu": False},
+        )
+        cost.addRow("$ per GPU-hour", self.price)
+        self.price_follows = self.check(
+            cost,
+            "Price from the list",
+            "compute.price_follows_gpu",
+            "The GPU's cheapest on-demand price in the price list (resources/prices.json), "
+            "following the GPU when it changes; off once you type a price",
         )
         self.deadline = self.line(
             cost,
