@@ -63,6 +63,7 @@ from llm_planner.core.composition.compare import (
     duplicate_as_variant,
 )
 from llm_planner.core.composition.hardware import (
+    DEFAULT_HORIZON_SECONDS,
     DEFAULT_MAX_GPUS,
     OBJECTIVES,
     TIERS,
@@ -545,13 +546,14 @@ class HardwareModel(QAbstractTableModel):
                 return math.inf
             return value if isinstance(value, int | float | str) else str(value)
         if role == Qt.ItemDataRole.ForegroundRole:
-            if option.status == "does not fit":
+            if option.status in ("does not fit", "no datacenter interconnect"):
                 return QBrush(QColor(colors.BAD))
-            if option.status in ("misses deadline", "no price"):
+            if option.status in ("misses deadline", "beyond horizon", "no price"):
                 return QBrush(QColor(colors.WARN).darker(130))
         if role == Qt.ItemDataRole.ToolTipRole:
+            flags = "".join(f"<br>⚠ {flag}" for flag in option.flags)
             return (
-                f"{option.num_gpus:,} × {option.gpu_name}: {option.status}<br>"
+                f"{option.num_gpus:,} × {option.gpu_name}: {option.status}{flags}<br>"
                 f"layout {option.layout_label}<br>"
                 f"tokens/s {format_value(option.tokens_per_s, 'tokens/s')}<br>"
                 f"price: {option.price_source}"
@@ -615,7 +617,9 @@ class HardwareView(QWidget):
             log_y=True,
         )
         self.chart.add_markers("ok", "meets deadline", colors.SERIES[0], size=8)
-        self.chart.add_markers("late", "misses deadline", colors.WARN, symbol="t", size=8)
+        self.chart.add_markers(
+            "late", "misses deadline or horizon", colors.WARN, symbol="t", size=8
+        )
         self.chart.add_line("pareto", "Pareto front", colors.SERIES[2], symbol="o")
         self.chart.add_vline("deadline", colors.BAD, "deadline")
         self.chart.set_vline("deadline", None)
@@ -645,8 +649,9 @@ class HardwareView(QWidget):
         text = (
             f"Deadline: {units.format_duration(deadline)}. "
             if deadline
-            else "No deadline (set one on the Compute budget tab to mark the options that "
-            "miss it). "
+            else f"No deadline: options are judged against a default horizon of "
+            f"{DEFAULT_HORIZON_SECONDS / 86_400:.0f} days (set a deadline on the Compute "
+            "budget tab to change it). "
         )
         text += f"Prices: resources/prices.json, updated {prices.updated.isoformat()}."
         if warning:
@@ -688,7 +693,7 @@ class HardwareView(QWidget):
         day = 86_400.0
         priced = [o for o in ranking.options if o.cost_usd is not None and o.time_seconds]
         ok = [o for o in priced if o.status == "ok"]
-        late = [o for o in priced if o.status == "misses deadline"]
+        late = [o for o in priced if o.status in ("misses deadline", "beyond horizon")]
         front = sorted((o for o in priced if o.pareto), key=lambda o: o.time_seconds or 0.0)
         self.chart.set_markers("ok", [o.time_seconds / day for o in ok], [o.cost_usd for o in ok])
         self.chart.set_markers(

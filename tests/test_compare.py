@@ -211,7 +211,16 @@ def test_ranking_cheapest_known() -> None:
     assert first.tokens_per_s is not None
     hand = first.num_gpus * (1e12 / first.tokens_per_s) / 3600 * 1.0
     assert first.cost_usd == pytest.approx(hand, rel=1e-12)
-    assert [o.cost_usd for o in ranking.options] == sorted(o.cost_usd for o in ranking.options)
+    # no deadline: options within the default 90-day horizon first, by cost; then the rest
+    # 1e9 params × 6 × 1e12 tokens at 50% of 989.4 TFLOP/s on one GPU: 1.21e7 s = 140 days
+    statuses = [o.status for o in ranking.options]
+    assert statuses == sorted(statuses, key=lambda s: s != "ok")
+    for status in ("ok", "beyond horizon"):
+        costs = [o.cost_usd for o in ranking.options if o.status == status]
+        assert costs == sorted(costs)
+    assert ranking.horizon_seconds == 90 * 86_400
+    for option in ranking.options:
+        assert (option.status == "beyond horizon") == (option.time_seconds > 90 * 86_400)
 
 
 def test_ranking_marks_deadline_and_unfit() -> None:

@@ -113,7 +113,32 @@ def price_for(
 
 # --------------------------------------------------------------------- the ranking
 
-Status = Literal["ok", "misses deadline", "no price", "does not fit"]
+Status = Literal[
+    "ok",
+    "misses deadline",
+    "beyond horizon",
+    "no datacenter interconnect",
+    "no price",
+    "does not fit",
+]
+
+DEFAULT_HORIZON_SECONDS = 90 * 86_400.0
+"""With no deadline, options are ranked against this horizon: 90 days, a quarter (the term
+of a short reserved-capacity contract), longer than Llama 3 405B's 54-day pre-training
+window (Dubey et al. 2024, arXiv:2407.21783, section 3.3.4). An option slower than it is
+"beyond horizon" and ranked after every option within it; a deadline replaces it."""
+
+CONSUMER_GPU_MARKERS = ("GeForce",)
+"""Names of GPUs sold without a datacenter interconnect: GeForce cards have no GPUDirect
+RDMA (NVIDIA, "GPUDirect RDMA" documentation: available on Tesla/datacenter and Quadro
+GPUs) and their driver licence excludes datacenter deployment (NVIDIA GeForce software
+licence, "No Datacenter Deployment"), so no provider rents them as a multi-node cluster."""
+
+
+def datacenter_interconnect(gpu: GPU) -> bool:
+    """Whether ``gpu`` can be networked across nodes as a training cluster (GPUDirect RDMA,
+    datacenter deployment): not a consumer card (:data:`CONSUMER_GPU_MARKERS`)."""
+    return not any(marker in gpu.name for marker in CONSUMER_GPU_MARKERS)
 
 
 class HardwareOption(BaseModel):
@@ -141,6 +166,11 @@ class HardwareOption(BaseModel):
     pareto: bool = Field(
         default=False, description="no other priced option is both cheaper and faster"
     )
+    flags: list[str] = Field(
+        default_factory=list,
+        description="why the option is ranked after those that are ok (beyond the horizon, "
+        "no datacenter interconnect at cluster scale)",
+    )
 
 
 class HardwareRanking(BaseModel):
@@ -152,6 +182,10 @@ class HardwareRanking(BaseModel):
     tier: Tier
     tokens: float
     deadline_seconds: float | None
+    horizon_seconds: float = Field(
+        description="time the options are judged against: the deadline, or the default horizon"
+    )
+    horizon_rule: str = Field(description="the horizon in words, shown with the ranking")
     max_gpus: int
     max_counts: int
     gpu_counts_rule: str
@@ -161,7 +195,8 @@ class HardwareRanking(BaseModel):
     options: list[HardwareOption]
 
     def cheapest(self) -> HardwareOption | None:
-        """The first option that fits, is priced and meets the deadline (if any)."""
+        """The first option that fits, is priced, meets the deadline (or the default
+        horizon) and can be rented as a cluster."""
         return next((o for o in self.options if o.status == "ok"), None)
 
     def figures(self) -> list[Figure]:
@@ -227,7 +262,9 @@ def _layout_label(row: SearchRow) -> str:
 
 
 def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict[str, Any]:
-    """One option's figures (before ranking)."""
+    """One option's figures (before ranking); its status: does not fit, no price, misses
+    the deadline, beyond the default horizon (no deadline), no datacenter interconnect
+    (a consumer GPU on more than one node), else ok."""
     inputs = scenario.parallelism
     batch = inputs.global_batch if n <= inputs.global_batch else n
     result = search(
@@ -254,16 +291,31 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
     hours = n * wall / SECONDS_PER_HOUR if wall is not None else None
     cost = hours * price.usd_per_gpu_hour if hours is not None and price is not None else None
     meets = None if deadline is None else (wall is not None and wall <= deadline)
+    flags: list[str] = []
+    if deadline is None and wall is not None and wall > DEFAULT_HORIZON_SECONDS:
+        flags.append(f"longer than the {DEFAULT_HORIZON_SECONDS / 86_400:.0f}-day horizon")
+    cluster = n > scenario.parallelism.gpus_per_node
+    if cluster and not datacenter_interconnect(gpu):
+        flags.append(
+            f"{gpu.name} has no datacenter interconnect (no GPUDirect RDMA, not licensed "
+            f"for datacenters): {n:,} GPUs are {-(-n // scenario.parallelism.gpus_per_node):,} "
+            "nodes"
+        )
     status: Status
     if row is None or wall is None:
         status = "does not fit"
     elif price is None:
         status = "no price"
+    elif cluster and not datacenter_interconnect(gpu):
+        status = "no datacenter interconnect"
     elif meets is False:
         status = "misses deadline"
+    elif flags:
+        status = "beyond horizon"
     else:
         status = "ok"
     return {
+        "flags": flags,
         "gpu_id": gpu.id,
         "gpu_name": gpu.name,
         "num_gpus": n,
@@ -285,7 +337,14 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
     }
 
 
-_STATUS_ORDER = {"ok": 0, "misses deadline": 1, "no price": 2, "does not fit": 3}
+_STATUS_ORDER = {
+    "ok": 0,
+    "misses deadline": 1,
+    "beyond horizon": 1,
+    "no datacenter interconnect": 2,
+    "no price": 3,
+    "does not fit": 4,
+}
 _OBJECTIVE_KEY = {"cost": "cost_usd", "time": "time_seconds", "gpu_hours": "gpu_hours"}
 
 
@@ -317,9 +376,11 @@ def rank_hardware(
 ) -> HardwareRanking:
     """Every GPU kind × bounded GPU counts, best layout each, ranked by ``objective``.
 
-    Order: options that fit, are priced and meet the deadline (all of them when there is
-    none) by the objective, then those that miss the deadline (by the objective), then
-    those with no price (by time), then those where no layout fits. ``gpus`` replaces the
+    Order: options that fit, are priced, meet the deadline (with none: finish within
+    :data:`DEFAULT_HORIZON_SECONDS`) and can be rented as a cluster, by the objective; then
+    those that miss the deadline or horizon (by the objective); then consumer GPUs at
+    cluster scale (:func:`datacenter_interconnect`); then those with no price (by time),
+    then those where no layout fits. ``gpus`` replaces the
     candidate list (:func:`candidate_gpus`: the catalog, the scenario's custom GPU and
     ``extra_gpus``). ``today`` dates the staleness check (default: the system date).
     """
@@ -364,6 +425,13 @@ def rank_hardware(
         tier=tier,
         tokens=scenario.compute.tokens,
         deadline_seconds=scenario.compute.deadline_seconds,
+        horizon_seconds=scenario.compute.deadline_seconds or DEFAULT_HORIZON_SECONDS,
+        horizon_rule=(
+            "the deadline"
+            if scenario.compute.deadline_seconds
+            else f"no deadline: options are judged against a default horizon of "
+            f"{DEFAULT_HORIZON_SECONDS / 86_400:.0f} days (set a deadline to change it)"
+        ),
         max_gpus=max_gpus,
         max_counts=max_counts,
         gpu_counts_rule=(

@@ -67,3 +67,30 @@ def test_compare_draws_each_scenarios_capacity(qtbot: Any, window: MainWindow) -
     centres = [x + w / 2 for x, w in zip(x0, width, strict=True)]
     # H100 SXM: 80 GB; RTX 4090: 24 GB (the datasheets)
     assert centres == [pytest.approx(80.0), pytest.approx(24.0)]
+
+
+def test_hardware_ranking_states_its_horizon_and_flags_consumer_clusters(
+    qtbot: Any, window: MainWindow
+) -> None:
+    """Issue 25 item 7, in the window: no deadline, so the ranking says which horizon it
+    judges against, and consumer GPUs at cluster scale are listed red, never first."""
+    from PySide6.QtGui import QBrush
+
+    chooser = open_window(window, qtbot)
+    chooser.tabs.setCurrentIndex(1)
+    view = chooser.hardware
+    assert "default horizon of 90 days" in view.prices_label.text()
+    view.max_gpus.setCurrentIndex(0)  # up to 1,024 GPUs
+    click(view, "rank_hardware")
+    qtbot.waitUntil(lambda: view.model.rowCount() > 0, timeout=60_000)
+    options = view.model.options
+    assert options[0].status == "ok"
+    assert "GeForce" not in options[0].gpu_name
+    flagged = [i for i, o in enumerate(options) if o.status == "no datacenter interconnect"]
+    assert flagged  # the 4090s, 3090s and 5090s beyond one node
+    for row in flagged:
+        assert "GeForce" in options[row].gpu_name
+        brush = view.model.data(view.model.index(row, 0), Qt.ItemDataRole.ForegroundRole)
+        assert isinstance(brush, QBrush)
+        tip = view.model.data(view.model.index(row, 0), Qt.ItemDataRole.ToolTipRole)
+        assert "no datacenter interconnect" in tip
