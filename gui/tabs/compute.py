@@ -6,7 +6,9 @@ import math
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -37,6 +39,7 @@ from llm_planner.gui.tabs.base import (
     parse_fraction,
     parse_points,
     parse_tflops,
+    visible_indicator,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
@@ -72,7 +75,7 @@ class NotPricedPanel(QWidget):
         self.nearest = QLabel()
         self.nearest.setObjectName("compute_nearest_fit")
         self.nearest.setWordWrap(True)
-        self.apply = QPushButton("Apply the nearest plan that fits")
+        self.apply = QPushButton("Apply it")
         self.apply.setObjectName("compute_apply_nearest")
         self.apply.clicked.connect(self._apply)
         words.addWidget(self.reason)
@@ -93,8 +96,8 @@ class NotPricedPanel(QWidget):
         label = report.compute.throughput_label
         why = label.rsplit(": ", 1)[-1] if ": needs " in label else label
         self.reason.setText(
-            f"<b style='color:{colors.BAD}'>Does not fit: no time, cost or MFU.</b> "
-            f"The plan {why.removesuffix('; not priced')}."
+            f"<b style='color:{colors.BAD}'>Does not fit</b> ({why.removesuffix('; not priced')}"
+            "): no time, cost or MFU."
         )
         found = report.training_fit_suggestions
         self.suggestion = found[0] if found else None
@@ -107,16 +110,30 @@ class NotPricedPanel(QWidget):
             self.apply.hide()
         else:
             self.nearest.setText(
-                f"Nearest plan that fits (the fastest small change that does): "
-                f"<b>{self.suggestion.label}</b>: "
+                f"Nearest plan that fits: <b>{self.suggestion.label}</b>: "
                 f"{suggestion_figures(self.suggestion)}."
             )
             self.apply.setToolTip(
-                f"Apply: {self.suggestion.label} (one undo step). The training tab lists "
-                "the other changes that fit."
+                f"Apply: {self.suggestion.label} (one undo step): the fastest of the small "
+                "changes that fit; the training tab lists the others."
             )
             self.apply.show()
         self.show()
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """Tall enough for the wrapped text at the current width (a splitter pane does not
+        ask its labels' height for their width)."""
+        layout = self.layout()
+        if layout is not None and self.width() > 0:
+            height = layout.heightForWidth(self.width())
+            if height > 0 and height != self.minimumHeight():
+                self.setMinimumHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._fit_height()
 
     def _apply(self) -> None:
         chosen = self.suggestion
@@ -200,14 +217,21 @@ class ComputeTab(Tab):
             "Price per GPU-hour, e.g. 2.5 or $2.50/h; typing one keeps it for any GPU",
             also={"compute.price_follows_gpu": False},
         )
-        cost.addRow("$ per GPU-hour", self.price)
-        self.price_follows = self.check(
-            cost,
-            "Price from the list",
+        self.price_follows = QCheckBox("list")
+        self.price_follows.setObjectName("compute.price_follows_gpu")
+        visible_indicator(self.price_follows)
+        self.binder.check(
+            self.price_follows,
             "compute.price_follows_gpu",
+            "Price from the list",
             "The GPU's cheapest on-demand price in the price list (resources/prices.json), "
             "following the GPU when it changes; off once you type a price",
         )
+        price_row = QHBoxLayout()
+        price_row.setContentsMargins(0, 0, 0, 0)
+        price_row.addWidget(self.price, 1)
+        price_row.addWidget(self.price_follows)
+        cost.addRow("$ per GPU-hour", price_row)
         self.deadline = self.line(
             cost,
             "Deadline",
