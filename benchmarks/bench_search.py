@@ -44,7 +44,7 @@ def evaluator_rates(n: int = 2_000_000, repeats: int = 3) -> list[float]:
     params = float(count_parameters(arch).total)
     work = par.workload_of(arch, 8192, 2048, params)
     cluster = par.cluster_of(gpu, par.ParallelInputs())
-    recipe = par.memory_recipe(arch, ti, gpu, params)
+    recipe = par.memory_terms(arch, ti, params)
     rng = np.random.default_rng(0)
     pick = lambda values: rng.choice(np.array(values, dtype=np.int64), n)  # noqa: E731
     tp = pick([1, 2, 4, 8, 16])

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 
 from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
-from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives import limits, units
 from llm_planner.gui.background import Latest
 
@@ -42,18 +41,6 @@ def get_path(scenario: Scenario | dict[str, Any], path: str) -> Any:
     return node
 
 
-def with_changes(scenario: Scenario, changes: dict[str, Any]) -> Scenario:
-    """A new validated scenario with ``changes`` ({"a.b": value}) applied."""
-    data = scenario.model_dump()
-    for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for key in parents:
-            node = node[key]
-        node[leaf] = copy.deepcopy(value) if isinstance(value, dict | list) else value
-    return Scenario.model_validate(data)
-
-
 def validation_message(error: Exception) -> str:
     """One readable line for a parse or validation error."""
     if isinstance(error, ValidationError):
@@ -70,11 +57,21 @@ def validation_message(error: Exception) -> str:
 class _Change(QUndoCommand):
     """One input change; consecutive keystrokes in the same field merge into one step."""
 
-    def __init__(
-        self, state: ScenarioState, old: Scenario, new: Scenario, text: str, merge_id: int
+    def __init__(  # noqa: PLR0917 (the state, both scenarios, the label, how it merges)
+        self,
+        state: ScenarioState,
+        old: Scenario,
+        new: Scenario,
+        text: str,
+        merge_id: int,
+        detach: bool = False,
     ):
         super().__init__(text)
         self._state, self._old, self._new, self._merge_id = state, old, new, merge_id
+        # a new scenario made from this one (a variant) has no file of its own: redo forgets
+        # the file, undo gives it back, so Save never writes a variant over its original
+        self._detach = detach
+        self._path_before: str | None = state.path
 
     def id(self) -> int:
         return self._merge_id
@@ -91,9 +88,14 @@ class _Change(QUndoCommand):
         return True
 
     def redo(self) -> None:
+        if self._detach:
+            self._path_before = self._state.path
+            self._state.path = None
         self._state._apply(self._new)
 
     def undo(self) -> None:
+        if self._detach:
+            self._state.path = self._path_before
         self._state._apply(self._old)
 
 
@@ -149,10 +151,15 @@ class ScenarioState(QObject):
         if path in self._merge_ids:
             self._merge_ids[path] = self._next_merge_id()
 
-    def replace(self, scenario: Scenario, text: str) -> None:
-        """Replace the whole scenario as one undoable step (e.g. applying a search row)."""
-        if scenario != self.scenario:
-            self.undo_stack.push(_Change(self, self.scenario, scenario, text, -1))
+    def replace(self, scenario: Scenario, text: str, detach: bool = False) -> None:
+        """Replace the whole scenario as one undoable step (e.g. applying a search row).
+
+        ``detach``: the result is a new scenario made from this one (a variant), not an
+        edit of the open file: it has no file until saved (Save asks where); undo restores
+        the file it came from.
+        """
+        if scenario != self.scenario or (detach and self.path is not None):
+            self.undo_stack.push(_Change(self, self.scenario, scenario, text, -1, detach=detach))
 
     def load(self, scenario: Scenario, path: str | None) -> None:
         """A freshly opened scenario: no undo history, clean."""

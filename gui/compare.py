@@ -398,7 +398,7 @@ class CompareView(QWidget):
         self.entries.insert(live, current)
         if self.LIVE not in self.entries:
             self.entries.append(self.LIVE)
-        self.host.state.replace(duplicate_as_variant(current), "Duplicate as variant")
+        self.host.state.replace(duplicate_as_variant(current), "Duplicate as variant", detach=True)
         self.refresh()
 
     def pin_current(self) -> None:

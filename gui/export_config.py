@@ -119,10 +119,11 @@ def is_stack_config(path: str) -> bool:
     if not name.lower().endswith(STACK_CONFIG_SUFFIXES):
         return False
     from llm_planner.core.files.stack_configs import detect_format
+    from llm_planner.core.primitives.reading import FileReadError, read_head
 
     try:
-        head = Path(path).read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
+        head = read_head(path, 200_000).decode("utf-8", errors="replace")
+    except (OSError, FileReadError):
         return False
     return detect_format(head, name) is not None and (
         not name.endswith(".json") or detect_format(head, "") == "deepspeed"

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.primitives.reading import FileReadError, check_regular
 from llm_planner.gui import export_config, settings
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
 from llm_planner.gui.compare import open_choose_window
@@ -761,6 +762,11 @@ class MainWindow(QMainWindow):
         ``config.json``) imports a model."""
         if Path(path).is_dir():
             return self.bar.import_config(Path(path))
+        try:  # a FIFO or a device named *.log would block or flood the reader
+            check_regular(path)
+        except FileReadError as error:
+            self.show_message(str(error))
+            return False
         if path.endswith(SUFFIX):
             return self.open_file(path)
         if path.endswith(LOG_SUFFIXES):  # a training log: a measured run (calibration)

@@ -21,3 +21,28 @@ def _isolated_user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     yield
+
+
+SLOW_ENV = "LLM_PLANNER_SLOW"
+"""Set to 1 to run the tests marked ``slow`` (the frozen bundle's two-minute build, the stack
+frameworks' own parsers); CI sets it. ``-m slow`` selects them too."""
+
+
+def _run_slow(config: pytest.Config) -> bool:
+    return os.environ.get(SLOW_ENV) == "1" or "slow" in (config.getoption("-m") or "")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if _run_slow(config):
+        return "slow tests: run"
+    return f"slow tests: deselected (set {SLOW_ENV}=1 or pass -m slow to run them)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the slow tests from a plain ``pytest`` (a developer's quick run)."""
+    if _run_slow(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]

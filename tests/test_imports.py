@@ -1,5 +1,5 @@
 """Imports point one way: no cycles anywhere in ``llm_planner``, and ``core``'s layers only
-import from themselves or the layers below them (primitives < quantities < sections <
+import from themselves or the layers below them (primitives < quantities < inputs < sections <
 composition < files). Every import counts: module level, inside functions, and under
 ``TYPE_CHECKING``, since each is a dependency a reader has to follow."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = {"app": "llm_planner", "core": "llm_planner.core", "gui": "llm_planner.gui"}
-LAYERS = ("primitives", "quantities", "sections", "composition", "files")
+FOLDERS = {"cli": "llm_planner", "core": "llm_planner.core", "gui": "llm_planner.gui"}
+LAYERS = ("primitives", "quantities", "inputs", "sections", "composition", "files")
 """core's sub-packages, bottom first."""
 
 
@@ -172,3 +172,18 @@ def test_every_package_is_installed() -> None:
         "llm_planner"
     }
     assert found - listed == set(), "add to [tool.setuptools] packages in pyproject.toml"
+
+
+def test_core_imports_only_core() -> None:
+    """``core`` depends on nothing of the app above it: not the command line's package (where
+    the version once lived, an edge the cycle finder cannot see since every module imports
+    its package), not the window."""
+    graph = _graph()
+    outside = {
+        f"{name} → {target}"
+        for name, targets in graph.items()
+        if name.startswith("llm_planner.core")
+        for target in targets
+        if not target.startswith("llm_planner.core")
+    }
+    assert not outside, sorted(outside)

@@ -45,6 +45,7 @@ from llm_planner.core.composition.fit import (
 )
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
+from llm_planner.core.composition.whatif.report import WhatIfReport, estimate_whatif, whatif_json
 from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.sections.compute import (
@@ -219,6 +220,10 @@ class Report(BaseModel):
     """When training does not fit: the few smallest changes that would (``composition.fit``)."""
     inference_fit_suggestions: list[FitSuggestion] = []
     """When inference does not fit: the few smallest changes that would."""
+    whatif: WhatIfReport | None = None
+    """The what-ifs the scenario plans (``scenario.whatif``), priced on this estimate; None
+    when it plans none. Not one of :meth:`sections`: ``report --json`` writes it under
+    ``whatif`` with only the planned parts (:func:`.whatif.report.whatif_json`)."""
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
@@ -424,9 +429,12 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
     ``scenario.calibration.enabled`` off: the uncalibrated model); every section below is
     computed on the calibrated inputs.
 
+    The what-ifs the scenario plans are priced on the sections (``Report.whatif``), once.
+
     ``suggest=False`` leaves the fit suggestions empty (the window asks for them with
     :func:`with_fit_suggestions` off the keystroke's path); the figures are the same.
     """
+    planned = scenario
     scenario, calibration = calibrate_scenario(scenario)
     model = model_section(scenario)
     layout = scenario_layout(scenario)
@@ -446,6 +454,8 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
             [modeled_check(scenario.gpu, parallelism, scenario.parallelism.kernel_efficiency)],
         ),
     )
+    if planned.whatif.any:  # priced once here; every face and exporter reads it
+        report = report.model_copy(update={"whatif": estimate_whatif(planned, report)})
     return with_fit_suggestions(scenario, report) if suggest else report
 
 
@@ -493,4 +503,6 @@ def report_json(report: Report) -> dict[str, Any]:
         if name in out:
             suggestions = getattr(report, f"{name}_fit_suggestions")
             out[name]["fit_suggestions"] = [s.model_dump(mode="json") for s in suggestions]
+    if report.whatif is not None:
+        out["whatif"] = whatif_json(report.whatif)
     return out

@@ -32,14 +32,13 @@ GPUs per replica (tensor parallel), or the largest batch that fits.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives.gpus import GPU, gpu_catalog
 
 MAX_CANDIDATES = 32
@@ -72,18 +71,6 @@ class Priced(NamedTuple):
     wall_seconds: float | None
     cost_usd: float | None
     mfu: float | None
-
-
-def with_changes(scenario: Scenario, changes: dict[str, Any]) -> Scenario:
-    """A new validated scenario with ``changes`` ({"a.b": value}) applied."""
-    data = scenario.model_dump()
-    for path, value in changes.items():
-        *parents, leaf = path.split(".")
-        node = data
-        for key in parents:
-            node = node[key]
-        node[leaf] = copy.deepcopy(value)
-    return Scenario.model_validate(data)
 
 
 def _evaluate(
@@ -176,9 +163,10 @@ def _degree_changes(scenario: Scenario, name: str, factor: int) -> dict[str, Any
 
 
 def larger_gpus(scenario: Scenario, most: int = 3) -> list[GPU]:
-    """Catalog GPUs with more memory than the scenario's: the same vendor's first (a team
-    on NVIDIA keeps its software stack), then smallest memory, then the higher bf16 peak;
-    the next larger GPU is the first."""
+    """Catalog GPUs with more memory than the scenario's, one per memory size: the same
+    vendor's first (a team on NVIDIA keeps its software stack), then smallest memory, and of
+    the GPUs of one size the highest bf16 peak (three 96 GB parts, GH200, H20 and RTX PRO
+    6000, are one step up from 80 GB, not three); the next larger GPU is the first."""
     memory, vendor = scenario.gpu.memory_bytes, scenario.gpu.vendor
     larger = [g for g in gpu_catalog().values() if g.memory_bytes > memory]
     larger.sort(
@@ -188,7 +176,11 @@ def larger_gpus(scenario: Scenario, most: int = 3) -> list[GPU]:
             -(g.peak_flops.for_dtype("bf16") or 0.0),
         )
     )
-    return larger[:most]
+    tiers: list[GPU] = []
+    for gpu in larger:
+        if not any(t.vendor == gpu.vendor and t.memory_bytes == gpu.memory_bytes for t in tiers):
+            tiers.append(gpu)
+    return tiers[:most]
 
 
 def _degree_candidates(scenario: Scenario) -> list[tuple[str, dict[str, Any]]]:

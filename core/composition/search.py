@@ -20,16 +20,17 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.composition.calibration import calibrate_scenario
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections import parallelism as par
-from llm_planner.core.sections.training import TrainingInputs
 
 IntArray = npt.NDArray[np.int64]
 
-MAX_EXACT_CHECKS_PER_ROW = 20
-"""How many screened candidates the exact memory check may try per requested row."""
+MAX_CANDIDATES_PER_ROW = 20
+"""How many ranked candidates (policies that change nothing included) the search reads per
+requested row."""
 
 MAX_DEPLOYMENT_GPUS = 1 << 20
 """Upper bound of the GPU counts the deployment search tries (about a million)."""
@@ -82,7 +83,10 @@ class SearchRow(BaseModel):
     bubble_fraction: float
     comm_bytes_per_step: float
     bottleneck: str
-    memory_checked: bool = Field(description="peak_bytes from the training estimator itself")
+    memory_checked: bool = Field(
+        description="peak_bytes from the training-memory function the report uses "
+        "(always true: the search and the report share it)"
+    )
 
 
 class SearchResult(BaseModel):
@@ -206,7 +210,7 @@ def _empty_layouts() -> par.Layouts:
 
 
 class _Problem:
-    """Everything fixed during one search: workload, cluster, memory recipe."""
+    """Everything fixed during one search: workload, cluster, training-memory terms."""
 
     def __init__(
         self,
@@ -234,7 +238,7 @@ class _Problem:
             include_attention_flops=include_attention_flops,
         )
         self.cluster = par.cluster_of(gpu, inputs, compute_dtype)
-        self.recipe = par.memory_recipe(arch, training_inputs, gpu, self.params)
+        self.memory = par.memory_terms(arch, training_inputs, self.params)
 
     def with_batch(self, global_batch: int) -> _Problem:
         clone = object.__new__(_Problem)
@@ -243,19 +247,7 @@ class _Problem:
         return clone
 
 
-def _exact_peak(problem: _Problem, lay: par.Layouts, i: int, m: float) -> float:
-    """Peak bytes of candidate ``i`` from the training estimator."""
-    row = lay.resolved(i, m)
-    ti = problem.training_inputs.model_copy(
-        update={"micro_batch": row.micro_batch, "recompute": row.recompute}
-    )
-    report = par.training_memory(
-        problem.arch, problem.gpu, row, ti, params_override=problem.params_override
-    )
-    return float(report.peak_bytes)
-
-
-def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int, *, peak: float) -> SearchRow:
+def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int) -> SearchRow:
     v = int(lay.v[i])
     values = {k: float(a[i]) for k, a in out.items()}
     return SearchRow(
@@ -273,7 +265,7 @@ def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int, *, peak: floa
         schedule="gpipe" if lay.gpipe[i] else ("interleaved" if v > 1 else "1f1b"),
         interleave_chunks=v,
         gradient_accumulation_steps=round(values["microbatches"]),
-        peak_bytes=peak,
+        peak_bytes=values["peak_bytes"],
         step_seconds=values["step_seconds"],
         tokens_per_s=values["tokens_per_s"],
         mfu=values["mfu"],
@@ -294,14 +286,14 @@ def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> 
     rows: list[SearchRow] = []
     fitting = 0
     if candidates:
-        out = par.evaluate_layouts(problem.work, problem.cluster, lay, problem.recipe)
+        out = par.evaluate_layouts(problem.work, problem.cluster, lay, problem.memory)
         capacity = problem.cluster.memory_bytes
         fit = np.flatnonzero(out["peak_bytes"] <= capacity)
         fitting = int(fit.size)
         # fastest first; among equals, less traffic (robust to the overlap model), then memory
         keys = (out["peak_bytes"][fit], out["comm_bytes_per_step"][fit], -out["tokens_per_s"][fit])
         order = fit[np.lexsort(keys)]
-        budget = max(top, 1) * MAX_EXACT_CHECKS_PER_ROW
+        budget = max(top, 1) * MAX_CANDIDATES_PER_ROW
         seen: set[tuple[Any, ...]] = set()
         for i in order[:budget]:
             if len(rows) >= top:
@@ -316,10 +308,7 @@ def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> 
             if same in seen:
                 continue
             seen.add(same)
-            peak = _exact_peak(problem, lay, int(i), float(out["microbatches"][i]))
-            if peak > capacity:
-                continue
-            rows.append(_row(len(rows) + 1, lay, out, int(i), peak=peak))
+            rows.append(_row(len(rows) + 1, lay, out, int(i)))
     return SearchResult(
         num_gpus=num_gpus,
         candidates=candidates,
@@ -440,7 +429,7 @@ def min_gpus_per_instance(
     # no layout fits below the fully sharded model state: on n GPUs one holds at least
     # state / n (every parameter's weights, gradient and optimizer state live somewhere;
     # replication only adds), so n ≥ state ÷ memory: start at the power of two above it
-    state = problem.recipe.model_state_bytes
+    state = problem.memory.model_state_bytes
     n = 1 << max(0, math.ceil(math.log2(max(1.0, state / gpu.memory_bytes))))
     while n <= max_gpus:
         batch = max(n, inputs.global_batch)

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_planner.core.composition.estimate import estimate
-from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives.figures import Figure, Unit
 
 DOWN, UP = 0.8, 1.2
@@ -112,19 +112,6 @@ class Sensitivity(BaseModel):
                 )
             )
         return figures
-
-
-def _set(scenario: Scenario, path: str, value: Any) -> Scenario:
-    """``scenario`` with the field at dotted ``path`` replaced (validated again)."""
-    data = scenario.model_dump()
-    node = data
-    *parents, leaf = path.split(".")
-    for key in parents:
-        node = node[key]
-    node[leaf] = value
-    if path == "compute.price_usd_per_gpu_hour":  # a price moved by hand is the user's
-        data["compute"]["price_follows_gpu"] = False
-    return Scenario.model_validate(data)
 
 
 def _inputs(scenario: Scenario) -> list[tuple[str, str, Unit, float, float, float, str]]:
@@ -210,7 +197,10 @@ def _ends(
     scenario: Scenario, path: str, value: float, cast: Callable[[float], Any]
 ) -> tuple[float | None, float | None, str]:
     try:
-        compute = estimate(_set(scenario, path, cast(value))).compute
+        changes: dict[str, Any] = {path: cast(value)}
+        if path == "compute.price_usd_per_gpu_hour":  # a price moved by hand is the user's
+            changes["compute.price_follows_gpu"] = False
+        compute = estimate(with_changes(scenario, changes)).compute
     except (ValidationError, ValueError) as error:
         return None, None, f"not estimated at {value:g}: {str(error).splitlines()[0]}"
     return compute.wall_seconds, compute.cost_usd, ""

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import math
 import mmap
+import os
 import struct
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from llm_planner.core.primitives.reading import FileReadError, open_regular
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -36,6 +39,9 @@ is not a model header."""
 MAX_TENSORS = 1_000_000
 MAX_METADATA = 100_000
 MAX_ARRAY_ELEMENTS = 50_000_000
+MAX_STRING_ARRAY_ELEMENTS = 2_000_000
+"""Strings in one array (skipped one by one): the largest vocabularies hold about 260,000
+tokens and their merges about 500,000."""
 MAX_DIMS = 8
 
 GGML_TYPES: dict[int, tuple[str, int, int]] = {
@@ -214,6 +220,16 @@ class _Reader:
             if element in _SCALARS:
                 self.take(count * _SCALARS[element][1], f"array {key!r}")
             elif element == _STRING:
+                # each string is at least its 8-byte length: a count the bytes left cannot
+                # hold is refused before the loop (50 million declared in a sparse file
+                # took 16 s); the loop itself is capped at MAX_STRING_ARRAY_ELEMENTS
+                if count > MAX_STRING_ARRAY_ELEMENTS:
+                    raise self.fail(
+                        f"array {key!r} has {count:,} strings, over the "
+                        f"{MAX_STRING_ARRAY_ELEMENTS:,} limit"
+                    )
+                if count * 8 > self.limit - self.pos:
+                    raise self.fail(f"truncated: array {key!r} runs past the end of the file")
                 for _ in range(count):
                     self.skip_string(f"string in {key!r}")
             else:
@@ -227,8 +243,12 @@ def read_gguf_header(path: Path) -> GGUFHeader:
     the checks). Raises :class:`GGUFError` with a one-line message."""
     path = Path(path)
     try:
-        with path.open("rb") as file:
-            size = path.stat().st_size
+        file = open_regular(path, 2**63 - 1, "a GGUF file")
+    except FileReadError as error:
+        raise GGUFError(str(error)) from None
+    try:
+        with file:
+            size = os.fstat(file.fileno()).st_size
             if size < 24:
                 raise GGUFError(f"{path}: too short for a GGUF file ({size} bytes)")
             with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:

@@ -42,20 +42,25 @@ Formats:
 
 from __future__ import annotations
 
-import ast
+import math
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from llm_planner.core.composition.calibration import Measurement
+from pydantic import ValidationError
+
+from llm_planner.core.inputs.calibration import Measurement
+from llm_planner.core.primitives.limits import describe_error
+from llm_planner.core.primitives.reading import FileReadError, open_regular
 
 MIB = 2**20
 GIB = 2**30
 MAX_LOG_BYTES = 200 * 2**20
-"""Logs larger than this are refused (a multi-day run's log is tens of MB)."""
+"""Logs larger than this are refused (a multi-day run's log is tens of MB); within it, the
+reading is bounded by :data:`MAX_FORMAT_LINES` and :data:`MAX_CANDIDATE_LINES`."""
 
 Stack = str
 
@@ -139,15 +144,36 @@ class LineFormat:
     parse: Callable[[str], dict[str, float] | None]
 
 
+class _OutOfRangeError(ValueError):
+    """A field whose number is not finite or beyond any measured quantity."""
+
+    def __init__(self, key: str, text: str) -> None:
+        self.key = key
+        self.text = text if len(text) <= 40 else text[:39] + "…"
+        super().__init__(f"{key} {self.text} is out of range")
+
+
+MAX_VALUE = 1e30
+"""Largest magnitude a log field may convert to in SI units: no measured quantity comes
+near it (FLOP/s per GPU stay under 1e18), and sums or medians of such values stay finite."""
+
+
+def _checked(key: str, text: str, value: float) -> float:
+    if not math.isfinite(value) or abs(value) > MAX_VALUE:
+        raise _OutOfRangeError(key, text)
+    return value
+
+
 def _fields(
     line: str, spec: dict[str, tuple[str, Callable[[str], float], float]]
 ) -> dict[str, float]:
-    """Each ``name: (regex with one group, converter, scale)`` found in the line."""
+    """Each ``name: (regex with one group, converter, scale)`` found in the line; a number
+    out of range (1e308, 1e999, a 400-digit integer) raises :class:`_OutOfRangeError`."""
     out: dict[str, float] = {}
     for key, (pattern, convert, scale) in spec.items():
         match = re.search(pattern, line)
         if match:
-            out[key] = convert(match.group(1)) * scale
+            out[key] = _checked(key, match.group(1), convert(match.group(1)) * scale)
     return out
 
 
@@ -207,29 +233,57 @@ def _deepspeed_throughput(line: str) -> dict[str, float] | None:
     return values if "samples_per_s" in values else None
 
 
-def _hf_trainer(line: str) -> dict[str, float] | None:
+_TRAINER_KEY = r"""(?:'([A-Za-z_][A-Za-z0-9_./-]{0,79})'|"([A-Za-z_][A-Za-z0-9_./-]{0,79})")"""
+_TRAINER_VALUE = (
+    r"""([-+]?(?:\d{1,400}\.?\d{0,400}|\.\d{1,400})(?:[eE][-+]?\d{1,6})?"""
+    r"""|[-+]?(?:inf|nan)|'[^'\\\n]{0,200}'|"[^"\\\n]{0,200}"|True|False|None)"""
+)
+_TRAINER_PAIR = re.compile(r"\s*" + _TRAINER_KEY + r"\s*:\s*" + _TRAINER_VALUE + r"\s*([,}])")
+_TRAINER_MAX_PAIRS = 200
+_TRAINER_FIELDS = (
+    ("train_samples_per_second", "samples_per_s"),
+    ("train_runtime", "train_runtime_seconds"),
+    ("train_steps_per_second", "steps_per_s"),
+)
+
+
+def trainer_metrics(line: str) -> dict[str, str] | None:
+    """The Trainer's metrics dict (``{'train_runtime': 101.9, …}``) as key → value text, by a
+    small strict grammar: a flat dict of quoted keys and scalar values (numbers, short
+    strings, True/False/None). Anything else (nesting, expressions, a value over 400
+    digits) is not a metrics line: None. Never evaluates the text."""
     start = line.find("{")
-    end = line.rfind("}")
-    if start < 0 or end <= start:
+    if start < 0:
         return None
-    try:
-        metrics = ast.literal_eval(line[start : end + 1])
-    except (ValueError, SyntaxError):
-        return None
-    if not isinstance(metrics, dict):
+    pos = start + 1
+    out: dict[str, str] = {}
+    if line[pos:].lstrip().startswith("}"):
+        return out
+    for _ in range(_TRAINER_MAX_PAIRS):
+        match = _TRAINER_PAIR.match(line, pos)
+        if match is None:
+            return None
+        out[match.group(1) or match.group(2)] = match.group(3)
+        pos = match.end()
+        if match.group(4) == "}":
+            return out
+    return None
+
+
+def _hf_trainer(line: str) -> dict[str, float] | None:
+    metrics = trainer_metrics(line)
+    if metrics is None:
         return None
     out: dict[str, float] = {}
-    for key, name in (
-        ("train_samples_per_second", "samples_per_s"),
-        ("train_runtime", "train_runtime_seconds"),
-        ("train_steps_per_second", "steps_per_s"),
-    ):
-        value: Any = metrics.get(key)
+    for key, name in _TRAINER_FIELDS:
+        text = metrics.get(key)
+        if text is None or text == "None":
+            continue
         try:
-            if value is not None:
-                out[name] = float(value)
-        except (TypeError, ValueError):
+            value = float(text)
+        except ValueError:  # a string or a boolean where a number belongs
             return None
+        out[name] = _checked(key, text, value)
     return out if "samples_per_s" in out else None
 
 
@@ -290,26 +344,152 @@ FORMATS: tuple[LineFormat, ...] = (
 """Every line format known, tried in this order (the first marker that matches wins)."""
 
 
-def parse_log_text(text: str, source: str = "<log>") -> ParsedLog:
-    """Read every line; readings for the lines of a known format, problems for lines whose
-    marker matches but whose fields do not parse."""
-    parsed = ParsedLog(source=source)
-    for number_, raw in enumerate(text.splitlines(), start=1):
-        line = _strip_ansi(raw)
+MAX_LINE_CHARS = 16_384
+"""Longest line read as a metrics line (Megatron's iteration line is about 400 characters);
+a longer line that carries a marker is named as unread."""
+
+MAX_FORMAT_LINES = 50_000
+"""Lines of a known format read from one log (readings and unreadable ones together): a
+steady state and a peak are long settled by then (Megatron logging every 10 iterations:
+500,000 iterations). The rest of the log is not read, and the problems say so."""
+
+MAX_CANDIDATE_LINES = 500_000
+"""Lines holding one of the formats' key words that are read at all (most are then matched
+by no format): bounds the time a log of near-miss lines costs."""
+
+MAX_PROBLEMS = 100
+"""Unreadable lines named one by one; past this many they are counted."""
+
+_CHUNK_BYTES = 1 << 20
+
+_KEY_WORDS = re.compile(
+    rb"iteration|memory \(MB\) \||tps:|SamplesPerSec=|'train_samples_per_second'"
+)
+"""A word every format's marker contains: lines without one are skipped unread (a C-speed
+search over each chunk, so blank or chatty lines cost almost nothing)."""
+
+
+class _Scan:
+    """The state of one pass over a log: readings, problems and the bounds."""
+
+    def __init__(self, source: str) -> None:
+        self.parsed = ParsedLog(source=source)
+        self.format_lines = 0
+        self.candidates = 0
+        self.unnamed = 0
+        self.stopped = ""
+
+    def problem(self, text: str) -> None:
+        if len(self.parsed.problems) < MAX_PROBLEMS:
+            self.parsed.problems.append(text)
+        else:
+            self.unnamed += 1
+
+    def long(self, number_: int) -> None:
+        """A line over :data:`MAX_LINE_CHARS` that holds a key word: named, not read."""
+        self.candidates += 1
+        self.format_lines += 1
+        self.problem(
+            f"{self.parsed.source}:{number_}: a line over {MAX_LINE_CHARS:,} characters, not read"
+        )
+
+    def line(self, number_: int, raw: bytes) -> None:
+        if len(raw) > MAX_LINE_CHARS:
+            self.long(number_)
+            return
+        self.candidates += 1
+        source = self.parsed.source
+        line = _strip_ansi(raw.decode("utf-8", errors="replace"))
         for fmt in FORMATS:
             if not fmt.marker.search(line):
                 continue
-            values = fmt.parse(line)
+            self.format_lines += 1
+            try:
+                values = fmt.parse(line)
+            except _OutOfRangeError as error:
+                self.problem(f"{source}:{number_}: a {fmt.name} with {error}")
+                return
             if values is None:
                 excerpt = line.strip()
                 excerpt = excerpt if len(excerpt) <= 160 else excerpt[:157] + "..."
-                parsed.problems.append(
-                    f"{source}:{number_}: a {fmt.name} that could not be read: {excerpt}"
-                )
+                self.problem(f"{source}:{number_}: a {fmt.name} that could not be read: {excerpt}")
             else:
-                parsed.readings.append(Reading(number_, fmt.stack, values))
-            break
-    return parsed
+                self.parsed.readings.append(Reading(number_, fmt.stack, values))
+            return
+
+    @property
+    def full(self) -> bool:
+        if self.format_lines >= MAX_FORMAT_LINES:
+            self.stopped = f"{MAX_FORMAT_LINES:,} lines of a known format"
+        elif self.candidates >= MAX_CANDIDATE_LINES:
+            self.stopped = f"{MAX_CANDIDATE_LINES:,} lines naming a format's key word"
+        return bool(self.stopped)
+
+    def finish(self, last_line: int) -> ParsedLog:
+        source = self.parsed.source
+        if self.unnamed:
+            self.parsed.problems.append(f"{source}: {self.unnamed:,} more lines not read")
+        if self.stopped:
+            self.parsed.problems.append(
+                f"{source}: reading stopped at line {last_line:,} after {self.stopped}; "
+                "the rest of the log is not read"
+            )
+        return self.parsed
+
+
+def _scan(chunks: Iterable[bytes], source: str) -> ParsedLog:
+    """Every line of a known format in ``chunks`` (a log's bytes in pieces), bounded in
+    line length, in lines read and in problems kept; memory stays one chunk and the
+    readings."""
+    scan = _Scan(source)
+    carry = b""  # the start of a line the next chunk ends
+    line_no = 1  # the number of the line ``carry`` (or the next byte) belongs to
+    long_line = 0  # the number of a line already over MAX_LINE_CHARS, until it ends
+    long_marked = False
+    for piece in chunks:
+        chunk = piece
+        if long_line:
+            end = chunk.find(b"\n")
+            stop = len(chunk) if end < 0 else end
+            long_marked = long_marked or _KEY_WORDS.search(chunk, 0, stop) is not None
+            if end < 0:
+                continue
+            if long_marked:
+                scan.long(long_line)
+            long_line, long_marked = 0, False
+            line_no += 1
+            chunk = chunk[end + 1 :]
+        buffer = carry + chunk if carry else chunk
+        cut = buffer.rfind(b"\n") + 1
+        pos = counted = 0
+        while pos < cut:
+            match = _KEY_WORDS.search(buffer, pos, cut)
+            if match is None:
+                break
+            start = buffer.rfind(b"\n", 0, match.start()) + 1
+            end = buffer.find(b"\n", match.start())
+            line_no += buffer.count(b"\n", counted, start)
+            counted = start
+            scan.line(line_no, buffer[start:end])
+            if scan.full:
+                return scan.finish(line_no)
+            pos = end + 1
+        line_no += buffer.count(b"\n", counted, cut)
+        carry = buffer[cut:]
+        if len(carry) > MAX_LINE_CHARS:
+            long_line, long_marked = line_no, _KEY_WORDS.search(carry) is not None
+            carry = b""
+    if long_line and long_marked:
+        scan.long(long_line)
+    elif carry:
+        scan.line(line_no, carry)
+    return scan.finish(line_no)
+
+
+def parse_log_text(text: str, source: str = "<log>") -> ParsedLog:
+    """Read every line; readings for the lines of a known format, problems for lines whose
+    marker matches but whose fields do not parse (bounded as :func:`read_log`)."""
+    return _scan([text.encode("utf-8", errors="replace")], source)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -320,18 +500,28 @@ def _strip_ansi(line: str) -> str:
     return _ANSI.sub("", line)
 
 
+def _chunks(handle: BinaryIO, path: Path) -> Iterator[bytes]:
+    while True:
+        try:
+            chunk = handle.read(_CHUNK_BYTES)
+        except OSError as error:
+            raise LogError(f"{path}: cannot read ({error.strerror or error})") from None
+        if not chunk:
+            return
+        yield chunk
+
+
 def read_log(path: Path) -> ParsedLog:
-    """Parse a log file (size-limited, undecodable bytes replaced)."""
+    """Parse a log file: a regular file of at most :data:`MAX_LOG_BYTES` (a FIFO, a device
+    or a folder is refused without waiting on it), streamed in chunks with the bounds of
+    :func:`_scan`; undecodable bytes replaced."""
+    path = Path(path)
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    if size > MAX_LOG_BYTES:
-        raise LogError(
-            f"{path}: {size / 2**20:.0f} MiB is larger than the {MAX_LOG_BYTES >> 20} MiB limit"
-        )
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    parsed = parse_log_text(text, path.name)
+        handle = open_regular(path, MAX_LOG_BYTES, "a training log")
+    except FileReadError as error:
+        raise LogError(str(error)) from None
+    with handle:
+        parsed = _scan(_chunks(handle, path), path.name)
     if not parsed.readings:
         why = parsed.problems[0] if parsed.problems else "no line of a known training stack"
         raise LogError(f"{path.name}: no measurement read ({why})")
@@ -443,14 +633,20 @@ def measurement_from_log(
     if seq_len is not None:
         given.setdefault("seq_len", seq_len)
     first, last = parsed.readings[0].line, parsed.readings[-1].line
-    return Measurement(
-        label=label or parsed.source,
-        source=f"{parsed.source}:{first}-{last}",
-        stack=_STACK_IDS.get(stack, stack),
-        gpus=gpus,
-        **given,
-        **values,
-    )
+    try:
+        return Measurement(
+            label=label or parsed.source,
+            source=f"{parsed.source}:{first}-{last}",
+            stack=_STACK_IDS.get(stack, stack),
+            gpus=gpus,
+            **given,
+            **values,
+        )
+    except ValidationError as error:
+        name, detail = describe_error(error.errors(include_url=False)[0])
+        raise LogError(
+            f"{parsed.source}:{first}-{last}: {name or 'measurement'}: {detail}"
+        ) from None
 
 
 _STACK_IDS = {"hf_trainer": "hf"}

@@ -24,8 +24,12 @@ Version history:
   (the framework, default ``"megatron"``), ``whatif`` (the what-if parts, none planned),
   ``price_overrides`` (none). No v1 value changes meaning; the version
   moves so that an older app refuses a v2 file as "newer" instead of naming a field.
-- **v3**: a measured run records the model, GPU and stack it ran (``measurements[].model``,
-  ``.gpu``; calibration sets aside runs of another model or GPU). A v2 run was measured
+- **v3**: the pure-bf16 precision recipe is called ``pure_bf16``; ``bf16`` (and the names the
+  stacks use: ``bf16-mixed``, ``16-mixed``, ``fp16``...) now read as the mixed recipe they
+  mean in Lightning, Hugging Face and accelerate. A v2 file's ``training.precision: "bf16"``
+  meant pure bf16, so it becomes ``pure_bf16``; every other value keeps its meaning.
+- **v4**: a measured run records the model, GPU and stack it ran (``measurements[].model``,
+  ``.gpu``; calibration sets aside runs of another model or GPU). A v3 run was measured
   on the scenario it was saved with, so the step fills ``model`` (the architecture's name),
   ``gpu`` (its id), a missing ``stack`` and the missing layout fields from that scenario;
   afterwards the run stays that model's when the scenario's model changes.
@@ -97,7 +101,7 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
     The v0 catalog ids are resolved against the catalog shipped with this app (the
     v0 drafts always referred to presets that still exist under the same id).
     """
-    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.primitives.gpus import gpu_catalog
     from llm_planner.core.primitives.presets import get_preset
 
     out: JsonDict = {}
@@ -135,10 +139,11 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
 
     gpu = data.get("gpu")
     if isinstance(gpu, str):
-        try:
-            out["gpu"] = get_gpu(gpu).model_dump(mode="json")
-        except KeyError:
-            raise StepError("gpu", f"unknown v0 GPU id {gpu[:60]!r}") from None
+        # the catalog only: get_gpu would also open a path, and a file names no paths
+        found = gpu_catalog().get(gpu.strip().lower())
+        if found is None:
+            raise StepError("gpu", f"unknown v0 GPU id {gpu[:60]!r}")
+        out["gpu"] = found.model_dump(mode="json")
     elif gpu is not None:
         raise StepError("gpu", "a v0 GPU must be a catalog id (a string)")
     return out
@@ -147,6 +152,16 @@ def _v0_to_v1(data: JsonDict) -> JsonDict:
 def _v1_to_v2(data: JsonDict) -> JsonDict:
     """v1 → v2: only the version; every field v2 added has a default (see the history)."""
     return {**data, "schema_version": 2}
+
+
+def _v2_to_v3(data: JsonDict) -> JsonDict:
+    """v2 → v3: ``training.precision`` ``"bf16"`` (v2's pure bf16 recipe) → ``"pure_bf16"``,
+    since v3 reads a plain ``bf16`` as mixed bf16 (see the history)."""
+    out = {**data, "schema_version": 3}
+    training = data.get("training")
+    if isinstance(training, dict) and training.get("precision") == "bf16":
+        out["training"] = {**training, "precision": "pure_bf16"}
+    return out
 
 
 _RUN_LAYOUT: tuple[tuple[str, str, str], ...] = (
@@ -167,10 +182,10 @@ _RUN_LAYOUT: tuple[tuple[str, str, str], ...] = (
 """A run's layout fields and where the scenario keeps each (as ``files.logs.layout_of``)."""
 
 
-def _v2_to_v3(data: JsonDict) -> JsonDict:
-    """v2 → v3: each measured run records its model, GPU, stack and layout, taken from the
-    scenario the v2 file saved it with (the only run it can have been measured on)."""
-    out = {**data, "schema_version": 3}
+def _v3_to_v4(data: JsonDict) -> JsonDict:
+    """v3 → v4: each measured run records its model, GPU, stack and layout, taken from the
+    scenario the v3 file saved it with (the only run it can have been measured on)."""
+    out = {**data, "schema_version": 4}
     runs = data.get("measurements")
     if runs is None:
         return out
@@ -209,7 +224,8 @@ def _v2_to_v3(data: JsonDict) -> JsonDict:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(0, "inline model and GPU, rename title/description/gpus", _v0_to_v1),
     Migration(1, "new inputs with defaults: throughput source, training stack", _v1_to_v2),
-    Migration(2, "measured runs record their model, GPU, stack and layout", _v2_to_v3),
+    Migration(2, "pure bf16 precision renamed pure_bf16; bf16 means mixed bf16", _v2_to_v3),
+    Migration(3, "measured runs record their model, GPU, stack and layout", _v3_to_v4),
 )
 """Every step, in order: ``MIGRATIONS[i]`` takes version ``i`` to ``i + 1``."""
 

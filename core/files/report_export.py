@@ -5,7 +5,8 @@ section's ``figures()`` (label, value, unit, formula, source) and, for JSON,
 :func:`llm_planner.core.composition.estimate.report_json` (the ``report --json`` object).
 
 - **Markdown**: a title (the scenario's name, model, GPUs), then one table per section:
-  figure, value in readable units, formula, source.
+  figure, value in readable units, formula, source; the what-ifs the scenario plans
+  (``Report.whatif``) come last, in Markdown and CSV alike.
 - **CSV**: one row per figure, values in SI base units (machine-readable): ``section, key,
   label, value, unit, formula, source``. Text cells that a spreadsheet would run as a
   formula (starting with ``= + - @``, tab or carriage return) are prefixed with ``'``,
@@ -35,6 +36,7 @@ SECTION_TITLES = {
     "training": "Training memory (per GPU)",
     "parallelism": "Parallelism",
     "calibration": "Calibration (measured runs)",
+    "whatif": "What if",
 }
 
 _SUFFIXES: dict[str, ReportFormat] = {
@@ -51,7 +53,11 @@ def readable_value(figure: Figure) -> str:
 
 
 def _sections(report: Report) -> dict[str, list[Figure]]:
-    return {name: list(section.figures()) for name, section in report.sections().items()}
+    """Each section's figures in display order, the planned what-ifs last."""
+    out = {name: list(section.figures()) for name, section in report.sections().items()}
+    if report.whatif is not None:
+        out["whatif"] = report.whatif.figures()
+    return out
 
 
 def _md_cell(text: str) -> str:

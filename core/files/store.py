@@ -33,10 +33,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llm_planner import __version__
 from llm_planner.core.composition.scenario import SCHEMA_VERSION, Scenario
 from llm_planner.core.files.migrations import MigrationError, NewerVersionError, migrate
 from llm_planner.core.primitives.limits import MAX_INT_DIGITS, describe_error
+from llm_planner.core.primitives.reading import FileReadError, read_bounded
+from llm_planner.core.primitives.version import __version__
 
 SUFFIX = ".llmplan.json"
 """File name suffix of scenario files."""
@@ -157,24 +158,12 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def read_limited(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of regular file ``path``, refusing anything over ``limit`` bytes."""
-    source = str(path)
+    """The bytes of regular file ``path``, refusing anything over ``limit`` bytes (through
+    :func:`~llm_planner.core.primitives.reading.read_bounded`: never blocks on a FIFO)."""
     try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise ScenarioFileError(source, "(file)", "not a regular file")
-        if info.st_size > limit:
-            raise ScenarioFileError(
-                source, "(file)", f"{info.st_size:,} bytes is over the {limit:,}-byte limit"
-            )
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise ScenarioFileError(source, "(file)", f"cannot read ({reason})") from None
-    if len(data) > limit:  # grew after stat
-        raise ScenarioFileError(source, "(file)", f"over the {limit:,}-byte limit")
-    return data
+        return read_bounded(path, limit, "a scenario file")
+    except FileReadError as error:
+        raise ScenarioFileError(error.source, "(file)", error.detail) from None
 
 
 def parse_document(data: bytes, source: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ estimator takes P from it (or from a user override that the scenario carries).
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -167,6 +167,39 @@ class RecurrentConfig(BaseModel):
     def head_dim(self) -> int:
         """Mamba-2's P = d_inner / H."""
         return self.inner_size // self.heads if self.heads else 0
+
+
+TensorSplit = Literal["columns", "rows", "none"]
+"""How tensor parallelism splits a matrix (Shoeybi et al. 2019, arXiv:1909.08053, section 3):
+``columns`` (column-parallel: d_out ÷ tp, Q/K/V and the MLP's first linear), ``rows``
+(row-parallel: d_in ÷ tp, the attention output and the MLP's second linear), ``none``
+(replicated on every tp rank: MLA's down-projections, the router)."""
+
+
+class LayerMatrix(NamedTuple):
+    """One weight matrix of a layer: a token's (1 × d_in) input times W (d_in × d_out)."""
+
+    name: str
+    """The layer's own name for it (q, k, v, o; MLA: q_a, q_b, kv_a, kv_b; gate, up, down;
+    router)."""
+    target: str
+    """The LoRA target it belongs to (q, k, v, o, gate, up, down; the router is none)."""
+    d_in: int
+    d_out: int
+    copies: int
+    """Copies in the layer: 1, or the routed or shared experts' number."""
+    tp_split: TensorSplit
+    routed: bool
+    """A routed expert: expert parallelism splits the copies over ep ranks; each token passes
+    ``experts_per_token`` of them."""
+    gemm: str
+    """The GEMM it runs in (Megatron-LM fuses q, k, v into one, and gate with up); ""
+    for the router, which the step time does not price as a GEMM."""
+
+    @property
+    def elements(self) -> int:
+        """d_in · d_out · copies."""
+        return self.d_in * self.d_out * self.copies
 
 
 class Architecture(BaseModel):
@@ -323,6 +356,67 @@ class Architecture(BaseModel):
         """Width of all key (or value) heads together (kv_heads · head_dim)."""
         return self.kv_heads * self.head_dim
 
+    def layer_matrices(self, moe_layer: bool = False) -> tuple[LayerMatrix, ...]:
+        """Every weight matrix of one attention layer (an MoE layer when ``moe_layer``): the
+        one list from which parameter counts (:func:`count_parameters`), LoRA adapters,
+        FLOPs per token, the training state and the step time's GEMM shapes derive.
+
+        Attention (Vaswani et al. 2017; GQA, Ainslie et al. 2023): q h→a·d, k and v h→kv·d,
+        o a·d→h. MLA (DeepSeek-V2, arXiv:2405.04434, section 2.1; names and tensor-parallel
+        classes from deepseek-ai/DeepSeek-V3 ``inference/model.py``): wq_a h→r_q
+        (replicated ``Linear``) and wq_b r_q→a·(d_nope + d_rope) (``ColumnParallelLinear``),
+        or wq h→a·(d_nope + d_rope) without r_q; wkv_a h→(r_kv + d_rope) (replicated),
+        wkv_b r_kv→a·(d_nope + d_v) (column-parallel); wo a·d_v→h (row-parallel). As LoRA
+        targets the query matrices are q, wkv_a is k and wkv_b is v. FFN (Shazeer 2020):
+        gate and up h→f (gated units only), down f→h; an MoE layer has E routed and S shared
+        experts of f_expert and a router h→E. Recurrent mixers (Mamba, RWKV) are not listed:
+        their parameters are counted by :func:`recurrent_params_per_layer`."""
+        h = self.hidden_size
+        mats: list[LayerMatrix] = []
+        if self.mla is not None:
+            m = self.mla
+            qk = self.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+            if m.q_lora_rank is None:
+                mats.append(LayerMatrix("q", "q", h, qk, 1, "columns", False, "q"))
+            else:
+                mats.append(LayerMatrix("q_a", "q", h, m.q_lora_rank, 1, "none", False, "q_a"))
+                mats.append(LayerMatrix("q_b", "q", m.q_lora_rank, qk, 1, "columns", False, "q_b"))
+            kv_a = m.kv_lora_rank + m.qk_rope_head_dim
+            kv_b = self.heads * (m.qk_nope_head_dim + m.v_head_dim)
+            mats.append(LayerMatrix("kv_a", "k", h, kv_a, 1, "none", False, "kv_a"))
+            mats.append(LayerMatrix("kv_b", "v", m.kv_lora_rank, kv_b, 1, "columns", False, "kv_b"))
+            mats.append(LayerMatrix("o", "o", self.heads * m.v_head_dim, h, 1, "rows", False, "o"))
+        else:
+            mats += [
+                LayerMatrix("q", "q", h, self.q_size, 1, "columns", False, "qkv"),
+                LayerMatrix("k", "k", h, self.kv_size, 1, "columns", False, "qkv"),
+                LayerMatrix("v", "v", h, self.kv_size, 1, "columns", False, "qkv"),
+                LayerMatrix("o", "o", self.q_size, h, 1, "rows", False, "o"),
+            ]
+        if moe_layer and self.moe is not None:
+            moe = self.moe
+            mats += self.mlp_matrices(moe.expert_ffn_size, moe.num_experts, routed=True)
+            if moe.num_shared_experts:
+                mats += self.mlp_matrices(moe.expert_ffn_size, moe.num_shared_experts)
+            mats.append(LayerMatrix("router", "", h, moe.num_experts, 1, "none", False, ""))
+        else:
+            mats += self.mlp_matrices(self.ffn_size)
+        return tuple(mats)
+
+    def mlp_matrices(
+        self, ffn_size: int, count: int = 1, *, routed: bool = False
+    ) -> tuple[LayerMatrix, ...]:
+        """The matrices of ``count`` feed-forward blocks of intermediate size ``ffn_size``:
+        gate and up h→f (fused into one column-parallel GEMM, fc1) for a gated unit, up
+        alone for a GELU MLP, and down f→h (row-parallel, fc2) (Shazeer 2020; Shoeybi et
+        al. 2019, section 3)."""
+        h = self.hidden_size
+        up = [LayerMatrix("up", "up", h, ffn_size, count, "columns", routed, "fc1")]
+        if self.gated:
+            up.insert(0, LayerMatrix("gate", "gate", h, ffn_size, count, "columns", routed, "fc1"))
+        down = LayerMatrix("down", "down", ffn_size, h, count, "rows", routed, "fc2")
+        return (*up, down)
+
 
 class ParameterCount(BaseModel):
     """Exact parameter count, split by component, total and active per token."""
@@ -380,21 +474,9 @@ def attention_params_per_layer(arch: Architecture) -> int:
     r_q), wkv_a h×(r_kv+d_rope), kv_norm r_kv, wkv_b r_kv×a·(d_nope+d_v), wo a·d_v×h.
     """
     h = arch.hidden_size
-    if arch.mla is not None:
-        m = arch.mla
-        qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
-        if m.q_lora_rank is None:
-            q = h * arch.heads * qk_head
-        else:
-            q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * arch.heads * qk_head
-        kv = (
-            h * (m.kv_lora_rank + m.qk_rope_head_dim)
-            + m.kv_lora_rank
-            + m.kv_lora_rank * arch.heads * (m.qk_nope_head_dim + m.v_head_dim)
-        )
-        out = arch.heads * m.v_head_dim * h
-        return q + kv + out
-    weights = h * arch.q_size + 2 * h * arch.kv_size + arch.q_size * h
+    weights = sum(m.elements for m in arch.layer_matrices() if m.target in ("q", "k", "v", "o"))
+    if arch.mla is not None:  # q_norm (r_q) and kv_norm (r_kv), RMSNorm weights
+        return weights + (arch.mla.q_lora_rank or 0) + arch.mla.kv_lora_rank
     bias = 0
     if arch.attention_bias in ("qkv", "all"):
         bias += arch.q_size + 2 * arch.kv_size
@@ -495,10 +577,9 @@ def mlp_params(arch: Architecture, ffn_size: int) -> int:
     gated unit, gate and up h×f and down f×h (Shazeer 2020). Biases (f + h, or 2f + h when
     gated) when ``mlp_bias``.
     """
-    h = arch.hidden_size
-    matrices = 3 if arch.gated else 2
-    weights = matrices * h * ffn_size
-    bias = ((matrices - 1) * ffn_size + h) if arch.mlp_bias else 0
+    matrices = arch.mlp_matrices(ffn_size)
+    weights = sum(m.elements for m in matrices)
+    bias = ((len(matrices) - 1) * ffn_size + arch.hidden_size) if arch.mlp_bias else 0
     return weights + bias
 
 
@@ -512,7 +593,8 @@ def count_parameters(arch: Architecture) -> ParameterCount:
     (max_context + position_offset)·h, optional embedding norm, final norm, and an untied
     output head V·h (+V with ``head_bias``). This is the standard accounting of e.g.
     Narayanan et al. 2021 (arXiv:2104.04473, section 5.1) written out term by term rather
-    than approximated as 12·L·h²; it reproduces published totals (see tests/test_architecture.py).
+    than approximated as 12·L·h²; it reproduces published totals (see
+    tests/core/test_architecture.py).
 
     Active parameters count, for each MoE layer, only ``experts_per_token`` routed experts.
     """

@@ -27,6 +27,42 @@ BYTES_PER_ELEMENT: dict[str, float] = {
 }
 
 
+DTYPE_ALIASES: dict[str, tuple[str, str]] = {
+    "bfloat16": ("bf16", "torch.bfloat16, safetensors BF16"),
+    "float16": ("fp16", "torch.float16"),
+    "half": ("fp16", "torch.half"),
+    "f16": ("fp16", "GGUF / safetensors F16"),
+    "float32": ("fp32", "torch.float32"),
+    "float": ("fp32", "torch.float"),
+    "f32": ("fp32", "GGUF / safetensors F32"),
+    "float8_e4m3fn": ("fp8", "torch.float8_e4m3fn, 1 byte"),
+    "fp8_e4m3": ("fp8", "FP8 E4M3, 1 byte"),
+    "e4m3": ("fp8", "FP8 E4M3, 1 byte"),
+    "float8_e5m2": ("fp8", "torch.float8_e5m2, 1 byte"),
+    "fp8_e5m2": ("fp8", "FP8 E5M2, 1 byte"),
+    "e5m2": ("fp8", "FP8 E5M2, 1 byte"),
+}
+"""Dtype names torch, safetensors and GGUF use → (dtype, where the name comes from). Keys
+are lower case with ``-`` as ``_`` (:func:`dtype_key`); the sizes are the same formats'."""
+
+
+def dtype_key(name: str) -> str:
+    """The lookup key of a typed dtype name: lower case, ``-`` as ``_``."""
+    return name.strip().lower().replace("-", "_")
+
+
+def canonical_dtype(name: str) -> str:
+    """The dtype ``name`` means: a :data:`DTYPES` id in any case, or a name from
+    :data:`DTYPE_ALIASES` (``bfloat16`` → ``bf16``). ValueError names the known ones."""
+    key = dtype_key(name)
+    if key in BYTES_PER_ELEMENT:
+        return key
+    if key in DTYPE_ALIASES:
+        return DTYPE_ALIASES[key][0]
+    known = ", ".join(DTYPES)
+    raise ValueError(f"unknown dtype {name!r}; known: {known} (also {', '.join(DTYPE_ALIASES)})")
+
+
 def bytes_per_element(dtype: str) -> float:
     """Bytes one element of ``dtype`` occupies (int4 packs two per byte: 0.5)."""
     try:

@@ -17,6 +17,7 @@ Conventions (``conventions`` in the data file says the same):
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from functools import cache
@@ -51,11 +52,14 @@ class PeakFlops(BaseModel):
     bf16: float | None = Field(default=None, ge=0, description="BF16 tensor core, dense")
     fp16: float | None = Field(default=None, ge=0, description="FP16 tensor core, dense")
     fp8: float | None = Field(default=None, ge=0, description="FP8 tensor core, dense")
+    fp4: float | None = Field(
+        default=None, ge=0, description="FP4 tensor core (NVFP4 / MXFP4), dense"
+    )
     int8: float | None = Field(default=None, ge=0, description="INT8 tensor core OP/s, dense")
 
     def for_dtype(self, dtype: str) -> float | None:
         """Dense peak for math in ``dtype`` (``fp32``, ``tf32``, ``bf16``, ``fp16``, ``fp8``,
-        ``int8``); None where the GPU has no unit for it or the dtype is not a math dtype.
+        ``fp4``, ``int8``); None where the GPU has no unit for it or the dtype is not a math dtype.
 
         There is no fallback from one dtype to another: a V100 has FP16 but no BF16 tensor
         cores, so ``for_dtype("bf16")`` is None there, and a caller must say what it does
@@ -132,6 +136,7 @@ def custom_gpu(
     fp32_flops: float | None = None,
     tf32_flops: float | None = None,
     fp8_flops: float | None = None,
+    fp4_flops: float | None = None,
     int8_ops: float | None = None,
     link_name: str = "PCIe Gen4 x16",
     link_bandwidth_bytes_per_s: float = PCIE_GEN4_X16_BYTES_PER_S,
@@ -160,6 +165,7 @@ def custom_gpu(
             bf16=bf16_flops,
             fp16=bf16_flops if fp16_flops is None else fp16_flops,
             fp8=fp8_flops,
+            fp4=fp4_flops,
             int8=int8_ops,
         ),
         link_name=link_name,
@@ -181,6 +187,11 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+MAX_GPU_FILE_BYTES = 1_000_000
+"""Largest custom GPU file read (a GPU entry is under 2 kB; a saved scenario holding one is
+at most the scenario files' 1 MB)."""
+
+
 def load_gpu_file(path: str | Path) -> GPU:
     """A custom GPU from a JSON file: either a GPU object (the fields of :class:`GPU`; ``id``
     may be left out and is then derived from ``name``) or an object with such a GPU under
@@ -188,15 +199,25 @@ def load_gpu_file(path: str | Path) -> GPU:
 
     Raises :class:`GPUNotFoundError` naming the file and what is wrong with it.
     """
+    from llm_planner.core.primitives.reading import (
+        FileReadError,
+        check_structure,
+        read_text_bounded,
+    )
+
     file = Path(path)
+    if not file.exists():
+        raise GPUNotFoundError(f"GPU file {str(file)!r} does not exist")
     try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GPUNotFoundError(f"GPU file {str(file)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GPUNotFoundError(f"cannot read GPU file {str(file)!r}: {error}") from None
+        text = read_text_bounded(file, MAX_GPU_FILE_BYTES, "a GPU file")
+        check_structure(text, str(file))
+        data: Any = json.loads(text)
+    except FileReadError as error:
+        raise GPUNotFoundError(f"cannot read GPU file {error}") from None
     except json.JSONDecodeError as error:
         raise GPUNotFoundError(f"GPU file {str(file)!r} is not valid JSON: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise GPUNotFoundError(f"GPU file {str(file)!r} is not read: {error}") from None
     if isinstance(data, dict) and isinstance(data.get("gpu"), dict):
         data = data["gpu"]
     if not isinstance(data, dict):
@@ -211,19 +232,93 @@ def load_gpu_file(path: str | Path) -> GPU:
         raise GPUNotFoundError(f"GPU file {str(file)!r}: {_first_error(error)}") from None
 
 
-def get_gpu(gpu_id: str) -> GPU:
-    """The catalog GPU ``gpu_id`` (case-insensitive), or, when ``gpu_id`` is the path of a
-    JSON file (ends in ``.json``, contains a path separator, or names an existing file), the
-    custom GPU in it (:func:`load_gpu_file`).
+_DROPPED_WORDS = frozenset(
+    {"nvidia", "amd", "geforce", "tesla", "instinct", "tensor", "core", "gpu"}
+)
+"""Vendor and family words a typed or ``nvidia-smi`` name may carry that no id does."""
 
-    Raises :class:`GPUNotFoundError` (a KeyError) whose message lists the known ids.
+
+def normalize_gpu_name(text: str) -> str:
+    """The key a typed GPU name is looked up under: lower case; spaces, underscores and
+    slashes as ``-``; a size's unit joined to its number (``80 GB`` → ``80gb``); ``rtx4090``
+    → ``rtx-4090``; vendor and family words dropped (``NVIDIA GeForce RTX 4090`` →
+    ``rtx-4090``, ``NVIDIA A100-SXM4-40GB`` → ``a100-sxm4-40gb``)."""
+    key = re.sub(r"[\s_/]+", "-", text.strip().lower())
+    key = re.sub(r"(\d)-gb\b", r"\1gb", key)
+    key = re.sub(r"\brtx(?=\d)", "rtx-", key)
+    words = [word for word in key.split("-") if word and word not in _DROPPED_WORDS]
+    return "-".join(words)
+
+
+@cache
+def gpu_aliases() -> dict[str, str]:
+    """The names people type (normalised, :func:`normalize_gpu_name`) → catalog id, from
+    ``aliases`` in ``resources/gpus.json`` (its ``conventions.aliases`` says what a bare
+    product name means)."""
+    data = read_json("gpus.json")
+    aliases: dict[str, str] = dict(data.get("aliases", {}))
+    return aliases
+
+
+class GPUChoice(BaseModel):
+    """A GPU found for a typed name, and how the name was read.
+
+    ``read_as`` is None when the name was the catalog id (in any case) or a file; otherwise
+    it says which entry the name was taken to mean, for the command line to echo."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu: GPU
+    read_as: str | None = None
+
+
+def _suggestions(key: str, limit: int = 3) -> list[str]:
+    """Catalog ids whose id or alias is closest to ``key`` (difflib's ratio ≥ 0.6), best first;
+    also every id that starts with ``key`` or that ``key`` starts with."""
+    catalog = gpu_catalog()
+    aliases = gpu_aliases()
+    names = [*catalog, *aliases]
+    close = difflib.get_close_matches(key, names, n=2 * limit, cutoff=0.6)
+    prefixed = [i for i in catalog if key and (i.startswith(key) or key.startswith(i))]
+    found: list[str] = []
+    for name in [*close, *prefixed]:
+        gpu_id = aliases.get(name, name)
+        if gpu_id not in found:
+            found.append(gpu_id)
+    return found[:limit]
+
+
+def find_gpu(text: str) -> GPUChoice:
+    """The GPU ``text`` names: a catalog id (case-insensitive); a name people type, read
+    through :func:`normalize_gpu_name` and the alias table (``H100``, ``h100-80gb``,
+    ``A100-40GB``, ``RTX 4090``, ``4090``, ``NVIDIA H100 80GB HBM3``), with ``read_as``
+    saying which entry it was taken to mean; or, when ``text`` is the path of a JSON file
+    (ends in ``.json``, contains a path separator, or names an existing file), the custom
+    GPU in it (:func:`load_gpu_file`).
+
+    Raises :class:`GPUNotFoundError` (a KeyError) whose message offers the closest ids
+    ("did you mean") and lists the known ones.
     """
     catalog = gpu_catalog()
-    found = catalog.get(gpu_id.strip().lower())
+    found = catalog.get(text.strip().lower())
     if found is not None:
-        return found
-    if _looks_like_path(gpu_id):
-        return load_gpu_file(gpu_id)
+        return GPUChoice(gpu=found)
+    if _looks_like_path(text):
+        return GPUChoice(gpu=load_gpu_file(text))
+    key = normalize_gpu_name(text)
+    gpu_id = key if key in catalog else gpu_aliases().get(key)
+    if gpu_id is not None:
+        gpu = catalog[gpu_id]
+        return GPUChoice(gpu=gpu, read_as=f"{text.strip()!r} read as {gpu.id} ({gpu.name})")
+    close = _suggestions(key)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ";"
     raise GPUNotFoundError(
-        f"unknown GPU {gpu_id!r}; known: {', '.join(catalog)} (or the path of a GPU JSON file)"
+        f"unknown GPU {text!r}{hint} known: {', '.join(catalog)} (or the path of a GPU JSON file)"
     )
+
+
+def get_gpu(gpu_id: str) -> GPU:
+    """The GPU ``gpu_id`` names, as :func:`find_gpu` reads it (catalog id, a name people
+    type, or a GPU JSON file). Raises :class:`GPUNotFoundError` (a KeyError) whose message
+    offers the closest ids and lists the known ones."""
+    return find_gpu(gpu_id).gpu

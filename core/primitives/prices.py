@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from llm_planner.core.primitives.limits import MIN_PRICE_USD_PER_GPU_HOUR, bounds
 from llm_planner.core.primitives.resources import read_json
 
 Tier = Literal["on_demand", "reserved"]
@@ -39,11 +40,23 @@ class PriceOffer(BaseModel):
     provider: str
     product: str = ""
     tier: Tier = "on_demand"
-    usd_per_gpu_hour: float = Field(ge=0)
+    usd_per_gpu_hour: float = Field(**bounds("compute.price_usd_per_gpu_hour"))
     date: dt.date = Field(description="day the price was read from (or published on) the source")
     source: str = Field(min_length=1, description="the page the price is listed on")
     via: str = Field(default="", description="the copy it was transcribed from, if not live")
     notes: str = ""
+
+    @field_validator("usd_per_gpu_hour")
+    @classmethod
+    def _free_or_a_real_price(cls, value: float) -> float:
+        """0 or at least the smallest real price, as the scenario's own price
+        (:class:`~llm_planner.core.sections.compute.ComputeInputs`): 1e-300 $/h would price
+        a run at zero and rank it first."""
+        if 0 < value < MIN_PRICE_USD_PER_GPU_HOUR:
+            raise ValueError(
+                f"must be 0 (free) or at least {MIN_PRICE_USD_PER_GPU_HOUR} USD per GPU-hour"
+            )
+        return value
 
     def is_stale(self, today: dt.date) -> bool:
         """Older than :data:`STALE_AFTER_DAYS` days on ``today``."""
@@ -88,17 +101,43 @@ class PriceList(BaseModel):
         return "; ".join(parts)
 
 
+MAX_PRICE_LIST_BYTES = 1_000_000
+"""Largest price list read (the shipped one is about 20 kB)."""
+
+
 def load_price_list(path: Path | None = None) -> PriceList:
     """The shipped ``resources/prices.json``, or the user's edited copy at ``path``.
 
-    Raises :class:`PriceListError` naming the file and the bad field.
+    The user's file is read as untrusted: a regular file of at most
+    :data:`MAX_PRICE_LIST_BYTES`, brackets and digit runs bounded before parsing, strict JSON
+    (no NaN or Infinity). Raises :class:`PriceListError` naming the file and the bad field.
     """
     import json
 
+    from llm_planner.core.primitives.reading import (
+        FileReadError,
+        check_structure,
+        read_text_bounded,
+    )
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a price (JSON has no NaN or Infinity)")
+
     name = str(path) if path is not None else "resources/prices.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path else read_json("prices.json")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        if path is None:
+            data = read_json("prices.json")
+        else:
+            text = read_text_bounded(path, MAX_PRICE_LIST_BYTES, "a price list")
+            check_structure(text, name)
+            data = json.loads(text, parse_constant=refuse)
+    except FileReadError as error:
+        raise PriceListError(str(error)) from None
+    except json.JSONDecodeError as error:
+        raise PriceListError(
+            f"{name}: not JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
+    except (OSError, ValueError, RecursionError) as error:
         raise PriceListError(f"{name}: cannot read: {error}") from None
     try:
         return PriceList.model_validate(data)

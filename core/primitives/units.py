@@ -185,6 +185,54 @@ def parse_bytes(text: str | float | int, what: str = "memory") -> float:
     return _check_sign(value, what, text, allow_negative=False)
 
 
+_RATE_RE = re.compile(
+    rf"^\s*(?P<num>{_NUMBER})\s*(?P<unit>[a-zA-Z]*)\s*(?P<per>/\s*s(?:ec(?:ond)?)?|ps)?\s*$"
+)
+_BIT_PREFIXES: dict[str, float] = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def parse_bandwidth(text: str | float | int, what: str = "bandwidth") -> float:
+    """Read a data rate into bytes per second. Bytes: ``400 GB/s``, ``400GBps``, ``50 GiB/s``,
+    ``400 GB`` (the ``/s`` may be left out). Bits, as networks are sold: ``400 Gb/s``,
+    ``400Gbps``, ``400 gbps``, ``400 Gbit/s`` = 400e9 / 8 = 50e9 bytes/s. A bare number is
+    bytes/s. The case of ``b`` decides (SI: b bit, B byte); an all-lower-case ``gb`` or
+    ``gb/s`` could mean either and is refused with both readings rather than guessed.
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return _check_sign(float(text), what, str(text), allow_negative=False)
+    if not isinstance(text, str):
+        raise UnitError(f"{what}: {text!r} is not a data rate")
+    match = _RATE_RE.match(text)
+    if not match:
+        raise UnitError(f"{what}: cannot read {text!r}; write e.g. 400 GB/s or 400 Gb/s")
+    unit, per = match["unit"], match["per"] or ""
+    if not per and len(unit) > 2 and unit.lower().endswith("ps"):  # "Gbps", "GBps"
+        unit, per = unit[:-2], "ps"
+    value = _number(match["num"], what, text)
+    bits = re.fullmatch(r"(?P<prefix>[kKmMgGtTpP]?)(?:b|bit|bits)", unit)
+    if bits and (unit.endswith(("bit", "bits")) or per == "ps" or unit != unit.lower()):
+        rate = value * _BIT_PREFIXES[bits["prefix"].lower()] / 8.0
+    elif bits and unit:  # "gb", "gb/s": lower case throughout
+        number = match["num"]
+        raise UnitError(
+            f"{what}: {text!r} could be bits or bytes; write {number} G{unit[-1:].lower()}"
+            f"/s for bits (network links) or {number} GB/s for bytes"
+            if unit.lower().startswith("g")
+            else f"{what}: {text!r} could be bits or bytes; write b for bits or B for bytes "
+            "with an upper-case prefix (Mb/s, MB/s)"
+        )
+    elif unit.lower() in _BYTE_UNITS or (unit == "" and per):
+        rate = value * _BYTE_UNITS[unit.lower() or "b"]
+    elif unit == "":
+        rate = value
+    else:
+        raise UnitError(
+            f"{what}: unknown unit {unit!r} in {text!r}; use GB/s, GiB/s (bytes) or Gb/s, "
+            "Gbps (bits)"
+        )
+    return _check_sign(rate, what, text, allow_negative=False)
+
+
 def parse_duration(text: str | float | int, what: str = "duration") -> float:
     """Read a duration such as ``30 days``, ``12h``, ``90 min`` into seconds (bare number: s)."""
     if isinstance(text, int | float) and not isinstance(text, bool):
@@ -243,10 +291,16 @@ def _sig(value: float, digits: int = 3) -> str:
 
 
 def format_count(value: float, digits: int = 3) -> str:
-    """``6.74e9`` → ``6.74B``; ``1.4e12`` → ``1.4T``; small numbers as they are."""
+    """``6.74e9`` → ``6.74B``; ``1.4e12`` → ``1.4T``; small numbers as they are.
+
+    The suffix is chosen after rounding to ``digits`` significant digits, so 999.9e6 reads
+    ``1B``, not ``1e+03M``; from 1e18 on, scientific notation."""
+    rounded = float(f"{value:.{digits}g}")
+    if abs(rounded) >= 1e18:
+        return f"{rounded:.{digits}g}"
     for factor, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            text = f"{value / factor:.{digits}g}"
+        if abs(rounded) >= factor:
+            text = f"{rounded / factor:.{digits}g}"
             return f"{text}{suffix}"
     return f"{value:.{digits}g}"
 

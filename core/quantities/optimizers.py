@@ -11,6 +11,7 @@ Every byte count comes from :mod:`llm_planner.core.primitives.dtypes`.
 
 from __future__ import annotations
 
+import difflib
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -99,15 +100,18 @@ PRECISIONS: dict[str, PrecisionRecipe] = {
             "accumulation (main_grad), 18 bytes per parameter without sharding",
         ),
         PrecisionRecipe(
-            id="bf16",
-            name="pure bf16, bf16 optimizer states (2 + 2 + 4)",
+            id="pure_bf16",
+            name="pure bf16: no fp32 master, bf16 optimizer states (2 + 2 + 4)",
             weights_dtype="bf16",
             gradients_dtype="bf16",
             master_dtype=None,
             state_dtype="bf16",
             activations_dtype="bf16",
             source="pure bf16 training (no master copy; e.g. Kalamkar et al. 2019 discuss "
-            "the rounding risk); Adam moments in bf16",
+            "the rounding risk); Adam moments in bf16. Lightning's precision='bf16-true' "
+            "casts the module to bf16, so torch.optim keeps its moments in bf16 too. Called "
+            "pure_bf16, not bf16: every stack's plain 'bf16' means mixed bf16 (see "
+            "PRECISION_ALIASES); schema v2 files' 'bf16' migrate to this id",
         ),
     )
 }
@@ -214,6 +218,84 @@ def _lookup(table: dict[str, _T], key: str, kind: str) -> _T:
         return table[key]
     except KeyError:
         raise ValueError(f"unknown {kind} {key!r}; known: {', '.join(table)}") from None
+
+
+# Sources of the names below:
+# - Lightning, lightning/fabric/plugins/precision/precision.py:
+#   _PRECISION_INPUT_STR_ALIAS_CONVERSION = {"64": "64-true", "32": "32-true",
+#   "16": "16-mixed", "bf16": "bf16-mixed"}; "*-mixed" autocasts the math and keeps the
+#   parameters and the optimizer in fp32, "bf16-true" casts the module itself to bf16.
+# - Hugging Face transformers TrainingArguments: --bf16 / --fp16 "use bf16 / fp16 (mixed)
+#   precision" (torch autocast over fp32 parameters); accelerate mixed_precision "bf16" /
+#   "fp16" likewise.
+# - torchtitan: mixed_precision_param = "bfloat16" over fp32 sharded parameters (FSDP2).
+# - MosaicML Composer: Precision.AMP_BF16 / AMP_FP16 ("amp_bf16", "amp_fp16").
+PRECISION_ALIASES: dict[str, tuple[str, str]] = {
+    "bf16": ("mixed_bf16", "Lightning's 'bf16' (= 'bf16-mixed'), Hugging Face --bf16, accelerate"),
+    "bf16-mixed": ("mixed_bf16", "Lightning 'bf16-mixed'"),
+    "bfloat16": ("mixed_bf16", "torch.bfloat16 autocast over fp32 parameters, as torchtitan"),
+    "amp-bf16": ("mixed_bf16", "Composer 'amp_bf16'"),
+    "fp16": ("mixed_fp16", "Hugging Face --fp16, accelerate 'fp16'"),
+    "16": ("mixed_fp16", "Lightning's '16' (= '16-mixed')"),
+    "16-mixed": ("mixed_fp16", "Lightning '16-mixed'"),
+    "float16": ("mixed_fp16", "torch.float16 autocast with a gradient scaler"),
+    "half": ("mixed_fp16", "half-precision (fp16) autocast with a gradient scaler"),
+    "amp-fp16": ("mixed_fp16", "Composer 'amp_fp16'"),
+    "amp": ("mixed_fp16", "torch.cuda.amp / apex AMP (fp16)"),
+    "bf16-true": ("pure_bf16", "Lightning 'bf16-true': the module in bf16, no fp32 copy"),
+    "32": ("fp32", "Lightning's '32' (= '32-true')"),
+    "32-true": ("fp32", "Lightning '32-true'"),
+    "float32": ("fp32", "torch.float32, no mixed precision"),
+    "full": ("fp32", "full (fp32) precision"),
+}
+"""Precision names the stacks and people use → (recipe id, whose meaning it is).
+
+Keys are normalised (:func:`precision_key`: lower case, ``_`` and spaces as ``-``, leading
+dashes dropped, so ``--bf16``, ``BF16_MIXED`` and ``bf16-mixed`` are one key). The most
+common name, ``bf16``, means what Lightning, Hugging Face and accelerate mean by it: mixed
+bf16 with fp32 master weights; pure bf16 is asked for by name (``pure_bf16``,
+``bf16-true``). Names with no recipe here (``16-true``, ``64-true``, FP8 recipes) are
+refused with the list of known ones rather than read as something close."""
+
+
+def precision_key(name: str) -> str:
+    """The lookup key of a typed precision name (see :data:`PRECISION_ALIASES`)."""
+    return "-".join(name.strip().lower().lstrip("-").replace("_", "-").split())
+
+
+def resolve_precision(name: str) -> tuple[PrecisionRecipe, str | None]:
+    """The recipe ``name`` means, and, when ``name`` is not the recipe's own id, a sentence
+    saying how it was read (for the command line to echo): a recipe id (``mixed_bf16``,
+    also as ``mixed-bf16``) or a name from :data:`PRECISION_ALIASES` (``bf16-mixed``,
+    ``16-mixed``, ``bfloat16``, ``fp16``, ``--bf16``, ``bf16-true``).
+
+    A ValueError names the known ids and names, and the closest ones.
+    """
+    if name in PRECISIONS:
+        return PRECISIONS[name], None
+    key = precision_key(name)
+    by_key = {precision_key(recipe_id): recipe_id for recipe_id in PRECISIONS}
+    if key in by_key:
+        return PRECISIONS[by_key[key]], None
+    if key in PRECISION_ALIASES:
+        recipe_id, whose = PRECISION_ALIASES[key]
+        recipe = PRECISIONS[recipe_id]
+        note = f"{name.strip()!r} read as {recipe.id}, {recipe.name} ({whose})"
+        if recipe_id == "mixed_bf16":
+            note += "; pure bf16 is pure_bf16 (Lightning 'bf16-true')"
+        return recipe, note
+    names = [*PRECISIONS, *PRECISION_ALIASES]
+    close = difflib.get_close_matches(key, [precision_key(n) for n in names], n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise ValueError(
+        f"unknown precision {name!r}{hint} known: {', '.join(PRECISIONS)}; also read: "
+        f"{', '.join(PRECISION_ALIASES)}"
+    )
+
+
+def canonical_precision(name: str) -> str:
+    """The recipe id ``name`` means (:func:`resolve_precision`); ValueError when none."""
+    return resolve_precision(name)[0].id
 
 
 def get_precision(recipe_id: str) -> PrecisionRecipe:

@@ -17,15 +17,14 @@ one figure on every tab; without it the ratio comes from the recomputation polic
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal, NamedTuple, Self
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.inputs.compute import ComputeInputs, FailureInputs
 from llm_planner.core.primitives.architecture import Architecture
-from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
-from llm_planner.core.primitives.limits import MIN_PRICE_USD_PER_GPU_HOUR, bounds
 from llm_planner.core.primitives.units import format_gb
 from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
@@ -34,18 +33,13 @@ from llm_planner.core.quantities.flops import (
 )
 from llm_planner.core.sections.failures import (
     DEFAULT_FAILURE_SOURCE,
-    FailureInputs,
     estimate_failures,
 )
 
 if TYPE_CHECKING:
-    from llm_planner.core.sections.training import TrainingInputs
+    from llm_planner.core.inputs.training import TrainingInputs
 
 __all__ = ["ComputeInputs", "ComputeReport", "FailureInputs", "estimate_compute"]
-
-ThroughputMode = Literal["modeled", "mfu", "tflops", "tokens_per_s"]
-"""Where the one throughput comes from: the parallel layout's modeled step time, an assumed
-MFU, or a measured TFLOP/s or tokens/s per GPU."""
 
 ThroughputSource = Literal["modeled", "assumed_mfu", "measured_tflops", "measured_tokens_per_s"]
 THROUGHPUT_SOURCES: dict[str, ThroughputSource] = {
@@ -76,78 +70,6 @@ CHINCHILLA_ALPHA = 0.34
 CHINCHILLA_BETA = 0.28
 """Constants of the parametric loss L(N, D) = E + A/N^α + B/D^β fitted by Hoffmann et al.
 2022, section 3.3 (Approach 3) and Appendix D.2 (eq. (10) in the arXiv version)."""
-
-
-class ComputeInputs(BaseModel):
-    """Inputs of the compute-budget tab."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tokens: float = Field(
-        default=15e12, description="training tokens D", **bounds("compute.tokens")
-    )
-    throughput_mode: ThroughputMode = Field(
-        default="modeled",
-        description="modeled (the layout's step time), mfu (assumed), tflops or tokens_per_s "
-        "(measured per GPU)",
-    )
-    mfu: float = Field(
-        default=0.40,
-        description="assumed model FLOPs utilisation (mode 'mfu')",
-        **bounds("compute.mfu"),
-    )
-    achieved_flops_per_gpu: float | None = Field(
-        default=None, description="FLOP/s per GPU", **bounds("compute.achieved_flops_per_gpu")
-    )
-    tokens_per_s_per_gpu: float | None = Field(
-        default=None, **bounds("compute.tokens_per_s_per_gpu")
-    )
-    compute_dtype: str = Field(default="bf16", description="dtype whose peak sets throughput")
-    price_usd_per_gpu_hour: float = Field(default=2.0, **bounds("compute.price_usd_per_gpu_hour"))
-    price_follows_gpu: bool = Field(
-        default=False,
-        description="the price is the price list's for the scenario's GPU (its cheapest "
-        "on-demand offer, or the scenario's price_overrides entry) and follows when the GPU "
-        "changes; False: the price the user set",
-    )
-    deadline_seconds: float | None = Field(default=None, **bounds("compute.deadline_seconds"))
-    budget_usd: float | None = Field(default=None, **bounds("compute.budget_usd"))
-    failures: FailureInputs = FailureInputs()
-    budget_flops: float | None = Field(
-        default=None,
-        description="a compute budget in FLOP for the Chinchilla sizing",
-        **bounds("compute.budget_flops"),
-    )
-    include_attention_flops: bool = Field(
-        default=False,
-        description="flops_total counts the attention scores too (PaLM's model FLOPs) "
-        "instead of 6·P·D",
-    )
-
-    @field_validator("price_usd_per_gpu_hour")
-    @classmethod
-    def _free_or_a_real_price(cls, value: float) -> float:
-        """0 (free: no cost figures) or at least $0.0001 per GPU-hour: a subnormal price
-        would turn a budget into an infinite GPU-hour count."""
-        if 0 < value < MIN_PRICE_USD_PER_GPU_HOUR:
-            raise ValueError(
-                f"must be 0 (free) or at least {MIN_PRICE_USD_PER_GPU_HOUR} USD per GPU-hour"
-            )
-        return value
-
-    @field_validator("compute_dtype")
-    @classmethod
-    def _known_dtype(cls, value: str) -> str:
-        bytes_per_element(value)  # ValueError names the known dtypes
-        return value
-
-    @model_validator(mode="after")
-    def _mode_has_its_figure(self) -> Self:
-        if self.throughput_mode == "tflops" and self.achieved_flops_per_gpu is None:
-            raise ValueError("throughput_mode 'tflops' needs achieved_flops_per_gpu")
-        if self.throughput_mode == "tokens_per_s" and self.tokens_per_s_per_gpu is None:
-            raise ValueError("throughput_mode 'tokens_per_s' needs tokens_per_s_per_gpu")
-        return self
 
 
 # ------------------------------------------------------------------ throughput and time
@@ -753,9 +675,10 @@ def estimate_compute(
     )
     factor = hardware_flops_factor
     if factor is None:
+        from llm_planner.core.inputs.training import TrainingInputs
         from llm_planner.core.sections import training
 
-        ti = training_inputs or training.TrainingInputs(
+        ti = training_inputs or TrainingInputs(
             seq_len=seq_len, recompute="selective" if recompute == "threshold" else recompute
         )
         factor = training.hardware_flops_factor(arch, ti, mfu_per_token)

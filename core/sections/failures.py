@@ -12,23 +12,13 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.primitives.limits import bounds
+from llm_planner.core.inputs.compute import DEFAULT_GPU_FAILURES_PER_HOUR, FailureInputs
+
+__all__ = ["DEFAULT_GPU_FAILURES_PER_HOUR", "FailureInputs", "estimate_failures"]
 
 SECONDS_PER_HOUR = 3600.0
-
-LLAMA3_UNEXPECTED_INTERRUPTIONS = 419
-LLAMA3_GPUS = 16_384
-LLAMA3_DAYS = 54
-DEFAULT_GPU_FAILURES_PER_HOUR = LLAMA3_UNEXPECTED_INTERRUPTIONS / (LLAMA3_GPUS * LLAMA3_DAYS * 24.0)
-"""Default interruption rate per GPU-hour, ≈ 1.97e-5 (one per ≈ 50,700 GPU-hours).
-
-Derived from the Llama 3 report (Dubey et al. 2024, arXiv:2407.21783, section 3.3.4):
-419 unexpected interruptions in a 54-day snapshot of pre-training on 16,384 H100 GPUs
-(466 in all; the 47 planned ones are maintenance, not failures). All unexpected causes
-(GPU, HBM, host, network, software) are charged to the GPUs, since the job sees them the
-same way. Rate = 419 / (16,384 × 54 × 24 h)."""
 
 DEFAULT_FAILURE_SOURCE = (
     "Llama 3 (arXiv:2407.21783, sec. 3.3.4): 419 unexpected interruptions in 54 days "
@@ -38,35 +28,6 @@ DEFAULT_FAILURE_SOURCE = (
 
 NEVER_SECONDS = 1e20
 """A mean time between failures beyond this (3e12 years) counts as "never fails"."""
-
-
-class FailureInputs(BaseModel):
-    """Failure and checkpoint settings that turn compute time into wall-clock time."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    gpu_failures_per_hour: float | None = Field(
-        default=None,
-        description="per-GPU interruption rate; None: the cited default",
-        **bounds("compute.failures.gpu_failures_per_hour"),
-    )
-    checkpoint_write_seconds: float = Field(
-        default=60.0,
-        description="time the job is paused writing one checkpoint (δ)",
-        **bounds("compute.failures.checkpoint_write_seconds"),
-    )
-    restart_seconds: float = Field(
-        default=600.0,
-        description="detect, reschedule, reload a checkpoint (R)",
-        **bounds("compute.failures.restart_seconds"),
-    )
-
-    @property
-    def rate_per_gpu_hour(self) -> float:
-        """The per-GPU rate in use: the user's, or :data:`DEFAULT_GPU_FAILURES_PER_HOUR`."""
-        if self.gpu_failures_per_hour is None:
-            return DEFAULT_GPU_FAILURES_PER_HOUR
-        return self.gpu_failures_per_hour
 
 
 def job_mtbf_seconds(num_gpus: int, failures: FailureInputs) -> float | None:

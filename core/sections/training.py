@@ -23,541 +23,76 @@ for one GPU of a (tp, pp, dp, ep, ZeRO) layout:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import Literal, NamedTuple, Self
+from typing import Literal, NamedTuple
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
 
-from llm_planner.core.primitives.architecture import (
-    Architecture,
-    ParameterCount,
-    attention_params_per_layer,
-    count_parameters,
-    mean_layer_params,
-    mlp_params,
-    norm_params,
+from llm_planner.core.inputs.training import (
+    DDP_BUCKET_BYTES,
+    LORA_TARGETS,
+    NF4_DOUBLE_QUANT_BITS,
+    QLORA_DEFAULT_RANK,
+    Recompute,
+    TrainingInputs,
+    stack_fields,
 )
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure, Unit
-from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES, GPU
-from llm_planner.core.primitives.limits import bounds
-from llm_planner.core.quantities.activations import (
-    ALL_LINEAR,
-    LayerActivations,
-    LedgerEntry,
-    get_profile,
-    layer_activations,
-    logits_working_bytes,
-    outside_layer_ledger,
-)
+from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities.activations import LedgerEntry
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
-from llm_planner.core.quantities.optimizers import (
-    factored_state_values,
-    get_optimizer,
-    get_precision,
+from llm_planner.core.quantities.stacks import get_stack
+from llm_planner.core.sections.training_memory import (
+    RECOMPUTE_POLICIES,
+    FloatArray,
+    memory_terms,
+    training_memory_arrays,
 )
-from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
-
-Recompute = Literal["none", "selective", "full", "threshold"]
-
-NF4_DOUBLE_QUANT_BITS = 4 + 8 / 64 + 32 / (64 * 256)
-"""QLoRA's frozen base: 4-bit NF4 with blocks of 64 weights, each block's fp32 constant
-double-quantised to 8 bits with one fp32 constant per 256 blocks: 4 + 8/64 + 32/(64·256)
-≈ 4.127 bits per parameter (Dettmers et al. 2023, arXiv:2305.14314, section 3, "Double
-Quantization": 0.127 bits of constants instead of 0.5)."""
-
-QLORA_DEFAULT_RANK = 64
-"""QLoRA's rank when ``--qlora`` is given without ``--lora-rank`` (Dettmers et al. 2023
-use r = 64 on all linear layers)."""
-
-DDP_BUCKET_BYTES = 25 * 2**20
-"""PyTorch DDP's gradient bucket, ``bucket_cap_mb=25`` (MiB)."""
-
-LORA_TARGETS = ALL_LINEAR
-"""q, k, v, o (attention) and gate, up, down (MLP; a GeLU MLP has no gate)."""
-
-_LOOKUPS: dict[str, Callable[[str], object]] = {
-    "precision": get_precision,
-    "optimizer": get_optimizer,
-    "implementation": get_profile,
-}
-"""Catalog lookup of each id-valued input (each raises a ValueError naming the known ids)."""
-
-
-class TrainingInputs(BaseModel):
-    """Inputs of the training-memory tab."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    stack: Stack = Field(
-        default="megatron", description="training framework the run is launched with"
-    )
-    precision: str = Field(default="mixed_bf16", description="precision recipe")
-    optimizer: str = Field(default="adamw")
-    seq_len: int = Field(
-        default=4096, description="training sequence length s", **bounds("training.seq_len")
-    )
-    micro_batch: int = Field(
-        default=1, description="sequences per micro-batch b", **bounds("training.micro_batch")
-    )
-    recompute: Recompute = "selective"
-    recompute_threshold_bytes: float | None = Field(
-        default=None, **bounds("training.recompute_threshold_bytes")
-    )
-    flash_attention: bool = True
-    implementation: str = Field(default="megatron", description="activation-ledger profile")
-    lora_rank: int | None = Field(default=None, **bounds("training.lora_rank"))
-    qlora: bool = False
-    lora_targets: tuple[str, ...] = Field(
-        default=LORA_TARGETS, description="matrices LoRA adapts: q, k, v, o, gate, up, down"
-    )
-    dropout: bool = Field(
-        default=False,
-        description="dropout on attention probabilities and residuals (GPT-3 style); modern "
-        "pretraining recipes (Llama) use none",
-    )
-    cuda_context_bytes: float = Field(
-        default=CUDA_CONTEXT_BYTES,
-        **bounds("training.cuda_context_bytes"),
-        description="allowance for the CUDA context, cuBLAS/NCCL workspaces (typically "
-        "0.5-1 GB with lazy module loading; an assumption, not derived)",
-    )
-    fragmentation_fraction: float = Field(
-        default=0.05,
-        **bounds("training.fragmentation_fraction"),
-        description="allocator fragmentation allowance as a fraction of allocated bytes "
-        "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
-    )
-
-    @model_validator(mode="after")
-    def _stack_defaults(self) -> Self:
-        """The stack's activation profile when none is given (editable under the stack).
-        Set after validation so JSON input keeps its strict-mode types."""
-        if "implementation" not in self.model_fields_set and self.stack in STACKS:
-            object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
-        return self
-
-    @field_validator("precision", "optimizer", "implementation")
-    @classmethod
-    def _known_id(cls, value: str, info: ValidationInfo) -> str:
-        """The catalog's lookup raises the ValueError that lists the known ids."""
-        _LOOKUPS[str(info.field_name)](value)
-        return value
-
-    @field_validator("lora_targets")
-    @classmethod
-    def _known_targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [t for t in value if t not in LORA_TARGETS]
-        if unknown or not value:
-            raise ValueError(f"LoRA targets must be among {', '.join(LORA_TARGETS)}")
-        return value
-
-    @model_validator(mode="after")
-    def _threshold_given(self) -> Self:
-        if self.recompute == "threshold" and self.recompute_threshold_bytes is None:
-            raise ValueError("recompute 'threshold' needs recompute_threshold_bytes")
-        return self
-
-    def with_stack(self, stack: str) -> dict[str, str]:
-        """The ``training`` fields that move these inputs onto ``stack``: the stack id, and
-        its default activation profile where the profile in use is the current stack's own
-        default (a profile the user chose stays: it is editable under the stack). A
-        ValueError (from :func:`.stacks.get_stack`) lists the known ids."""
-        return stack_fields(
-            stack, current_stack=self.stack, current_implementation=self.implementation
-        )
-
-    @property
-    def effective_lora_rank(self) -> int | None:
-        """The LoRA rank in use: given, or QLoRA's default, or None for full fine-tuning."""
-        if self.lora_rank is not None:
-            return self.lora_rank
-        return QLORA_DEFAULT_RANK if self.qlora else None
-
-
-# ------------------------------------------------------------------ parameter structure
-
-
-def stack_fields(
-    stack: str, *, current_stack: str, current_implementation: str | None
-) -> dict[str, str]:
-    """The ``training`` fields that move a scenario from ``current_stack`` onto ``stack``:
-    the stack id, and the new stack's default activation profile where the profile in use
-    is the current stack's default or unset (a profile chosen by hand stays: the profile is
-    editable under the stack). A ValueError (:func:`.stacks.get_stack`) lists the known ids."""
-    fields = {"stack": get_stack(stack).id}
-    current = STACKS.get(current_stack)
-    if current_implementation is None or (
-        current is not None and current_implementation == current.implementation
-    ):
-        fields["implementation"] = get_stack(stack).implementation
-    return fields
-
-
-def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -> tuple[int, int]:
-    """(layers on the first pipeline stage, layers on the last) with ``pp`` stages.
-
-    Equal split (Megatron-LM, DeepSpeed, torchtitan): ⌈L/p⌉ on each, the head added to the
-    last. Cost-balanced split (``StackProfile.pipeline_balances_head``, nanotron): the blocks
-    in order (embedding: cost 0, L layers, the output head) go to stage r until their
-    cumulative cost passes (r + 1)/p of the total; the block that passes it stays on r
-    (huggingface/nanotron@2411b022 src/nanotron/models/base.py build_model; costs from
-    src/nanotron/models/llama.py get_block_compute_costs: a decoder layer 4·a·d·h + 3·f·h,
-    the head V·h, i.e. each block's weight-matrix count, used here for every layer kind).
-    A head worth several layers pushes layers towards the first stage: the 1B sweep model
-    (16 layers, head = 4 layers' cost) puts 6 layers on stage 0 of 4, not 4."""
-    equal = math.ceil(arch.layers / pp)
-    if pp <= 1:
-        return arch.layers, arch.layers
-    if not get_stack(inputs.stack).pipeline_balances_head:
-        return equal, equal
-    costs = [
-        float(sum(r * c * k for _, r, c, k in _layer_matrices(arch, arch.is_moe_layer(i))))
-        for i in range(arch.layers)
-    ]
-    costs.append(float(arch.vocab_size * arch.hidden_size))
-    total = sum(costs)
-    counts = [0] * pp
-    rank, cumulative = 0, 0.0
-    for i, cost in enumerate(costs):
-        cumulative += cost
-        if i < arch.layers:
-            counts[rank] += 1
-        if cumulative > total * (rank + 1) / pp and rank < pp - 1:
-            rank += 1
-    return counts[0], counts[-1]
-
-
-def _layer_matrices(arch: Architecture, moe_layer: bool) -> list[tuple[str, int, int, int]]:
-    """(LoRA target, rows, cols, count) of every weight matrix of one layer."""
-    h = arch.hidden_size
-    mats: list[tuple[str, int, int, int]] = []
-    if arch.mla is not None:
-        m = arch.mla
-        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
-        if m.q_lora_rank is None:
-            mats.append(("q", h, arch.heads * qk, 1))
-        else:
-            mats += [("q", h, m.q_lora_rank, 1), ("q", m.q_lora_rank, arch.heads * qk, 1)]
-        mats.append(("k", h, m.kv_lora_rank + m.qk_rope_head_dim, 1))
-        mats.append(("v", m.kv_lora_rank, arch.heads * (m.qk_nope_head_dim + m.v_head_dim), 1))
-        mats.append(("o", arch.heads * m.v_head_dim, h, 1))
-    else:
-        mats += [
-            ("q", h, arch.q_size, 1),
-            ("k", h, arch.kv_size, 1),
-            ("v", h, arch.kv_size, 1),
-            ("o", arch.q_size, h, 1),
-        ]
-
-    def mlp(f: int, count: int) -> list[tuple[str, int, int, int]]:
-        out = [("up", h, f, count), ("down", f, h, count)]
-        return ([("gate", h, f, count)] if arch.gated else []) + out
-
-    if moe_layer and arch.moe is not None:
-        moe = arch.moe
-        mats += mlp(moe.expert_ffn_size, moe.num_experts + moe.num_shared_experts)
-        mats.append(("router", h, moe.num_experts, 1))
-    else:
-        mats += mlp(arch.ffn_size, 1)
-    return mats
-
-
-def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:
-    """(MoE layer?, how many) for each kind of layer the model has: dense, MoE or both."""
-    return [(moe, n) for moe, n in ((False, arch.dense_layers), (True, arch.moe_layers)) if n]
-
-
-def _norm_params(arch: Architecture) -> int:
-    """One norm's parameters: weight and bias (LayerNorm) or weight only (RMSNorm)."""
-    return norm_params(arch)
-
-
-def _layer_params(arch: Architecture, moe_layer: bool) -> float:
-    """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
-    when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
-    differs = arch.recurrent is not None or arch.qk_norm != "none" or arch.attention_sinks
-    if differs or (arch.moe is not None and arch.moe.shared_expert_gate):
-        return mean_layer_params(arch, moe_layer)
-    norm = _norm_params(arch) * arch.norms_per_layer
-    if moe_layer and arch.moe is not None:
-        moe = arch.moe
-        ffn = (moe.num_experts + moe.num_shared_experts) * mlp_params(arch, moe.expert_ffn_size)
-        ffn += arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
-    else:
-        ffn = mlp_params(arch, arch.ffn_size)
-    return attention_params_per_layer(arch) + ffn + norm
-
-
-def one_layer_params(arch: Architecture) -> float:
-    """Parameters of the largest layer (a ZeRO-3 gather or a gradient bucket holds one)."""
-    return max(_layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch))
-
-
-def outside_layer_params(
-    arch: Architecture, counts: ParameterCount, *, first: bool, last: bool, pp: int
-) -> int:
-    """Parameters outside the layers on a pipeline stage (``counts``: the model's): the
-    first holds the embedding, learned positions and embedding norm; the last the final
-    norm and the output head (a tied head is a copy of the embedding when pp > 1, as in
-    Megatron-LM; one stage holding both counts it once)."""
-    outside = 0
-    if first:
-        outside += counts.embedding + counts.positions
-        outside += _norm_params(arch) if arch.embedding_norm else 0
-    if last:
-        outside += _head_params(counts, pp) + _norm_params(arch)
-    return outside
-
-
-def _head_params(counts: ParameterCount, pp: int) -> int:
-    return counts.head if counts.head else (counts.embedding if pp > 1 else 0)
-
-
-class StageParams(BaseModel):
-    """Parameters held by one pipeline stage before tp/ZeRO sharding."""
-
-    model_config = ConfigDict(frozen=True)
-
-    layer_params: float  # in-layer parameters of the stage's layers
-    layer_matrix_params: float  # of which in weight matrices (QLoRA quantises these)
-    outside_params: float  # embedding / head / final norm on this stage
-    factored_values: float  # Adafactor second-moment values for all of the above
-    lora_params: float  # LoRA adapter parameters on this stage
-    lora_factored_values: float
-    largest_matrix: int  # elements of the largest single layer matrix
-    one_layer_params: float  # the largest layer's parameters (ZeRO-3 gather, buckets)
-
-
-def _routed_expert_matrices(arch: Architecture) -> list[tuple[str, int, int, int]]:
-    """(LoRA target, rows, cols, count) of one MoE layer's routed experts (none if dense)."""
-    if arch.moe is None:
-        return []
-    h, f, n = arch.hidden_size, arch.moe.expert_ffn_size, arch.moe.num_experts
-    out = [("up", h, f, n), ("down", f, h, n)]
-    return ([("gate", h, f, n)] if arch.gated else []) + out
-
-
-class _Routed(NamedTuple):
-    """One MoE layer's routed-expert share of each :class:`StageParams` count."""
-
-    params: int
-    matrix_params: int
-    factored_values: int
-    lora_params: float
-    lora_factored_values: float
-
-
-def _routed_per_layer(arch: Architecture, inputs: TrainingInputs) -> _Routed:
-    """The routed experts of one MoE layer: parameters (matrices and any MLP biases),
-    matrix elements, Adafactor factored values (rows + cols per matrix, biases in full)
-    and the LoRA adapters on them (same terms as :func:`stage_params`)."""
-    if arch.moe is None:
-        return _Routed(0, 0, 0, 0.0, 0.0)
-    mats = _routed_expert_matrices(arch)
-    total = arch.moe.num_experts * mlp_params(arch, arch.moe.expert_ffn_size)
-    mat = sum(r * c * k for _, r, c, k in mats)
-    factored = sum((r + c) * k for _, r, c, k in mats) + (total - mat)
-    rank = inputs.effective_lora_rank
-    lora = lora_factored = 0.0
-    if rank is not None:
-        adapted = [(r, c, k) for t, r, c, k in mats if t in inputs.lora_targets]
-        lora = float(sum(rank * (r + c) * k for r, c, k in adapted))
-        lora_factored = float(sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted))
-    return _Routed(total, mat, factored, lora, lora_factored)
-
-
-def largest_local_layer(arch: Architecture, ep: int = 1) -> float:
-    """Parameters of the largest layer as one expert-parallel rank holds it (E/ep of the
-    routed experts of an MoE layer; unscaled): what a ZeRO-3 gather or a bucket holds."""
-    totals = {moe_layer: _layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch)}
-    if ep == 1 or arch.moe is None or True not in totals:
-        return max(totals.values())
-    away = 1.0 - 1.0 / ep
-    routed = arch.moe.num_experts * mlp_params(arch, arch.moe.expert_ffn_size)
-    return max(totals.get(False, 0), totals[True] - routed * away)
-
-
-def routed_expert_params(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    *,
-    layers_on_stage: int,
-    scale: float,
-    ep: int = 1,
-) -> StageParams:
-    """The routed-expert part of :func:`stage_params` (same ``ep``): the experts of the
-    stage's share of the MoE layers, ÷ ep (each expert-parallel rank holds E/ep experts of
-    every MoE layer). ``one_layer_params`` is one MoE layer's routed experts ÷ ep. Zero for
-    a dense model."""
-    r = _routed_per_layer(arch, inputs)
-    n = arch.moe_layers * layers_on_stage / arch.layers / ep
-    return StageParams(
-        layer_params=n * r.params * scale,
-        layer_matrix_params=n * r.matrix_params * scale,
-        outside_params=0.0,
-        factored_values=n * r.factored_values * scale,
-        lora_params=n * r.lora_params,
-        lora_factored_values=n * r.lora_factored_values,
-        largest_matrix=0,
-        one_layer_params=r.params / ep * scale,
-    )
-
-
-def stage_params(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    *,
-    layers_on_stage: int,
-    first: bool,
-    last: bool,
-    pp: int,
-    scale: float,
-    ep: int = 1,
-) -> StageParams:
-    """Parameters one GPU of a pipeline stage holds before tp/ZeRO sharding: the stage's
-    share of every layer kind (dense, MoE), plus the embedding (first stage) and the head
-    (last stage). With expert parallelism ``ep`` the routed experts of every MoE layer are
-    spread over ep ranks, E/ep each (Lepikhin et al. 2020, GShard, section 2.2; Rajbhandari
-    et al. 2022, DeepSpeed-MoE, arXiv:2201.05596, section 5): their parameters, LoRA
-    adapters and factored values are ÷ ep, and so is the largest layer's (the ZeRO-3
-    gather, the gradient bucket). Attention, norms, router and shared experts are not."""
-    counts = count_parameters(arch)
-    routed = _routed_per_layer(arch, inputs) if ep > 1 else None
-    share = layers_on_stage / arch.layers
-    layer_params = matrix_params = factored = 0.0
-    lora = lora_factored = 0.0
-    largest = 0
-    rank = inputs.effective_lora_rank
-    for moe_layer, n in layer_kinds(arch):
-        mats = _layer_matrices(arch, moe_layer)
-        total = _layer_params(arch, moe_layer)
-        mat = sum(r * c * k for _, r, c, k in mats)
-        layer_params += n * share * total
-        matrix_params += n * share * mat
-        # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
-        per_layer = sum(k * factored_state_values([(r, c)], 0) for _, r, c, k in mats)
-        factored += n * share * (per_layer + (total - mat))
-        largest = max(largest, *(r * c for _, r, c, _ in mats))
-        layer_lora = layer_lora_factored = 0.0
-        if rank is not None:
-            adapted = [(r, c, k) for t, r, c, k in mats if t in inputs.lora_targets]
-            layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
-            layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
-        if moe_layer and routed is not None:  # other ranks hold (1 − 1/ep) of the experts
-            away = 1.0 - 1.0 / ep
-            layer_params -= n * share * routed.params * away
-            matrix_params -= n * share * routed.matrix_params * away
-            factored -= n * share * routed.factored_values * away
-            layer_lora -= routed.lora_params * away
-            layer_lora_factored -= routed.lora_factored_values * away
-        if rank is not None:
-            lora += n * share * layer_lora
-            lora_factored += n * share * layer_lora_factored
-    h = arch.hidden_size
-    outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
-    outside_factored = 0.0
-    if first:
-        outside_factored += arch.vocab_size + h
-        if counts.positions:
-            outside_factored += counts.positions // h + h
-    if last:
-        outside_factored += arch.vocab_size + h if _head_params(counts, pp) else 0
-        outside_factored += _norm_params(arch)
-    return StageParams(
-        layer_params=layer_params * scale,
-        layer_matrix_params=matrix_params * scale,
-        outside_params=outside * scale,
-        factored_values=(factored + outside_factored) * scale,
-        lora_params=lora,
-        lora_factored_values=lora_factored,
-        largest_matrix=largest,
-        one_layer_params=largest_local_layer(arch, ep) * scale,
-    )
-
-
-class StateBytes(NamedTuple):
-    """Persistent bytes of a stage's parameters before tensor-parallel and ZeRO division."""
-
-    weights: float
-    gradients: float
-    optimizer: float
-
-
-def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
-    """Weights, gradients and optimizer state of ``params`` (whole, before ÷ tp and ZeRO).
-
-    Full training: every parameter is trained (:mod:`.optimizers` bytes per parameter).
-    LoRA (Hu et al. 2021): the base is frozen in the recipe's weight dtype, only the
-    adapters have gradients and optimizer state; QLoRA (Dettmers et al. 2023) stores the
-    base's layer matrices in NF4 with double-quantised constants. Linear in every count
-    of ``params``, so the layout search may price a stage as layers × share + outside.
-    """
-    recipe = get_precision(inputs.precision)
-    opt = get_optimizer(inputs.optimizer)
-    lora = inputs.effective_lora_rank is not None
-    base = params.layer_params + params.outside_params
-    trainable = params.lora_params if lora else base
-    factored = params.lora_factored_values if lora else params.factored_values
-    w_bytes = recipe.weights_bytes
-    if not lora:
-        weights = base * w_bytes
-    elif inputs.qlora:
-        nf4 = NF4_DOUBLE_QUANT_BITS / 8
-        weights = (
-            params.layer_matrix_params * nf4
-            + (base - params.layer_matrix_params) * w_bytes
-            + trainable * w_bytes
-        )
-    else:
-        weights = (base + trainable) * w_bytes
-    # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
-    gradients = trainable * (
-        recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param
-    )
-    moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
-    optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
-    return StateBytes(weights, gradients, optimizer)
-
-
-class LayerTemporaries(NamedTuple):
-    """Temporaries of one layer at tp = 1 (divide by tp), independent of the micro-batch."""
-
-    zero2_bucket: float
-    """One layer's trained gradients, unsharded (ZeRO-2/3 reduce-scatter bucket)."""
-    zero3_gather: float
-    """Two layers' weights as stored (ZeRO-3: the current layer and the prefetched one)."""
-    dequant: float
-    """QLoRA: the largest base matrix dequantised to the recipe's weight dtype."""
-
-
-def layer_temporaries(
-    params: StageParams, inputs: TrainingInputs, layers_on_stage: int
-) -> LayerTemporaries:
-    """The per-layer temporaries of a stage holding ``params`` over ``layers_on_stage``
-    layers: a bucket holds one layer's gradients (under LoRA its adapters' only); ZeRO-3
-    gathers weights in their stored dtype (NF4 under QLoRA); QLoRA dequantises one matrix
-    at a time to 16 bits for its matmul (Dettmers et al. 2023, section 3)."""
-    recipe = get_precision(inputs.precision)
-    w_bytes = recipe.weights_bytes
-    lora = inputs.effective_lora_rank is not None
-    trained = params.lora_params / max(layers_on_stage, 1) if lora else params.one_layer_params
-    stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes
-    return LayerTemporaries(
-        zero2_bucket=trained * recipe.gradients_bytes,
-        zero3_gather=2 * params.one_layer_params * stored,
-        dequant=params.largest_matrix * w_bytes if inputs.qlora else 0.0,
-    )
-
-
-# ------------------------------------------------------------------ report
+from llm_planner.core.sections.training_params import (
+    LayerTemporaries,
+    StageParams,
+    StateBytes,
+    largest_local_layer,
+    layer_activations_for,
+    layer_kinds,
+    layer_temporaries,
+    one_layer_params,
+    outside_ledger_for,
+    pipeline_stage_layers,
+    stage_params,
+    state_bytes,
+)
+
+__all__ = [
+    "DDP_BUCKET_BYTES",
+    "LORA_TARGETS",
+    "NF4_DOUBLE_QUANT_BITS",
+    "QLORA_DEFAULT_RANK",
+    "LayerTemporaries",
+    "Recompute",
+    "StageParams",
+    "StateBytes",
+    "TrainingFlops",
+    "TrainingInputs",
+    "TrainingReport",
+    "estimate_training",
+    "hardware_flops_factor",
+    "largest_local_layer",
+    "layer_activations_for",
+    "layer_kinds",
+    "layer_temporaries",
+    "one_layer_params",
+    "outside_ledger_for",
+    "pipeline_stage_layers",
+    "stack_fields",
+    "stage_params",
+    "state_bytes",
+    "training_flops",
+]
+"""Also re-exported: the inputs (:mod:`.training_inputs`) and the parameter structure
+(:mod:`.training_params`), which the other sections import from here."""
 
 
 class TrainingReport(BaseModel):
@@ -784,213 +319,14 @@ class TrainingReport(BaseModel):
         ]
 
 
-class _StageResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    outside_activations: float
-    logits: float
-    recompute_working: float
-    bucket: float
-    gather: float
-    dequant: float
-    context: float
-    fragmentation: float
-    per_layer: float
-
-    @property
-    def persistent(self) -> float:
-        return self.weights + self.gradients + self.optimizer
-
-    @property
-    def temporary(self) -> float:
-        return self.bucket + self.gather + self.dequant + max(self.logits, self.recompute_working)
-
-    @property
-    def overhead(self) -> float:
-        return self.context + self.fragmentation
-
-    @property
-    def peak(self) -> float:
-        return self.persistent + self.activations + self.temporary + self.overhead
-
-
-def layer_activations_for(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    micro_batch: int,
-    *,
-    tp: int,
-    sequence_parallel: bool,
-    moe_layer: bool,
-) -> LayerActivations:
-    """The activation ledger of one layer under ``inputs`` (recomputation, flash, profile,
-    dropout, the recipe's activation dtype, LoRA) at a micro-batch and tp/SP layout."""
-    recipe = get_precision(inputs.precision)
-    return layer_activations(
-        arch,
-        inputs.seq_len,
-        micro_batch,
-        tp=tp,
-        sequence_parallel=sequence_parallel,
-        recompute=inputs.recompute,
-        threshold_bytes=inputs.recompute_threshold_bytes,
-        flash=inputs.flash_attention,
-        profile=inputs.implementation,
-        dropout=inputs.dropout,
-        activation_dtype=recipe.activations_dtype,
-        moe_layer=moe_layer,
-        lora_rank=inputs.effective_lora_rank,
-        lora_targets=inputs.lora_targets,
-    )
-
-
-def outside_ledger_for(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    micro_batch: int,
-    *,
-    tp: int,
-    sequence_parallel: bool,
-    first: bool,
-    last: bool,
-) -> list[LedgerEntry]:
-    """Tensors saved outside the layers on a first and/or last pipeline stage."""
-    return outside_layer_ledger(
-        arch,
-        inputs.seq_len,
-        micro_batch,
-        tp=tp,
-        sequence_parallel=sequence_parallel,
-        profile=inputs.implementation,
-        dropout=inputs.dropout,
-        activation_dtype=get_precision(inputs.precision).activations_dtype,
-        first_stage=first,
-        last_stage=last,
-        lora=inputs.effective_lora_rank is not None,
-        recompute=inputs.recompute,
-        flash=inputs.flash_attention,
-    )
-
-
-def _stage(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    micro_batch: int,
-    *,
-    params: StageParams,
-    routed: StageParams | None,
-    tp: int,
-    dp: int,
-    ep: int,
-    zero_stage: int,
-    sequence_parallel: bool,
-    first: bool,
-    last: bool,
-    in_flight: int,
-    layers_on_stage: int,
-) -> _StageResult:
-    """One pipeline stage's memory at ``micro_batch`` (``params``: the stage's parameters on
-    one GPU, ``routed``: their routed-expert part when ep > 1, ZeRO-sharded over dp/ep)."""
-    recipe = get_precision(inputs.precision)
-    state = state_bytes(params, inputs)
-    if routed is None:
-        weights, gradients, optimizer = (
-            state.weights / tp,
-            state.gradients / tp,
-            state.optimizer / tp,
-        )
-        if zero_stage >= 1:
-            optimizer /= dp
-        if zero_stage >= 2:
-            gradients /= dp
-        if zero_stage >= 3:
-            weights /= dp
-    else:
-        # state_bytes is linear: the non-expert state is all less the routed experts'
-        experts = state_bytes(routed, inputs)
-        expert_dp = max(dp / ep, 1.0)
-
-        def sharded(whole: float, expert: float, stage: int) -> float:
-            div, expert_div = (dp, expert_dp) if zero_stage >= stage else (1, 1.0)
-            return (whole - expert) / (tp * div) + expert / (tp * expert_div)
-
-        weights = sharded(state.weights, experts.weights, 3)
-        gradients = sharded(state.gradients, experts.gradients, 2)
-        optimizer = sharded(state.optimizer, experts.optimizer, 1)
-
-    # activations: average layer kind on the stage, × micro-batches in flight
-    kinds = layer_kinds(arch)
-    acts = {
-        moe: layer_activations_for(
-            arch, inputs, micro_batch, tp=tp, sequence_parallel=sequence_parallel, moe_layer=moe
-        )
-        for moe, _ in kinds
-    }
-    share = layers_on_stage / arch.layers
-    kept_stage = sum(n * share * acts[moe].kept_bytes for moe, n in kinds)
-    per_layer = kept_stage / layers_on_stage if layers_on_stage else 0.0
-    outside = outside_ledger_for(
-        arch,
-        inputs,
-        micro_batch,
-        tp=tp,
-        sequence_parallel=sequence_parallel,
-        first=first,
-        last=last,
-    )
-    outside_bytes = sum(e.bytes for e in outside) * in_flight
-    activations = kept_stage * in_flight + outside_bytes
-
-    logits = (
-        logits_working_bytes(
-            arch, inputs.seq_len, micro_batch, tp=tp, activation_dtype=recipe.activations_dtype
-        )
-        if last
-        else 0.0
-    )
-    working = max(a.recompute_working_bytes for a in acts.values())
-    temps = layer_temporaries(params, inputs, layers_on_stage)
-    bucket = 0.0
-    if zero_stage >= 2 and dp > 1:
-        bucket = temps.zero2_bucket / tp  # one layer's unsharded (trained) gradients
-    elif dp > 1 and inputs.implementation != "megatron":
-        bucket = DDP_BUCKET_BYTES  # Megatron reduces in place in its contiguous grad buffer
-    gather = temps.zero3_gather / tp if zero_stage >= 3 and dp > 1 else 0.0
-    dequant = temps.dequant / tp
-    allocated = weights + gradients + optimizer + activations
-    allocated += bucket + gather + dequant + max(logits, working)
-    return _StageResult(
-        weights=weights,
-        gradients=gradients,
-        optimizer=optimizer,
-        activations=activations,
-        outside_activations=outside_bytes,
-        logits=logits,
-        recompute_working=working,
-        bucket=bucket,
-        gather=gather,
-        dequant=dequant,
-        context=inputs.cuda_context_bytes,
-        fragmentation=inputs.fragmentation_fraction * allocated,
-        per_layer=per_layer,
-    )
-
-
-_MLP_TARGETS = frozenset({"gate", "up", "down"})
-
-
 def _matmul_params_per_token(arch: Architecture, moe_layer: bool) -> int:
-    """Weight-matrix elements one token multiplies in one layer (an MoE layer: the router,
-    the shared experts and the k routed experts the token is sent to)."""
-    mats = _layer_matrices(arch, moe_layer)
-    if not moe_layer or arch.moe is None:
-        return sum(r * c * k for _, r, c, k in mats)
-    active = arch.moe.experts_per_token + arch.moe.num_shared_experts
-    return sum(r * c * (active if t in _MLP_TARGETS else k) for t, r, c, k in mats)
+    """Weight-matrix elements one token multiplies in one layer
+    (:meth:`.Architecture.layer_matrices`; an MoE layer: the router, the shared experts and
+    the k routed experts the token is sent to)."""
+    k = arch.moe.experts_per_token if arch.moe is not None else 0
+    return sum(
+        m.d_in * m.d_out * (k if m.routed else m.copies) for m in arch.layer_matrices(moe_layer)
+    )
 
 
 class TrainingFlops(NamedTuple):
@@ -1084,7 +420,8 @@ def estimate_training(
     ep: int = 1,
     last_stage_microbatches_in_flight: int | None = None,
 ) -> TrainingReport:
-    """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout.
+    """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout: the
+    one memory function (:func:`.training_memory.training_memory_arrays`) at this layout.
 
     Reports the most loaded pipeline stage: the first (embedding; ``microbatches_in_flight``
     defaults to pp there, as 1F1B holds pp micro-batches on the first stage — Narayanan et
@@ -1092,7 +429,7 @@ def estimate_training(
     ``last_stage_microbatches_in_flight``, default 1: in 1F1B the last stage runs each
     micro-batch's backward right after its forward). The schedule decides both counts
     (``parallelism.training_layout_kwargs``). ``params_override`` scales every parameter
-    count so the total equals it.
+    count so the total equals it. ``dp`` is the ZeRO shard group.
 
     Expert parallelism ``ep`` (MoE; ep divides dp): each GPU holds E/ep of every MoE
     layer's routed experts (÷ tp as well: expert tensor parallelism = tp), so their
@@ -1108,85 +445,43 @@ def estimate_training(
     top_k × its own tokens in its experts (balanced routing; Fedus et al. 2021, Switch
     Transformer, section 2.2), and the per-GPU MoE ledger (:mod:`.activations`) stays as
     it is. A dense model ignores ep.
+
+    The largest micro-batch that fits: the peak is linear in b (every saved tensor is
+    s·b·(something)), so it is solved from the peaks at b = 1 and 2 and checked at the
+    neighbouring b; the threshold policy (not linear) is bisected.
     """
     if ep < 1:
         raise ValueError(f"expert parallelism ep must be ≥ 1, got {ep}")
     if arch.moe is None:
         ep = 1
     total = count_parameters(arch).total
-    scale = params_override / total if params_override is not None else 1.0
-    first_layers, last_layers = pipeline_stage_layers(arch, inputs, pp)
-    if pp > 1:
-        stages: list[tuple[Literal["only", "first", "last"], bool, bool, int, int]] = [
-            ("first", True, False, microbatches_in_flight or pp, first_layers),
-            ("last", False, True, last_stage_microbatches_in_flight or 1, last_layers),
-        ]
-    else:
-        stages = [("only", True, True, microbatches_in_flight or 1, arch.layers)]
-    # a stage's parameters do not depend on the micro-batch: count them once per stage
-    per_stage = [
-        stage_params(
-            arch,
-            inputs,
-            layers_on_stage=n_layers,
-            first=f,
-            last=last,
+    params = params_override if params_override is not None else float(total)
+    terms = memory_terms(arch, inputs, float(params))
+    first_flight = microbatches_in_flight or pp
+    last_flight = (last_stage_microbatches_in_flight or 1) if pp > 1 else first_flight
+    code = RECOMPUTE_POLICIES.index(inputs.recompute)
+
+    def memory(b: npt.ArrayLike) -> dict[str, FloatArray]:
+        return training_memory_arrays(
+            terms,
+            tp=tp,
             pp=pp,
-            scale=scale,
+            shard=dp,
             ep=ep,
+            zero=zero_stage,
+            micro_batch=b,
+            sp=sequence_parallel,
+            recompute=code,
+            first_in_flight=first_flight,
+            last_in_flight=last_flight,
         )
-        for _, f, last, _, n_layers in stages
-    ]
-    routed_of = {
-        n_layers: routed_expert_params(arch, inputs, layers_on_stage=n_layers, scale=scale, ep=ep)
-        if ep > 1
-        else None
-        for *_, n_layers in stages
-    }
 
-    def worst(b: int) -> tuple[Literal["only", "first", "last"], int, _StageResult]:
-        results = [
-            (
-                name,
-                n,
-                _stage(
-                    arch,
-                    inputs,
-                    b,
-                    params=params,
-                    routed=routed_of[n_layers],
-                    tp=tp,
-                    dp=dp,
-                    ep=ep,
-                    zero_stage=zero_stage,
-                    sequence_parallel=sequence_parallel,
-                    first=f,
-                    last=last,
-                    in_flight=n,
-                    layers_on_stage=n_layers,
-                ),
-            )
-            for (name, f, last, n, n_layers), params in zip(stages, per_stage, strict=True)
-        ]
-        return max(results, key=lambda r: r[2].peak)
-
-    stage_name, in_flight, result = worst(inputs.micro_batch)
-    stage_layers = {"only": arch.layers, "first": first_layers, "last": last_layers}
+    out = {k: float(v[0]) for k, v in memory([inputs.micro_batch]).items()}
     capacity = gpu.memory_bytes
-
-    def fits(b: int) -> bool:
-        return worst(b)[2].peak <= capacity
-
-    max_b = 0
-    if fits(1):
-        lo, hi = 1, 2
-        while hi <= 2**20 and fits(hi):
-            lo, hi = hi, hi * 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        max_b = lo
-
+    max_b = _largest_micro_batch(memory, capacity, linear=inputs.recompute != "threshold")
+    stage_name: Literal["only", "first", "last"] = (
+        "only" if pp <= 1 else ("last" if out["last_stage"] else "first")
+    )
     la = layer_activations_for(
         arch,
         inputs,
@@ -1204,47 +499,86 @@ def estimate_training(
         first=stage_name in ("only", "first"),
         last=stage_name in ("only", "last"),
     )
+    scale = params / total
     whole = stage_params(
         arch, inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=scale
     )
     lora = inputs.effective_lora_rank is not None
     base_total = whole.layer_params + whole.outside_params
+    persistent = out["weights_bytes"] + out["gradients_bytes"] + out["optimizer_bytes"]
+    stack = get_stack(inputs.stack)
     return TrainingReport(
-        weights_bytes=result.weights,
-        gradients_bytes=result.gradients,
-        optimizer_bytes=result.optimizer,
-        activations_bytes=result.activations,
-        temporary_bytes=result.temporary,
-        overhead_bytes=result.overhead,
-        persistent_bytes=result.persistent,
-        peak_bytes=result.peak,
-        fits=result.peak <= capacity,
+        weights_bytes=out["weights_bytes"],
+        gradients_bytes=out["gradients_bytes"],
+        optimizer_bytes=out["optimizer_bytes"],
+        activations_bytes=out["activations_bytes"],
+        temporary_bytes=out["temporary_bytes"],
+        overhead_bytes=out["cuda_context_bytes"] + out["fragmentation_bytes"],
+        persistent_bytes=persistent,
+        peak_bytes=out["peak_bytes"],
+        fits=out["peak_bytes"] <= capacity,
         max_micro_batch=max_b,
         capacity_bytes=capacity,
-        after_load_bytes=result.persistent + result.context,
+        after_load_bytes=persistent + out["cuda_context_bytes"],
         hardware_flops_factor=hardware_flops_factor(arch, inputs),
         ledger=la.ledger,
         outside_ledger=outside,
         stack=inputs.stack,
-        stack_name=get_stack(inputs.stack).name,
+        stack_name=stack.name,
         peak_memory_figure="reserved (allocated + fragmentation allowance + CUDA context); "
-        f"{get_stack(inputs.stack).name} logs {get_stack(inputs.stack).memory_figure}",
+        f"{stack.name} logs {stack.memory_figure}",
         precision=inputs.precision,
         optimizer=inputs.optimizer,
         implementation=inputs.implementation,
         recompute=inputs.recompute,
         stage=stage_name,
-        layers_on_stage=stage_layers[stage_name],
-        microbatches_in_flight=in_flight,
+        layers_on_stage=round(out["layers_on_stage"]),
+        microbatches_in_flight=round(out["microbatches_in_flight"]),
         trainable_params=whole.lora_params if lora else base_total,
         frozen_params=base_total if lora else 0.0,
-        activations_per_layer_bytes=result.per_layer,
-        outside_activations_bytes=result.outside_activations,
-        logits_bytes=result.logits,
-        recompute_working_bytes=result.recompute_working,
-        gradient_bucket_bytes=result.bucket,
-        zero3_gather_bytes=result.gather,
-        dequant_bytes=result.dequant,
-        cuda_context_bytes=result.context,
-        fragmentation_bytes=result.fragmentation,
+        activations_per_layer_bytes=out["activations_per_layer_bytes"],
+        outside_activations_bytes=out["outside_activations_bytes"],
+        logits_bytes=out["logits_bytes"],
+        recompute_working_bytes=out["recompute_working_bytes"],
+        gradient_bucket_bytes=out["gradient_bucket_bytes"],
+        zero3_gather_bytes=out["zero3_gathered_bytes"],
+        dequant_bytes=out["dequant_bytes"],
+        cuda_context_bytes=out["cuda_context_bytes"],
+        fragmentation_bytes=out["fragmentation_bytes"],
     )
+
+
+MAX_MICRO_BATCH_SEARCHED = 2**21 - 1
+"""The largest micro-batch :func:`estimate_training` looks for (doubling to 2^20, then
+bisecting below 2^21)."""
+
+
+def _largest_micro_batch(
+    memory: Callable[[npt.ArrayLike], dict[str, FloatArray]], capacity: float, *, linear: bool
+) -> int:
+    """The largest b ≤ :data:`MAX_MICRO_BATCH_SEARCHED` whose peak fits ``capacity`` (0 if
+    none). Linear peak: b* = ⌊(capacity − c)/k⌋ from peak(b) = c + k·b at b = 1, 2, then the
+    peaks of the b next to it decide (rounding). Otherwise: doubling, then bisection."""
+
+    def fits(bs: list[int]) -> list[bool]:
+        return [bool(x) for x in memory(bs)["peak_bytes"] <= capacity]
+
+    if not fits([1])[0]:
+        return 0
+    if linear:
+        p1, p2 = (float(x) for x in memory([1, 2])["peak_bytes"])
+        slope = p2 - p1
+        guess = MAX_MICRO_BATCH_SEARCHED
+        if slope > 0:
+            guess = int(min(guess, max(1.0, (capacity - (p1 - slope)) // slope)))
+        near = [b for b in range(guess - 2, guess + 3) if 1 <= b <= MAX_MICRO_BATCH_SEARCHED]
+        ok = fits(near)
+        if ok[0] and not (near[-1] < MAX_MICRO_BATCH_SEARCHED and ok[-1]):
+            return max(b for b, f in zip(near, ok, strict=True) if f)
+    lo, hi = 1, 2
+    while hi <= 2**20 and fits([hi])[0]:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits([mid])[0] else (lo, mid)
+    return lo

@@ -111,12 +111,9 @@ def format_points(points: Any) -> str:
 
 
 def parse_bandwidth(text: str) -> float:
-    """``450 GB/s`` → 4.5e11 bytes/s (a size per second; ``/s`` optional)."""
-    stripped = text.strip()
-    for suffix in ("/s", "ps"):
-        if stripped.lower().endswith(suffix):
-            stripped = stripped[: -len(suffix)]
-    return units.parse_bytes(stripped, "bandwidth")
+    """``450 GB/s`` → 4.5e11 bytes/s, ``400 Gbps`` → 5e10: the command line's parser
+    (:func:`units.parse_bandwidth`)."""
+    return units.parse_bandwidth(text, "bandwidth")
 
 
 def format_bandwidth(value: float) -> str:

@@ -8,7 +8,6 @@ the RL split: step time against the GPUs given to rollouts.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -26,17 +25,15 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import (
+from llm_planner.core.composition.whatif.mixed import cluster_presets, preset_cluster
+from llm_planner.core.inputs.whatif import (
     CompressionInputs,
     MultimodalInputs,
     RLInputs,
 )
-from llm_planner.core.composition.whatif.mixed import cluster_presets, preset_cluster
 from llm_planner.core.primitives import units
 from llm_planner.gui import colors
 from llm_planner.gui.tabs.base import Tab
-
-log = logging.getLogger(__name__)
 
 DEFAULTS: dict[str, Any] = {
     "rl": RLInputs,
@@ -301,15 +298,11 @@ class WhatIfTab(Tab):
             self.rl_chart.set_markers("best", [], [])
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
-        """The plans (a few estimator calls, ~10-20 ms): once typing pauses, not per key."""
+        """The plans, priced by ``estimate()`` (``report.whatif``): drawn once typing pauses."""
         if not scenario.whatif.any:
             return
-        from llm_planner.core.composition.whatif.report import estimate_whatif
-
-        try:
-            self.whatif = estimate_whatif(scenario, report)
-        except Exception:  # a what-if must never take the window down
-            log.exception("what-if")
+        self.whatif = report.whatif
+        if self.whatif is None:  # the estimate failed: the last report stays on screen
             self.problem.setText("This what-if could not be computed (see the log).")
             return
         self.figures.set_figures(self.whatif.figures())

@@ -400,7 +400,32 @@ def _throughput_inputs(run: dict[str, Any], hw_factor: float = 1.0) -> dict[str,
     raise ValueError(f"{run['id']}: no throughput to state")
 
 
+def _runnable(scenario: Any) -> Any:
+    """``scenario`` with the memory it needs: an arithmetic check tests the compute
+    arithmetic (time = tokens ÷ the published rate), not memory, and the app prices no plan
+    that does not fit (issue 25). A published run ran, so where the app predicts its layout
+    (or, with no layout stated, the default one) does not fit, the GPU is given the
+    predicted peak as its memory for this check only; whether published layouts fit is the
+    memory validation's question, not this one's."""
+    from llm_planner.core.composition.estimate import estimate
+
+    training = estimate(scenario).training
+    if training.fits:
+        return scenario
+    gpu = scenario.gpu.model_copy(update={"memory_bytes": 1.01 * training.peak_bytes})
+    return scenario.model_copy(update={"gpu": gpu})
+
+
 def _arith_estimate(run: dict[str, Any], check: str) -> float | None:
+    run_scenario = scenario_for
+
+    def scenario_for_run(run: dict[str, Any], **kwargs: Any) -> Any:
+        return _runnable(run_scenario(run, **kwargs))
+
+    return _arith_estimate_with(run, check, scenario_for_run)
+
+
+def _arith_estimate_with(run: dict[str, Any], check: str, scenario_for: Any) -> float | None:
     pub = run["published"]
     base: dict[str, Any] = {"include_attention_flops": False, **NO_FAILURES}
     if "price_usd_per_gpu_hour" in pub:
@@ -413,10 +438,16 @@ def _arith_estimate(run: dict[str, Any], check: str) -> float | None:
         report = compute_report(scenario_for(run, compute={**base, **rate}, with_layout=False))
         return None if report.mfu is None else float(report.mfu)
     tokens = 1e12 if check == "wall_seconds_per_trillion_tokens" else pub["tokens"]
-    first = compute_report(
-        scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run)})
+    scenario = scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run)})
+    first = compute_report(scenario)
+    # Megatron's published rates count 8·T·P with full recomputation: the recomputation
+    # convention (1 + recomputed ÷ model FLOPs), not the executed count the report's HFU
+    # uses (that adds attention, which 8·T·P leaves out)
+    from llm_planner.core.sections.training import hardware_flops_factor
+
+    factor = hardware_flops_factor(
+        scenario.model.architecture, scenario.training, float(first.mfu_flops_per_token)
     )
-    factor = float(getattr(first, "hardware_flops_factor", 1.0) or 1.0)
     report = compute_report(
         scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run, factor)})
     )

@@ -33,7 +33,7 @@ from llm_planner.core.sections.parallelism import (
     ParallelInputs,
     cluster_of,
     evaluate_layouts,
-    memory_recipe,
+    memory_terms,
     workload_of,
 )
 from llm_planner.core.sections.training import TrainingInputs
@@ -176,7 +176,7 @@ def _sweep_rows(overrides: tuple[tuple[str, Any], ...]) -> tuple[SweepRow, ...]:
         pi = parallel_inputs(**{k: v for k, v in overrides if k not in stack_fields})
         params = float(load_sweep()["architectures"][f"pb-{model}"]["params_total"])
         cluster = cluster_of(gpu, pi, "bf16")
-        recipe = memory_recipe(arch, ti, gpu, params)
+        recipe = memory_terms(arch, ti, params)
 
         def col(name: str, rows_: list[list[Any]] = mine) -> np.ndarray:
             return np.array([r[cols[name]] for r in rows_], dtype=np.int64)

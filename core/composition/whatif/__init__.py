@@ -2,6 +2,8 @@
 the loop (:mod:`.rl`), multimodal placement (:mod:`.multimodal`) and compressed
 communication (:mod:`.compression`); :mod:`.report` runs those the scenario plans.
 
-The inputs (:mod:`.inputs`) are part of the scenario; the plans read the scenario and its
-estimate, so this package sits above :mod:`llm_planner.core.composition.estimate`.
+The inputs (:mod:`llm_planner.core.inputs.whatif`) are part of the scenario; the plans read
+the scenario and the sections of its estimate (:class:`.estimated.Estimated`), and
+:func:`llm_planner.core.composition.estimate.estimate` runs them into ``Report.whatif``: one
+producer for the report, the window and every exporter.
 """

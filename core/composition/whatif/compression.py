@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
-from llm_planner.core.composition.whatif.inputs import CompressionInputs
+from llm_planner.core.composition.whatif.estimated import Estimated
+from llm_planner.core.inputs.whatif import CompressionInputs
 from llm_planner.core.sections.parallelism import bottleneck_of
 
 BYTES_KEY = {
@@ -76,7 +76,7 @@ def matching_bandwidth(
 
 
 def plan_compression(
-    report: Report, inputs: CompressionInputs, network_bytes_per_s: float
+    report: Estimated, inputs: CompressionInputs, network_bytes_per_s: float
 ) -> CompressionPlan:
     """Compress ``inputs.kind`` in the scenario's modeled step."""
     par = report.parallelism

@@ -30,7 +30,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import MixedClusterInputs, NodeGroup
+from llm_planner.core.inputs.whatif import MixedClusterInputs, NodeGroup
 from llm_planner.core.primitives.gpus import GPU, get_gpu
 from llm_planner.core.primitives.resources import read_json
 from llm_planner.core.sections.parallelism import parallelism_report

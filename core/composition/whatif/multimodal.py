@@ -30,9 +30,9 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import MultimodalInputs
+from llm_planner.core.composition.whatif.estimated import Estimated
+from llm_planner.core.inputs.whatif import MultimodalInputs
 
 
 class Placement(BaseModel):
@@ -92,7 +92,7 @@ def pipeline_stage_step(
 
 
 def plan_multimodal(
-    scenario: Scenario, report: Report, mm: MultimodalInputs
+    scenario: Scenario, report: Estimated, mm: MultimodalInputs
 ) -> MultimodalPlan | None:
     """The three placements on the scenario's GPUs; None without a modeled step time."""
     par = report.parallelism

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.whatif.compression import CompressionPlan, plan_compression
+from llm_planner.core.composition.whatif.estimated import Estimated
 from llm_planner.core.composition.whatif.mixed import MixedClusterPlan, plan_mixed_cluster
 from llm_planner.core.composition.whatif.multimodal import MultimodalPlan, plan_multimodal
 from llm_planner.core.composition.whatif.rl import RLPlan, plan_rl
@@ -159,7 +160,7 @@ class WhatIfReport(BaseModel):
         return out
 
 
-def estimate_whatif(scenario: Scenario, report: Report) -> WhatIfReport:
+def estimate_whatif(scenario: Scenario, report: Estimated) -> WhatIfReport:
     """Run the parts ``scenario.whatif`` plans (each a few estimator calls)."""
     w = scenario.whatif
     return WhatIfReport(
@@ -177,5 +178,34 @@ def estimate_whatif(scenario: Scenario, report: Report) -> WhatIfReport:
 
 
 def whatif_json(whatif: WhatIfReport) -> dict[str, Any]:
-    """The planned parts as JSON (SI units), absent parts left out."""
-    return whatif.model_dump(mode="json", exclude_none=True)
+    """The planned parts as JSON (SI units), absent parts left out.
+
+    JSON has no infinity: a figure that cannot be computed (an RL step whose engine holds no
+    sequence takes forever) is ``null``, and the part's ``not_computed`` maps its dotted
+    path to the reason (the part's first problem), as the text report prints "—"."""
+    data = whatif.model_dump(mode="json", exclude_none=True)
+    for name, part in data.items():
+        missing: list[str] = []
+        data[name] = _finite_or_null(part, "", missing)
+        if missing:
+            problems = part.get("problems") or []
+            reason = problems[0] if problems else "not a finite number"
+            data[name]["not_computed"] = dict.fromkeys(missing, reason)
+    return data
+
+
+def _finite_or_null(value: Any, path: str, missing: list[str]) -> Any:
+    """``value`` with every non-finite float replaced by None, their paths in ``missing``
+    (list items as ``*``: ``curve.*.rollout_seconds``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if path not in missing:
+            missing.append(path)
+        return None
+    if isinstance(value, dict):
+        return {
+            k: _finite_or_null(v, f"{path}.{k}" if path else str(k), missing)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_finite_or_null(v, f"{path}.*" if path else "*", missing) for v in value]
+    return value

@@ -28,13 +28,14 @@ whole engines instead.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from pydantic import BaseModel, ConfigDict
 
-from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.whatif.inputs import RLInputs
+from llm_planner.core.composition.whatif.estimated import Estimated
+from llm_planner.core.inputs.whatif import RLInputs
 from llm_planner.core.sections.inference import estimate_inference
 
 
@@ -88,10 +89,10 @@ class RLPlan(BaseModel):
 
 
 MAX_CURVE_POINTS = 256
-"""The split curve is sampled at most this many engine counts, then refined around its best."""
+"""The split curve is sampled at most this many engine counts (:func:`split_curve`)."""
 
 
-def _engine(scenario: Scenario, report: Report, rl: RLInputs) -> RolloutEngine:
+def _engine(scenario: Scenario, report: Estimated, rl: RLInputs) -> RolloutEngine:
     length = rl.prompt_tokens + rl.response_tokens
     arch = scenario.model.architecture
     base = scenario.inference.model_copy(
@@ -143,7 +144,69 @@ def training_seconds(tokens: float, gpus: int, tokens_per_s_per_gpu: float) -> f
     return tokens / (gpus * tokens_per_s_per_gpu) if gpus > 0 else math.inf
 
 
-def plan_rl(scenario: Scenario, report: Report, rl: RLInputs) -> RLPlan | None:
+def split_curve(
+    sequences: int,
+    tokens: float,
+    engine: RolloutEngine,
+    *,
+    gpus: int,
+    engine_gpus: int,
+    rate: float,
+    overlap: bool,
+) -> tuple[list[SplitPoint], SplitPoint | None]:
+    """The separate pools' split curve (at most :data:`MAX_CURVE_POINTS` engine counts,
+    plus the best) and its best split (None when no engine fits beside a training GPU).
+
+    With more engine counts than that, the curve samples them evenly and the best is found
+    by branch and bound: between two samples k₁ < k₂ no split can beat
+    t_roll(k₂) + t_train(k₁) (max of the two when overlapped), since rollout time never
+    grows with engines and training time never shrinks with them; only the brackets whose
+    bound is under the best step so far are searched one engine count at a time. So the
+    best split is the exhaustive one while a million GPUs cost 256 points, not a million
+    (one point per GPU count printed 73 MB of JSON)."""
+    engines = (gpus - 1) // engine_gpus  # at least one GPU left for training
+
+    def point(k: int) -> SplitPoint:
+        t_r = rollout_seconds(sequences, k, engine)
+        t_t = training_seconds(tokens, gpus - k * engine_gpus, rate)
+        step = max(t_r, t_t) if overlap else t_r + t_t
+        return SplitPoint(
+            rollout_gpus=k * engine_gpus,
+            rollout_seconds=t_r,
+            training_seconds=t_t,
+            step_seconds=step,
+        )
+
+    if engines < 1:
+        return [], None
+    if engines <= MAX_CURVE_POINTS:
+        counts = list(range(1, engines + 1))
+    else:
+        last = MAX_CURVE_POINTS - 1
+        counts = sorted({1 + (i * (engines - 1)) // last for i in range(MAX_CURVE_POINTS)})
+    curve = [point(k) for k in counts]
+    best = min(curve, key=lambda p: (p.step_seconds, p.rollout_gpus))
+    for low, high in itertools.pairwise(counts):
+        if high - low < 2:
+            continue
+        t_r = rollout_seconds(sequences, high, engine)
+        t_t = training_seconds(tokens, gpus - low * engine_gpus, rate)
+        bound = max(t_r, t_t) if overlap else t_r + t_t
+        if not bound < best.step_seconds:
+            continue
+        for k in range(low + 1, high):
+            candidate = point(k)
+            if (candidate.step_seconds, candidate.rollout_gpus) < (
+                best.step_seconds,
+                best.rollout_gpus,
+            ):
+                best = candidate
+    if best not in curve:
+        curve = sorted([*curve, best], key=lambda p: p.rollout_gpus)
+    return curve, best
+
+
+def plan_rl(scenario: Scenario, report: Estimated, rl: RLInputs) -> RLPlan | None:
     """The RL step for ``scenario``'s model; None without a training throughput."""
     rate = report.compute.tokens_per_s_per_gpu
     if rate is None or not rate > 0:
@@ -192,20 +255,13 @@ def plan_rl(scenario: Scenario, report: Report, rl: RLInputs) -> RLPlan | None:
             curve=curve,
             problems=problems,
         )
-    curve = []
-    for rollout in range(e, n, e):
-        t_r = rollout_seconds(sequences, rollout // e, engine)
-        t_t = training_seconds(tokens, n - rollout, rate)
-        step = max(t_r, t_t) if rl.overlap else t_r + t_t
-        curve.append(
-            SplitPoint(
-                rollout_gpus=rollout, rollout_seconds=t_r, training_seconds=t_t, step_seconds=step
-            )
-        )
-    if not curve:
+    curve, best_point = split_curve(
+        sequences, tokens, engine, gpus=n, engine_gpus=e, rate=rate, overlap=rl.overlap
+    )
+    if best_point is None:
         problems.append(f"{n} GPUs leave none for training beside one engine of {e}")
         return None
-    best = min(curve, key=lambda p: (p.step_seconds, p.rollout_gpus))
+    best = best_point
     step = best.step_seconds
     return RLPlan(
         placement="separate",

@@ -38,6 +38,7 @@ from llm_planner.core.files.stack_configs.plan import (
     layout_of,
     with_fields,
 )
+from llm_planner.core.primitives.reading import FileReadError, check_structure, read_text_bounded
 
 FORMATS: dict[str, ModuleType] = {
     "deepspeed": deepspeed,
@@ -75,6 +76,7 @@ __all__ = [
     "export_config",
     "launch_plan",
     "layout_of",
+    "parse_config",
     "read_config",
     "with_fields",
 ]
@@ -123,29 +125,55 @@ def detect_format(text: str, name: str = "") -> str | None:
 
 def read_config(path: Path, fmt: str | None = None) -> ImportedConfig:
     """Read a stack config file (its format detected unless given); accelerate's companion
-    ``*.training_args.json`` beside the YAML is read with it."""
+    ``*.training_args.json`` beside the YAML is read with it.
+
+    Regular files of at most :data:`MAX_CONFIG_BYTES` only (a FIFO or a device is refused
+    without waiting on it); brackets nested over :data:`~.reading.MAX_NESTING` levels and
+    numbers of over :data:`~.reading.MAX_DIGITS` digits are refused before parsing. Every
+    failure is a :class:`StackConfigError` naming the file."""
     source = str(path)
-    try:
-        if not path.is_file():
-            raise StackConfigError(f"{source}: no such file")
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise StackConfigError(f"{source}: larger than {MAX_CONFIG_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise StackConfigError(f"{source}: not UTF-8 text") from None
-    except OSError as error:
-        raise StackConfigError(f"{source}: {error.strerror or error}") from None
+    text = _read_text(path)
     fmt = format_id(fmt) if fmt else detect_format(text, path.name)
     if fmt is None:
         raise StackConfigError(
             f"{source}: not a DeepSpeed JSON, Megatron arguments, torchtitan TOML, "
             "accelerate YAML or nanotron YAML"
         )
+    extra = None
     if fmt == "accelerate":
         companion = path.with_name(path.stem + accelerate.TRAINING_ARGS_SUFFIX)
-        extra = companion.read_text(encoding="utf-8") if companion.is_file() else None
-        return accelerate.parse(text, source, extra)
-    imported: ImportedConfig = FORMATS[fmt].parse(text, source)
+        if companion.exists():
+            extra = _read_text(companion)
+    return parse_config(fmt, text, source, extra)
+
+
+def _read_text(path: Path) -> str:
+    """A config file's text, bounded and checked for nesting and number sizes."""
+    try:
+        text = read_text_bounded(path, MAX_CONFIG_BYTES, "a stack config")
+        check_structure(text, str(path))
+    except FileReadError as error:
+        raise StackConfigError(str(error)) from None
+    return text
+
+
+def parse_config(fmt: str, text: str, source: str, extra: str | None = None) -> ImportedConfig:
+    """``text`` read as format ``fmt`` (``extra``: accelerate's TrainingArguments JSON).
+
+    Whatever a crafted file makes a parser raise (a number Python will not convert, a
+    document nested past the recursion limit, a value out of every range) comes out as one
+    :class:`StackConfigError` line naming ``source``."""
+    try:
+        if fmt == "accelerate":
+            return accelerate.parse(text, source, extra)
+        imported: ImportedConfig = FORMATS[fmt].parse(text, source)
+    except StackConfigError:
+        raise
+    except RecursionError:
+        raise StackConfigError(f"{source}: nested too deeply to read") from None
+    except (ValueError, TypeError, OverflowError, MemoryError) as error:
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise StackConfigError(f"{source}: not read ({detail[:200]})") from None
     return imported
 
 

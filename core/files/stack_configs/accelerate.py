@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm_planner import __version__
 from llm_planner.core.files.stack_configs.plan import (
     ExportedConfig,
     ImportedConfig,
@@ -32,6 +31,7 @@ from llm_planner.core.files.stack_configs.plan import (
     provenance_lines,
 )
 from llm_planner.core.files.stack_configs.textfmt import TextFormatError, dump_yaml, load_yaml
+from llm_planner.core.primitives.version import __version__
 
 STACK = "accelerate"
 TRAINING_ARGS_SUFFIX = ".training_args.json"
@@ -153,7 +153,7 @@ def _training_args_json(plan: LaunchPlan, mixed: str, recompute: str, notes: lis
 _MIXED = {
     "mixed_bf16": "bf16",
     "mixed_bf16_fp32_grads": "bf16",
-    "bf16": "bf16",
+    "pure_bf16": "bf16",
     "mixed_fp16": "fp16",
 }
 

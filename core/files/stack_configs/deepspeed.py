@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm_planner import __version__
 from llm_planner.core.files.stack_configs.defaults import (
     DEEPSPEED_OPTIMIZERS,
     DEEPSPEED_ZERO,
@@ -33,6 +32,7 @@ from llm_planner.core.files.stack_configs.plan import (
     leaf_paths,
     provenance_lines,
 )
+from llm_planner.core.primitives.version import __version__
 
 STACK = "deepspeed"
 BLOCK = "llm_planner"
@@ -40,13 +40,13 @@ BLOCK = "llm_planner"
 
 
 def _precision(plan: LaunchPlan, config: dict[str, Any], notes: list[str]) -> None:
-    if plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "bf16"}:
+    if plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "pure_bf16"}:
         config["bf16"] = {"enabled": True}
     elif plan.precision == "mixed_fp16":
         config["fp16"] = {"enabled": True}
     if plan.precision == "mixed_bf16_fp32_grads":
         config["data_types"] = {"grad_accum_dtype": "fp32"}
-    if plan.precision == "bf16":
+    if plan.precision == "pure_bf16":
         notes.append(
             "pure bf16 (no fp32 master weights): DeepSpeed's bf16 mode keeps fp32 master "
             "weights in the optimizer"

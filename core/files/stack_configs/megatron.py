@@ -97,13 +97,13 @@ def _recompute_args(recompute: str) -> list[str]:
 
 def _precision_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
     args: list[str] = []
-    if plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "bf16"}:
+    if plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "pure_bf16"}:
         args.append("--bf16")
     elif plan.precision == "mixed_fp16":
         args.append("--fp16")
     if plan.precision == "mixed_bf16_fp32_grads":
         args.append("--accumulate-allreduce-grads-in-fp32")
-    if plan.precision == "bf16":
+    if plan.precision == "pure_bf16":
         notes.append("pure bf16 without fp32 master weights: Megatron keeps fp32 main params")
     if plan.optimizer in {"adam", "adamw"}:
         args.append("--optimizer adam")

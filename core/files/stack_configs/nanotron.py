@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_planner import __version__
 from llm_planner.core.files.stack_configs.defaults import NANOTRON_DDP_BUCKET_CAP_MB, profile_value
 from llm_planner.core.files.stack_configs.plan import (
     ExportedConfig,
@@ -29,6 +28,7 @@ from llm_planner.core.files.stack_configs.plan import (
     provenance_lines,
 )
 from llm_planner.core.files.stack_configs.textfmt import TextFormatError, dump_yaml, load_yaml
+from llm_planner.core.primitives.version import __version__
 
 STACK = "nanotron"
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_planner import __version__
-from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.presets import get_preset, model_presets
+from llm_planner.core.primitives.version import __version__
 from llm_planner.core.sections.parallelism import scenario_layout
 
 
@@ -208,23 +208,13 @@ def known_model(text: str | None) -> str | None:
 # ------------------------------------------------------------------ applying to a scenario
 
 
-def _set_path(data: dict[str, Any], path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    node = data
-    for key in parents:
-        node = node.setdefault(key, {})
-    node[leaf] = value
-
-
 def with_fields(scenario: Scenario, fields: dict[str, Any]) -> Scenario:
-    """The scenario with dotted fields set, validated as a whole (ValueError naming the field)."""
+    """The scenario with dotted fields set (:func:`.inputs.scenario.with_changes`), validated
+    as a whole; a ValueError names the first bad field."""
     from pydantic import ValidationError
 
-    data = scenario.model_dump(mode="json")
-    for path, value in fields.items():
-        _set_path(data, path, value)
     try:
-        return Scenario.model_validate(data)
+        return with_changes(scenario, fields)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

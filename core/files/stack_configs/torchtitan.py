@@ -18,7 +18,6 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from llm_planner import __version__
 from llm_planner.core.files.stack_configs.plan import (
     ExportedConfig,
     ImportedConfig,
@@ -34,6 +33,7 @@ from llm_planner.core.files.stack_configs.plan import (
     provenance_lines,
 )
 from llm_planner.core.files.stack_configs.textfmt import dump_toml
+from llm_planner.core.primitives.version import __version__
 
 STACK = "torchtitan"
 
@@ -65,12 +65,12 @@ _PRECISIONS = {
     "mixed_bf16": "bfloat16",
     "mixed_bf16_fp32_grads": "bfloat16",
     "fp32": "float32",
-    "bf16": "bfloat16",
+    "pure_bf16": "bfloat16",
 }
 
 
 def _precision_notes(plan: LaunchPlan) -> list[str]:
-    if plan.precision == "bf16":
+    if plan.precision == "pure_bf16":
         return ["pure bf16: torchtitan keeps fp32 sharded parameters (FSDP2 mixed precision)"]
     if plan.precision == "mixed_bf16":
         return [

@@ -3,17 +3,18 @@
 A *layout* is dp × tp × pp (= GPUs) with a ZeRO stage, sequence parallelism, expert
 parallelism (MoE), a micro-batch, a pipeline schedule and a recomputation policy. Layouts
 are priced with numpy arrays (:func:`.step_time.evaluate_layouts`), so the report's one
-layout and the search's millions go through the same arithmetic. Per-GPU memory of the
-reported layout comes from the training-memory estimator (:mod:`..training`), the one
-source of truth for it; the vectorised memory screen (:mod:`.memory`) mirrors it and every
-row the search returns is re-checked with it.
+layout and the search's millions go through the same arithmetic. Per-GPU memory of one
+layout and of many is the one array-valued training-memory function
+(:mod:`..training_memory`): the report evaluates it at the scenario's layout, the search
+at every candidate.
 
 The modules, each importing only those above it:
 
 - :mod:`.schedule`: micro-batches in flight per pipeline schedule, the drawable timeline;
 - :mod:`.layout`: the tab's inputs, resolving a layout, candidate layouts as arrays;
 - :mod:`.workload`: the model's and the cluster's scalars that pricing needs;
-- :mod:`.memory`: per-GPU memory of many layouts (screen) and of one (training estimator);
+- :mod:`.memory`: per-GPU memory of layouts (the training-memory function with each
+  schedule's micro-batches in flight);
 - :mod:`.step_time`: step time, its breakdown, tokens/s, MFU;
 - :mod:`.report`: the report section for the scenario's layout.
 
@@ -21,21 +22,19 @@ Every tunable constant lives in :mod:`llm_planner.core.quantities.comm` (named, 
 editable) and is also a field of :class:`ParallelInputs`, so a scenario can override it.
 """
 
+from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.quantities.flops import model_flops_per_token
 from llm_planner.core.sections.parallelism.layout import (
     FSDP_TO_ZERO,
     LAYOUT_FIELDS,
     RECOMPUTE_CODES,
     Layouts,
-    ParallelInputs,
     ResolvedLayout,
     resolve_layout,
     scenario_layout,
     training_layout_kwargs,
 )
 from llm_planner.core.sections.parallelism.memory import (
-    MemoryRecipe,
-    memory_recipe,
     model_state_bytes_per_gpu,
     training_memory,
     zero_stage_comparison,
@@ -61,6 +60,7 @@ from llm_planner.core.sections.parallelism.workload import (
     cluster_of,
     workload_of,
 )
+from llm_planner.core.sections.training_memory import MemoryTerms, memory_terms
 
 __all__ = [
     "FSDP_TO_ZERO",
@@ -71,7 +71,7 @@ __all__ = [
     "Cluster",
     "FloatArray",
     "Layouts",
-    "MemoryRecipe",
+    "MemoryTerms",
     "ParallelInputs",
     "ParallelismReport",
     "ResolvedLayout",
@@ -79,7 +79,7 @@ __all__ = [
     "bottleneck_of",
     "cluster_of",
     "evaluate_layouts",
-    "memory_recipe",
+    "memory_terms",
     "microbatches_in_flight",
     "microbatches_in_flight_last",
     "model_flops_per_token",

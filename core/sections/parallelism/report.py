@@ -7,23 +7,23 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_planner.core.inputs.parallelism import ParallelInputs
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
-from llm_planner.core.sections.parallelism.layout import ParallelInputs, resolve_layout
-from llm_planner.core.sections.parallelism.memory import memory_recipe, training_memory
+from llm_planner.core.sections.parallelism.layout import resolve_layout
+from llm_planner.core.sections.parallelism.memory import training_memory
 from llm_planner.core.sections.parallelism.step_time import (
     TIME_PARTS,
     bottleneck_of,
     evaluate_layouts,
 )
 from llm_planner.core.sections.parallelism.workload import Workload, cluster_of, workload_of
-from llm_planner.core.sections.training import (
-    TrainingInputs,
-    TrainingReport,
-)
+from llm_planner.core.sections.training import TrainingReport
+from llm_planner.core.sections.training_memory import memory_terms
 
 
 class ParallelismReport(BaseModel):
@@ -238,7 +238,7 @@ def parallelism_report(
         include_attention_flops=include_attention_flops,
     )
     cluster = cluster_of(gpu, inputs, compute_dtype)
-    recipe = memory_recipe(arch, training_inputs, gpu, params)
+    recipe = memory_terms(arch, training_inputs, params)
     out = {
         k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
     }

@@ -10,12 +10,13 @@ import numpy.typing as npt
 
 from llm_planner.core.quantities import comm
 from llm_planner.core.sections.parallelism.layout import Layouts
-from llm_planner.core.sections.parallelism.memory import MemoryRecipe, memory_screen
+from llm_planner.core.sections.parallelism.memory import memory_screen
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
 )
+from llm_planner.core.sections.training_memory import MemoryTerms
 
 TIME_PARTS = (
     "compute",
@@ -30,7 +31,7 @@ TIME_PARTS = (
 
 
 def evaluate_layouts(
-    work: Workload, cluster: Cluster, lay: Layouts, recipe: MemoryRecipe | None = None
+    work: Workload, cluster: Cluster, lay: Layouts, recipe: MemoryTerms | None = None
 ) -> dict[str, FloatArray]:
     """Price every layout: step time and its breakdown, comm bytes, MFU, HFU, memory screen.
 

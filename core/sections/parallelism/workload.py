@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, field
 from functools import cache
 
+from llm_planner.core.inputs.parallelism import ParallelInputs
+from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, attention_params_per_layer
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
@@ -20,9 +22,8 @@ from llm_planner.core.quantities.flops import (
 )
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
-from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, ParallelInputs
+from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES
 from llm_planner.core.sections.training import (
-    TrainingInputs,
     hardware_flops_factor,
     layer_activations_for,
     layer_kinds,

@@ -1,0 +1,123 @@
+"""The command line: the headless face of ``core``.
+
+``llm-planner`` opens the window (or, with no display, says so and prints the default
+scenario's report); ``llm-planner FILE`` opens the window on a scenario file; the
+subcommands print what the window shows. Options and JSON keys are a contract: scripts
+depend on them. Bad arguments exit with status 2 and a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from llm_planner import (
+    __version__,
+    cli_calibrate,
+    cli_catalog,
+    cli_compare,
+    cli_launch,
+    cli_search,
+    cli_store,
+    cli_whatif,
+)
+from llm_planner.cli_common import EXIT_USAGE, Parser, UsageError, format_report_text, print_json
+from llm_planner.cli_scenario import add_scenario_options, build_scenario
+from llm_planner.cli_window import QT_PROBE_FLAG, cmd_window, qt_probe
+
+COMMAND_GROUPS = (
+    cli_catalog,
+    cli_search,
+    cli_store,
+    cli_compare,
+    cli_whatif,
+    cli_calibrate,
+    cli_launch,
+)
+"""Modules that add subcommands (each exposes ``add_commands(commands)``)."""
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from llm_planner.core.composition.estimate import estimate, report_json
+
+    scenario = cli_store.named(build_scenario(args), args)
+    report = estimate(scenario)
+    if cli_store.report_output(args, scenario, report):  # --save, --markdown, --csv
+        return 0
+    if args.json:
+        print_json(report_json(report))  # with ``whatif`` when the scenario plans one
+    else:
+        sys.stdout.write(format_report_text(report))
+        if report.whatif is not None:
+            sys.stdout.write("\nWhat if\n-------\n" + cli_whatif.format_whatif_text(report.whatif))
+    return 0
+
+
+# ------------------------------------------------------------------ parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="llm-planner",
+        description=(
+            "Plan a large-model training or inference run offline: compute, time, cost, "
+            "memory and parallel layout. With no command, opens the window."
+        ),
+        epilog="Run `llm-planner COMMAND --help` for a command's options. "
+        "`llm-planner FILE` opens the window on a scenario file.",
+    )
+    parser.add_argument("--version", action="version", version=f"llm-planner {__version__}")
+    parser.add_argument(
+        "--smoke-test",
+        action="store_true",
+        help="open the window, visit every tab, change an input, exit 0",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    report = commands.add_parser(
+        "report",
+        help="print every figure of all tabs",
+        description="Print every figure the window shows for a "
+        "scenario (a file or the built-in default) with options applied.",
+    )
+    report.add_argument("file", nargs="?", metavar="SCENARIO_FILE")
+    report.add_argument(
+        "--json", action="store_true", help="one JSON object, values in SI base units"
+    )
+    add_scenario_options(report)
+    cli_store.add_output_options(report)
+    report.set_defaults(handler=cmd_report)
+
+    for group in COMMAND_GROUPS:
+        group.add_commands(commands)
+    parser.set_defaults(command_names=tuple(commands.choices))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``llm-planner``. Returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == [QT_PROBE_FLAG]:
+        return qt_probe()
+    parser = build_parser()
+    known = set(parser.get_default("command_names"))
+    try:
+        # `llm-planner FILE` (a path, not a command): open the window on that file
+        positional = [a for a in argv if not a.startswith("-")]
+        if positional and positional[0] not in known and argv and argv[0] == positional[0]:
+            return cmd_window(positional[0], smoke_test="--smoke-test" in argv)
+        args = parser.parse_args(argv)
+        if args.command is None:
+            return cmd_window(None, smoke_test=args.smoke_test)
+        return int(args.handler(args))
+    except UsageError as error:
+        sys.stderr.write(f"llm-planner: error: {error}\n")
+        return EXIT_USAGE
+    except BrokenPipeError:  # `llm-planner report | head`
+        return 0
+
+
+def gui_main() -> int:
+    """Entry point for launchers (no console): always tries the window."""
+    return cmd_window(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -1,0 +1,170 @@
+"""The training tab's inputs: stack, precision recipe, optimizer, sequence and micro-batch,
+recomputation, activation profile, LoRA/QLoRA and the overhead allowances; and the constants
+they name (QLoRA's NF4 storage, PyTorch DDP's bucket, the LoRA targets).
+
+In the inputs layer, below the estimators (:mod:`llm_planner.core.sections.training`, its
+memory arithmetic :mod:`~llm_planner.core.sections.training_memory` and the parameter
+structure :mod:`~llm_planner.core.sections.training_params`), which all take these inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES
+from llm_planner.core.primitives.limits import bounds
+from llm_planner.core.quantities.activations import ALL_LINEAR, get_profile
+from llm_planner.core.quantities.optimizers import (
+    canonical_precision,
+    get_optimizer,
+    get_precision,
+)
+from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
+
+Recompute = Literal["none", "selective", "full", "threshold"]
+
+NF4_DOUBLE_QUANT_BITS = 4 + 8 / 64 + 32 / (64 * 256)
+"""QLoRA's frozen base: 4-bit NF4 with blocks of 64 weights, each block's fp32 constant
+double-quantised to 8 bits with one fp32 constant per 256 blocks: 4 + 8/64 + 32/(64·256)
+≈ 4.127 bits per parameter (Dettmers et al. 2023, arXiv:2305.14314, section 3, "Double
+Quantization": 0.127 bits of constants instead of 0.5)."""
+
+QLORA_DEFAULT_RANK = 64
+"""QLoRA's rank when ``--qlora`` is given without ``--lora-rank`` (Dettmers et al. 2023
+use r = 64 on all linear layers)."""
+
+DDP_BUCKET_BYTES = 25 * 2**20
+"""PyTorch DDP's gradient bucket, ``bucket_cap_mb=25`` (MiB)."""
+
+LORA_TARGETS = ALL_LINEAR
+"""q, k, v, o (attention) and gate, up, down (MLP; a GeLU MLP has no gate)."""
+
+_LOOKUPS: dict[str, Callable[[str], object]] = {
+    "precision": get_precision,
+    "optimizer": get_optimizer,
+    "implementation": get_profile,
+}
+"""Catalog lookup of each id-valued input (each raises a ValueError naming the known ids)."""
+
+
+class TrainingInputs(BaseModel):
+    """Inputs of the training-memory tab."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stack: Stack = Field(
+        default="megatron", description="training framework the run is launched with"
+    )
+    precision: str = Field(default="mixed_bf16", description="precision recipe")
+    optimizer: str = Field(default="adamw")
+    seq_len: int = Field(
+        default=4096, description="training sequence length s", **bounds("training.seq_len")
+    )
+    micro_batch: int = Field(
+        default=1, description="sequences per micro-batch b", **bounds("training.micro_batch")
+    )
+    recompute: Recompute = "selective"
+    recompute_threshold_bytes: float | None = Field(
+        default=None, **bounds("training.recompute_threshold_bytes")
+    )
+    flash_attention: bool = True
+    implementation: str = Field(default="megatron", description="activation-ledger profile")
+    lora_rank: int | None = Field(default=None, **bounds("training.lora_rank"))
+    qlora: bool = False
+    lora_targets: tuple[str, ...] = Field(
+        default=LORA_TARGETS, description="matrices LoRA adapts: q, k, v, o, gate, up, down"
+    )
+    dropout: bool = Field(
+        default=False,
+        description="dropout on attention probabilities and residuals (GPT-3 style); modern "
+        "pretraining recipes (Llama) use none",
+    )
+    cuda_context_bytes: float = Field(
+        default=CUDA_CONTEXT_BYTES,
+        **bounds("training.cuda_context_bytes"),
+        description="allowance for the CUDA context, cuBLAS/NCCL workspaces (typically "
+        "0.5-1 GB with lazy module loading; an assumption, not derived)",
+    )
+    fragmentation_fraction: float = Field(
+        default=0.05,
+        **bounds("training.fragmentation_fraction"),
+        description="allocator fragmentation allowance as a fraction of allocated bytes "
+        "(an assumption: PyTorch's caching allocator commonly loses a few percent)",
+    )
+
+    @model_validator(mode="after")
+    def _stack_defaults(self) -> Self:
+        """The stack's activation profile when none is given (editable under the stack).
+        Set after validation so JSON input keeps its strict-mode types."""
+        if "implementation" not in self.model_fields_set and self.stack in STACKS:
+            object.__setattr__(self, "implementation", STACKS[self.stack].implementation)
+        return self
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision_name(cls, value: object) -> object:
+        """A name the stacks use (``bf16-mixed``, ``16-mixed``, ``bfloat16``...) stored as
+        the recipe it means (:data:`~llm_planner.core.quantities.optimizers.PRECISION_ALIASES`)."""
+        return canonical_precision(value) if isinstance(value, str) else value
+
+    @field_validator("precision", "optimizer", "implementation")
+    @classmethod
+    def _known_id(cls, value: str, info: ValidationInfo) -> str:
+        """The catalog's lookup raises the ValueError that lists the known ids."""
+        _LOOKUPS[str(info.field_name)](value)
+        return value
+
+    @field_validator("lora_targets")
+    @classmethod
+    def _known_targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [t for t in value if t not in LORA_TARGETS]
+        if unknown or not value:
+            raise ValueError(f"LoRA targets must be among {', '.join(LORA_TARGETS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _threshold_given(self) -> Self:
+        if self.recompute == "threshold" and self.recompute_threshold_bytes is None:
+            raise ValueError("recompute 'threshold' needs recompute_threshold_bytes")
+        return self
+
+    def with_stack(self, stack: str) -> dict[str, str]:
+        """The ``training`` fields that move these inputs onto ``stack``: the stack id, and
+        its default activation profile where the profile in use is the current stack's own
+        default (a profile the user chose stays: it is editable under the stack). A
+        ValueError (from :func:`.stacks.get_stack`) lists the known ids."""
+        return stack_fields(
+            stack, current_stack=self.stack, current_implementation=self.implementation
+        )
+
+    @property
+    def effective_lora_rank(self) -> int | None:
+        """The LoRA rank in use: given, or QLoRA's default, or None for full fine-tuning."""
+        if self.lora_rank is not None:
+            return self.lora_rank
+        return QLORA_DEFAULT_RANK if self.qlora else None
+
+
+def stack_fields(
+    stack: str, *, current_stack: str, current_implementation: str | None
+) -> dict[str, str]:
+    """The ``training`` fields that move a scenario from ``current_stack`` onto ``stack``:
+    the stack id, and the new stack's default activation profile where the profile in use
+    is the current stack's default or unset (a profile chosen by hand stays: the profile is
+    editable under the stack). A ValueError (:func:`.stacks.get_stack`) lists the known ids."""
+    fields = {"stack": get_stack(stack).id}
+    current = STACKS.get(current_stack)
+    if current_implementation is None or (
+        current is not None and current_implementation == current.implementation
+    ):
+        fields["implementation"] = get_stack(stack).implementation
+    return fields

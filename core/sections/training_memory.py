@@ -1,0 +1,451 @@
+"""Training memory per GPU, of one layout or of millions: one array-valued function.
+
+:func:`training_memory_arrays` takes a layout's degrees as numpy arrays (tp, pp, the ZeRO
+shard group, ep, ZeRO stage, micro-batch, sequence parallelism, recomputation, micro-batches
+in flight on the first and the last pipeline stage) and returns every component of the
+fuller stage's memory per layout. The training report (:func:`.training.estimate_training`)
+evaluates it at one layout, the layout search (:mod:`.parallelism.memory`) at many; there is
+no second copy of the arithmetic.
+
+Per GPU of a pipeline stage (Rajbhandari et al. 2019, arXiv:1910.02054, Figure 1 and
+section 5; Narayanan et al. 2021, arXiv:2104.04473, section 2.2.1; Korthikanti et al. 2022,
+arXiv:2205.05198, section 4):
+
+* persistent = the stage's weights, gradients and optimizer state
+  (:func:`.training_params.state_bytes`, linear in the parameters, so a stage's state is
+  its share of the layers' plus its tensors outside the layers) ÷ tp, and ÷ the shard group
+  per ZeRO stage (1: optimizer, 2: also gradients, 3: also weights); with ep > 1 the routed
+  experts are ÷ tp·ep and sharded over the expert-data-parallel group shard/ep instead;
+* activations = kept bytes per layer × layers on the stage × micro-batches in flight +
+  the tensors saved outside the layers × micro-batches in flight;
+* temporaries = gradient bucket (DDP's 25 MiB, or one layer's gradients with ZeRO-2/3) +
+  ZeRO-3's gathered layers + QLoRA's dequantised matrix (each ÷ tp) + the larger of the
+  logits working set (last stage) and one layer's recompute working set;
+* peak = allocated + CUDA context + fragmentation fraction × allocated.
+
+Every saved tensor is s·b·(something) under none, selective and full recomputation, so the
+activation terms are priced at b = 1 once per (tp, sequence parallel, policy) and scaled by
+b; the threshold policy drops tensors by size, which depends on b, and is priced at each b.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.quantities.activations import logits_working_bytes
+from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.stacks import get_stack
+from llm_planner.core.sections.training_params import (
+    LayerTemporaries,
+    StageParams,
+    StateBytes,
+    largest_local_layer,
+    layer_activations_for,
+    layer_kinds,
+    layer_temporaries,
+    outside_ledger_for,
+    pipeline_stage_layers,
+    routed_expert_params,
+    stage_params,
+    state_bytes,
+)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full", "threshold")
+"""Recomputation policies by integer code (the search enumerates the first three)."""
+_THRESHOLD = RECOMPUTE_POLICIES.index("threshold")
+
+
+@dataclass(frozen=True)
+class StageActivations:
+    """Activation terms of one (micro-batch, tp, sequence parallel, recompute) choice."""
+
+    kept_per_layer: float
+    """Bytes one layer keeps per micro-batch (average over dense and MoE layers)."""
+    recompute_working: float
+    outside_first: float
+    """Tensors saved outside the layers on the first stage, per micro-batch, the part
+    proportional to b (per sequence when priced at b = 1)."""
+    outside_last: float
+    outside_only: float
+    logits: float
+    outside_first_fixed: float = 0.0
+    """The part that does not grow with b (HF's rotary tables are (1, s, d))."""
+    outside_last_fixed: float = 0.0
+    outside_only_fixed: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryTerms:
+    """What is fixed for one model, parameter count and training inputs: the persistent
+    state of all layers and of the tensors outside them, one layer's temporaries, the
+    activation terms (priced on demand) and the stage split. :func:`memory_terms` builds it
+    from the parameter structure (:mod:`.training_params`), so every precision recipe,
+    optimizer, LoRA and QLoRA setting is honoured."""
+
+    layers: int
+    layer_params: float
+    """All in-layer parameters of the model (scaled by any override)."""
+    layer_state: StateBytes
+    """Weights, gradients, optimizer bytes of all layers (before ÷ tp and ZeRO)."""
+    expert_state: StateBytes
+    """The routed experts' part of ``layer_state`` (÷ ep, ZeRO over shard/ep); zeros if dense."""
+    outside_first: StateBytes
+    """State of the embedding (and learned positions) on the first stage."""
+    outside_last: StateBytes
+    """State of the output head (or the tied embedding when pp > 1) and final norm."""
+    outside_single: StateBytes
+    """State outside the layers when one stage holds all (a tied head counted once)."""
+    model_state_bytes: float
+    """Weights + gradients + optimizer of the whole model (tp = pp = dp = 1)."""
+    temporaries: LayerTemporaries
+    """One layer's bucket, ZeRO-3 gather and QLoRA dequantised matrix at tp = 1."""
+    temporaries_for_ep: Callable[[int], LayerTemporaries]
+    """The same with expert parallelism ep (one layer as a GPU holding E/ep experts)."""
+    cuda_context_bytes: float
+    fragmentation_fraction: float
+    megatron_buckets: bool
+    """Megatron reduces gradients in place: no DDP bucket with ZeRO 0/1."""
+    activations: Callable[[int, int, bool, str], StageActivations]
+    """(b, tp, sequence parallel, policy) → the activation terms at that micro-batch."""
+    stage_layers: Callable[[int], tuple[int, int]]
+    """(first, last) stage's layer count for a pipeline degree (:func:`.training_params.
+    pipeline_stage_layers`: equal split, or the stack's cost-balanced one)."""
+    logged_stage: str = "fullest"
+    """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
+
+
+@lru_cache(maxsize=32)
+def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> MemoryTerms:
+    """The :class:`MemoryTerms` of ``arch`` with ``params`` parameters under ``inputs``."""
+    ti = inputs
+    counts = count_parameters(arch)
+    scale = params / counts.total
+
+    @cache
+    def stage_acts(b: int, t: int, sp: bool, rc: str) -> StageActivations:
+        ti_rc = ti.model_copy(update={"recompute": rc})
+        layers = [
+            (n, layer_activations_for(arch, ti_rc, b, tp=t, sequence_parallel=sp, moe_layer=moe))
+            for moe, n in layer_kinds(arch)
+        ]
+        kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
+        working = max(la.recompute_working_bytes for _, la in layers)
+
+        def priced(first_stage: bool, last_stage: bool, n: int) -> float:
+            ledger = outside_ledger_for(
+                arch, ti_rc, n, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
+            )
+            return float(sum(e.bytes for e in ledger))
+
+        def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
+            """(part ∝ b at this b, part independent of b): linear in b, priced twice."""
+            one, two = priced(first_stage, last_stage, b), priced(first_stage, last_stage, 2 * b)
+            return two - one, 2 * one - two
+
+        act_dtype = get_precision(ti.precision).activations_dtype
+        logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
+        first, last, only = outside(True, False), outside(False, True), outside(True, True)
+        return StageActivations(
+            kept_per_layer=float(kept),
+            recompute_working=float(working),
+            outside_first=first[0],
+            outside_last=last[0],
+            outside_only=only[0],
+            logits=float(logits),
+            outside_first_fixed=first[1],
+            outside_last_fixed=last[1],
+            outside_only_fixed=only[1],
+        )
+
+    def params_of(layers: int, first: bool, last: bool, pp: int, ep: int = 1) -> StageParams:
+        return stage_params(
+            arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale, ep=ep
+        )
+
+    layers = params_of(arch.layers, False, False, 1)
+    experts = routed_expert_params(arch, ti, layers_on_stage=arch.layers, scale=scale)
+    temporaries = layer_temporaries(layers, ti, arch.layers)
+
+    @cache
+    def temporaries_for_ep(ep: int) -> LayerTemporaries:
+        """As ``params_of(..., ep)`` would give, without recounting the layers: only the
+        largest layer and the LoRA adapters (the bucket under LoRA) depend on ep."""
+        if ep == 1:
+            return temporaries
+        local = {
+            "one_layer_params": largest_local_layer(arch, ep) * scale,
+            "lora_params": layers.lora_params - experts.lora_params * (1.0 - 1.0 / ep),
+        }
+        return layer_temporaries(layers.model_copy(update=local), ti, arch.layers)
+
+    whole = params_of(arch.layers, True, True, 1)
+
+    @cache
+    def stage_layers(pp: int) -> tuple[int, int]:
+        return pipeline_stage_layers(arch, ti, pp)
+
+    # any pp > 1: the first stage holds the embedding, the last the head
+    return MemoryTerms(
+        layers=arch.layers,
+        layer_params=layers.layer_params,
+        layer_state=state_bytes(layers, ti),
+        expert_state=state_bytes(experts, ti),
+        outside_first=state_bytes(params_of(0, True, False, 2), ti),
+        outside_last=state_bytes(params_of(0, False, True, 2), ti),
+        outside_single=state_bytes(params_of(0, True, True, 1), ti),
+        model_state_bytes=sum(state_bytes(whole, ti)),
+        temporaries=temporaries,
+        temporaries_for_ep=temporaries_for_ep,
+        cuda_context_bytes=float(ti.cuda_context_bytes),
+        fragmentation_fraction=float(ti.fragmentation_fraction),
+        megatron_buckets=ti.implementation == "megatron",
+        activations=stage_acts,
+        stage_layers=stage_layers,
+        logged_stage=get_stack(ti.stack).logged_peak_stage,
+    )
+
+
+def zero_divisors(
+    zero_stage: npt.ArrayLike, dp: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """What ZeRO divides weights, gradients and optimizer states by: N_d from stage 3, 2
+    and 1 on respectively, else 1 (Rajbhandari et al. 2019, section 5)."""
+    z = np.asarray(zero_stage)
+    n = np.asarray(dp, dtype=np.float64)
+    return (
+        np.asarray(np.where(z >= 3, n, 1.0)),
+        np.asarray(np.where(z >= 2, n, 1.0)),
+        np.asarray(np.where(z >= 1, n, 1.0)),
+    )
+
+
+def _distinct(values: IntArray) -> tuple[IntArray, IntArray]:
+    """(index of each value among the distinct ones, the distinct values), O(n) for small
+    non-negative integers: what depends on one degree alone is priced once per value."""
+    seen = np.zeros(int(values.max(initial=0)) + 1, dtype=bool)
+    seen[values] = True
+    return (np.cumsum(seen) - 1)[values], np.flatnonzero(seen)
+
+
+def _activation_terms(
+    terms: MemoryTerms, tp: IntArray, sp: npt.NDArray[np.bool_], rc: IntArray, b: IntArray
+) -> dict[str, FloatArray]:
+    """Each activation term of :class:`StageActivations` per layout at its micro-batch: priced
+    once per distinct (tp, sp, policy) at b = 1 and × b; the threshold policy at its own b."""
+    n_rc = len(RECOMPUTE_POLICIES)
+    threshold = rc == _THRESHOLD
+    priced_b = np.where(threshold, b, 1)
+    if np.any(threshold):
+        keys = np.stack([priced_b, tp, sp.astype(np.int64), rc])
+        unique, inverse = np.unique(keys, axis=1, return_inverse=True)
+        inv = inverse.reshape(-1)
+        acts = [
+            terms.activations(int(k[0]), int(k[1]), bool(k[2]), RECOMPUTE_POLICIES[int(k[3])])
+            for k in unique.T.tolist()
+        ]
+    else:  # dense integer code per (tp, sp, policy): O(n) grouping, no sort
+        inv, codes = _distinct((tp * 2 + sp) * n_rc + rc)
+        acts = [
+            terms.activations(1, k // n_rc // 2, bool(k // n_rc % 2), RECOMPUTE_POLICIES[k % n_rc])
+            for k in codes.tolist()
+        ]
+    scale = (b / priced_b).astype(np.float64)
+    out: dict[str, FloatArray] = {}
+    for name in ("kept_per_layer", "recompute_working", "logits"):
+        out[name] = np.asarray(np.array([getattr(a, name) for a in acts])[inv] * scale)
+    for name in ("outside_first", "outside_last", "outside_only"):
+        per_b = np.array([getattr(a, name) for a in acts])[inv] * scale
+        fixed = np.array([getattr(a, name + "_fixed") for a in acts])[inv]
+        out[name] = np.asarray(per_b + fixed)
+    return out
+
+
+def _state(
+    terms: MemoryTerms,
+    outside: StateBytes,
+    share: FloatArray,
+    multi: npt.NDArray[np.bool_],
+    *,
+    tp: FloatArray,
+    zero: IntArray,
+    shard: FloatArray,
+    ep: IntArray,
+) -> list[FloatArray]:
+    """Weights, gradients, optimizer per GPU of a stage holding ``share`` of the layers and
+    ``outside`` (one stage: ``terms.outside_single``): ÷ tp and ZeRO over the shard group;
+    where ep > 1 the routed experts ÷ tp·ep and ZeRO over the group shard/ep (at least 1),
+    as DeepSpeed-MoE (Rajbhandari et al. 2022, arXiv:2201.05596, section 5)."""
+    divisors = [tp * d for d in zero_divisors(zero, shard)]
+    held = [
+        np.where(multi, out, single)
+        for out, single in zip(outside, terms.outside_single, strict=True)
+    ]
+    plain = [
+        (share * in_layers + out) / div
+        for in_layers, out, div in zip(terms.layer_state, held, divisors, strict=True)
+    ]
+    if not (any(terms.expert_state) and np.any(ep > 1)):
+        return plain
+    epf = ep.astype(np.float64)
+    expert_dp = np.maximum(shard / epf, 1.0)
+    expert_divisors = [tp * epf * d for d in zero_divisors(zero, expert_dp)]
+    split = ep > 1
+    return [
+        np.where(split, (share * (whole - expert) + out) / div + share * expert / e_div, p)
+        for whole, expert, out, div, e_div, p in zip(
+            terms.layer_state,
+            terms.expert_state,
+            held,
+            divisors,
+            expert_divisors,
+            plain,
+            strict=True,
+        )
+    ]
+
+
+def _layer_temporaries_by_ep(terms: MemoryTerms, ep: IntArray) -> tuple[FloatArray, FloatArray]:
+    """One layer's ZeRO-2 bucket and ZeRO-3 gather (tp = 1) as a GPU holding E/ep experts
+    stores it, per layout from a table over the ep values present, O(n)."""
+    index, values = _distinct(ep)
+    table = np.array(
+        [
+            (t.zero2_bucket, t.zero3_gather)
+            for t in (terms.temporaries_for_ep(int(e)) for e in values.tolist())
+        ],
+        dtype=np.float64,
+    )
+    return table[index, 0], table[index, 1]
+
+
+def training_memory_arrays(
+    terms: MemoryTerms,
+    *,
+    tp: npt.ArrayLike,
+    pp: npt.ArrayLike,
+    shard: npt.ArrayLike,
+    ep: npt.ArrayLike,
+    zero: npt.ArrayLike,
+    micro_batch: npt.ArrayLike,
+    sp: npt.ArrayLike,
+    recompute: npt.ArrayLike,
+    first_in_flight: npt.ArrayLike,
+    last_in_flight: npt.ArrayLike,
+) -> dict[str, FloatArray]:
+    """Per-GPU training memory of each layout (the module docstring gives the terms).
+
+    Arrays of one entry per layout (scalars broadcast): degrees tp, pp, ep; ``shard``, the
+    ZeRO shard group (dp, or its in-node part for HYBRID_SHARD); ZeRO stage; micro-batch;
+    sequence parallelism; ``recompute`` as a code of :data:`RECOMPUTE_POLICIES`; the
+    micro-batches whose activations the first and the last stage hold at their peak (one
+    stage, pp = 1: both the same). The fuller of the first stage (embedding) and the last
+    (head, logits) sets the peak; ties go to the first. Returns arrays: each component of
+    that stage (``weights_bytes`` … ``peak_bytes``), ``last_stage`` (1 where it is the last),
+    its ``layers_on_stage`` and ``microbatches_in_flight``, and what a stack's log reports
+    (``logged_*``: torch's max allocated / reserved, without the CUDA context)."""
+    f64 = np.float64
+    given = (tp, pp, shard, ep, zero, micro_batch, sp, recompute, first_in_flight, last_in_flight)
+    n = max(int(np.size(x)) for x in given)
+
+    def ints(x: npt.ArrayLike) -> IntArray:
+        return np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
+
+    tp_i, pp_i, ep_i, zero_i = ints(tp), ints(pp), ints(ep), ints(zero)
+    b_i, rc_i = ints(micro_batch), ints(recompute)
+    sp_b = np.broadcast_to(np.asarray(sp, dtype=bool), (n,))
+    shard_f = np.broadcast_to(np.asarray(shard, dtype=f64), (n,))
+    tp_f = tp_i.astype(f64)
+    multi = pp_i > 1
+
+    pp_index, pp_values = _distinct(pp_i)
+    counts = np.array([terms.stage_layers(int(p)) for p in pp_values.tolist()], dtype=f64)
+    acts = _activation_terms(terms, tp_i, sp_b, rc_i, b_i)
+    kept, working, logits = acts["kept_per_layer"], acts["recompute_working"], acts["logits"]
+    outside_only = acts["outside_only"]
+
+    # temporaries that do not depend on the stage: bucket, ZeRO-3 gather, dequant (÷ tp)
+    if np.any(ep_i > 1) and any(terms.expert_state):
+        zero2_bucket, zero3_gather = _layer_temporaries_by_ep(terms, ep_i)
+    else:
+        zero2_bucket = np.full(n, terms.temporaries.zero2_bucket)
+        zero3_gather = np.full(n, terms.temporaries.zero3_gather)
+    sharded = shard_f > 1
+    bucket = np.where(
+        (zero_i >= 2) & sharded,
+        zero2_bucket / tp_f,
+        np.where(sharded & (not terms.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
+    )
+    gather = np.where((zero_i >= 3) & sharded, zero3_gather / tp_f, 0.0)
+    dequant = np.full(n, terms.temporaries.dequant) / tp_f
+
+    def stage(
+        held: StateBytes, layers: FloatArray, flight: FloatArray, outside: FloatArray, last: bool
+    ) -> dict[str, FloatArray]:
+        share = layers / terms.layers
+        w, g, o = _state(terms, held, share, multi, tp=tp_f, zero=zero_i, shard=shard_f, ep=ep_i)
+        outside_acts = outside * flight
+        activ = kept * layers * flight + outside_acts
+        lg = logits if last else np.where(multi, 0.0, logits)
+        temp = bucket + gather + dequant + np.maximum(lg, working)
+        allocated = w + g + o + activ + temp
+        fragmentation = terms.fragmentation_fraction * allocated
+        return {
+            "weights_bytes": w,
+            "gradients_bytes": g,
+            "optimizer_bytes": o,
+            "activations_bytes": activ,
+            "outside_activations_bytes": outside_acts,
+            "logits_bytes": lg,
+            "temporary_bytes": temp,
+            "fragmentation_bytes": fragmentation,
+            "allocated_bytes": allocated,
+            "peak_bytes": allocated + terms.cuda_context_bytes + fragmentation,
+            "activations_per_layer_bytes": np.where(layers > 0, kept, 0.0),
+            "layers_on_stage": layers,
+            "microbatches_in_flight": flight,
+        }
+
+    first_flight = np.broadcast_to(np.asarray(first_in_flight, dtype=f64), (n,))
+    last_flight = np.broadcast_to(np.asarray(last_in_flight, dtype=f64), (n,))
+    first = stage(
+        terms.outside_first,
+        counts[pp_index, 0],
+        first_flight,
+        np.where(multi, acts["outside_first"], outside_only),
+        last=False,
+    )
+    last = stage(
+        terms.outside_last,
+        counts[pp_index, 1],
+        last_flight,
+        np.where(multi, acts["outside_last"], outside_only),
+        last=True,
+    )
+    use_last = last["peak_bytes"] > first["peak_bytes"]
+    out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in first}
+    # torch.cuda.max_memory_reserved: the caching allocator's segments, i.e. allocated plus
+    # fragmentation; the CUDA context is outside it (it is in nvidia-smi's figure, the peak)
+    reserve = 1.0 + terms.fragmentation_fraction
+    logged = first["allocated_bytes"] if terms.logged_stage == "first" else out["allocated_bytes"]
+    out.update(
+        last_stage=use_last.astype(f64),
+        recompute_working_bytes=np.asarray(working),
+        gradient_bucket_bytes=np.asarray(bucket),
+        zero3_gathered_bytes=np.asarray(gather),
+        dequant_bytes=np.asarray(dequant),
+        cuda_context_bytes=np.full(n, terms.cuda_context_bytes),
+        reserved_bytes=out["allocated_bytes"] * reserve,
+        logged_allocated_bytes=np.asarray(logged),
+        logged_reserved_bytes=np.asarray(logged * reserve),
+    )
+    return out

@@ -1,0 +1,419 @@
+"""What one GPU of a training layout holds before tensor-parallel and ZeRO division: the
+parameters of a pipeline stage (dense and MoE layers, routed experts under expert
+parallelism, embedding and head), their persistent bytes (weights, gradients, optimizer
+state per precision recipe, optimizer, LoRA and QLoRA), one layer's temporaries, and the
+activation ledgers of a layer and of the tensors outside the layers under the inputs.
+
+The memory arithmetic over layouts is :mod:`.training_memory`; the report,
+:mod:`.training`."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from llm_planner.core.inputs.training import NF4_DOUBLE_QUANT_BITS, TrainingInputs
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    LayerMatrix,
+    ParameterCount,
+    attention_params_per_layer,
+    count_parameters,
+    mean_layer_params,
+    mlp_params,
+    norm_params,
+)
+from llm_planner.core.quantities.activations import (
+    LayerActivations,
+    LedgerEntry,
+    layer_activations,
+    outside_layer_ledger,
+)
+from llm_planner.core.quantities.optimizers import (
+    factored_state_values,
+    get_optimizer,
+    get_precision,
+)
+from llm_planner.core.quantities.stacks import get_stack
+
+
+def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -> tuple[int, int]:
+    """(layers on the first pipeline stage, layers on the last) with ``pp`` stages.
+
+    Equal split (Megatron-LM, DeepSpeed, torchtitan): ⌈L/p⌉ on each, the head added to the
+    last. Cost-balanced split (``StackProfile.pipeline_balances_head``, nanotron): the blocks
+    in order (embedding: cost 0, L layers, the output head) go to stage r until their
+    cumulative cost passes (r + 1)/p of the total; the block that passes it stays on r
+    (huggingface/nanotron@2411b022 src/nanotron/models/base.py build_model; costs from
+    src/nanotron/models/llama.py get_block_compute_costs: a decoder layer 4·a·d·h + 3·f·h,
+    the head V·h, i.e. each block's weight-matrix count, used here for every layer kind).
+    A head worth several layers pushes layers towards the first stage: the 1B sweep model
+    (16 layers, head = 4 layers' cost) puts 6 layers on stage 0 of 4, not 4."""
+    equal = math.ceil(arch.layers / pp)
+    if pp <= 1:
+        return arch.layers, arch.layers
+    if not get_stack(inputs.stack).pipeline_balances_head:
+        return equal, equal
+    costs = [
+        float(sum(m.elements for m in arch.layer_matrices(arch.is_moe_layer(i))))
+        for i in range(arch.layers)
+    ]
+    costs.append(float(arch.vocab_size * arch.hidden_size))
+    total = sum(costs)
+    counts = [0] * pp
+    rank, cumulative = 0, 0.0
+    for i, cost in enumerate(costs):
+        cumulative += cost
+        if i < arch.layers:
+            counts[rank] += 1
+        if cumulative > total * (rank + 1) / pp and rank < pp - 1:
+            rank += 1
+    return counts[0], counts[-1]
+
+
+def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:
+    """(MoE layer?, how many) for each kind of layer the model has: dense, MoE or both."""
+    return [(moe, n) for moe, n in ((False, arch.dense_layers), (True, arch.moe_layers)) if n]
+
+
+def _norm_params(arch: Architecture) -> int:
+    """One norm's parameters: weight and bias (LayerNorm) or weight only (RMSNorm)."""
+    return norm_params(arch)
+
+
+def _layer_params(arch: Architecture, moe_layer: bool) -> float:
+    """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
+    when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
+    differs = arch.recurrent is not None or arch.qk_norm != "none" or arch.attention_sinks
+    if differs or (arch.moe is not None and arch.moe.shared_expert_gate):
+        return mean_layer_params(arch, moe_layer)
+    norm = _norm_params(arch) * arch.norms_per_layer
+    if moe_layer and arch.moe is not None:
+        moe = arch.moe
+        ffn = (moe.num_experts + moe.num_shared_experts) * mlp_params(arch, moe.expert_ffn_size)
+        ffn += arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+    else:
+        ffn = mlp_params(arch, arch.ffn_size)
+    return attention_params_per_layer(arch) + ffn + norm
+
+
+def one_layer_params(arch: Architecture) -> float:
+    """Parameters of the largest layer (a ZeRO-3 gather or a gradient bucket holds one)."""
+    return max(_layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch))
+
+
+def outside_layer_params(
+    arch: Architecture, counts: ParameterCount, *, first: bool, last: bool, pp: int
+) -> int:
+    """Parameters outside the layers on a pipeline stage (``counts``: the model's): the
+    first holds the embedding, learned positions and embedding norm; the last the final
+    norm and the output head (a tied head is a copy of the embedding when pp > 1, as in
+    Megatron-LM; one stage holding both counts it once)."""
+    outside = 0
+    if first:
+        outside += counts.embedding + counts.positions
+        outside += _norm_params(arch) if arch.embedding_norm else 0
+    if last:
+        outside += _head_params(counts, pp) + _norm_params(arch)
+    return outside
+
+
+def _head_params(counts: ParameterCount, pp: int) -> int:
+    return counts.head if counts.head else (counts.embedding if pp > 1 else 0)
+
+
+class StageParams(BaseModel):
+    """Parameters held by one pipeline stage before tp/ZeRO sharding."""
+
+    model_config = ConfigDict(frozen=True)
+
+    layer_params: float  # in-layer parameters of the stage's layers
+    layer_matrix_params: float  # of which in weight matrices (QLoRA quantises these)
+    outside_params: float  # embedding / head / final norm on this stage
+    factored_values: float  # Adafactor second-moment values for all of the above
+    lora_params: float  # LoRA adapter parameters on this stage
+    lora_factored_values: float
+    largest_matrix: int  # elements of the largest single layer matrix
+    one_layer_params: float  # the largest layer's parameters (ZeRO-3 gather, buckets)
+
+
+def _routed_expert_matrices(arch: Architecture) -> list[LayerMatrix]:
+    """One MoE layer's routed-expert matrices (none if dense)."""
+    if arch.moe is None:
+        return []
+    return [m for m in arch.layer_matrices(moe_layer=True) if m.routed]
+
+
+class _Routed(NamedTuple):
+    """One MoE layer's routed-expert share of each :class:`StageParams` count."""
+
+    params: int
+    matrix_params: int
+    factored_values: int
+    lora_params: float
+    lora_factored_values: float
+
+
+def _routed_per_layer(arch: Architecture, inputs: TrainingInputs) -> _Routed:
+    """The routed experts of one MoE layer: parameters (matrices and any MLP biases),
+    matrix elements, Adafactor factored values (rows + cols per matrix, biases in full)
+    and the LoRA adapters on them (same terms as :func:`stage_params`)."""
+    if arch.moe is None:
+        return _Routed(0, 0, 0, 0.0, 0.0)
+    mats = _routed_expert_matrices(arch)
+    total = arch.moe.num_experts * mlp_params(arch, arch.moe.expert_ffn_size)
+    mat = sum(m.elements for m in mats)
+    factored = sum((m.d_in + m.d_out) * m.copies for m in mats) + (total - mat)
+    rank = inputs.effective_lora_rank
+    lora = lora_factored = 0.0
+    if rank is not None:
+        adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets]
+        lora = float(sum(rank * (r + c) * k for r, c, k in adapted))
+        lora_factored = float(sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted))
+    return _Routed(total, mat, factored, lora, lora_factored)
+
+
+def largest_local_layer(arch: Architecture, ep: int = 1) -> float:
+    """Parameters of the largest layer as one expert-parallel rank holds it (E/ep of the
+    routed experts of an MoE layer; unscaled): what a ZeRO-3 gather or a bucket holds."""
+    totals = {moe_layer: _layer_params(arch, moe_layer) for moe_layer, _ in layer_kinds(arch)}
+    if ep == 1 or arch.moe is None or True not in totals:
+        return max(totals.values())
+    away = 1.0 - 1.0 / ep
+    routed = arch.moe.num_experts * mlp_params(arch, arch.moe.expert_ffn_size)
+    return max(totals.get(False, 0), totals[True] - routed * away)
+
+
+def routed_expert_params(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    *,
+    layers_on_stage: int,
+    scale: float,
+    ep: int = 1,
+) -> StageParams:
+    """The routed-expert part of :func:`stage_params` (same ``ep``): the experts of the
+    stage's share of the MoE layers, ÷ ep (each expert-parallel rank holds E/ep experts of
+    every MoE layer). ``one_layer_params`` is one MoE layer's routed experts ÷ ep. Zero for
+    a dense model."""
+    r = _routed_per_layer(arch, inputs)
+    n = arch.moe_layers * layers_on_stage / arch.layers / ep
+    return StageParams(
+        layer_params=n * r.params * scale,
+        layer_matrix_params=n * r.matrix_params * scale,
+        outside_params=0.0,
+        factored_values=n * r.factored_values * scale,
+        lora_params=n * r.lora_params,
+        lora_factored_values=n * r.lora_factored_values,
+        largest_matrix=0,
+        one_layer_params=r.params / ep * scale,
+    )
+
+
+def stage_params(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    *,
+    layers_on_stage: int,
+    first: bool,
+    last: bool,
+    pp: int,
+    scale: float,
+    ep: int = 1,
+) -> StageParams:
+    """Parameters one GPU of a pipeline stage holds before tp/ZeRO sharding: the stage's
+    share of every layer kind (dense, MoE), plus the embedding (first stage) and the head
+    (last stage). With expert parallelism ``ep`` the routed experts of every MoE layer are
+    spread over ep ranks, E/ep each (Lepikhin et al. 2020, GShard, section 2.2; Rajbhandari
+    et al. 2022, DeepSpeed-MoE, arXiv:2201.05596, section 5): their parameters, LoRA
+    adapters and factored values are ÷ ep, and so is the largest layer's (the ZeRO-3
+    gather, the gradient bucket). Attention, norms, router and shared experts are not."""
+    counts = count_parameters(arch)
+    routed = _routed_per_layer(arch, inputs) if ep > 1 else None
+    share = layers_on_stage / arch.layers
+    layer_params = matrix_params = factored = 0.0
+    lora = lora_factored = 0.0
+    largest = 0
+    rank = inputs.effective_lora_rank
+    for moe_layer, n in layer_kinds(arch):
+        mats = arch.layer_matrices(moe_layer)
+        total = _layer_params(arch, moe_layer)
+        mat = sum(m.elements for m in mats)
+        layer_params += n * share * total
+        matrix_params += n * share * mat
+        # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
+        per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
+        factored += n * share * (per_layer + (total - mat))
+        largest = max(largest, *(m.d_in * m.d_out for m in mats))
+        layer_lora = layer_lora_factored = 0.0
+        if rank is not None:
+            adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets]
+            layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
+            layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+        if moe_layer and routed is not None:  # other ranks hold (1 − 1/ep) of the experts
+            away = 1.0 - 1.0 / ep
+            layer_params -= n * share * routed.params * away
+            matrix_params -= n * share * routed.matrix_params * away
+            factored -= n * share * routed.factored_values * away
+            layer_lora -= routed.lora_params * away
+            layer_lora_factored -= routed.lora_factored_values * away
+        if rank is not None:
+            lora += n * share * layer_lora
+            lora_factored += n * share * layer_lora_factored
+    h = arch.hidden_size
+    outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
+    outside_factored = 0.0
+    if first:
+        outside_factored += arch.vocab_size + h
+        if counts.positions:
+            outside_factored += counts.positions // h + h
+    if last:
+        outside_factored += arch.vocab_size + h if _head_params(counts, pp) else 0
+        outside_factored += _norm_params(arch)
+    return StageParams(
+        layer_params=layer_params * scale,
+        layer_matrix_params=matrix_params * scale,
+        outside_params=outside * scale,
+        factored_values=(factored + outside_factored) * scale,
+        lora_params=lora,
+        lora_factored_values=lora_factored,
+        largest_matrix=largest,
+        one_layer_params=largest_local_layer(arch, ep) * scale,
+    )
+
+
+class StateBytes(NamedTuple):
+    """Persistent bytes of a stage's parameters before tensor-parallel and ZeRO division."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+
+def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
+    """Weights, gradients and optimizer state of ``params`` (whole, before ÷ tp and ZeRO).
+
+    Full training: every parameter is trained (:mod:`.optimizers` bytes per parameter).
+    LoRA (Hu et al. 2021): the base is frozen in the recipe's weight dtype, only the
+    adapters have gradients and optimizer state; QLoRA (Dettmers et al. 2023) stores the
+    base's layer matrices in NF4 with double-quantised constants. Linear in every count
+    of ``params``, so the layout search may price a stage as layers × share + outside.
+    """
+    recipe = get_precision(inputs.precision)
+    opt = get_optimizer(inputs.optimizer)
+    lora = inputs.effective_lora_rank is not None
+    base = params.layer_params + params.outside_params
+    trainable = params.lora_params if lora else base
+    factored = params.lora_factored_values if lora else params.factored_values
+    w_bytes = recipe.weights_bytes
+    if not lora:
+        weights = base * w_bytes
+    elif inputs.qlora:
+        nf4 = NF4_DOUBLE_QUANT_BITS / 8
+        weights = (
+            params.layer_matrix_params * nf4
+            + (base - params.layer_matrix_params) * w_bytes
+            + trainable * w_bytes
+        )
+    else:
+        weights = (base + trainable) * w_bytes
+    # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
+    gradients = trainable * (
+        recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param
+    )
+    moments = opt.full_states * trainable + (factored if opt.factored_second_moment else 0.0)
+    optimizer = trainable * recipe.master_bytes + moments * opt.state_bytes_per_value(recipe)
+    return StateBytes(weights, gradients, optimizer)
+
+
+class LayerTemporaries(NamedTuple):
+    """Temporaries of one layer at tp = 1 (divide by tp), independent of the micro-batch."""
+
+    zero2_bucket: float
+    """One layer's trained gradients, unsharded (ZeRO-2/3 reduce-scatter bucket)."""
+    zero3_gather: float
+    """Two layers' weights as stored (ZeRO-3: the current layer and the prefetched one)."""
+    dequant: float
+    """QLoRA: the largest base matrix dequantised to the recipe's weight dtype."""
+
+
+def layer_temporaries(
+    params: StageParams, inputs: TrainingInputs, layers_on_stage: int
+) -> LayerTemporaries:
+    """The per-layer temporaries of a stage holding ``params`` over ``layers_on_stage``
+    layers: a bucket holds one layer's gradients (under LoRA its adapters' only); ZeRO-3
+    gathers weights in their stored dtype (NF4 under QLoRA); QLoRA dequantises one matrix
+    at a time to 16 bits for its matmul (Dettmers et al. 2023, section 3)."""
+    recipe = get_precision(inputs.precision)
+    w_bytes = recipe.weights_bytes
+    lora = inputs.effective_lora_rank is not None
+    trained = params.lora_params / max(layers_on_stage, 1) if lora else params.one_layer_params
+    stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes
+    return LayerTemporaries(
+        zero2_bucket=trained * recipe.gradients_bytes,
+        zero3_gather=2 * params.one_layer_params * stored,
+        dequant=params.largest_matrix * w_bytes if inputs.qlora else 0.0,
+    )
+
+
+# ------------------------------------------------------------------ report
+
+
+def layer_activations_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    moe_layer: bool,
+) -> LayerActivations:
+    """The activation ledger of one layer under ``inputs`` (recomputation, flash, profile,
+    dropout, the recipe's activation dtype, LoRA) at a micro-batch and tp/SP layout."""
+    recipe = get_precision(inputs.precision)
+    return layer_activations(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        recompute=inputs.recompute,
+        threshold_bytes=inputs.recompute_threshold_bytes,
+        flash=inputs.flash_attention,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=recipe.activations_dtype,
+        moe_layer=moe_layer,
+        lora_rank=inputs.effective_lora_rank,
+        lora_targets=inputs.lora_targets,
+    )
+
+
+def outside_ledger_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    first: bool,
+    last: bool,
+) -> list[LedgerEntry]:
+    """Tensors saved outside the layers on a first and/or last pipeline stage."""
+    return outside_layer_ledger(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=get_precision(inputs.precision).activations_dtype,
+        first_stage=first,
+        last_stage=last,
+        lora=inputs.effective_lora_rank is not None,
+        recompute=inputs.recompute,
+        flash=inputs.flash_attention,
+    )
