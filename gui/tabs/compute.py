@@ -43,6 +43,9 @@ from llm_planner.gui.tabs.base import (
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
+TIME_TITLE = "Time to train against GPUs"
+COST_TITLE = "Cost against GPUs"
+
 
 def suggestion_figures(suggestion: FitSuggestion) -> str:
     """A fit suggestion's own figures in words: peak, time, cost, MFU (as the report has
@@ -346,16 +349,15 @@ class ComputeTab(Tab):
             lambda report: self.not_priced.show_report(report, searched=True)
         )
         row = StillSplitter(Qt.Orientation.Horizontal)
-        self.time_chart = SeriesChart(
-            "Time to train against GPUs", "GPUs", "days", log_x=True, log_y=True
-        )
+        self.charts_priced = True
+        self.time_chart = SeriesChart(TIME_TITLE, "GPUs", "days", log_x=True, log_y=True)
         self.time_chart.add_line("time", "perfect scaling", colors.SERIES[0], symbol="o")
         self.time_chart.add_line("family", "this layout family", colors.SERIES[4], dashed=True)
         self.time_chart.add_markers("measured", "your measurements", colors.SERIES[1], symbol="s")
         self.time_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
         self.time_chart.add_hline("deadline", colors.BAD, "deadline")
         self.cost_chart = SeriesChart(
-            "Cost against GPUs", "GPUs", "US$", log_x=True, y_format=units.format_usd
+            COST_TITLE, "GPUs", "US$", log_x=True, y_format=units.format_usd
         )
         self.cost_chart.add_line("cost", "perfect scaling", colors.SERIES[2], symbol="o")
         self.cost_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
@@ -383,6 +385,11 @@ class ComputeTab(Tab):
         super().redraw(scenario, report)
         self._enable_rate_fields()
         self.not_priced.show_report(report)
+        priced = report.compute.wall_seconds is not None
+        if priced != self.charts_priced:  # an empty chart's title says why
+            self.charts_priced = priced
+            self.time_chart.plot.setTitle(TIME_TITLE if priced else "Time: not priced")
+            self.cost_chart.plot.setTitle(COST_TITLE if priced else "Cost: not priced")
         section = report.compute
         seconds = field(section, "wall_seconds")
         cost = field(section, "cost_usd")
