@@ -166,6 +166,10 @@ class HardwareOption(BaseModel):
     pareto: bool = Field(
         default=False, description="no other priced option is both cheaper and faster"
     )
+    is_scenario: bool = Field(
+        default=False,
+        description="the scenario's own plan (its layout): the window's time and cost",
+    )
     flags: list[str] = Field(
         default_factory=list,
         description="why the option is ranked after those that are ok (beyond the horizon, "
@@ -261,6 +265,72 @@ def _layout_label(row: SearchRow) -> str:
     return " ".join(parts)
 
 
+def _status(
+    scenario: Scenario, gpu: GPU, n: int, wall: float | None, *, fits: bool, priced: bool
+) -> tuple[Status, bool | None, list[str]]:
+    """(status, meets the deadline, flags) of ``n`` × ``gpu`` taking ``wall`` seconds: does
+    not fit, no price, no datacenter interconnect (a consumer GPU on more than one node),
+    misses the deadline, beyond the default horizon (no deadline), else ok."""
+    deadline = scenario.compute.deadline_seconds
+    meets = None if deadline is None else (wall is not None and wall <= deadline)
+    flags: list[str] = []
+    if deadline is None and wall is not None and wall > DEFAULT_HORIZON_SECONDS:
+        flags.append(f"longer than the {DEFAULT_HORIZON_SECONDS / 86_400:.0f}-day horizon")
+    per_node = scenario.parallelism.gpus_per_node
+    consumer_cluster = n > per_node and not datacenter_interconnect(gpu)
+    if consumer_cluster:
+        flags.append(
+            f"{gpu.name} has no datacenter interconnect (no GPUDirect RDMA, not licensed "
+            f"for datacenters): {n:,} GPUs are {-(-n // per_node):,} nodes"
+        )
+    status: Status
+    if not fits or wall is None:
+        status = "does not fit"
+    elif not priced:
+        status = "no price"
+    elif consumer_cluster:
+        status = "no datacenter interconnect"
+    elif meets is False:
+        status = "misses deadline"
+    elif flags:
+        status = "beyond horizon"
+    else:
+        status = "ok"
+    return status, meets, flags
+
+
+def _evaluate_scenario(scenario: Scenario, price: Price | None) -> dict[str, Any]:
+    """The scenario's own plan (its layout, calibration and price) as one option: the
+    figures the window shows for it, beside the best layout the search finds at that count."""
+    from llm_planner.core.composition.estimate import estimate
+
+    report = estimate(scenario, suggest=False)
+    c, gpu, n = report.compute, scenario.gpu, scenario.num_gpus
+    status, meets, flags = _status(
+        scenario, gpu, n, c.wall_seconds, fits=report.training.fits, priced=price is not None
+    )
+    return {
+        "flags": flags,
+        "gpu_id": gpu.id,
+        "gpu_name": gpu.name,
+        "num_gpus": n,
+        "status": status,
+        "fits": report.training.fits,
+        "meets_deadline": meets,
+        "layout": None,
+        "layout_label": f"this scenario: {report.parallelism.layout_label}",
+        "is_scenario": True,
+        "tokens_per_s": c.tokens_per_s,
+        "compute_seconds": c.compute_seconds,
+        "time_seconds": c.wall_seconds,
+        "gpu_hours": c.gpu_hours,
+        "price_usd_per_gpu_hour": c.price_usd_per_gpu_hour,
+        "price_source": "scenario price",
+        "price_stale": False,
+        "cost_usd": c.cost_usd,
+    }
+
+
 def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict[str, Any]:
     """One option's figures (before ranking); its status: does not fit, no price, misses
     the deadline, beyond the default horizon (no deadline), no datacenter interconnect
@@ -280,7 +350,6 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
     )
     row = result.rows[0] if result.rows else None
     tokens = scenario.compute.tokens
-    deadline = scenario.compute.deadline_seconds
     rate = row.tokens_per_s if row else None
     compute_s = tokens / rate if rate else None
     wall = (
@@ -290,30 +359,7 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
     )
     hours = n * wall / SECONDS_PER_HOUR if wall is not None else None
     cost = hours * price.usd_per_gpu_hour if hours is not None and price is not None else None
-    meets = None if deadline is None else (wall is not None and wall <= deadline)
-    flags: list[str] = []
-    if deadline is None and wall is not None and wall > DEFAULT_HORIZON_SECONDS:
-        flags.append(f"longer than the {DEFAULT_HORIZON_SECONDS / 86_400:.0f}-day horizon")
-    cluster = n > scenario.parallelism.gpus_per_node
-    if cluster and not datacenter_interconnect(gpu):
-        flags.append(
-            f"{gpu.name} has no datacenter interconnect (no GPUDirect RDMA, not licensed "
-            f"for datacenters): {n:,} GPUs are {-(-n // scenario.parallelism.gpus_per_node):,} "
-            "nodes"
-        )
-    status: Status
-    if row is None or wall is None:
-        status = "does not fit"
-    elif price is None:
-        status = "no price"
-    elif cluster and not datacenter_interconnect(gpu):
-        status = "no datacenter interconnect"
-    elif meets is False:
-        status = "misses deadline"
-    elif flags:
-        status = "beyond horizon"
-    else:
-        status = "ok"
+    status, meets, flags = _status(scenario, gpu, n, wall, fits=row is not None, priced=bool(price))
     return {
         "flags": flags,
         "gpu_id": gpu.id,
@@ -408,6 +454,8 @@ def rank_hardware(
         own = scenario.num_gpus if gpu.id == scenario.gpu.id else None
         for n in gpu_counts(first, max_gpus, max_counts, own if own and own <= max_gpus else None):
             raw.append(_evaluate(on_gpu, gpu, n, price))
+        if own is not None:
+            raw.append(_evaluate_scenario(scenario, price))
     priced = [r for r in raw if r["cost_usd"] is not None and r["time_seconds"] is not None]
     front = pareto_front([(r["time_seconds"], r["cost_usd"]) for r in priced])
     for r, flag in zip(priced, front, strict=True):
