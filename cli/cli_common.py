@@ -7,11 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from llm_planner.core.primitives import units
 from llm_planner.core.primitives.figures import Figure
+
+if TYPE_CHECKING:
+    from llm_planner.core.inputs.registry import Input
 
 EXIT_USAGE = 2
 
@@ -37,7 +40,9 @@ class Parser(argparse.ArgumentParser):
 
 # ------------------------------------------------------------------ value parsers
 # argparse ``type=`` callables: each turns a human quantity into SI units or raises an
-# ArgumentTypeError whose text names what was wrong (argparse adds the option name).
+# ArgumentTypeError whose text names what was wrong (argparse adds the option name). The
+# scenario's inputs use their described parsers (:func:`input_type`); these are for the
+# options of other commands (what-if, search, compare).
 
 
 def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -58,13 +63,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _fraction(text: str) -> float:
-    value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    if not 0 < value <= 1:
-        raise ValueError(f"{text!r} must be in (0, 1] (or a percentage)")
-    return value
-
-
 def _positive_length(text: str) -> int:
     value = units.parse_length(text)
     if value < 1:
@@ -77,10 +75,6 @@ INT = _typed(_positive_int)
 LENGTH = _typed(_positive_length)
 """A sequence length, context or GPU count: ``k`` = 1024 (``8k`` → 8192)."""
 BYTES = _typed(units.parse_bytes)
-PRICE = _typed(units.parse_price_per_hour)
-USD = _typed(units.parse_usd)
-DURATION = _typed(units.parse_duration)
-FRACTION = _typed(_fraction)
 
 
 # ------------------------------------------------------------------ text output
@@ -117,13 +111,93 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def set_path(data: dict[str, Any], path: str, value: Any) -> None:
-    """Set ``data["a"]["b"] = value`` for ``path`` "a.b"."""
-    *parents, leaf = path.split(".")
-    node = data
-    for key in parents:
-        node = node.setdefault(key, {})
-    node[leaf] = value
+# ------------------------------------------------------------------ described inputs
+
+
+class NamesHelp(str):
+    """A help text ending in a catalog's names, looked up only when the help is printed.
+
+    argparse expands a help text with ``help % params`` when it prints it; the names come
+    from modules (the activation profiles import numpy) that ``--version``, ``presets`` or
+    ``list`` have no use for, so building the parser must not import them.
+    """
+
+    names: Callable[[], Iterable[str]]
+
+    def __new__(cls, text: str, names: Callable[[], Iterable[str]]) -> NamesHelp:
+        help_text = super().__new__(cls, text)
+        help_text.names = names
+        return help_text
+
+    def __mod__(self, params: Any) -> str:
+        text: str = f"{self}: {', '.join(self.names())}" % params
+        return text
+
+
+def input_type(spec: Input) -> Callable[[str], Any]:
+    """argparse ``type=`` for a described input: its one parser, errors on one line."""
+    return _typed(spec.parse)
+
+
+def add_inputs(group: Any, title: str) -> None:
+    """Add the options of the described inputs (:data:`.inputs.registry.INPUTS`) listed
+    under ``title``, in their order; options sharing ``exclusive`` exclude each other."""
+    from llm_planner.core.inputs.registry import INPUTS
+
+    exclusive: dict[str, Any] = {}
+    for spec in INPUTS:
+        if spec.flag is None or spec.group != title:
+            continue
+        target = group
+        if spec.exclusive:
+            if spec.exclusive not in exclusive:
+                exclusive[spec.exclusive] = group.add_mutually_exclusive_group()
+            target = exclusive[spec.exclusive]
+        escaped = spec.help.replace("%", "%%")  # argparse expands help with "%"
+        help_text: str = NamesHelp(escaped, spec.names) if spec.names else escaped
+        if spec.kind == "switch":
+            action: Any = argparse.BooleanOptionalAction if spec.negatable else "store_true"
+            target.add_argument(spec.flag, action=action, default=None, help=help_text)
+        elif spec.kind == "choice":
+            target.add_argument(spec.flag, metavar=spec.metavar or "ID", help=help_text)
+        else:
+            assert spec.unit is not None  # a typed input has a unit
+            target.add_argument(
+                spec.flag,
+                type=input_type(spec),
+                metavar=spec.metavar or spec.unit.metavar,
+                action="append" if spec.repeat else "store",
+                help=help_text,
+            )
+
+
+def input_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """``{path: value}`` for every described input given on the command line (and the
+    fields each sets with it), for :func:`.inputs.scenario.with_changes`."""
+    from llm_planner.core.inputs.registry import INPUTS
+
+    changes: dict[str, Any] = {}
+    for spec in INPUTS:
+        value = getattr(args, spec.dest, None) if spec.flag else None
+        if value is None:
+            continue
+        if spec.repeat:  # one list from every time the option was given
+            value = [item for given in value for item in given]
+        changes.update(spec.also)
+        changes[spec.path] = value
+    return changes
+
+
+def input_options() -> dict[str, str]:
+    """The option that sets each described field (validation errors name it)."""
+    from llm_planner.core.inputs.registry import INPUTS
+
+    out: dict[str, str] = {}
+    for spec in INPUTS:
+        option = spec.flag or spec.cli.split(" ", 1)[0]
+        if option:
+            out[spec.path] = option
+    return out
 
 
 def echo_reading(option: str, reading: str | None) -> None:

@@ -22,6 +22,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 
 from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
+from llm_planner.core.inputs.registry import FRACTION, input_at
 from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives import limits, units
 from llm_planner.gui.background import Latest
@@ -200,6 +201,27 @@ class ScenarioState(QObject):
 ERROR_STYLE = "border: 2px solid #D62728; border-radius: 3px;"
 
 
+class FractionField:
+    """Show one fraction field the way the user writes it: typed ``0.4`` shows ``0.4``,
+    typed ``40%`` shows ``40%`` (the value is 0.4 either way; ``parse`` reads both)."""
+
+    def __init__(self, parse: Callable[[str], float], fmt: Callable[[float], str]) -> None:
+        self.percent = False
+        self._parse, self._format = parse, fmt
+
+    def parse(self, text: str) -> float:
+        self.percent = text.strip().endswith("%")
+        return self._parse(text)
+
+    def format(self, value: float) -> str:
+        return f"{100 * value:.4g}%" if self.percent else self._format(value)
+
+
+def tooltip_of(help_text: str) -> str:
+    """A described input's help as a tooltip (a sentence)."""
+    return help_text[:1].upper() + help_text[1:]
+
+
 @dataclass
 class Binding:
     widget: QWidget
@@ -341,6 +363,21 @@ class Binder(QObject):
         if optional:
             edit.setPlaceholderText("(none)")
         self._add(edit, path, show, tooltip)
+
+    def described(self, edit: QLineEdit, path: str) -> None:
+        """A text field for the input described at ``path``
+        (:data:`llm_planner.core.inputs.registry.INPUTS`): its label, parser, formatter,
+        help and empty-means-None, the same description the command line's option has."""
+        spec = input_at(path)
+        parse: Callable[[str], Any] = spec.parse
+        fmt: Callable[[Any], str] = spec.format
+        if spec.unit is FRACTION:  # shown as the user types it (0.4 or 40%)
+            fraction = FractionField(spec.parse, spec.format)
+            parse, fmt = fraction.parse, fraction.format
+        # ``also``: a measured-rate field sets its source too (the field is enabled only while
+        # that source is chosen, so in the window it changes nothing more)
+        also = dict(spec.also) or None
+        self.line(edit, path, parse, fmt, spec.label, tooltip_of(spec.help), spec.optional, also)
 
     def _tidy(self, edit: QLineEdit, path: str, fmt: Callable[[Any], str]) -> None:
         self.state.end_merge(path)

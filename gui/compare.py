@@ -58,7 +58,9 @@ import pyqtgraph as pg  # isort: skip  (after PySide6)
 
 from llm_planner.core.composition.compare import (
     MAX_SCENARIOS,
+    CompareRow,
     Comparison,
+    InputDifference,
     compare,
     duplicate_as_variant,
 )
@@ -74,10 +76,11 @@ from llm_planner.core.composition.hardware import (
     rank_hardware,
 )
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.sensitivity import Sensitivity, sensitivity
+from llm_planner.core.composition.sensitivity import Sensitivity, SensitivityBar, sensitivity
 from llm_planner.core.primitives import units
 from llm_planner.core.primitives.figures import format_value
 from llm_planner.gui import colors
+from llm_planner.gui.table_model import RowsModel
 from llm_planner.gui.widgets.charts import BarRow, MemoryBars, SeriesChart, ThemedPlot
 
 Index = QModelIndex | QPersistentModelIndex
@@ -176,7 +179,7 @@ def _button(text: str, name: str, slot: Callable[[], None], tip: str) -> QPushBu
 # --------------------------------------------------------------------- compare
 
 
-class CompareModel(QAbstractTableModel):
+class CompareModel(RowsModel[CompareRow]):
     """Headline figures: one row per figure, one column per scenario; differences marked."""
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -184,30 +187,20 @@ class CompareModel(QAbstractTableModel):
         self.comparison: Comparison | None = None
 
     def set_comparison(self, comparison: Comparison | None) -> None:
-        self.beginResetModel()
         self.comparison = comparison
-        self.endResetModel()
+        self.set_rows(comparison.rows if comparison is not None else [])
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() or self.comparison is None else len(self.comparison.rows)
+    def columns(self) -> list[str]:
+        return list(self.comparison.names) if self.comparison is not None else []
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() or self.comparison is None else len(self.comparison.names)
+    def row_header(self, section: int) -> Any:
+        return self.rows[section].label if 0 <= section < len(self.rows) else None
 
-    def headerData(  # noqa: N802 (Qt API)
-        self, section: int, orientation: Qt.Orientation, role: int = DISPLAY
-    ) -> Any:
-        if self.comparison is None or role != DISPLAY:
-            return None
-        if orientation == Qt.Orientation.Horizontal:
-            return self.comparison.names[section]
-        return self.comparison.rows[section].label
-
-    def cell_text(self, row: int, column: int) -> str:
-        assert self.comparison is not None
-        r = self.comparison.rows[row]
+    def cell_text(self, r: CompareRow, column: int) -> str:
+        """A figure's value for one scenario, with its change from the first if it differs."""
         text = r.texts()[column]
-        if r.values[column] is None and self._not_priced(row, column):
+        if r.values[column] is None and self._not_priced(r, column):
+            assert self.comparison is not None
             fits = self.comparison.fits[column] if self.comparison.fits else True
             return f"— ({'not priced' if fits else 'does not fit'})"
         ratio = r.ratios[column]
@@ -215,21 +208,19 @@ class CompareModel(QAbstractTableModel):
             text += f"  ({100 * ratio:+.1f}%)"
         return text
 
-    def _not_priced(self, row: int, column: int) -> str | None:
+    def _not_priced(self, r: CompareRow, column: int) -> str | None:
         """Why a compute figure of this scenario is null (None for other rows)."""
         assert self.comparison is not None
         reasons = self.comparison.not_priced
-        if not self.comparison.rows[row].source.startswith("compute.") or column >= len(reasons):
+        if not r.source.startswith("compute.") or column >= len(reasons):
             return None
         return reasons[column]
 
-    def data(self, index: Index, role: int = DISPLAY) -> Any:
-        if self.comparison is None or not index.isValid():
+    def cell(self, r: CompareRow, c: int, role: int) -> Any:
+        if self.comparison is None:
             return None
-        r = self.comparison.rows[index.row()]
-        c = index.column()
         if role == DISPLAY:
-            return self.cell_text(index.row(), c)
+            return self.cell_text(r, c)
         if role == Qt.ItemDataRole.BackgroundRole and c and r.differs[c]:
             return QBrush(HIGHLIGHT)
         if role == Qt.ItemDataRole.FontRole and c and r.differs[c]:
@@ -245,7 +236,7 @@ class CompareModel(QAbstractTableModel):
                 lines.append(
                     f"difference from {self.comparison.names[0]}: {format_value(diff, r.unit)}"
                 )
-            why = self._not_priced(index.row(), c) if r.values[c] is None else None
+            why = self._not_priced(r, c) if r.values[c] is None else None
             if why:
                 lines.append(f"Not priced: {why}")
             lines.append(f"<i>From:</i> report {r.source}")
@@ -253,7 +244,7 @@ class CompareModel(QAbstractTableModel):
         return None
 
 
-class InputDiffModel(QAbstractTableModel):
+class InputDiffModel(RowsModel[InputDifference]):
     """The input fields that differ: one row per dotted path, one column per scenario."""
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -261,34 +252,22 @@ class InputDiffModel(QAbstractTableModel):
         self.comparison: Comparison | None = None
 
     def set_comparison(self, comparison: Comparison | None) -> None:
-        self.beginResetModel()
         self.comparison = comparison
-        self.endResetModel()
+        self.set_rows(comparison.inputs if comparison is not None else [])
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() or self.comparison is None else len(self.comparison.inputs)
+    def columns(self) -> list[str]:
+        if self.comparison is None:
+            return []
+        return ["Input that differs", *self.comparison.names]
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() or self.comparison is None else 1 + len(self.comparison.names)
-
-    def headerData(  # noqa: N802 (Qt API)
-        self, section: int, orientation: Qt.Orientation, role: int = DISPLAY
-    ) -> Any:
-        if self.comparison is None or role != DISPLAY or orientation != Qt.Orientation.Horizontal:
-            return None
-        return "Input that differs" if section == 0 else self.comparison.names[section - 1]
-
-    def data(self, index: Index, role: int = DISPLAY) -> Any:
-        if self.comparison is None or not index.isValid():
-            return None
-        diff = self.comparison.inputs[index.row()]
+    def cell(self, diff: InputDifference, column: int, role: int) -> Any:
         if role in (DISPLAY, Qt.ItemDataRole.ToolTipRole):
-            if index.column() == 0:
+            if column == 0:
                 return diff.path
-            value = diff.values[index.column() - 1]
+            value = diff.values[column - 1]
             text = "—" if value is None else str(value)
             return text if role != DISPLAY or len(text) <= 48 else text[:45] + "…"
-        differs = index.column() > 1 and diff.values[index.column() - 1] != diff.values[0]
+        differs = column > 1 and diff.values[column - 1] != diff.values[0]
         if role == Qt.ItemDataRole.BackgroundRole and differs:
             return QBrush(HIGHLIGHT)
         return None
@@ -495,30 +474,17 @@ HARDWARE_COLUMNS: tuple[tuple[str, str], ...] = (
 _UNITS = {"time_seconds": "seconds", "gpu_hours": "count", "cost_usd": "usd"}
 
 
-class HardwareModel(QAbstractTableModel):
+class HardwareModel(RowsModel[HardwareOption]):
     """The ranked options: one row each (sorted through a proxy by the raw value)."""
 
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.options: list[HardwareOption] = []
+    headers = tuple(title for _key, title in HARDWARE_COLUMNS)
+
+    @property
+    def options(self) -> list[HardwareOption]:
+        return self.rows
 
     def set_options(self, options: list[HardwareOption]) -> None:
-        self.beginResetModel()
-        self.options = list(options)
-        self.endResetModel()
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() else len(self.options)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() else len(HARDWARE_COLUMNS)
-
-    def headerData(  # noqa: N802 (Qt API)
-        self, section: int, orientation: Qt.Orientation, role: int = DISPLAY
-    ) -> Any:
-        if role == DISPLAY and orientation == Qt.Orientation.Horizontal:
-            return HARDWARE_COLUMNS[section][1]
-        return None
+        self.set_rows(options)
 
     def text(self, option: HardwareOption, key: str) -> str:
         value = getattr(option, key)
@@ -533,11 +499,8 @@ class HardwareModel(QAbstractTableModel):
             return f"{value:,}"
         return str(value)
 
-    def data(self, index: Index, role: int = DISPLAY) -> Any:
-        if not index.isValid():
-            return None
-        option = self.options[index.row()]
-        key = HARDWARE_COLUMNS[index.column()][0]
+    def cell(self, option: HardwareOption, column: int, role: int) -> Any:
+        key = HARDWARE_COLUMNS[column][0]
         if role == DISPLAY:
             return self.text(option, key)
         if role == SORT_ROLE:
@@ -713,37 +676,20 @@ class HardwareView(QWidget):
 # --------------------------------------------------------------------- sensitivity
 
 
-class SensitivityModel(QAbstractTableModel):
+class SensitivityModel(RowsModel[SensitivityBar]):
     """The tornado's figures: input, its range, time and cost at each end."""
 
-    HEAD = ("Input", "Low → high", "Time (low)", "Time (high)", "Cost (low)", "Cost (high)")
+    headers = ("Input", "Low → high", "Time (low)", "Time (high)", "Cost (low)", "Cost (high)")
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.result: Sensitivity | None = None
 
     def set_result(self, result: Sensitivity | None) -> None:
-        self.beginResetModel()
         self.result = result
-        self.endResetModel()
+        self.set_rows(result.bars if result is not None else [])
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() or self.result is None else len(self.result.bars)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() else len(self.HEAD)
-
-    def headerData(  # noqa: N802 (Qt API)
-        self, section: int, orientation: Qt.Orientation, role: int = DISPLAY
-    ) -> Any:
-        if role == DISPLAY and orientation == Qt.Orientation.Horizontal:
-            return self.HEAD[section]
-        return None
-
-    def data(self, index: Index, role: int = DISPLAY) -> Any:
-        if self.result is None or not index.isValid():
-            return None
-        bar = self.result.bars[index.row()]
+    def cell(self, bar: SensitivityBar, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.ToolTipRole:
             return bar.note or f"{bar.key}: one-at-a-time, the scenario re-estimated at each end"
         if role != DISPLAY:
@@ -755,7 +701,7 @@ class SensitivityModel(QAbstractTableModel):
             format_value(bar.time_high_seconds, "seconds"),
             format_value(bar.cost_low_usd, "usd"),
             format_value(bar.cost_high_usd, "usd"),
-        )[index.column()]
+        )[column]
 
 
 class TornadoChart(QWidget):

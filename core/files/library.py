@@ -48,9 +48,9 @@ from llm_planner.core.files.store import (
     SUFFIX,
     TEMP_SUFFIX,
     ScenarioFileError,
-    _fsync_dir,
     atomic_write_bytes,
     dumps_scenario,
+    fsync_dir,
     load_scenario_file,
     make_folders,
     parse_document,
@@ -202,8 +202,8 @@ def _move_aside(
             os.replace(source, target)
         else:
             source.unlink()
-        _fsync_dir(folder)
-        _fsync_dir(source.parent)
+        fsync_dir(folder)
+        fsync_dir(source.parent)
         if entry is not None:
             entry.unlink()
         return target
@@ -330,11 +330,11 @@ class Library:
     def __init__(self, data_dir: Path | None = None) -> None:
         root = Path(data_dir) if data_dir is not None else paths.data_dir()
         self.root = root
-        self.folder = root / "scenarios"
-        self.trash_folder = root / "trash"
-        self.quarantine_folder = root / "quarantine"
-        self.recovery_folder = root / "recovery"
-        self.journal_folder = root / "journal"
+        self.folder = paths.library_dir(root)
+        self.trash_folder = paths.trash_dir(root)
+        self.quarantine_folder = paths.quarantine_dir(root)
+        self.recovery_folder = paths.recovery_dir(root)
+        self.journal_folder = paths.journal_dir(root)
         self.index_path = root / "index.json"
         self._lock = _process_lock(root / "library.lock")
         self._started = False
@@ -373,10 +373,10 @@ class Library:
             return None
         folder, _, name = relative.partition("/")
         folders = {
-            "scenarios": self.folder,
-            "trash": self.trash_folder,
-            "quarantine": self.quarantine_folder,
-            "recovery": self.recovery_folder,
+            paths.LIBRARY_FOLDER: self.folder,
+            paths.TRASH_FOLDER: self.trash_folder,
+            paths.QUARANTINE_FOLDER: self.quarantine_folder,
+            paths.RECOVERY_FOLDER: self.recovery_folder,
         }
         if folder not in folders or not name or "/" in name or name.startswith("."):
             return None
@@ -405,7 +405,7 @@ class Library:
             if new is not None and old is not None and new.is_file() and old != new:
                 with contextlib.suppress(FileNotFoundError):
                     old.unlink()
-                    _fsync_dir(old.parent)
+                    fsync_dir(old.parent)
             with contextlib.suppress(OSError):
                 entry.unlink()
         for temp in self.journal_folder.glob(f".*{TEMP_SUFFIX}"):
@@ -710,7 +710,7 @@ class Library:
 
             saved = self._write_new(renamed, before=journal)
             old.unlink()
-            _fsync_dir(self.folder)
+            fsync_dir(self.folder)
             for entry in entries:
                 entry.unlink()
             return saved
@@ -785,7 +785,7 @@ class Library:
                 before=journal,
             )
             path.unlink()
-            _fsync_dir(self.trash_folder)
+            fsync_dir(self.trash_folder)
             for entry in entries:
                 entry.unlink()
             return saved
@@ -845,7 +845,7 @@ class Library:
                         pending += 1
             if imported:  # the batch's new names, made durable at once
                 with contextlib.suppress(OSError):
-                    _fsync_dir(self.folder)
+                    fsync_dir(self.folder)
             if pending > IMPORT_INDEX_SLACK:
                 self._write_index(index)
         return ImportResult(imported, failed)

@@ -287,7 +287,7 @@ def stamped(scenario: Scenario, *, modified: datetime | None = None) -> Scenario
     )
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     """Make a rename in ``folder`` durable (POSIX; Windows has no directory handles)."""
     if os.name != "posix":
         return
@@ -311,7 +311,7 @@ def make_folders(folder: Path) -> None:
     for new in reversed(missing):
         with contextlib.suppress(FileExistsError):
             new.mkdir()
-        _fsync_dir(new.parent)
+        fsync_dir(new.parent)
     if not folder.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder))
 
@@ -386,7 +386,7 @@ def atomic_write_bytes(
         else:
             _link_new(temp, path)
         if sync_folder:
-            _fsync_dir(folder)
+            fsync_dir(folder)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives import units
 from llm_planner.gui.binding import Binder, ScenarioState
 from llm_planner.gui.widgets.elided import ElidedCombo
@@ -34,116 +35,6 @@ from llm_planner.gui.widgets.figure_table import FigureTable
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 log = logging.getLogger(__name__)
-
-
-# ---------------------------------------------------------------- parsers (units only)
-
-
-class FractionField:
-    """Parse and show one fraction field the way the user writes it: typed ``0.4`` shows
-    ``0.4``, typed ``40%`` shows ``40%`` (the value is 0.4 either way)."""
-
-    def __init__(self) -> None:
-        self.percent = False
-
-    def parse(self, text: str) -> float:
-        self.percent = text.strip().endswith("%")
-        return parse_fraction(text)
-
-    def format(self, value: float) -> str:
-        return f"{100 * value:.4g}%" if self.percent else format_fraction(value)
-
-
-def parse_whole(what: str, example: str = "1, 4, 16") -> Callable[[str], int]:
-    """A whole-number field (micro-batch, batch): its own examples in the error message."""
-
-    def parse(text: str) -> int:
-        try:
-            value = units.parse_int_count(text, what)
-        except units.UnitError:
-            raise units.UnitError(
-                f"{what}: {text.strip()!r} is not a whole number; write e.g. {example}"
-            ) from None
-        if value < 1:
-            raise units.UnitError(f"{what}: must be at least 1 (e.g. {example})")
-        return value
-
-    return parse
-
-
-def parse_fraction(text: str) -> float:
-    """``0.4`` or ``40%`` → 0.4."""
-    stripped = text.strip()
-    if stripped.endswith("%"):
-        return units.parse_count(stripped[:-1], "fraction") / 100
-    return units.parse_count(stripped, "fraction")
-
-
-def format_fraction(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def parse_tflops(text: str) -> float:
-    """Achieved TFLOP/s per GPU → FLOP/s (``400`` → 4e14; ``4e14`` stays)."""
-    value = units.parse_count(text.lower().replace("tflop/s", "").replace("tflops", ""), "TFLOP/s")
-    return value if value >= 1e9 else value * 1e12
-
-
-def format_tflops(value: float) -> str:
-    return f"{value / 1e12:.4g}"
-
-
-def parse_points(text: str) -> list[tuple[int, float]]:
-    """``64: 1.1M, 256: 4.2M`` → [(64, 1.1e6), (256, 4.2e6)] (GPUs, tokens/s)."""
-    points: list[tuple[int, float]] = []
-    for part in text.replace(";", ",").split(","):
-        if not part.strip():
-            continue
-        gpus, sep, rate = part.partition(":")
-        if not sep:
-            raise ValueError(f"{part.strip()!r}: write GPUs: tokens/s, e.g. 64: 1.1M")
-        points.append((units.parse_length(gpus, "GPUs"), units.parse_count(rate, "tokens/s")))
-    return points
-
-
-def format_points(points: Any) -> str:
-    return ", ".join(f"{g}: {units.format_count(r, 4)}" for g, r in points or [])
-
-
-def parse_bandwidth(text: str) -> float:
-    """``450 GB/s`` → 4.5e11 bytes/s, ``400 Gbps`` → 5e10: the command line's parser
-    (:func:`units.parse_bandwidth`)."""
-    return units.parse_bandwidth(text, "bandwidth")
-
-
-def format_bandwidth(value: float) -> str:
-    return f"{units.format_gb(value, digits=4)}/s"
-
-
-def format_int(value: Any) -> str:
-    return str(int(value))
-
-
-def format_count(value: Any) -> str:
-    return units.format_count(float(value), digits=4)
-
-
-def format_price(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def format_duration(value: float) -> str:
-    return units.format_duration(value)
-
-
-def format_bytes_input(value: float) -> str:
-    """An allowance as it was most likely meant: a whole number of GiB shows as GiB
-    (``1 GiB``, the inference default), anything else in GB (``1.000 GB``). Explicit
-    either way, so the same 2^30 bytes never reads 1.074 GB on one tab and 1 GiB on another."""
-    gib = value / units.GiB
-    if value and gib == round(gib):
-        return f"{round(gib)} GiB"
-    return units.format_gb(value, digits=4)
 
 
 def visible_indicator(box: QCheckBox) -> None:
@@ -481,24 +372,15 @@ class Tab(QWidget):
         self.inputs_layout.addWidget(box)
         return form
 
-    def line(  # noqa: PLR0917 (each field names its path, parser, formatter, label)
-        self,
-        form: QFormLayout,
-        label: str,
-        path: str,
-        parse: Callable[[str], Any],
-        fmt: Callable[[Any], str],
-        tooltip: str,
-        optional: bool = False,
-    ) -> QLineEdit:
+    def input(self, form: QFormLayout, path: str) -> QLineEdit:
+        """A form row for the input described at ``path``
+        (:data:`llm_planner.core.inputs.registry.INPUTS`): the label, parser, formatter and
+        help the command line's option has too."""
         edit = QLineEdit()
         edit.setObjectName(path)
-        edit.setClearButtonEnabled(optional)
-        if parse is parse_fraction:  # shown as the user types it (0.4 or 40%)
-            fraction = FractionField()
-            parse, fmt = fraction.parse, fraction.format
-        self.binder.line(edit, path, parse, fmt, label, tooltip, optional)
-        form.addRow(label, edit)
+        self.binder.described(edit, path)
+        edit.setClearButtonEnabled(input_at(path).optional)
+        form.addRow(input_at(path).label, edit)
         return edit
 
     def combo(

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report, estimate
 from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.compute import chinchilla_tokens
 from llm_planner.gui import colors
@@ -30,15 +31,6 @@ from llm_planner.gui.binding import validation_message, with_changes
 from llm_planner.gui.tabs.base import (
     Tab,
     field,
-    format_count,
-    format_duration,
-    format_fraction,
-    format_points,
-    format_price,
-    format_tflops,
-    parse_fraction,
-    parse_points,
-    parse_tflops,
     visible_indicator,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
@@ -150,14 +142,7 @@ class ComputeTab(Tab):
 
     def build_inputs(self) -> None:
         data = self.group("Training data")
-        self.tokens = self.line(
-            data,
-            "Tokens",
-            "compute.tokens",
-            units.parse_count,
-            format_count,
-            "Training tokens D, e.g. 15T, 1.4T, 300B",
-        )
+        self.tokens = self.input(data, "compute.tokens")
         rate = self.group("Throughput")
         self.mode = QComboBox()
         self.mode.setObjectName("compute.throughput_mode")
@@ -175,32 +160,9 @@ class ComputeTab(Tab):
         )
         self.mode.currentIndexChanged.connect(self._mode_chosen)
         rate.addRow("From", self.mode)
-        self.mfu = self.line(
-            rate,
-            "MFU",
-            "compute.mfu",
-            parse_fraction,
-            format_fraction,
-            "Model FLOPs utilisation, 0–1 or a percentage (40%)",
-        )
-        self.tflops = self.line(
-            rate,
-            "TFLOP/s per GPU",
-            "compute.achieved_flops_per_gpu",
-            parse_tflops,
-            format_tflops,
-            "Achieved TFLOP/s per GPU from your own benchmark",
-            optional=True,
-        )
-        self.tokens_per_s = self.line(
-            rate,
-            "Tokens/s per GPU",
-            "compute.tokens_per_s_per_gpu",
-            units.parse_count,
-            format_count,
-            "Training tokens per second per GPU from your own benchmark",
-            optional=True,
-        )
+        self.mfu = self.input(rate, "compute.mfu")
+        self.tflops = self.input(rate, "compute.achieved_flops_per_gpu")
+        self.tokens_per_s = self.input(rate, "compute.tokens_per_s_per_gpu")
         self.compute_dtype = self.combo(
             rate,
             "Math dtype",
@@ -209,17 +171,11 @@ class ComputeTab(Tab):
             "Whose catalog peak FLOP/s sets the throughput",
         )
         cost = self.group("Cost and schedule")
+        # the price, and beside it whether it follows the GPU from the price list (typing a
+        # price turns that off: the input's ``also``)
         self.price = QLineEdit()
         self.price.setObjectName("compute.price_usd_per_gpu_hour")
-        self.binder.line(  # a typed price is the user's: it no longer follows the GPU
-            self.price,
-            "compute.price_usd_per_gpu_hour",
-            units.parse_price_per_hour,
-            format_price,
-            "$ per GPU-hour",
-            "Price per GPU-hour, e.g. 2.5 or $2.50/h; typing one keeps it for any GPU",
-            also={"compute.price_follows_gpu": False},
-        )
+        self.binder.described(self.price, "compute.price_usd_per_gpu_hour")
         self.price_follows = QCheckBox("list")
         self.price_follows.setObjectName("compute.price_follows_gpu")
         visible_indicator(self.price_follows)
@@ -234,84 +190,28 @@ class ComputeTab(Tab):
         price_row.setContentsMargins(0, 0, 0, 0)
         price_row.addWidget(self.price, 1)
         price_row.addWidget(self.price_follows)
-        cost.addRow("$ per GPU-hour", price_row)
-        self.deadline = self.line(
-            cost,
-            "Deadline",
-            "compute.deadline_seconds",
-            units.parse_duration,
-            format_duration,
-            "Wall-clock deadline, e.g. 30 days",
-            optional=True,
-        )
-        self.budget = self.line(
-            cost,
-            "Budget $",
-            "compute.budget_usd",
-            units.parse_count,
-            lambda v: units.format_count(v, 4),
-            "Budget in US dollars, e.g. 2M",
-            optional=True,
-        )
+        cost.addRow(input_at("compute.price_usd_per_gpu_hour").label, price_row)
+        self.deadline = self.input(cost, "compute.deadline_seconds")
+        self.budget = self.input(cost, "compute.budget_usd")
         failures = self.group("Failures and checkpoints")
-        self.failure_rate = self.line(
-            failures,
-            "Failures /GPU/h",
-            "compute.failures.gpu_failures_per_hour",
-            units.parse_count,
-            lambda v: f"{v:.3g}",
-            "Interruptions per GPU-hour; empty: the cited default",
-            optional=True,
-        )
-        self.checkpoint = self.line(
-            failures,
-            "Checkpoint write",
-            "compute.failures.checkpoint_write_seconds",
-            units.parse_duration,
-            format_duration,
-            "Time to write one checkpoint, e.g. 60 s",
-        )
-        self.restart = self.line(
-            failures,
-            "Restart",
-            "compute.failures.restart_seconds",
-            units.parse_duration,
-            format_duration,
-            "Time lost per interruption to restart, e.g. 10 min",
-        )
+        self.failure_rate = self.input(failures, "compute.failures.gpu_failures_per_hour")
+        self.checkpoint = self.input(failures, "compute.failures.checkpoint_write_seconds")
+        self.restart = self.input(failures, "compute.failures.restart_seconds")
         self.attention_flops = self.check(
             data,
             "Count attention FLOPs",
             "compute.include_attention_flops",
             "Model FLOPs include the attention scores (PaLM's definition) instead of 6·P·D",
         )
-        self.budget_flops = self.line(
-            cost,
-            "Budget FLOP",
-            "compute.budget_flops",
-            units.parse_count,
-            lambda v: f"{v:.3g}",
-            "A compute budget in FLOP for the Chinchilla sizing, e.g. 1e24",
-            optional=True,
-        )
+        self.budget_flops = self.input(cost, "compute.budget_flops")
         self.gpt3_button = QPushButton("GPT-3 sanity check…")
         self.gpt3_button.setToolTip(
             "6 × 175e9 × 300e9 = 3.15e23 FLOP against 3.14e23 reported (Brown et al. 2020)"
         )
         self.gpt3_button.clicked.connect(self.gpt3_check)
         self.inputs_layout.addWidget(self.gpt3_button)
-        self.measured = QLineEdit()
-        self.measured.setObjectName("parallelism.measured_points")
-        self.binder.line(
-            self.measured,
-            "parallelism.measured_points",
-            parse_points,
-            format_points,
-            "Measured points",
-            "Your own scaling measurements as GPUs: tokens/s pairs, e.g. 64: 1.1M, 256: 4.2M",
-        )
+        self.measured = self.input(rate, "parallelism.measured_points")
         self.measured.setPlaceholderText("GPUs: tokens/s, …")
-        rate.addRow("Measured scaling", self.measured)
         self._enable_rate_fields()
 
     def _mode_chosen(self, index: int) -> None:

@@ -18,10 +18,7 @@ from llm_planner.gui.tabs.base import (
     Tab,
     context_warning,
     field,
-    format_bytes_input,
-    format_int,
     named_items,
-    parse_whole,
     safe_call,
     with_fit_panel,
 )
@@ -77,47 +74,12 @@ class InferenceTab(Tab):
             [(d, d) for d in DTYPES if d != "tf32"],
             "Element type of the KV cache",
         )
-        self.batch = self.line(
-            form,
-            "Batch",
-            "inference.batch",
-            parse_whole("Batch"),
-            format_int,
-            "Concurrent sequences",
-        )
-        self.context = self.line(
-            form,
-            "Context",
-            "inference.context",
-            units.parse_length,
-            format_int,
-            "Tokens per sequence (prompt + output), e.g. 8192 or 128k",
-        )
-        self.gpus = self.line(
-            form,
-            "GPUs per replica",
-            "inference.num_gpus",
-            units.parse_length,
-            format_int,
-            "GPUs serving one replica (tensor parallel)",
-        )
+        self.batch = self.input(form, "inference.batch")
+        self.context = self.input(form, "inference.context")
+        self.gpus = self.input(form, "inference.num_gpus")
         overhead = self.group("Runtime overhead (per GPU)")
-        self.cuda_context = self.line(
-            overhead,
-            "CUDA context",
-            "inference.cuda_context_bytes",
-            units.parse_bytes,
-            format_bytes_input,
-            "CUDA context and library workspaces per GPU, e.g. 1 GiB (an allowance)",
-        )
-        self.prefill_chunk = self.line(
-            overhead,
-            "Prefill chunk",
-            "inference.prefill_chunk_tokens",
-            units.parse_length,
-            format_int,
-            "Most tokens processed in one step (sets the activation working set)",
-        )
+        self.cuda_context = self.input(overhead, "inference.cuda_context_bytes")
+        self.prefill_chunk = self.input(overhead, "inference.prefill_chunk_tokens")
         dtypes = [(d, d) for d in DTYPES if d != "tf32"]
         self.activation_dtype = self.combo(
             overhead, "Activations", "inference.activation_dtype", dtypes, "Activation dtype"

@@ -6,11 +6,9 @@ import logging
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QEvent,
     QModelIndex,
     QObject,
-    QPersistentModelIndex,
     Qt,
     QTimer,
     Signal,
@@ -30,19 +28,15 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report, zero_stages
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import SearchResult, search_scenario
+from llm_planner.core.inputs.registry import format_bandwidth
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.parallelism.schedule import pipeline_timeline
 from llm_planner.gui import export_config
 from llm_planner.gui.background import Latest
+from llm_planner.gui.table_model import RowsModel
 from llm_planner.gui.tabs.base import (
     Tab,
     field,
-    format_bandwidth,
-    format_fraction,
-    format_int,
-    parse_bandwidth,
-    parse_fraction,
-    parse_whole,
     safe_call,
 )
 from llm_planner.gui.tabs.training import PARTS
@@ -57,7 +51,6 @@ SEARCH_TOP = 50
 """Rows the ranked table shows."""
 MAX_DRAWN_MICROBATCHES = 32
 """The timeline draws at most this many micro-batches (readable; the bubble figure is exact)."""
-_ROOT = QModelIndex()
 
 
 def report_stage(report: Report, scenario: Scenario) -> int:
@@ -99,47 +92,24 @@ def cell_text(key: str, value: Any) -> str:
     return str(value)
 
 
-class SearchModel(QAbstractTableModel):
+class SearchModel(RowsModel[dict[str, Any]]):
     """The ranked rows as a Qt model: one reset per search, no per-cell widgets."""
 
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self.rows: list[dict[str, Any]] = []
+    headers = tuple(header for _key, header, _tip in COLUMNS)
+    header_tips = tuple(tip for _key, _header, tip in COLUMNS)
 
-    def set_rows(self, rows: list[dict[str, Any]]) -> None:
-        self.beginResetModel()
-        self.rows = list(rows)
-        self.endResetModel()
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
-        if not index.isValid():
-            return None
-        key = COLUMNS[index.column()][0]
-        value = self.rows[index.row()].get(key)
+    def cell(self, row: dict[str, Any], column: int, role: int) -> Any:
+        key = COLUMNS[column][0]
+        value = row.get(key)
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             text = cell_text(key, value)
             if role == Qt.ItemDataRole.ToolTipRole:
-                return f"{COLUMNS[index.column()][2]}: {text}"
+                return f"{COLUMNS[column][2]}: {text}"
             return text
         if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(value, int | float):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.UserRole:
             return value
-        return None
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:  # noqa: N802
-        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section][1]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return COLUMNS[section][2]
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
@@ -281,40 +251,11 @@ class ParallelismTab(Tab):
 
     def build_inputs(self) -> None:
         cluster = self.group("Cluster")
-        self.per_node = self.line(
-            cluster,
-            "GPUs per node",
-            "parallelism.gpus_per_node",
-            units.parse_length,
-            format_int,
-            "GPUs in one node (NVLink domain)",
-        )
+        self.per_node = self.input(cluster, "parallelism.gpus_per_node")
         layout = self.group("Layout")
-        self.tp = self.line(
-            layout,
-            "Tensor parallel",
-            "parallelism.tp",
-            units.parse_length,
-            format_int,
-            "Tensor-parallel degree t",
-        )
-        self.pp = self.line(
-            layout,
-            "Pipeline parallel",
-            "parallelism.pp",
-            units.parse_length,
-            format_int,
-            "Pipeline-parallel degree p",
-        )
-        self.dp = self.line(
-            layout,
-            "Data parallel",
-            "parallelism.dp",
-            units.parse_length,
-            format_int,
-            "Data-parallel degree; empty: GPUs / (t·p)",
-            optional=True,
-        )
+        self.tp = self.input(layout, "parallelism.tp")
+        self.pp = self.input(layout, "parallelism.pp")
+        self.dp = self.input(layout, "parallelism.dp")
         self.zero = self.combo(
             layout,
             "ZeRO stage",
@@ -334,14 +275,7 @@ class ParallelismTab(Tab):
             "Split the non-tensor-parallel activations across t (Korthikanti 2022)",
         )
         batch = self.group("Batch and schedule")
-        self.global_batch = self.line(
-            batch,
-            "Global batch",
-            "parallelism.global_batch",
-            parse_whole("Global batch", "256, 1024"),
-            format_int,
-            "Sequences per optimizer step",
-        )
+        self.global_batch = self.input(batch, "parallelism.global_batch")
         self.schedule = self.combo(
             batch,
             "Schedule",
@@ -362,56 +296,24 @@ class ParallelismTab(Tab):
             ],
             "PyTorch FSDP sharding strategy; when set it overrides the ZeRO stage",
         )
-        self.chunks = self.line(
-            batch,
-            "Virtual stages v",
-            "parallelism.interleave_chunks",
-            units.parse_int_count,
-            format_int,
-            "Model chunks per GPU (interleaved schedule)",
-        )
+        self.chunks = self.input(batch, "parallelism.interleave_chunks")
         self.build_network_inputs()
         self.measurements = MeasurementsPanel(self.state)
         self.inputs_layout.addWidget(self.measurements)
 
     def build_network_inputs(self) -> None:
         net = self.group("Network and efficiency")
-        self.intra_bw = self.line(
-            net,
-            "Intra-node link",
-            "parallelism.intra_node_bandwidth_bytes_per_s",
-            parse_bandwidth,
-            format_bandwidth,
-            "GPU-to-GPU bandwidth per GPU, one direction (empty: the GPU's catalog link)",
-            optional=True,
-        )
-        self.inter_bw = self.line(
-            net,
-            "Network per node",
-            "parallelism.inter_node_bandwidth_bytes_per_s",
-            parse_bandwidth,
-            format_bandwidth,
-            "Inter-node bandwidth per node, one direction (8 × 400 Gb/s InfiniBand = 400 GB/s)",
-        )
-        for attribute, label, path, tip in (
-            ("intra_eff", "Intra achieved", "intra_node_efficiency", "Achieved share of the link"),
-            ("inter_eff", "Network achieved", "inter_node_efficiency", "Achieved share"),
-            ("kernel_eff", "Kernel efficiency", "kernel_efficiency", "Share of peak FLOP/s"),
-            ("dp_overlap", "DP overlap", "dp_overlap", "Share of backward hiding DP comm"),
-            ("tp_overlap", "TP overlap", "tp_overlap", "Share of TP comm hidden"),
+        self.intra_bw = self.input(net, "parallelism.intra_node_bandwidth_bytes_per_s")
+        self.inter_bw = self.input(net, "parallelism.inter_node_bandwidth_bytes_per_s")
+        for attribute, path in (
+            ("intra_eff", "intra_node_efficiency"),
+            ("inter_eff", "inter_node_efficiency"),
+            ("kernel_eff", "kernel_efficiency"),
+            ("dp_overlap", "dp_overlap"),
+            ("tp_overlap", "tp_overlap"),
         ):
-            edit = self.line(
-                net, label, f"parallelism.{path}", parse_fraction, format_fraction, tip
-            )
-            setattr(self, attribute, edit)
-        self.ep = self.line(
-            net,
-            "Expert parallel",
-            "parallelism.expert_parallel",
-            units.parse_length,
-            format_int,
-            "Expert-parallel degree (MoE; divides data parallel)",
-        )
+            setattr(self, attribute, self.input(net, f"parallelism.{path}"))
+        self.ep = self.input(net, "parallelism.expert_parallel")
 
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars, TimelineChart

@@ -22,12 +22,7 @@ from llm_planner.gui.tabs.base import (
     Tab,
     context_warning,
     field,
-    format_bytes_input,
-    format_fraction,
-    format_int,
     named_items,
-    parse_fraction,
-    parse_whole,
     with_fit_panel,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
@@ -93,22 +88,8 @@ class TrainingTab(Tab):
             "Optimizer (its state per parameter)",
         )
         shape = self.group("Batch")
-        self.seq_len = self.line(
-            shape,
-            "Sequence length",
-            "training.seq_len",
-            units.parse_length,
-            format_int,
-            "Training sequence length s, e.g. 4096 or 8k",
-        )
-        self.micro_batch = self.line(
-            shape,
-            "Micro-batch",
-            "training.micro_batch",
-            parse_whole("Micro-batch"),
-            format_int,
-            "Sequences per micro-batch b",
-        )
+        self.seq_len = self.input(shape, "training.seq_len")
+        self.micro_batch = self.input(shape, "training.micro_batch")
         acts = self.group("Activations")
         self.recompute = self.combo(
             acts,
@@ -122,15 +103,7 @@ class TrainingTab(Tab):
             ],
             "Activation recomputation policy",
         )
-        self.threshold = self.line(
-            acts,
-            "X (threshold)",
-            "training.recompute_threshold_bytes",
-            units.parse_bytes,
-            format_bytes_input,
-            "Drop and recompute every saved tensor larger than this, e.g. 100 MB",
-            optional=True,
-        )
+        self.threshold = self.input(acts, "training.recompute_threshold_bytes")
         self.flash = self.check(
             acts,
             "FlashAttention",
@@ -145,15 +118,7 @@ class TrainingTab(Tab):
             "Which tensors the training stack saves (activation-ledger profile)",
         )
         tune = self.group("Fine-tuning")
-        self.lora = self.line(
-            tune,
-            "LoRA rank",
-            "training.lora_rank",
-            units.parse_int_count,
-            format_int,
-            "LoRA rank; empty: full fine-tuning / pretraining",
-            optional=True,
-        )
+        self.lora = self.input(tune, "training.lora_rank")
         self.qlora = self.check(
             tune, "QLoRA (4-bit frozen base)", "training.qlora", "Frozen base weights in 4 bits"
         )
@@ -164,22 +129,8 @@ class TrainingTab(Tab):
             "Dropout on attention probabilities and residuals (GPT-3 style; Llama uses none)",
         )
         allowances = self.group("Allowances (per GPU)")
-        self.cuda_context = self.line(
-            allowances,
-            "CUDA context",
-            "training.cuda_context_bytes",
-            units.parse_bytes,
-            format_bytes_input,
-            "CUDA context, cuBLAS/NCCL workspaces, e.g. 1 GB (an assumption)",
-        )
-        self.fragmentation = self.line(
-            allowances,
-            "Fragmentation",
-            "training.fragmentation_fraction",
-            parse_fraction,
-            format_fraction,
-            "Allocator fragmentation as a share of allocated bytes, e.g. 5%",
-        )
+        self.cuda_context = self.input(allowances, "training.cuda_context_bytes")
+        self.fragmentation = self.input(allowances, "training.fragmentation_fraction")
 
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
@@ -42,6 +41,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llm_planner.gui.table_model import RowsModel
+
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QStatusBar
 
@@ -63,9 +64,6 @@ class LibraryHost(Protocol):
 log = logging.getLogger(__name__)
 
 
-_ROOT = QModelIndex()
-
-
 def model_name(entry_model: str) -> str:
     """A listing's model id as its human name (presets by id; imported models by name)."""
     from llm_planner.core.primitives.presets import model_presets
@@ -84,31 +82,19 @@ def gpu_name(entry_gpu: str) -> str:
     return name
 
 
-class LibraryModel(QAbstractTableModel):
+class LibraryModel(RowsModel[Any]):
     """Library entries as a Qt model (name, model, GPUs, modified); sorted by a proxy."""
 
-    HEADERS = ("Name", "Model", "GPUs", "Modified")
+    headers = ("Name", "Model", "GPUs", "Modified")
 
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self.entries: list[Any] = []
+    @property
+    def entries(self) -> list[Any]:
+        return self.rows
 
     def set_entries(self, entries: list[Any]) -> None:
-        self.beginResetModel()
-        self.entries = list(entries)
-        self.endResetModel()
+        self.set_rows(entries)
 
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self.entries)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
-        if not index.isValid():
-            return None
-        entry = self.entries[index.row()]
-        column = index.column()
+    def cell(self, entry: Any, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
             return (
                 entry.name,
@@ -138,11 +124,6 @@ class LibraryModel(QAbstractTableModel):
                 f"modified {entry.modified.astimezone():%Y-%m-%d %H:%M}<br>{html.escape(entry.key)}"
                 + (f"<br><br>{html.escape(entry.notes[:400])}" if entry.notes else "")
             )
-        return None
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:  # noqa: N802
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
         return None
 
 
@@ -286,32 +267,20 @@ class TrashDialog(QDialog):
         self.reload()
 
 
-class _TrashModel(QAbstractTableModel):
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self.items: list[Any] = []
+class _TrashModel(RowsModel[Any]):
+    headers = ("Name", "Deleted")
+
+    @property
+    def items(self) -> list[Any]:
+        return self.rows
 
     def set_items(self, items: list[Any]) -> None:
-        self.beginResetModel()
-        self.items = list(items)
-        self.endResetModel()
+        self.set_rows(items)
 
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self.items)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else 2
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
-        if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
+    def cell(self, item: Any, column: int, role: int) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
             return None
-        item = self.items[index.row()]
-        return (item.name, f"{item.deleted.astimezone():%Y-%m-%d %H:%M}")[index.column()]
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:  # noqa: N802
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return ("Name", "Deleted")[section]
-        return None
+        return (item.name, f"{item.deleted.astimezone():%Y-%m-%d %H:%M}")[column]
 
 
 class LibraryPanel(QWidget):

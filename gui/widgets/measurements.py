@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -36,6 +36,7 @@ from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.files import logs
 from llm_planner.core.primitives import units
 from llm_planner.gui.binding import ScenarioState
+from llm_planner.gui.table_model import RowsModel
 
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 """Files a drop treats as training logs."""
@@ -70,34 +71,16 @@ class StillText(QPlainTextEdit):
             self.setToolTip(text)
 
 
-class MeasurementModel(QAbstractTableModel):
+class MeasurementModel(RowsModel[tuple[str, str, str, str, str]]):
     """One row per measurement: label, GPUs, measured tokens/s per GPU, error before/after."""
 
-    HEADERS = ("run", "GPUs", "tokens/s/GPU", "model before", "after")
+    headers = ("run", "GPUs", "tokens/s/GPU", "model before", "after")
 
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.rows: list[tuple[str, str, str, str, str]] = []
+    def cell(self, row: tuple[str, str, str, str, str], column: int, role: int) -> Any:
+        return row[column] if role == Qt.ItemDataRole.DisplayRole else None
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt API)
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and index.isValid():
-            return self.rows[index.row()][index.column()]
-        return None
-
-    def headerData(  # noqa: N802 (Qt API)
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.HEADERS[section]
-        return None
-
-    def set_rows(self, scenario: Scenario, report: Report) -> None:
+    def set_measurements(self, scenario: Scenario, report: Report) -> None:
+        """The scenario's measurements with the calibration's residuals."""
         residuals = {
             r["index"]: r
             for r in (report.calibration.residuals if report.calibration else [])
@@ -119,11 +102,8 @@ class MeasurementModel(QAbstractTableModel):
                     f"{100 * res['error_after']:+.1f}%" if res else "—",
                 )
             )
-        if rows == self.rows:
-            return  # a reset re-measures every column: only when a row changed
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
+        if rows != self.rows:  # a reset re-measures every column: only when a row changed
+            self.set_rows(rows)
 
 
 class MeasurementsPanel(QGroupBox):
@@ -192,7 +172,7 @@ class MeasurementsPanel(QGroupBox):
         self.enabled.blockSignals(True)
         self.enabled.setChecked(scenario.calibration.enabled)
         self.enabled.blockSignals(False)
-        self.model.set_rows(scenario, report)
+        self.model.set_measurements(scenario, report)
         self.summary.setText(calibration_text(report))
 
     # -- actions

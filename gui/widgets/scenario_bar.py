@@ -164,16 +164,7 @@ class ScenarioBar(QWidget):
         self.params = QLineEdit()
         self.params.setObjectName("model.params_override")
         self.params.setMaximumWidth(110)
-        binder.line(
-            self.params,
-            "model.params_override",
-            units.parse_count,
-            lambda v: units.format_count(v, 4),
-            "Parameters",
-            "Use exactly this many parameters in every P-based formula (e.g. 13B); "
-            "empty: the architecture's own count",
-            optional=True,
-        )
+        binder.described(self.params, "model.params_override")
         self.params.setPlaceholderText("exact count")
         self.gpu = ElidedCombo()
         self.gpu.setObjectName("gpu_picker")
@@ -188,26 +179,11 @@ class ScenarioBar(QWidget):
         self.num_gpus = QLineEdit()
         self.num_gpus.setObjectName("num_gpus")
         self.num_gpus.setMaximumWidth(90)
-        binder.line(
-            self.num_gpus,
-            "num_gpus",
-            units.parse_length,
-            lambda v: str(int(v)),
-            "GPUs",
-            "GPUs used for training, e.g. 512 or 2k",
-        )
+        binder.described(self.num_gpus, "num_gpus")
         self.gpu_memory = QLineEdit()
         self.gpu_memory.setObjectName("gpu.memory_bytes")
         self.gpu_memory.setMaximumWidth(90)
-        binder.line(
-            self.gpu_memory,
-            "gpu.memory_bytes",
-            units.parse_bytes,
-            lambda v: units.format_gb(v, 4),
-            "GPU memory",
-            "Memory per GPU as sold (e.g. 80 GB, or 80 GiB); edit for a custom GPU",
-            also={"gpu.custom": True},
-        )
+        binder.described(self.gpu_memory, "gpu.memory_bytes")
         for text, widget in (
             ("Name", self.name),
             ("Model", self.model),

@@ -12,7 +12,8 @@ import json
 import pytest
 
 from llm_planner.cli import main
-from llm_planner.cli_parallel import _bandwidth as cli_bandwidth
+from llm_planner.cli_common import input_type
+from llm_planner.core.inputs.registry import INPUTS
 from llm_planner.core.primitives.dtypes import DTYPE_ALIASES, DTYPES, canonical_dtype
 from llm_planner.core.primitives.units import UnitError, parse_bandwidth
 from llm_planner.core.quantities.quantization import (
@@ -22,6 +23,11 @@ from llm_planner.core.quantities.quantization import (
     weight_formats,
 )
 from llm_planner.core.sections.inference import InferenceInputs
+
+cli_bandwidth = input_type(
+    next(i for i in INPUTS if i.path == "parallelism.inter_node_bandwidth_bytes_per_s")
+)
+"""What ``--inter-node-bandwidth`` reads its text with (argparse's ``type=``)."""
 
 # (format, bits per weight, layout) from llama.cpp ggml/src/ggml-common.h: bytes per block
 # of 256 weights (32 for IQ4_NL) × 8 / block. llama.cpp's quantize tool states the same

@@ -329,3 +329,13 @@ def test_new_keys_avoid_files_that_differ_only_in_case() -> None:
     saved = library.save(_scenario("plan"))
     assert saved.key == "plan-2"
     assert {e.key for e in library.listing().entries} == {"Plan", "plan-2"}
+
+
+def test_the_library_folders_are_spelled_once(tmp_path: Path) -> None:
+    """``Library(root)`` uses the folders ``paths`` names, under whichever root it is given."""
+    library = Library(tmp_path)
+    assert library.folder == paths.library_dir(tmp_path) == tmp_path / "scenarios"
+    assert library.trash_folder == paths.trash_dir(tmp_path) == tmp_path / "trash"
+    assert library.quarantine_folder == tmp_path / "quarantine"
+    assert library.recovery_folder == tmp_path / "recovery"
+    assert library.journal_folder == tmp_path / "journal"

@@ -336,7 +336,7 @@ def test_a_save_that_fails_at_any_step_leaves_the_old_or_new_file(
     elif failing == "replace":
         monkeypatch.setattr(store.os, "replace", boom)
     else:
-        monkeypatch.setattr(store, "_fsync_dir", boom)
+        monkeypatch.setattr(store, "fsync_dir", boom)
     with pytest.raises(OSError, match="No space"):
         save_scenario_file(_marked(2), path)
     monkeypatch.undo()

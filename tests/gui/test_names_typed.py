@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
-from llm_planner.cli_parallel import _bandwidth as cli_bandwidth
+from llm_planner.cli_common import input_type
+from llm_planner.core.inputs.registry import INPUTS
 from llm_planner.gui.main_window import MainWindow
 
 from .helpers import type_into
+
+cli_bandwidth = input_type(
+    next(i for i in INPUTS if i.path == "parallelism.inter_node_bandwidth_bytes_per_s")
+)
+"""What ``--inter-node-bandwidth`` reads its text with (argparse's ``type=``)."""
 
 pytestmark = pytest.mark.gui
 
