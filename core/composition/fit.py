@@ -32,6 +32,7 @@ GPUs per replica (tensor parallel), or the largest batch that fits.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -197,6 +198,21 @@ def _degree_candidates(scenario: Scenario) -> list[tuple[str, dict[str, Any]]]:
         changes = _degree_changes(scenario, "pp", factor)
         if changes is not None:
             out.append((f"PP {par.pp} → {par.pp * factor}", changes))
+    # Megatron's recipe for a model a node's tensor parallelism does not fit: tp to the
+    # whole node, then pipeline stages across nodes (Narayanan et al. 2021, §3.3 takeaway
+    # #1 and #2); with fp32 main gradients a 70B model needs it at 80 GB
+    node = par.gpus_per_node // par.tp
+    tp = _degree_changes(scenario, "tp", node) if node > 1 else None
+    at_node = None
+    if tp is not None:
+        with contextlib.suppress(ValueError):  # tp must divide the heads (a ValidationError)
+            at_node = with_changes(scenario, tp)
+    if tp is not None and at_node is not None:
+        for factor in (2, 4, 8):
+            pp = _degree_changes(at_node, "pp", factor)
+            if pp is not None:
+                label = f"TP {par.tp} → {par.tp * node} + PP {par.pp} → {par.pp * factor}"
+                out.append((label, {**tp, **pp}))
     return out
 
 

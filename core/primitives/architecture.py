@@ -176,6 +176,12 @@ TensorSplit = Literal["columns", "rows", "none"]
 (replicated on every tp rank: MLA's down-projections, the router)."""
 
 
+LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+"""The names a layer's weight matrices answer to as LoRA targets (:attr:`LayerMatrix.target`,
+PEFT's ``target_modules`` for Llama: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
+down_proj; the router is not a target)."""
+
+
 class LayerMatrix(NamedTuple):
     """One weight matrix of a layer: a token's (1 × d_in) input times W (d_in × d_out)."""
 

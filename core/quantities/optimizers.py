@@ -17,6 +17,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.quantities.stacks import get_stack
 
 _T = TypeVar("_T")
 
@@ -301,6 +302,16 @@ def canonical_precision(name: str) -> str:
 def get_precision(recipe_id: str) -> PrecisionRecipe:
     """The recipe ``recipe_id``; a ValueError lists the known ones."""
     return _lookup(PRECISIONS, recipe_id, "precision")
+
+
+def launched_precision(recipe_id: str, stack_id: str) -> PrecisionRecipe:
+    """The precision recipe ``recipe_id`` as the training stack ``stack_id`` runs it when
+    launched with the config the app exports (``StackProfile.precision_as_launched``):
+    Megatron-LM's ``--bf16`` keeps fp32 main gradients, so mixed_bf16 runs as
+    mixed_bf16_fp32_grads there (2 + 4 + 12 bytes per parameter); other stacks run the recipe
+    as named. Every training-state byte count reads the recipe through this."""
+    launched = get_stack(stack_id).precision_as_launched.get(recipe_id, recipe_id)
+    return get_precision(launched)
 
 
 def get_optimizer(optimizer_id: str) -> Optimizer:

@@ -125,6 +125,21 @@ at dp 256 and 48-64% fast at dp 128; with it −4% and −0.1 to +4%; the runs w
 by 4-10 points."""
 
 
+MEGATRON_BF16_AS_LAUNCHED: dict[str, str] = {
+    "mixed_bf16": "mixed_bf16_fp32_grads",
+    "pure_bf16": "mixed_bf16_fp32_grads",
+}
+"""What Megatron-LM runs when the export writes ``--bf16`` (NVIDIA/Megatron-LM@d98e8a64
+megatron/training/arguments.py, validate_args: with bf16, ``--main-grads-dtype`` (default
+fp32) turns on ``accumulate_allreduce_grads_in_fp32``, "accumulate and all-reduce gradients in
+fp32 for bfloat16 data type"; training.py passes it as ``grad_reduce_in_fp32``;
+megatron/core/distributed/param_and_grad_buffer.py ``group_params_for_buffers``: grad_dtype =
+torch.float if grad_reduce_in_fp32 else param.dtype). The optimizer keeps fp32 main params
+(``--main-params-dtype`` default fp32) and fp32 moments (``--exp-avg-dtype``,
+``--exp-avg-sq-dtype`` default fp32), so a pure-bf16 plan runs the same way: 2 + 4 + 12 = 18
+bytes per parameter before sharding."""
+
+
 class StackProfile(BaseModel):
     """What a training framework does that the memory and step-time models depend on."""
 
@@ -138,6 +153,12 @@ class StackProfile(BaseModel):
         ge=0,
         description="buffers per trained parameter on top of the precision recipe's gradient "
         "(e.g. nanotron's fp32 accumulation buffer), not sharded by ZeRO-1",
+    )
+    precision_as_launched: dict[str, str] = Field(
+        default_factory=dict,
+        description="precision recipe → the recipe the stack actually runs when launched with "
+        "it as the exported config states it (Megatron-LM's --bf16 keeps fp32 main gradients "
+        "and fp32 main parameters); a recipe not listed runs as it is",
     )
     gradient_reduce_bytes: float | None = Field(
         default=None,
@@ -251,6 +272,7 @@ STACKS: dict[str, StackProfile] = {
             dp_bucket_bytes=40_000_000 * 2.0,
             dp_bucket_params_per_rank=1_000_000,
             ddp_bucket_temporary=False,
+            precision_as_launched=MEGATRON_BF16_AS_LAUNCHED,
             host_seconds_per_layer=HOST_SECONDS_PER_LAYER_FUSED,
             loss_bytes_per_logit=14.0,
             grad_accumulation_bytes_per_param=0.0,
@@ -261,8 +283,12 @@ STACKS: dict[str, StackProfile] = {
             "distributed_data_parallel.py (bucket_size = max(40,000,000, 1,000,000 · dp) "
             "parameters; gradients reduced in place in the contiguous param_and_grad_buffer), "
             "distributed_data_parallel_config.py (overlap_grad_reduce False by default), "
-            "megatron/training/arguments.py (bf16: fp32 main grads, all-reduce in fp32 — the "
-            "precision recipe mixed_bf16_fp32_grads); TE fused attention",
+            "megatron/training/arguments.py (--bf16 with the default --main-grads-dtype fp32 "
+            "sets accumulate_allreduce_grads_in_fp32, which megatron/training/training.py passes "
+            "as DistributedDataParallelConfig.grad_reduce_in_fp32, so "
+            "megatron/core/distributed/param_and_grad_buffer.py group_params_for_buffers "
+            "allocates the main_grad buffer in torch.float: mixed_bf16 and bf16 run as "
+            "mixed_bf16_fp32_grads); TE fused attention",
         ),
         StackProfile(
             id="deepspeed",
@@ -272,7 +298,11 @@ STACKS: dict[str, StackProfile] = {
             zero3_prefetch_layers=1,
             source="deepspeedai/DeepSpeed@edaa7221: deepspeed/runtime/zero/config.py "
             "(reduce_bucket_size 5e8 and allgather_bucket_size 5e8 elements, "
-            "stage3_prefetch_bucket_size 5e7, stage3_max_live_parameters 1e9); activation "
+            "stage3_prefetch_bucket_size 5e7, stage3_max_live_parameters 1e9); "
+            "deepspeed/runtime/engine.py get_data_types and _do_optimizer_sanity_check (bf16 "
+            "without data_types.grad_accum_dtype accumulates gradients in bf16, ZeRO or "
+            "DDP_BFLOAT16: mixed_bf16 runs as named, 2 + 2 + 12; the export adds "
+            "grad_accum_dtype fp32 only for mixed_bf16_fp32_grads); activation "
             "profile of the Hugging Face modules it usually wraps",
         ),
         StackProfile(
@@ -285,7 +315,10 @@ STACKS: dict[str, StackProfile] = {
             source="pytorch/torchtitan@b5bcd76c: torchtitan/distributed/fsdp.py (fully_shard "
             "per transformer block: one all-gather and one reduce-scatter per block, implicit "
             "prefetch of the next block), torchtitan/config/configs.py (mixed_precision_param "
-            "bfloat16, mixed_precision_reduce float32)",
+            "bfloat16, mixed_precision_reduce float32; training.dtype float32: the sharded "
+            "parameters, their gradients and AdamW's moments stay fp32, 4 + 4 + 8 = 16 bytes "
+            "per parameter, the same total per GPU as mixed_bf16's 2 + 2 + 12 under FSDP's "
+            "full sharding, split differently between weights, gradients and optimizer)",
         ),
         StackProfile(
             id="hf",

@@ -476,9 +476,16 @@ def estimate_training(
             last_in_flight=last_flight,
         )
 
-    out = {k: float(v[0]) for k, v in memory([inputs.micro_batch]).items()}
+    # the scenario's micro-batch, and b = 1, 2 for the largest that fits, in one evaluation
+    at = memory([inputs.micro_batch, 1, 2])
+    out = {k: float(v[0]) for k, v in at.items()}
     capacity = gpu.memory_bytes
-    max_b = _largest_micro_batch(memory, capacity, linear=inputs.recompute != "threshold")
+    max_b = _largest_micro_batch(
+        memory,
+        capacity,
+        (float(at["peak_bytes"][1]), float(at["peak_bytes"][2])),
+        linear=inputs.recompute != "threshold",
+    )
     stage_name: Literal["only", "first", "last"] = (
         "only" if pp <= 1 else ("last" if out["last_stage"] else "first")
     )
@@ -554,19 +561,24 @@ bisecting below 2^21)."""
 
 
 def _largest_micro_batch(
-    memory: Callable[[npt.ArrayLike], dict[str, FloatArray]], capacity: float, *, linear: bool
+    memory: Callable[[npt.ArrayLike], dict[str, FloatArray]],
+    capacity: float,
+    peaks_at_1_2: tuple[float, float],
+    *,
+    linear: bool,
 ) -> int:
     """The largest b ≤ :data:`MAX_MICRO_BATCH_SEARCHED` whose peak fits ``capacity`` (0 if
-    none). Linear peak: b* = ⌊(capacity − c)/k⌋ from peak(b) = c + k·b at b = 1, 2, then the
-    peaks of the b next to it decide (rounding). Otherwise: doubling, then bisection."""
+    none). Linear peak: b* = ⌊(capacity − c)/k⌋ from peak(b) = c + k·b at b = 1, 2
+    (``peaks_at_1_2``), then the peaks of the b next to it decide (rounding). Otherwise:
+    doubling, then bisection."""
 
     def fits(bs: list[int]) -> list[bool]:
         return [bool(x) for x in memory(bs)["peak_bytes"] <= capacity]
 
-    if not fits([1])[0]:
+    p1, p2 = peaks_at_1_2
+    if not p1 <= capacity:
         return 0
     if linear:
-        p1, p2 = (float(x) for x in memory([1, 2])["peak_bytes"])
         slope = p2 - p1
         guess = MAX_MICRO_BATCH_SEARCHED
         if slope > 0:

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -113,8 +114,9 @@ class MemoryTerms:
     """The same with expert parallelism ep (one layer as a GPU holding E/ep experts)."""
     cuda_context_bytes: float
     fragmentation_fraction: float
-    megatron_buckets: bool
-    """Megatron reduces gradients in place: no DDP bucket with ZeRO 0/1."""
+    ddp_bucket_temporary: bool
+    """The stack holds a DDP bucket while reducing with ZeRO 0/1 (Megatron reduces in place
+    in its contiguous gradient buffer: no; ``StackProfile.ddp_bucket_temporary``)."""
     activations: Callable[[int, int, bool, str], StageActivations]
     """(b, tp, sequence parallel, policy) → the activation terms at that micro-batch."""
     stage_layers: Callable[[int], tuple[int, int]]
@@ -208,7 +210,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         temporaries_for_ep=temporaries_for_ep,
         cuda_context_bytes=float(ti.cuda_context_bytes),
         fragmentation_fraction=float(ti.fragmentation_fraction),
-        megatron_buckets=ti.implementation == "megatron",
+        ddp_bucket_temporary=get_stack(ti.stack).ddp_bucket_temporary,
         activations=stage_acts,
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
@@ -238,15 +240,18 @@ def _distinct(values: IntArray) -> tuple[IntArray, IntArray]:
 
 
 def _activation_terms(
-    terms: MemoryTerms, tp: IntArray, sp: npt.NDArray[np.bool_], rc: IntArray, b: IntArray
+    terms: MemoryTerms, tp: IntArray, sp: npt.NDArray[np.bool_], rc: IntArray, b: FloatArray
 ) -> dict[str, FloatArray]:
-    """Each activation term of :class:`StageActivations` per layout at its micro-batch: priced
-    once per distinct (tp, sp, policy) at b = 1 and × b; the threshold policy at its own b."""
+    """Each activation term of :class:`StageActivations` per layout at its micro-batch ``b``:
+    priced once per distinct (tp, sp, policy) at b = 1 and × b; the threshold policy at its
+    own b."""
     n_rc = len(RECOMPUTE_POLICIES)
     threshold = rc == _THRESHOLD
-    priced_b = np.where(threshold, b, 1)
+    scale = b
     if np.any(threshold):
-        keys = np.stack([priced_b, tp, sp.astype(np.int64), rc])
+        priced_b = np.where(threshold, b, 1.0)
+        scale = b / priced_b
+        keys = np.stack([priced_b.astype(np.int64), tp, sp.astype(np.int64), rc])
         unique, inverse = np.unique(keys, axis=1, return_inverse=True)
         inv = inverse.reshape(-1)
         acts = [
@@ -259,7 +264,6 @@ def _activation_terms(
             terms.activations(1, k // n_rc // 2, bool(k // n_rc % 2), RECOMPUTE_POLICIES[k % n_rc])
             for k in codes.tolist()
         ]
-    scale = (b / priced_b).astype(np.float64)
     out: dict[str, FloatArray] = {}
     for name in ("kept_per_layer", "recompute_working", "logits"):
         out[name] = np.asarray(np.array([getattr(a, name) for a in acts])[inv] * scale)
@@ -270,44 +274,71 @@ def _activation_terms(
     return out
 
 
-def _state(
-    terms: MemoryTerms,
-    outside: StateBytes,
-    share: FloatArray,
-    multi: npt.NDArray[np.bool_],
-    *,
-    tp: FloatArray,
-    zero: IntArray,
-    shard: FloatArray,
-    ep: IntArray,
-) -> list[FloatArray]:
-    """Weights, gradients, optimizer per GPU of a stage holding ``share`` of the layers and
-    ``outside`` (one stage: ``terms.outside_single``): ÷ tp and ZeRO over the shard group;
-    where ep > 1 the routed experts ÷ tp·ep and ZeRO over the group shard/ep (at least 1),
-    as DeepSpeed-MoE (Rajbhandari et al. 2022, arXiv:2201.05596, section 5)."""
+class _Sharding(NamedTuple):
+    """What each layout divides its state by (the same on every stage)."""
+
+    divisors: list[FloatArray]
+    """tp × ZeRO's divisor over the shard group, for weights, gradients, optimizer."""
+    expert_divisors: list[FloatArray] | None
+    """tp·ep × ZeRO's divisor over shard/ep for the routed experts; None: no ep > 1."""
+    split: npt.NDArray[np.bool_] | None
+    """ep > 1."""
+
+
+def _sharding(
+    terms: MemoryTerms, tp: FloatArray, zero: IntArray, shard: FloatArray, ep: IntArray
+) -> _Sharding:
+    """ZeRO shards weights from stage 3, gradients from 2, optimizer from 1 over the shard
+    group (Rajbhandari et al. 2019, section 5), after tp; with ep > 1 the routed experts over
+    the expert-data-parallel group shard/ep (at least 1), after tp·ep (DeepSpeed-MoE,
+    Rajbhandari et al. 2022, arXiv:2201.05596, section 5)."""
     divisors = [tp * d for d in zero_divisors(zero, shard)]
-    held = [
-        np.where(multi, out, single)
-        for out, single in zip(outside, terms.outside_single, strict=True)
-    ]
-    plain = [
-        (share * in_layers + out) / div
-        for in_layers, out, div in zip(terms.layer_state, held, divisors, strict=True)
-    ]
     if not (any(terms.expert_state) and np.any(ep > 1)):
-        return plain
+        return _Sharding(divisors, None, None)
     epf = ep.astype(np.float64)
     expert_dp = np.maximum(shard / epf, 1.0)
     expert_divisors = [tp * epf * d for d in zero_divisors(zero, expert_dp)]
-    split = ep > 1
+    return _Sharding(divisors, expert_divisors, ep > 1)
+
+
+def _state(
+    terms: MemoryTerms,
+    outside: StateBytes,
+    *,
+    share_of_pp: FloatArray,
+    multi_of_pp: npt.NDArray[np.bool_],
+    pp_index: IntArray,
+    sharding: _Sharding,
+) -> list[FloatArray]:
+    """Weights, gradients, optimizer per GPU of a stage holding ``share`` of the layers and
+    ``outside`` (one stage: ``terms.outside_single``), divided as :func:`_sharding` says.
+    What depends on pp alone (the stage's share and its outside tensors) is summed once per
+    distinct pp and gathered."""
+    held_of_pp = [
+        np.where(multi_of_pp, out, single)
+        for out, single in zip(outside, terms.outside_single, strict=True)
+    ]
+    plain = [
+        (share_of_pp * in_layers + out)[pp_index] / div
+        for in_layers, out, div in zip(
+            terms.layer_state, held_of_pp, sharding.divisors, strict=True
+        )
+    ]
+    if sharding.expert_divisors is None or sharding.split is None:
+        return plain
+    share = share_of_pp[pp_index]
     return [
-        np.where(split, (share * (whole - expert) + out) / div + share * expert / e_div, p)
+        np.where(
+            sharding.split,
+            (share * (whole - expert) + out[pp_index]) / div + share * expert / e_div,
+            p,
+        )
         for whole, expert, out, div, e_div, p in zip(
             terms.layer_state,
             terms.expert_state,
-            held,
-            divisors,
-            expert_divisors,
+            held_of_pp,
+            sharding.divisors,
+            sharding.expert_divisors,
             plain,
             strict=True,
         )
@@ -328,6 +359,38 @@ def _layer_temporaries_by_ep(terms: MemoryTerms, ep: IntArray) -> tuple[FloatArr
     return table[index, 0], table[index, 1]
 
 
+def _fixed_temporaries(
+    terms: MemoryTerms, tp: FloatArray, zero: IntArray, shard: FloatArray, ep: IntArray
+) -> tuple[FloatArray, FloatArray, FloatArray | float]:
+    """(gradient bucket, ZeRO-3 gathered layers, QLoRA's dequantised matrix) per GPU, ÷ tp:
+    one layer's gradients with ZeRO-2/3 (reduce-scatter bucket), else the stack's DDP bucket
+    (PyTorch bucket_cap_mb = 25) where it holds one, when the shard group is > 1; two layers'
+    weights with ZeRO-3 (the current and the prefetched one); independent of the stage."""
+    zero2_bucket: FloatArray | float = terms.temporaries.zero2_bucket
+    zero3_gather: FloatArray | float = terms.temporaries.zero3_gather
+    if np.any(ep > 1) and any(terms.expert_state):
+        zero2_bucket, zero3_gather = _layer_temporaries_by_ep(terms, ep)
+    sharded = shard > 1
+    bucket = np.where(
+        (zero >= 2) & sharded,
+        zero2_bucket / tp,
+        np.where(sharded & terms.ddp_bucket_temporary, float(DDP_BUCKET_BYTES), 0.0),
+    )
+    gather = np.where((zero >= 3) & sharded, zero3_gather / tp, 0.0)
+    dequant = terms.temporaries.dequant / tp if terms.temporaries.dequant else 0.0
+    return bucket, gather, dequant
+
+
+_SCREENED = (
+    "weights_bytes",
+    "gradients_bytes",
+    "optimizer_bytes",
+    "activations_bytes",
+    "allocated_bytes",
+)
+"""The components :func:`training_memory_arrays` returns without ``detail``."""
+
+
 def training_memory_arrays(
     terms: MemoryTerms,
     *,
@@ -341,6 +404,7 @@ def training_memory_arrays(
     recompute: npt.ArrayLike,
     first_in_flight: npt.ArrayLike,
     last_in_flight: npt.ArrayLike,
+    detail: bool = True,
 ) -> dict[str, FloatArray]:
     """Per-GPU training memory of each layout (the module docstring gives the terms).
 
@@ -352,7 +416,9 @@ def training_memory_arrays(
     (head, logits) sets the peak; ties go to the first. Returns arrays: each component of
     that stage (``weights_bytes`` … ``peak_bytes``), ``last_stage`` (1 where it is the last),
     its ``layers_on_stage`` and ``microbatches_in_flight``, and what a stack's log reports
-    (``logged_*``: torch's max allocated / reserved, without the CUDA context)."""
+    (``logged_*``: torch's max allocated / reserved, without the CUDA context). ``detail``
+    False (the search's millions of layouts): the persistent state, activations and peak
+    only, without the breakdown of activations and temporaries the report shows."""
     f64 = np.float64
     given = (tp, pp, shard, ep, zero, micro_batch, sp, recompute, first_in_flight, last_in_flight)
     n = max(int(np.size(x)) for x in given)
@@ -361,7 +427,8 @@ def training_memory_arrays(
         return np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
 
     tp_i, pp_i, ep_i, zero_i = ints(tp), ints(pp), ints(ep), ints(zero)
-    b_i, rc_i = ints(micro_batch), ints(recompute)
+    rc_i = ints(recompute)
+    b_f = np.broadcast_to(np.asarray(micro_batch, dtype=f64), (n,))
     sp_b = np.broadcast_to(np.asarray(sp, dtype=bool), (n,))
     shard_f = np.broadcast_to(np.asarray(shard, dtype=f64), (n,))
     tp_f = tp_i.astype(f64)
@@ -369,36 +436,38 @@ def training_memory_arrays(
 
     pp_index, pp_values = _distinct(pp_i)
     counts = np.array([terms.stage_layers(int(p)) for p in pp_values.tolist()], dtype=f64)
-    acts = _activation_terms(terms, tp_i, sp_b, rc_i, b_i)
+    acts = _activation_terms(terms, tp_i, sp_b, rc_i, b_f)
     kept, working, logits = acts["kept_per_layer"], acts["recompute_working"], acts["logits"]
     outside_only = acts["outside_only"]
 
-    # temporaries that do not depend on the stage: bucket, ZeRO-3 gather, dequant (÷ tp)
-    if np.any(ep_i > 1) and any(terms.expert_state):
-        zero2_bucket, zero3_gather = _layer_temporaries_by_ep(terms, ep_i)
-    else:
-        zero2_bucket = np.full(n, terms.temporaries.zero2_bucket)
-        zero3_gather = np.full(n, terms.temporaries.zero3_gather)
-    sharded = shard_f > 1
-    bucket = np.where(
-        (zero_i >= 2) & sharded,
-        zero2_bucket / tp_f,
-        np.where(sharded & (not terms.megatron_buckets), float(DDP_BUCKET_BYTES), 0.0),
-    )
-    gather = np.where((zero_i >= 3) & sharded, zero3_gather / tp_f, 0.0)
-    dequant = np.full(n, terms.temporaries.dequant) / tp_f
+    bucket, gather, dequant = _fixed_temporaries(terms, tp_f, zero_i, shard_f, ep_i)
+    fixed_temporaries = bucket + gather + dequant if terms.temporaries.dequant else bucket + gather
+
+    sharding = _sharding(terms, tp_f, zero_i, shard_f, ep_i)
+    multi_of_pp = pp_values > 1
 
     def stage(
-        held: StateBytes, layers: FloatArray, flight: FloatArray, outside: FloatArray, last: bool
+        held: StateBytes,
+        layers_of_pp: FloatArray,
+        flight: FloatArray,
+        outside: FloatArray,
+        last: bool,
     ) -> dict[str, FloatArray]:
-        share = layers / terms.layers
-        w, g, o = _state(terms, held, share, multi, tp=tp_f, zero=zero_i, shard=shard_f, ep=ep_i)
+        share_of_pp = layers_of_pp / terms.layers
+        w, g, o = _state(
+            terms,
+            held,
+            share_of_pp=share_of_pp,
+            multi_of_pp=multi_of_pp,
+            pp_index=pp_index,
+            sharding=sharding,
+        )
+        layers = layers_of_pp[pp_index]
         outside_acts = outside * flight
         activ = kept * layers * flight + outside_acts
         lg = logits if last else np.where(multi, 0.0, logits)
-        temp = bucket + gather + dequant + np.maximum(lg, working)
+        temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
-        fragmentation = terms.fragmentation_fraction * allocated
         return {
             "weights_bytes": w,
             "gradients_bytes": g,
@@ -407,32 +476,38 @@ def training_memory_arrays(
             "outside_activations_bytes": outside_acts,
             "logits_bytes": lg,
             "temporary_bytes": temp,
-            "fragmentation_bytes": fragmentation,
             "allocated_bytes": allocated,
-            "peak_bytes": allocated + terms.cuda_context_bytes + fragmentation,
-            "activations_per_layer_bytes": np.where(layers > 0, kept, 0.0),
             "layers_on_stage": layers,
             "microbatches_in_flight": flight,
         }
+
+    def peak(allocated: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(peak, fragmentation): allocated + CUDA context + fraction × allocated."""
+        fragmentation = terms.fragmentation_fraction * allocated
+        return allocated + terms.cuda_context_bytes + fragmentation, fragmentation
 
     first_flight = np.broadcast_to(np.asarray(first_in_flight, dtype=f64), (n,))
     last_flight = np.broadcast_to(np.asarray(last_in_flight, dtype=f64), (n,))
     first = stage(
         terms.outside_first,
-        counts[pp_index, 0],
+        counts[:, 0],
         first_flight,
         np.where(multi, acts["outside_first"], outside_only),
         last=False,
     )
     last = stage(
         terms.outside_last,
-        counts[pp_index, 1],
+        counts[:, 1],
         last_flight,
         np.where(multi, acts["outside_last"], outside_only),
         last=True,
     )
-    use_last = last["peak_bytes"] > first["peak_bytes"]
-    out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in first}
+    use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
+    selected = first if detail else _SCREENED
+    out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in selected}
+    out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
+    if detail:
+        out["activations_per_layer_bytes"] = np.where(out["layers_on_stage"] > 0, kept, 0.0)
     # torch.cuda.max_memory_reserved: the caching allocator's segments, i.e. allocated plus
     # fragmentation; the CUDA context is outside it (it is in nvidia-smi's figure, the peak)
     reserve = 1.0 + terms.fragmentation_fraction
@@ -442,8 +517,8 @@ def training_memory_arrays(
         recompute_working_bytes=np.asarray(working),
         gradient_bucket_bytes=np.asarray(bucket),
         zero3_gathered_bytes=np.asarray(gather),
-        dequant_bytes=np.asarray(dequant),
-        cuda_context_bytes=np.full(n, terms.cuda_context_bytes),
+        dequant_bytes=np.broadcast_to(dequant, (n,)),
+        cuda_context_bytes=np.broadcast_to(terms.cuda_context_bytes, (n,)),
         reserved_bytes=out["allocated_bytes"] * reserve,
         logged_allocated_bytes=np.asarray(logged),
         logged_reserved_bytes=np.asarray(logged * reserve),

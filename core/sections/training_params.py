@@ -35,6 +35,7 @@ from llm_planner.core.quantities.optimizers import (
     factored_state_values,
     get_optimizer,
     get_precision,
+    launched_precision,
 )
 from llm_planner.core.quantities.stacks import get_stack
 
@@ -301,7 +302,7 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
     base's layer matrices in NF4 with double-quantised constants. Linear in every count
     of ``params``, so the layout search may price a stage as layers × share + outside.
     """
-    recipe = get_precision(inputs.precision)
+    recipe = launched_precision(inputs.precision, inputs.stack)
     opt = get_optimizer(inputs.optimizer)
     lora = inputs.effective_lora_rank is not None
     base = params.layer_params + params.outside_params
@@ -346,7 +347,7 @@ def layer_temporaries(
     layers: a bucket holds one layer's gradients (under LoRA its adapters' only); ZeRO-3
     gathers weights in their stored dtype (NF4 under QLoRA); QLoRA dequantises one matrix
     at a time to 16 bits for its matmul (Dettmers et al. 2023, section 3)."""
-    recipe = get_precision(inputs.precision)
+    recipe = launched_precision(inputs.precision, inputs.stack)
     w_bytes = recipe.weights_bytes
     lora = inputs.effective_lora_rank is not None
     trained = params.lora_params / max(layers_on_stage, 1) if lora else params.one_layer_params

@@ -394,3 +394,17 @@ def test_moe_layer_matrices_split_routed_and_shared_experts() -> None:
     router = next(m for m in ffn if m.name == "router")
     assert (router.d_in, router.d_out, router.target) == (7168, 256, "")
     assert sum(m.elements for m in routed) == 256 * 3 * 7168 * 2048
+
+
+def test_every_matrix_target_is_a_lora_target() -> None:
+    """Each matrix of every preset's layers answers to one of PEFT's Llama target names
+    (q, k, v, o, gate, up, down), the router to none, so adapting "all linear" adapts every
+    matrix but the router."""
+    from llm_planner.core.primitives.architecture import LORA_TARGETS
+
+    assert LORA_TARGETS == ("q", "k", "v", "o", "gate", "up", "down")
+    for preset_id in model_presets():
+        arch = get_preset(preset_id).architecture
+        for moe in (False, True):
+            for m in arch.layer_matrices(moe):
+                assert m.target in LORA_TARGETS or (m.name, m.target) == ("router", "")

@@ -54,7 +54,12 @@ def test_zero_paper_figure_1_through_training_estimator(stage: int, published_gb
 
     arch = get_preset("llama-2-7b").architecture
     rep = estimate_training(
-        arch, TrainingInputs(), H100, params_override=7.5e9, dp=64, zero_stage=stage
+        arch,
+        TrainingInputs(stack="deepspeed"),
+        H100,
+        params_override=7.5e9,
+        dp=64,
+        zero_stage=stage,
     )
     assert rep.persistent_bytes / 1e9 == pytest.approx(published_gb, rel=0.02)
 
@@ -336,8 +341,9 @@ def test_memory_bound_term_by_hand() -> None:
     Non-GEMM outputs per token per layer (Korthikanti 2022 ledger, 2 bytes each): attention
     norm input (residual add) h, its output h, Q after rotary a·d = h, MLP norm input h, its
     output h, SwiGLU output f: (5·4096 + 14336)·2 = 69,632 B; × (2 forward + 3 backward)
-    passes (Ivanov et al. 2021) = 348,160 B. Optimizer step: grads 2 + master/m/v read and
-    written 2·12 + bf16 weights 2 = 28 B per parameter. HBM 3.35e12 B/s × 0.80. The loss:
+    passes (Ivanov et al. 2021) = 348,160 B. Optimizer step: Megatron's fp32 main grads 4
+    (--bf16 accumulates in fp32, Megatron-LM@d98e8a64 arguments.py) + master/m/v read and
+    written 2·12 + bf16 weights 2 = 30 B per parameter. HBM 3.35e12 B/s × 0.80. The loss:
     Megatron's fused cross-entropy moves 14 B per logit (StackProfile.loss_bytes_per_logit)
     over s·b·V = 4096·2·128,256 logits; its gradient accumulation fusion adds no pass.
     """
@@ -347,7 +353,7 @@ def test_memory_bound_term_by_hand() -> None:
     bw = 3.35e12 * 0.80
     t_mem = per_token_layer * 32 * 4096 * 2 / bw  # one micro-batch of 2 sequences
     t_mem += 14 * 4096 * 2 * 128_256 / bw
-    t_opt = work.params_total * 28 / bw
+    t_opt = work.params_total * 30 / bw
     t_gemm = 4096 * 2 * work.model_flops_per_token / (989.4e12 * 0.70)
     cluster = replace(_gemm_only(), memory_bytes_per_s=bw)
     out = par.evaluate_layouts(work, cluster, _layout(micro_batch=2))
@@ -426,22 +432,23 @@ def test_pipeline_bubble_in_step_time() -> None:
 def test_dp_overlap_model() -> None:
     """Exposed DP time = max(last bucket, t_dp − overlap · backward of the last micro-batch).
 
-    Megatron's bucket: max(40e6, 1e6 · dp) = 64e6 parameters × 2 B = 128 MB; the last one's
+    Megatron's bucket: max(40e6, 1e6 · dp) = 64e6 parameters × 4 B = 256 MB (--bf16 reduces
+    the fp32 main grads in fp32: grad_reduce_in_fp32, Megatron-LM@d98e8a64); the last one's
     ring all-reduce, 2·63/64 of it at the 64-GPU ring's 8 × (400e9 · 0.8) / 8 B/s per rank,
     is exposed even when the rest hides behind the backward."""
-    work = _work(batch=64)
+    work = _work(batch=256)
     inputs = par.ParallelInputs(gpus_per_node=8)
     cluster = _gemm_only(inputs)
-    out = par.evaluate_layouts(work, cluster, _layout(dp=64, shard=64))
+    out = par.evaluate_layouts(work, cluster, _layout(dp=64, shard=64, micro_batch=4))
     t_dp = float(out["time_data_parallel_total"][0])
-    t_c = 4096 * work.model_flops_per_token / (989.4e12 * 0.70)
-    last = 128e6 * 2 * 63 / 64 / (400e9 * 0.8)
+    t_c = 4 * 4096 * work.model_flops_per_token / (989.4e12 * 0.70)
+    last = 256e6 * 2 * 63 / 64 / (400e9 * 0.8)
     expected = max(last, t_dp - 0.9 * 2 / 3 * t_c)
     assert expected == pytest.approx(last)
     assert float(out["time_data_parallel"][0]) == pytest.approx(expected)
     # no overlap at all: everything exposed
     blocking = _gemm_only(par.ParallelInputs(dp_overlap=0.0))
-    out0 = par.evaluate_layouts(work, blocking, _layout(dp=64, shard=64))
+    out0 = par.evaluate_layouts(work, blocking, _layout(dp=64, shard=64, micro_batch=4))
     assert float(out0["time_data_parallel"][0]) == pytest.approx(t_dp)
 
 
@@ -689,8 +696,9 @@ def test_each_tunable_moves_the_step_monotonically(
 
 def test_nanotron_stack_holds_an_fp32_gradient_buffer() -> None:
     """nanotron's FP32GradientAccumulator (gradient_accumulator.py) keeps an fp32 gradient
-    for every parameter on top of the bf16 one, not sharded by ZeRO-1: 4 more bytes per
-    parameter of the GPU's share than Megatron's recipe with the same precision."""
+    for every parameter on top of the bf16 one, not sharded by ZeRO-1 (2 + 4 bytes); Megatron
+    with --bf16 keeps one fp32 main_grad (4 bytes, Megatron-LM@d98e8a64 arguments.py): 2 more
+    bytes per parameter of the GPU's share under nanotron."""
     arch = get_preset("llama-3.1-8b").architecture
     from llm_planner.core.sections.training import estimate_training
 
@@ -704,7 +712,7 @@ def test_nanotron_stack_holds_an_fp32_gradient_buffer() -> None:
         zero_stage=1,
     )
     params = count_parameters(arch).total
-    assert nano.gradients_bytes - mega.gradients_bytes == pytest.approx(4 * params / 2, rel=1e-6)
+    assert nano.gradients_bytes - mega.gradients_bytes == pytest.approx(2 * params / 2, rel=1e-6)
     assert nano.stack == "nanotron"
     assert TrainingInputs(stack="hf").implementation == "pytorch"  # the stack's profile
     assert TrainingInputs(stack="hf", implementation="megatron").implementation == "megatron"
@@ -729,3 +737,30 @@ def test_time_breakdown_adds_up_to_the_step() -> None:
     assert tb["bubble"] > 0
     assert data["training"]["stack"] == "megatron"
     assert set(data["parallelism"]["time_breakdown_seconds"]) >= {"compute", "data_parallel"}
+
+
+def test_gemm_shapes_are_the_layer_matrices_mla_exact() -> None:
+    """The step time's GEMMs are the layer's matrices (Architecture.layer_matrices): for
+    DeepSeek-V3's MLA (config_671B.json: dim 7168, 128 heads, q_lora_rank 1536,
+    kv_lora_rank 512, qk dims 128 + 64, v 128) each projection at its own size, the
+    down-projections replicated (neither N nor K ÷ tp), not one folded QKV GEMM; for
+    Llama-3.1-8B the fused QKV (N = 4096 + 2·1024) and the fused gate‖up (N = 2·14336)."""
+    from llm_planner.core.sections.parallelism.workload import gemm_shapes_of
+
+    shapes = gemm_shapes_of(get_preset("deepseek-v3").architecture)
+    attention = {(n, k, by_n, by_k) for n, k, _, by_n, by_k, _ in shapes}
+    assert {
+        (1536.0, 7168.0, False, False),
+        (128.0 * 192, 1536.0, True, False),
+        (576.0, 7168.0, False, False),
+        (128.0 * 256, 512.0, True, False),
+        (7168.0, 128.0 * 128, False, True),
+    } <= attention
+    llama = gemm_shapes_of(get_preset("llama-3.1-8b").architecture)
+    assert [(n, k) for n, k, *_ in llama] == [
+        (4096.0 + 2 * 1024, 4096.0),
+        (4096.0, 4096.0),
+        (2 * 14336.0, 4096.0),
+        (4096.0, 14336.0),
+    ]
+    assert sum(share for _, _, share, *_ in llama) == pytest.approx(1.0)

@@ -112,15 +112,22 @@ def test_cli_precision_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--precision", "bf16", "--num-gpus", "8", "--json"]) == 0
     plain = capsys.readouterr()
     assert json.loads(plain.out) == json.loads(by_id.out)
-    assert main(["report", "--precision", "pure_bf16", "--num-gpus", "8", "--json"]) == 0
+    # a stack that runs the recipe as named (DeepSpeed) against one that has no pure bf16
+    # (Megatron-LM: --bf16 always keeps fp32 main params and moments)
+    args = ["report", "--num-gpus", "8", "--json", "--stack", "deepspeed"]
+    assert main([*args, "--precision", "pure_bf16"]) == 0
     pure = json.loads(capsys.readouterr().out)
-    mixed = json.loads(by_id.out)
+    assert main([*args, "--precision", "mixed_bf16"]) == 0
+    mixed = json.loads(capsys.readouterr().out)
+    assert main(["report", "--num-gpus", "8", "--json", "--precision", "pure_bf16"]) == 0
+    megatron = json.loads(capsys.readouterr().out)
     # Llama-3.1-8B (8,030,261,248 parameters, counted by transformers on the meta device)
     # on 8 GPUs, ZeRO-1: Adam's fp32 moments and master copy are 12 bytes per parameter
     # mixed, 4 (bf16 moments) pure, each sharded over dp = 8.
     p = 8_030_261_248
     assert mixed["training"]["optimizer_bytes"] == pytest.approx(12 * p / 8, rel=1e-9)
     assert pure["training"]["optimizer_bytes"] == pytest.approx(4 * p / 8, rel=1e-9)
+    assert megatron["training"]["optimizer_bytes"] == pytest.approx(12 * p / 8, rel=1e-9)
     assert main(["report", "--precision", "16-true"]) == 2
     assert "argument --precision" in capsys.readouterr().err
 

@@ -45,13 +45,18 @@ NO_EXTRAS = {"cuda_context_bytes": 0.0, "fragmentation_fraction": 0.0}
 
 
 def test_mixed_precision_adam_is_16_bytes_per_param() -> None:
-    """The seed's figure; ZeRO (Rajbhandari et al. 2019) section 3.1: 2Ψ + 2Ψ + 12Ψ."""
+    """The seed's figure; ZeRO (Rajbhandari et al. 2019) section 3.1: 2Ψ + 2Ψ + 12Ψ, on
+    DeepSpeed (the ZeRO paper's stack, which runs the recipe as named)."""
     per = state_bytes_per_param(get_precision("mixed_bf16"), get_optimizer("adamw"))
     assert (per.weights, per.gradients, per.optimizer) == (2, 2, 12)
     assert per.total == 16
     p = 7e9
     report = estimate_training(
-        LLAMA8B, TrainingInputs(**NO_EXTRAS), H100, params_override=p, zero_stage=0
+        LLAMA8B,
+        TrainingInputs(stack="deepspeed", **NO_EXTRAS),
+        H100,
+        params_override=p,
+        zero_stage=0,
     )
     assert report.persistent_bytes == pytest.approx(16 * p, rel=1e-12)
 
@@ -118,7 +123,12 @@ def test_zero_paper_figure_1_example(stage: int, gb: float) -> None:
     """Rajbhandari et al. 2019, Figure 1: Ψ = 7.5B, Nd = 64, K = 12 →
     120 GB, 31.4 GB, 16.6 GB, 1.9 GB per device."""
     report = estimate_training(
-        LLAMA8B, TrainingInputs(**NO_EXTRAS), H100, params_override=7.5e9, dp=64, zero_stage=stage
+        LLAMA8B,
+        TrainingInputs(stack="deepspeed", **NO_EXTRAS),
+        H100,
+        params_override=7.5e9,
+        dp=64,
+        zero_stage=stage,
     )
     assert report.persistent_bytes / 1e9 == pytest.approx(gb, rel=0.02)
 
@@ -168,7 +178,7 @@ def test_first_stage_holds_pp_microbatches() -> None:
 def test_lora_rank8_q_v_on_llama2_7b_matches_peft_count() -> None:
     """PEFT prints "trainable params: 4,194,304" for Llama-2-7B, r = 8 on q_proj and v_proj:
     32 layers · 2 matrices · 8·(4096 + 4096)."""
-    inputs = TrainingInputs(lora_rank=8, lora_targets=("q", "v"), **NO_EXTRAS)
+    inputs = TrainingInputs(stack="hf", lora_rank=8, lora_targets=("q", "v"), **NO_EXTRAS)
     report = estimate_training(LLAMA2_7B, inputs, H100)
     assert report.trainable_params == 32 * 2 * 8 * (4096 + 4096) == 4_194_304
     assert report.frozen_params == count_parameters(LLAMA2_7B).total
@@ -431,11 +441,17 @@ def test_zero3_temporaries_are_one_layer_scale() -> None:
     """ZeRO-3 gathers each layer's full weights before use (current + prefetched: 2 layers
     in bf16) and reduce-scatters one layer's gradients (bf16). Llama-3.1-8B: one layer is
     218,112,000 parameters (counted in test_tensor_and_pipeline_sharding)."""
-    r = estimate_training(LLAMA8B, TrainingInputs(**NO_EXTRAS), H100, dp=8, zero_stage=3)
+    r = estimate_training(
+        LLAMA8B, TrainingInputs(stack="deepspeed", **NO_EXTRAS), H100, dp=8, zero_stage=3
+    )
     assert r.zero3_gather_bytes == 2 * 218_112_000 * 2
     assert r.gradient_bucket_bytes == 218_112_000 * 2
     lora = estimate_training(
-        LLAMA8B, TrainingInputs(lora_rank=16, **NO_EXTRAS), H100, dp=8, zero_stage=3
+        LLAMA8B,
+        TrainingInputs(stack="deepspeed", lora_rank=16, **NO_EXTRAS),
+        H100,
+        dp=8,
+        zero_stage=3,
     )
     # LoRA r = 16 on q, k, v, o, gate, up, down of one layer: only the adapters reduce
     h, kv, f = 4096, 1024, 14336
@@ -518,10 +534,12 @@ def test_mixtral_counts_behind_the_ep_tests() -> None:
 
 
 def test_expert_parallel_divides_routed_experts_only() -> None:
-    """tp = pp = 1, ep = 4, ZeRO 0, mixed bf16 AdamW (2 + 2 + 4 + 4 + 4 = 16 bytes per
-    parameter, ZeRO paper's K = 12): each GPU holds 8/4 = 2 experts of every layer and all
+    """tp = pp = 1, ep = 4, ZeRO 0, mixed bf16 AdamW on DeepSpeed (2 + 2 + 4 + 4 + 4 = 16
+    bytes per parameter, ZeRO paper's K = 12): each GPU holds 8/4 = 2 experts of every layer and all
     the non-expert parameters (DeepSpeed-MoE, arXiv:2201.05596, section 5)."""
-    rep = estimate_training(MIXTRAL, TrainingInputs(recompute="full"), H100, ep=4, dp=4)
+    rep = estimate_training(
+        MIXTRAL, TrainingInputs(stack="deepspeed", recompute="full"), H100, ep=4, dp=4
+    )
     per_gpu = 45_097_156_608 / 4 + 1_605_636_096  # 11,274,289,152 + 1,605,636,096
     assert per_gpu == 12_879_925_248
     assert rep.weights_bytes == pytest.approx(per_gpu * 2, rel=1e-12)
@@ -529,7 +547,9 @@ def test_expert_parallel_divides_routed_experts_only() -> None:
     assert rep.optimizer_bytes == pytest.approx(per_gpu * 12, rel=1e-12)
     assert rep.persistent_bytes == pytest.approx(12_879_925_248 * 16, rel=1e-12)
     # without ep every GPU holds all 46,702,792,704 parameters
-    whole = estimate_training(MIXTRAL, TrainingInputs(recompute="full"), H100, dp=4)
+    whole = estimate_training(
+        MIXTRAL, TrainingInputs(stack="deepspeed", recompute="full"), H100, dp=4
+    )
     assert whole.persistent_bytes == pytest.approx(46_702_792_704 * 16, rel=1e-12)
 
 
@@ -539,7 +559,13 @@ def test_expert_state_is_zero_sharded_over_expert_data_parallel(zero: int) -> No
     experts per layer over the expert-data-parallel group dp/ep = 2 (DeepSpeed-TED, Singh
     et al. 2023, arXiv:2303.06318, section 3; Megatron-Core's expert data parallel group)."""
     rep = estimate_training(
-        MIXTRAL, TrainingInputs(recompute="full"), H100, tp=2, dp=8, ep=4, zero_stage=zero
+        MIXTRAL,
+        TrainingInputs(stack="deepspeed", recompute="full"),
+        H100,
+        tp=2,
+        dp=8,
+        ep=4,
+        zero_stage=zero,
     )
     non_expert = 1_605_636_096 / 2  # ÷ tp
     expert = 45_097_156_608 / (2 * 4)  # ÷ tp·ep

@@ -163,3 +163,30 @@ def test_largest_micro_batch_is_the_last_that_fits() -> None:
             arch, ti.model_copy(update={"micro_batch": b + 1}), H100, tp=2, dp=8, zero_stage=1
         )
         assert at.peak_bytes <= H100.memory_bytes < above.peak_bytes
+
+
+def test_megatron_bf16_keeps_fp32_main_gradients() -> None:
+    """Megatron-LM launched with --bf16 (as the export writes mixed bf16) accumulates and
+    reduces gradients in fp32 (NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py:
+    the default --main-grads-dtype fp32 turns on accumulate_allreduce_grads_in_fp32;
+    param_and_grad_buffer.py: grad_dtype torch.float): 2 + 4 + 12 = 18 bytes per parameter,
+    for mixed_bf16 and for pure bf16 (fp32 main params and moments are Megatron's defaults).
+    A stack that runs the recipe as named (Hugging Face / PyTorch DDP) keeps 2 + 2 + 12."""
+    for precision in ("mixed_bf16", "pure_bf16"):
+        megatron = PLAIN.model_copy(update={"stack": "megatron", "precision": precision})
+        out = _memory(megatron)
+        assert out["weights_bytes"][0] == pytest.approx(2 * P, rel=1e-12)
+        assert out["gradients_bytes"][0] == pytest.approx(4 * P, rel=1e-12)
+        assert out["optimizer_bytes"][0] == pytest.approx(12 * P, rel=1e-12)
+    hf = _memory(PLAIN.model_copy(update={"stack": "hf"}))
+    assert hf["gradients_bytes"][0] == pytest.approx(2 * P, rel=1e-12)
+
+
+def test_ddp_bucket_follows_the_stack_not_the_activation_profile() -> None:
+    """Megatron reduces in place in its contiguous gradient buffer (no DDP bucket) whatever
+    activation profile is chosen under it; PyTorch DDP (the hf stack) holds its 25 MiB bucket
+    (bucket_cap_mb = 25) even with Megatron's activation profile."""
+    megatron = PLAIN.model_copy(update={"stack": "megatron", "implementation": "pytorch"})
+    hf = PLAIN.model_copy(update={"stack": "hf", "implementation": "megatron"})
+    assert _memory(megatron, shard=8)["gradient_bucket_bytes"][0] == 0.0
+    assert _memory(hf, shard=8)["gradient_bucket_bytes"][0] == 25 * 2**20

@@ -88,11 +88,12 @@ def memory_screen(
         shard=lay.as_float("shard"),
         ep=lay.ep,
         zero=lay.zero,
-        micro_batch=lay.micro_batch,
+        micro_batch=lay.as_float("micro_batch"),
         sp=lay.sp,
         recompute=lay.recompute,
         first_in_flight=np.where(in_flight > 0, in_flight, pp),
         last_in_flight=training_in_flight_last(pp, m, lay.gpipe, v),
+        detail=False,
     )
 
 

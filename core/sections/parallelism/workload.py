@@ -10,7 +10,10 @@ from functools import cache
 
 from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.inputs.training import TrainingInputs
-from llm_planner.core.primitives.architecture import Architecture, attention_params_per_layer
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    LayerMatrix,
+)
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
@@ -20,7 +23,7 @@ from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     model_flops_per_token,
 )
-from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.optimizers import launched_precision
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
 from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES
 from llm_planner.core.sections.training import (
@@ -184,7 +187,7 @@ def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: Training
     params = whole.layer_params + whole.outside_params
     if params <= 0:
         return 0.0
-    recipe = get_precision(training_inputs.precision)
+    recipe = launched_precision(training_inputs.precision, training_inputs.stack)
     trained_w = w if training_inputs.effective_lora_rank is None else 0.0
     if training_inputs.effective_lora_rank is not None and recipe.gradients_bytes > 0:
         trained_w = g / recipe.gradients_bytes * recipe.weights_bytes
@@ -237,7 +240,7 @@ def workload_of(
         ),
         stack=stack,
         gradient_reduce_bytes=stack.gradient_reduce_bytes
-        or get_precision(ti.precision).gradients_bytes,
+        or launched_precision(ti.precision, ti.stack).gradients_bytes,
         layer_params=float(one_layer_params(arch)) * scale,
         vocab=arch.vocab_size,
         head_flops_per_token=min(6.0 * arch.vocab_size * arch.hidden_size, model),
@@ -249,37 +252,35 @@ def workload_of(
 
 @cache
 def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
-    """The weight GEMMs of one token's pass through the layers, with their FLOP shares.
+    """The weight GEMMs of one token's pass through the layers, with their FLOP shares, from
+    the layer's matrices (:meth:`.Architecture.layer_matrices`).
 
-    Per layer (Megatron-LM's tensor-parallel split, Shoeybi et al. 2019 section 3): the
-    fused QKV projection (N = q + 2·kv ÷ tp, K = h), the output projection (N = h, K = q ÷ tp),
-    the MLP's first linear (gate‖up fused, N = f or 2f ÷ tp, K = h) and second (N = h,
-    K = f ÷ tp); routed experts run the same MLP on k/E of the tokens. (The output head,
-    N = V ÷ tp, K = h, is priced apart: it runs on the last stage.) Shares are each GEMM's
-    N·K·count over the sum (every GEMM runs three times, forward, input and weight
-    gradient, so the share holds for the backward too).
-    MLA's low-rank projections are folded into a QKV GEMM of the same total size."""
-    h = float(arch.hidden_size)
+    Matrices that read the same input and run as one GEMM (Megatron-LM fuses q, k and v, and
+    gate with up; Shoeybi et al. 2019 section 3) are one GEMM with N = the sum of their
+    widths and K = their input width; a column-parallel GEMM has N ÷ tp, a row-parallel one
+    K ÷ tp, a replicated one (MLA's down-projections) neither. MLA's projections are their
+    own GEMMs at their own sizes (wq_a h→r_q, wq_b r_q→a·192, wkv_a h→r_kv + 64, wkv_b
+    r_kv→a·256 for DeepSeek-V3). Routed experts run on k/E of the tokens, so a token meets
+    k of them; the router (N = E) is not priced as a GEMM, nor is the output head here (it
+    runs on the last stage, priced apart). Shares are each GEMM's N·K·copies over the sum
+    (every GEMM runs three times, forward, input and weight gradient, so the share holds
+    for the backward too)."""
+    top_k = arch.moe.experts_per_token if arch.moe is not None else 0
     out: list[tuple[float, float, float, bool, bool, bool]] = []
-    attn = float(attention_params_per_layer(arch))
-    qkv_n = max(attn / h - float(arch.q_size), 1.0)
     for moe, n in layer_kinds(arch):
-        out.append((qkv_n, h, qkv_n * h * n, True, False, False))
-        out.append((h, float(arch.q_size), h * arch.q_size * n, False, True, False))
-        if moe and arch.moe is not None:
-            f = float(arch.moe.expert_ffn_size)
-            routed = float(arch.moe.experts_per_token)
-            shared = float(arch.moe.num_shared_experts)
-            up = (2.0 if arch.gated else 1.0) * f
-            for count, expert in ((routed, True), (shared, False)):
-                if count:
-                    out.append((up, h, up * h * n * count, True, False, expert))
-                    out.append((h, f, h * f * n * count, False, True, expert))
-        else:
-            f = float(arch.ffn_size)
-            up = (2.0 if arch.gated else 1.0) * f
-            out.append((up, h, up * h * n, True, False, False))
-            out.append((h, f, h * f * n, False, True, False))
+        groups: dict[tuple[str, bool], list[LayerMatrix]] = {}
+        for m in arch.layer_matrices(moe):
+            if m.gemm:
+                groups.setdefault((m.gemm, m.routed), []).append(m)
+        for (_, routed), mats in groups.items():
+            first = mats[0]
+            width = float(sum(m.d_out for m in mats))
+            copies = float(top_k if routed else first.copies)
+            flops = width * first.d_in * n * copies
+            split = first.tp_split
+            out.append(
+                (width, float(first.d_in), flops, split == "columns", split == "rows", routed)
+            )
     total = sum(o[2] for o in out) or 1.0
     return tuple((a, b, w / total, c, d, e) for a, b, w, c, d, e in out)
 
