@@ -248,11 +248,21 @@ def cmd_prices(args: argparse.Namespace) -> int:
 
 
 def _gpu_price(text: str) -> tuple[str, float]:
+    """``GPU=PRICE``: the GPU as a catalog id or a name people type (``H100=2.10``, read as
+    ``h100-sxm``), or a custom GPU's id (``custom-...``)."""
+    from llm_planner.core.primitives.gpus import find_gpu
+
     gpu, sep, price = text.partition("=")
-    if not sep or not gpu.strip():
+    gpu = gpu.strip()
+    if not sep or not gpu:
         raise argparse.ArgumentTypeError(f"{text!r}: expected GPU=PRICE, e.g. h100-sxm=2.10")
+    if not gpu.lower().startswith("custom"):
+        try:
+            gpu = find_gpu(gpu).gpu.id
+        except KeyError as error:
+            raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
     try:
-        return gpu.strip(), units.parse_price_per_hour(price)
+        return gpu, units.parse_price_per_hour(price)
     except (units.UnitError, ValueError) as error:
         raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llm_planner import cli_compute, cli_parallel, cli_training
+from llm_planner import cli_compute, cli_parallel, cli_serving, cli_training
 from llm_planner.cli_common import (
     UsageError,
     add_inputs,
@@ -30,7 +30,7 @@ from llm_planner.cli_common import (
 )
 from llm_planner.core.inputs import registry
 
-OPTION_GROUPS = (cli_compute, cli_training, cli_parallel)
+OPTION_GROUPS = (cli_compute, cli_training, cli_parallel, cli_serving)
 """The per-tab option groups after the model's, compute's and inference's, in the order
 ``--help`` lists them."""
 
@@ -38,6 +38,7 @@ _GROUP_OF = {
     cli_compute: registry.SCHEDULE,
     cli_training: registry.TRAINING,
     cli_parallel: registry.PARALLEL,
+    cli_serving: "serving workload",
 }
 
 
@@ -175,6 +176,7 @@ OPTION_OF_FIELD: dict[str, str] = {
     **cli_compute.OPTION_OF_FIELD,
     **cli_training.OPTION_OF_FIELD,
     **cli_parallel.OPTION_OF_FIELD,
+    **cli_serving.OPTION_OF_FIELD,
 }
 """The option that sets each scenario field (validation errors name it)."""
 

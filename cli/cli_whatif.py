@@ -47,15 +47,26 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save", metavar="FILE", help="write the scenario with its what-ifs")
 
 
-def _part(current: Any, updates: dict[str, Any], model: Any) -> Any:
+def _part(current: Any, updates: dict[str, Any], model: Any, path: str) -> Any:
+    """The what-if part at ``path`` (``rl``, ``multimodal``…) with the options given; a
+    refusal names the field by its scenario path, so the range quoted is the part's own
+    (RL's num_gpus is not the scenario's)."""
+    from pydantic import ValidationError
+
+    from llm_planner.core.primitives.limits import describe_error
+
     given = {k: v for k, v in updates.items() if v is not None}
     base = current.model_dump() if current is not None else {}
-    return model.model_validate({**base, **given})
+    try:
+        return model.model_validate({**base, **given})
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        field, detail = describe_error({**first, "loc": ("whatif", path, *first["loc"])})
+        raise UsageError(f"{field}: {detail}") from None
 
 
 def apply_options(scenario: Any, args: argparse.Namespace) -> Any:
     """``scenario`` with the what-if options written into ``scenario.whatif``."""
-    from pydantic import ValidationError
 
     from llm_planner.core.composition.whatif.mixed import preset_cluster
     from llm_planner.core.inputs.whatif import (
@@ -66,43 +77,38 @@ def apply_options(scenario: Any, args: argparse.Namespace) -> Any:
 
     w = scenario.whatif
     changes: dict[str, Any] = {}
-    try:
-        if args.cluster:
-            try:
-                changes["mixed_cluster"] = preset_cluster(args.cluster)
-            except KeyError as error:
-                raise UsageError(f"argument --cluster: {error.args[0]}") from None
-        rl_values = {
-            "num_gpus": args.rl_gpus,
-            "prompts_per_step": args.prompts,
-            "samples_per_prompt": args.samples,
-            "prompt_tokens": args.prompt_tokens,
-            "response_tokens": args.response_tokens,
-            "engine_gpus": args.engine_gpus,
-            "placement": "colocated" if args.colocated else None,
-            "overlap": True if args.overlap else None,
-        }
-        if args.rl or any(v is not None for v in rl_values.values()):
-            changes["rl"] = _part(w.rl, rl_values, RLInputs)
-        mm_values = {
-            "encoder_params": args.encoder_params,
-            "tokens_per_image": args.tokens_per_image,
-            "images_per_sequence": args.images_per_sequence,
-            "encoder_trained": False if args.frozen_encoder else None,
-        }
-        if any(v is not None for v in mm_values.values()):
-            changes["multimodal"] = _part(w.multimodal, mm_values, MultimodalInputs)
-        comp_values = {
-            "kind": args.compress,
-            "ratio": args.ratio,
-            "kernel_bytes_per_s": args.kernel_rate,
-        }
-        if any(v is not None for v in comp_values.values()):
-            changes["compression"] = _part(w.compression, comp_values, CompressionInputs)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise UsageError(f"what-if {field}: {first['msg']}") from None
+    if args.cluster:
+        try:
+            changes["mixed_cluster"] = preset_cluster(args.cluster)
+        except KeyError as error:
+            raise UsageError(f"argument --cluster: {error.args[0]}") from None
+    rl_values = {
+        "num_gpus": args.rl_gpus,
+        "prompts_per_step": args.prompts,
+        "samples_per_prompt": args.samples,
+        "prompt_tokens": args.prompt_tokens,
+        "response_tokens": args.response_tokens,
+        "engine_gpus": args.engine_gpus,
+        "placement": "colocated" if args.colocated else None,
+        "overlap": True if args.overlap else None,
+    }
+    if args.rl or any(v is not None for v in rl_values.values()):
+        changes["rl"] = _part(w.rl, rl_values, RLInputs, "rl")
+    mm_values = {
+        "encoder_params": args.encoder_params,
+        "tokens_per_image": args.tokens_per_image,
+        "images_per_sequence": args.images_per_sequence,
+        "encoder_trained": False if args.frozen_encoder else None,
+    }
+    if any(v is not None for v in mm_values.values()):
+        changes["multimodal"] = _part(w.multimodal, mm_values, MultimodalInputs, "multimodal")
+    comp_values = {
+        "kind": args.compress,
+        "ratio": args.ratio,
+        "kernel_bytes_per_s": args.kernel_rate,
+    }
+    if any(v is not None for v in comp_values.values()):
+        changes["compression"] = _part(w.compression, comp_values, CompressionInputs, "compression")
     if not changes:
         return scenario
     return scenario.model_copy(update={"whatif": w.model_copy(update=changes)})
@@ -127,13 +133,24 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         )
     if args.save is not None:
         save_to(scenario, args.save)
-    whatif = estimate(scenario).whatif  # priced by estimate() since the scenario plans one
+    report = estimate(scenario)
+    whatif = report.whatif  # priced by estimate() since the scenario plans one
     if whatif is None:
         raise UsageError("nothing to plan")
+    # the RL loop needs the training throughput: a plan that is not priced (it does not
+    # fit, or its rate is impossible) plans no RL step, and says so instead of nothing
+    rl_unpriced = (
+        scenario.whatif.rl is not None and whatif.rl is None and report.compute.throughput_label
+    )
     if args.json:
-        print_json(whatif_json(whatif))
+        data = whatif_json(whatif)
+        if rl_unpriced:
+            data["rl"] = {"not_computed": {"step_seconds": report.compute.throughput_label}}
+        print_json(data)
     else:
         sys.stdout.write(format_whatif_text(whatif))
+        if rl_unpriced:
+            sys.stdout.write(f"RL step                  — ({report.compute.throughput_label})\n")
     return 0
 
 

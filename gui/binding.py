@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
 
 from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
 from llm_planner.core.inputs.registry import FRACTION, input_at
@@ -310,7 +310,22 @@ class Binder(QObject):
                 widget.setToolTip(binding.tooltip)
         self.error_changed.emit(next(iter(self.errors.values()), ""))
 
-    def _add(self, widget: QWidget, path: str, show: Callable[[Any], None], tooltip: str) -> None:
+    def _add(
+        self,
+        widget: QWidget,
+        path: str,
+        show: Callable[[Any], None],
+        tooltip: str,
+        unset: Callable[[], Any] | None = None,
+    ) -> None:
+        """Bind ``widget`` to ``path``; ``unset``: what it shows while the path reads None
+        because its part is not there (a what-if not planned shows its defaults, disabled)."""
+        if unset is not None:
+            shown_value = show
+
+            def show(current: Any) -> None:
+                shown_value(unset() if current is None else current)
+
         widget.setToolTip(tooltip)
         self.bindings.append(Binding(widget, path, show, tooltip))
         blocked = widget.blockSignals(True)
@@ -328,6 +343,7 @@ class Binder(QObject):
         tooltip: str = "",
         optional: bool = False,
         also: dict[str, Any] | None = None,
+        unset: Callable[[], Any] | None = None,
     ) -> None:
         """A text field holding a human quantity; ``optional``: empty text means None."""
 
@@ -362,7 +378,7 @@ class Binder(QObject):
         edit.editingFinished.connect(lambda: self._tidy(edit, path, fmt))
         if optional:
             edit.setPlaceholderText("(none)")
-        self._add(edit, path, show, tooltip)
+        self._add(edit, path, show, tooltip, unset)
 
     def described(self, edit: QLineEdit, path: str) -> None:
         """A text field for the input described at ``path``
@@ -394,8 +410,12 @@ class Binder(QObject):
         path: str,
         label: str,
         tooltip: str = "",
+        *,
+        unset: Callable[[], Any] | None = None,
+        also: Callable[[Any], dict[str, Any]] | None = None,
     ) -> None:
-        """A picker whose items carry their values as item data."""
+        """A picker whose items carry their values as item data; ``also(value)``: other
+        fields set in the same step when ``value`` is chosen (a policy and its parameter)."""
 
         def show(current: Any) -> None:
             index = combo.findData(current)
@@ -406,15 +426,33 @@ class Binder(QObject):
 
         def changed(index: int) -> None:
             if index >= 0:
-                self.commit(combo, path, lambda: combo.itemData(index), label, merge=False)
+                value = combo.itemData(index)
+                extra = also(value) if also is not None else None
+                self.commit(combo, path, lambda: value, label, merge=False, also=extra)
 
         combo.currentIndexChanged.connect(changed)
-        self._add(combo, path, show, tooltip)
+        self._add(combo, path, show, tooltip, unset)
 
-    def spin(self, spin: QSpinBox, path: str, label: str, tooltip: str = "") -> None:
-        spin.valueChanged.connect(lambda v: self.commit(spin, path, lambda: int(v), label))
-        self._add(spin, path, lambda current: spin.setValue(int(current or 0)), tooltip)
+    def spin(
+        self,
+        spin: QSpinBox | QDoubleSpinBox,
+        path: str,
+        label: str,
+        tooltip: str = "",
+        unset: Callable[[], Any] | None = None,
+    ) -> None:
+        """A number picked with arrows or typed (a QDoubleSpinBox holds a float)."""
+        kind: Callable[[Any], Any] = float if isinstance(spin, QDoubleSpinBox) else int
+        spin.valueChanged.connect(lambda v: self.commit(spin, path, lambda: kind(v), label))
+        self._add(spin, path, lambda current: spin.setValue(kind(current or 0)), tooltip, unset)
 
-    def check(self, box: QCheckBox, path: str, label: str, tooltip: str = "") -> None:
+    def check(
+        self,
+        box: QCheckBox,
+        path: str,
+        label: str,
+        tooltip: str = "",
+        unset: Callable[[], Any] | None = None,
+    ) -> None:
         box.toggled.connect(lambda on: self.commit(box, path, lambda: bool(on), label, merge=False))
-        self._add(box, path, lambda current: box.setChecked(bool(current)), tooltip)
+        self._add(box, path, lambda current: box.setChecked(bool(current)), tooltip, unset)

@@ -45,7 +45,11 @@ from llm_planner.core.sections.parallelism.layout import (
     resolve_layout,
 )
 from llm_planner.core.sections.parallelism.memory import training_memory
-from llm_planner.core.sections.parallelism.step_time import TIME_PARTS, evaluate_layouts
+from llm_planner.core.sections.parallelism.step_time import (
+    TIME_PARTS,
+    evaluate_layouts,
+    step_inputs_of,
+)
 from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
 
 FloatArray = npt.NDArray[np.float64]
@@ -182,6 +186,23 @@ class RateCheck(BaseModel):
     """Above the band's top: faster than the published runs (optimistic inputs?)."""
     causes: list[str]
     band_source: str
+    above_note: str = ""
+    """Why a plan on this generation prices above the band (the model's assumptions there)."""
+
+    def sentence(self) -> str:
+        """The check as one line: the rate, where it sits, the likely causes or the reason."""
+        rate = f"{self.what}: {self.flops_per_gpu_per_s / 1e12:.0f} TFLOP/s per GPU"
+        band = f"{self.band_low / 1e12:.0f}-{self.band_high / 1e12:.0f}"
+        causes = f"; likely: {'; '.join(self.causes)}" if self.causes else ""
+        if self.below and self.threshold > self.band_low:
+            return (
+                f"{rate}, below the {self.threshold / 1e12:.0f} TFLOP/s troubleshooting "
+                f"threshold (published band {band}){causes}"
+            )
+        if self.below:
+            return f"{rate}, below the {band} band{causes}"
+        note = self.above_note or "faster than the published runs (optimistic efficiencies?)"
+        return f"{rate}, above the {band} band: {note}"
 
 
 class SetAside(BaseModel):
@@ -262,24 +283,17 @@ class CalibrationReport(BaseModel):
         ):
             if value is not None:
                 out.append(Figure(key=key, label=label, value=value, unit="percent", source=src))
-        for check in self.checks:
-            if not (check.below or check.above):
-                continue
-            where = "below" if check.below else "above"
-            causes = f"; likely: {'; '.join(check.causes)}" if check.causes else ""
-            if check.above:
-                causes = ": faster than the published runs (optimistic efficiencies?)"
-            out.append(
-                Figure(
-                    key="rate_check",
-                    label="Achieved rate",
-                    value=f"{check.what}: {check.flops_per_gpu_per_s / 1e12:.0f} TFLOP/s per GPU, "
-                    f"{where} the {check.band_low / 1e12:.0f}-{check.band_high / 1e12:.0f} "
-                    f"band{causes}",
-                    unit="text",
-                    source=check.band_source,
-                )
+        out.extend(
+            Figure(
+                key="rate_check",
+                label="Achieved rate",
+                value=check.sentence(),
+                unit="text",
+                source=check.band_source,
             )
+            for check in self.checks
+            if check.below or check.above
+        )
         out.extend(
             Figure(key="skipped", label="Not used", value=text, unit="text")
             for text in self.skipped
@@ -445,8 +459,12 @@ class _Pricing:
         """evaluate_layouts at the case's layout with ``values`` in place."""
         par = _updated(case.parallel, _of_section(values, "parallelism"))
         tr_values = _of_section(values, "training")
-        work = self.workload(par, _updated(case.training, tr_values)) if tr_values else case.work
-        return evaluate_layouts(work, cluster_of(self.gpu, par, self.compute_dtype), case.arrays)
+        training = _updated(case.training, tr_values)
+        work = self.workload(par, training) if tr_values else case.work
+        cluster = cluster_of(self.gpu, par, self.compute_dtype)
+        return evaluate_layouts(
+            work, cluster, case.arrays, None, step_inputs_of(self.arch, training)
+        )
 
     def tokens_per_gpu(self, values: dict[str, float], case: _Case) -> float:
         return float(self.priced(values, case)["tokens_per_s"][0]) / case.num_gpus
@@ -986,6 +1004,7 @@ class RateBand:
     high: float
     threshold: float
     source: str
+    above_note: str = ""
 
 
 RATE_BANDS: tuple[RateBand, ...] = (
@@ -996,6 +1015,11 @@ RATE_BANDS: tuple[RateBand, ...] = (
         30e12,
         "seed talk: 30-40 TFLOP/s per V100; Shoeybi et al. 2019 (arXiv:1909.08053): 39 TFLOP/s "
         "on one V100, 15.1 PFLOP/s on 512 (29.5 per GPU)",
+        "the step-time model prices V100 GEMMs at the large-size kernel efficiency and "
+        "attention at 0.45 of the fp16 tensor-core peak (assumptions made for Ampere and "
+        "Hopper kernels), where practitioners' 30-40 TFLOP/s is 24-32% of that peak "
+        "(Megatron-LM 2019's own single-GPU baseline: 30%, arXiv:1909.08053); a V100 plan is "
+        "optimistic by about that ratio until a measured run calibrates it",
     ),
     RateBand(
         ("a100",),
@@ -1013,6 +1037,10 @@ RATE_BANDS: tuple[RateBand, ...] = (
         "Llama 3 405B on 16k H100s: 380-430 BF16 TFLOP/s per GPU (arXiv:2407.21783 Table 4); "
         "MosaicML MPT-7B on 8 H100s ≈ 430 (tests/validation/runs.json); H800/H200 assumed "
         "the same (same dense BF16 peak)",
+        "the published H100 rates are 7-405B models with tensor and pipeline parallelism or "
+        "FSDP across nodes; a layout with less communication (pure data parallelism of a "
+        "small model) has none of their exposed traffic and bubble, so it can run above them "
+        "(docs/ACCURACY.md, 'MFU of the defaults')",
     ),
 )
 """Sanity bands by GPU generation (catalog id prefix). Rates counted as model FLOPs (the
@@ -1078,6 +1106,7 @@ def rate_check(
         above=flops_per_gpu_per_s > band.high,
         causes=likely_causes(breakdown, kernel_efficiency) if below else [],
         band_source=band.source,
+        above_note=band.above_note,
     )
 
 
@@ -1137,6 +1166,38 @@ def modeled_check(gpu: GPU, parallelism_report: Any, kernel_efficiency: float) -
         dict(par.time_breakdown_seconds),
         kernel_efficiency,
     )
+
+
+GIVEN_RATE_LABELS: dict[str, str] = {
+    "assumed_mfu": "assumed: the MFU given",
+    "measured_tflops": "measured: the TFLOP/s given",
+    "measured_tokens_per_s": "measured: the tokens/s given",
+}
+"""How the rate checks name the one throughput when the user gave it (compute.throughput_source)."""
+
+
+def plan_checks(
+    gpu: GPU, compute_report: Any, parallelism_report: Any, kernel_efficiency: float
+) -> list[RateCheck | None]:
+    """The rules of thumb on every plan: the modeled rate (:func:`modeled_check`) and, when
+    the estimate's one throughput is the user's (a measured TFLOP/s or tokens/s, an assumed
+    MFU), that rate too, as model FLOP/s per GPU (``compute.flops_per_gpu_per_s``), against
+    the generation's band: an A100 run at 90 TFLOP/s is flagged as below the 115 TFLOP/s
+    troubleshooting threshold whichever way it was obtained."""
+    checks = [modeled_check(gpu, parallelism_report, kernel_efficiency)]
+    source = str(getattr(compute_report, "throughput_source", "modeled"))
+    rate = getattr(compute_report, "flops_per_gpu_per_s", None)
+    if source in GIVEN_RATE_LABELS and rate is not None and math.isfinite(float(rate)):
+        checks.append(
+            rate_check(
+                gpu,
+                GIVEN_RATE_LABELS[source],
+                float(rate),
+                dict(parallelism_report.time_breakdown_seconds),
+                kernel_efficiency,
+            )
+        )
+    return checks
 
 
 def with_checks(report: CalibrationReport, checks: Sequence[RateCheck | None]) -> CalibrationReport:

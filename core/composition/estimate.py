@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from llm_planner.core.composition.calibration import (
     CalibrationReport,
     calibrate_scenario,
-    modeled_check,
+    plan_checks,
     with_checks,
 )
 from llm_planner.core.composition.fit import (
@@ -415,9 +415,10 @@ def _inference_section(scenario: Scenario, model: ModelReport) -> InferenceRepor
         scenario.gpu,
         scenario.inference,
     )
+    price = scenario.compute.price_usd_per_gpu_hour  # prices the serving section's tokens
     return _INFERENCE.get(
-        (arch, total, active, gpu, inputs),
-        lambda: estimate_inference(arch, total, active, gpu, inputs),
+        (arch, total, active, gpu, inputs, price),
+        lambda: estimate_inference(arch, total, active, gpu, inputs, price_usd_per_gpu_hour=price),
     )
 
 
@@ -451,7 +452,7 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
         parallelism=parallelism,
         calibration=with_checks(
             calibration.report,
-            [modeled_check(scenario.gpu, parallelism, scenario.parallelism.kernel_efficiency)],
+            plan_checks(scenario.gpu, compute, parallelism, scenario.parallelism.kernel_efficiency),
         ),
     )
     if planned.whatif.any:  # priced once here; every face and exporter reads it

@@ -239,6 +239,7 @@ class _Problem:
         )
         self.cluster = par.cluster_of(gpu, inputs, compute_dtype)
         self.memory = par.memory_terms(arch, training_inputs, self.params)
+        self.step_inputs = par.step_inputs_of(arch, training_inputs)
 
     def with_batch(self, global_batch: int) -> _Problem:
         clone = object.__new__(_Problem)
@@ -286,7 +287,9 @@ def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> 
     rows: list[SearchRow] = []
     fitting = 0
     if candidates:
-        out = par.evaluate_layouts(problem.work, problem.cluster, lay, problem.memory)
+        out = par.evaluate_layouts(
+            problem.work, problem.cluster, lay, problem.memory, problem.step_inputs
+        )
         capacity = problem.cluster.memory_bytes
         fit = np.flatnonzero(out["peak_bytes"] <= capacity)
         fitting = int(fit.size)
@@ -606,7 +609,7 @@ def scaling_curve(
         lay = par.Layouts(**{name: np.repeat(getattr(base, name), n) for name in par.LAYOUT_FIELDS})
         dp_arr = np.array(dps, dtype=np.int64)
         lay = par.Layouts(**{**lay.__dict__, "dp": dp_arr, "shard": dp_arr})
-        out = par.evaluate_layouts(problem.work, problem.cluster, lay)
+        out = par.evaluate_layouts(problem.work, problem.cluster, lay, None, problem.step_inputs)
         first_time = tokens / float(out["tokens_per_s"][0])
         first_gpus = inputs.tp * inputs.pp * dps[0]
         for k, d in enumerate(dps):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,8 @@ class GGUFHeader(BaseModel):
     tensors: tuple[GGUFTensor, ...]
     data_offset: int
     file_bytes: int
+    shards: int = 1
+    """Files the model was read from (a split model: all of them, tensors merged)."""
 
     @property
     def architecture(self) -> str:
@@ -257,6 +260,73 @@ def read_gguf_header(path: Path) -> GGUFHeader:
         raise GGUFError(f"{path}: cannot read ({error.strerror or error})") from None
 
 
+_SPLIT_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+"""llama.cpp's shard names: ``llama_split_path`` writes ``%s-%05d-of-%05d.gguf``
+(``src/llama.cpp``; ``gguf-split --split`` and the Hub's large GGUF models use it)."""
+
+
+def split_model_first_shard(paths: list[Path]) -> Path | None:
+    """The first shard when ``paths`` are exactly the shards of one split model (one
+    prefix, ``-00001-of-0000n`` .. ``-0000n-of-0000n``), else None."""
+    matches = [_SPLIT_NAME.match(p.name) for p in paths]
+    if not paths or any(m is None for m in matches):
+        return None
+    keys = {(m["prefix"], m["count"]) for m in matches if m is not None}
+    numbers = sorted(int(m["no"]) for m in matches if m is not None)
+    if len(keys) != 1 or numbers != list(range(1, int(next(iter(keys))[1]) + 1)):
+        return None
+    return min(paths, key=lambda p: p.name)
+
+
+def read_gguf_model(path: Path) -> GGUFHeader:
+    """The whole model a GGUF file belongs to: the file itself, or, for a split model
+    (``split.count`` > 1 in its metadata, the shards named ``<prefix>-0000k-of-0000n.gguf``),
+    every shard read and merged: the first shard's metadata, all shards' tensors (names
+    unique across them, ``split.tensors.count`` checked when given), the files' bytes
+    summed. Any shard named here may be given. A missing or mismatched shard is a
+    :class:`GGUFError` naming it, never a silently partial model."""
+    path = Path(path)
+    header = read_gguf_header(path)
+    count = header.metadata.get("split.count")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 1:
+        return header
+    match = _SPLIT_NAME.match(path.name)
+    if match is None or int(match["count"]) != count:
+        raise GGUFError(
+            f"{path}: split.count {count} but the name is not <prefix>-NNNNN-of-{count:05d}.gguf"
+        )
+    paths = [
+        path.with_name(f"{match['prefix']}-{i:05d}-of-{count:05d}.gguf")
+        for i in range(1, count + 1)
+    ]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise GGUFError(f"{path}: split model of {count} files; missing {', '.join(missing[:4])}")
+    headers = [header if p == path else read_gguf_header(p) for p in paths]
+    for number, shard in enumerate(headers):
+        if shard.metadata.get("split.no", number) != number:
+            raise GGUFError(
+                f"{shard.path}: split.no {shard.metadata.get('split.no')} in shard {number + 1}"
+            )
+    tensors = [t for shard in headers for t in shard.tensors]
+    names = [t.name for t in tensors]
+    if len(set(names)) != len(names):
+        raise GGUFError(f"{path}: a tensor appears in two shards of the split model")
+    declared = headers[0].metadata.get("split.tensors.count")
+    if isinstance(declared, int) and declared != len(tensors):
+        raise GGUFError(
+            f"{path}: split.tensors.count {declared} but the {count} shards hold {len(tensors)}"
+        )
+    first = headers[0]
+    return first.model_copy(
+        update={
+            "tensors": tuple(tensors),
+            "file_bytes": sum(h.file_bytes for h in headers),
+            "shards": count,
+        }
+    )
+
+
 def _parse(data: mmap.mmap, path: Path, size: int) -> GGUFHeader:
     if data[:4] != GGUF_MAGIC:
         raise GGUFError(f"{path}: not a GGUF file (magic {bytes(data[:4])!r}, expected b'GGUF')")
@@ -337,6 +407,7 @@ SUPPORTED_ARCHITECTURES = (
     "llama", "mistral", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma", "gemma2", "gemma3",
     "phi3", "starcoder2", "olmo", "olmo2", "olmoe", "granite", "granitemoe", "internlm2",
     "deepseek", "command-r", "cohere2", "stablelm", "mixtral", "mamba",
+    "deepseek2", "gpt-oss", "llama4",
 )  # fmt: skip
 """``general.architecture`` values mapped from tensor names and shapes (llama.cpp
 ``gguf-py/gguf/constants.py`` MODEL_TENSORS names); others get a one-line error."""
@@ -349,6 +420,11 @@ def _meta_int(header: GGUFHeader, key: str, default: int | None = None) -> int:
             return default
         raise GGUFError(f"{header.path}: metadata {header.architecture}.{key} is {value!r}")
     return value
+
+
+_NOT_LAYER_NORMS = ("attn_q_norm", "attn_k_norm", "attn_q_a_norm", "attn_kv_a_norm")
+"""Norm tensors inside attention (q/k norms; MLA's latent norms, counted with the MLA
+projections), not the layer's own hidden-size norms."""
 
 
 def architecture_fields(header: GGUFHeader) -> dict[str, Any]:
@@ -372,9 +448,7 @@ def architecture_fields(header: GGUFHeader) -> dict[str, Any]:
     blk = {n[len("blk.0.") :]: s for n, s in shapes.items() if n.startswith("blk.0.")}
     norm = "layernorm" if "attn_norm.bias" in blk else "rmsnorm"
     layer_norms = [
-        n
-        for n in blk
-        if n.endswith("norm.weight") and not n.startswith(("attn_q_norm", "attn_k_norm"))
+        n for n in blk if n.endswith("norm.weight") and not n.startswith(_NOT_LAYER_NORMS)
     ]
     fields: dict[str, Any] = {
         "name": str(header.metadata.get("general.name") or header.path.stem)[:200],
@@ -414,7 +488,51 @@ def architecture_fields(header: GGUFHeader) -> dict[str, Any]:
     moe_layers = [i for i in range(layers) if f"blk.{i}.ffn_gate_inp.weight" in shapes]
     if moe_layers:
         fields["moe"] = _moe_fields(header, shapes, moe_layers, layers)
+    if arch == "deepseek2":
+        _mla_fields(header, shapes, fields)
     return fields
+
+
+def _mla_fields(
+    header: GGUFHeader, shapes: dict[str, tuple[int, ...]], fields: dict[str, Any]
+) -> None:
+    """DeepSeek-V2/V3 (``deepseek2``, also Kimi-K2's files): multi-head latent attention
+    read from the tensors of a layer (llama.cpp ``MODEL_TENSORS[DEEPSEEK2]``):
+    ``attn_q_a`` [h, q_lora] (absent: a direct ``attn_q``), ``attn_kv_a_norm`` [kv_lora],
+    ``attn_kv_a_mqa`` [h, kv_lora + rope], and the latent-to-heads map either as one
+    ``attn_kv_b`` [kv_lora, heads·(nope + v)] or split into ``attn_k_b`` (heads·nope·kv_lora
+    elements) and ``attn_v_b`` (heads·v·kv_lora), as newer conversions write it."""
+    heads = fields["heads"]
+    q_a = shapes.get("blk.0.attn_q_a.weight")
+    norm = shapes.get("blk.0.attn_kv_a_norm.weight")
+    mqa = shapes.get("blk.0.attn_kv_a_mqa.weight")
+    if norm is None or mqa is None or len(mqa) != 2:
+        raise GGUFError(f"{header.path}: deepseek2 without attn_kv_a_norm / attn_kv_a_mqa")
+    kv_lora = norm[0]
+    rope = mqa[1] - kv_lora
+    kv_b = shapes.get("blk.0.attn_kv_b.weight")
+    k_b, v_b = shapes.get("blk.0.attn_k_b.weight"), shapes.get("blk.0.attn_v_b.weight")
+    if kv_b is not None:
+        v_dim = _meta_int(header, "attention.value_length")
+        nope = kv_b[1] // heads - v_dim
+    elif k_b is not None and v_b is not None:
+        nope = math.prod(k_b) // (heads * kv_lora)
+        v_dim = math.prod(v_b) // (heads * kv_lora)
+    else:
+        raise GGUFError(f"{header.path}: deepseek2 without attn_kv_b (or attn_k_b/attn_v_b)")
+    fields.update(
+        kv_heads=heads,
+        head_dim=v_dim,
+        attention_bias="none",
+        mla={
+            "q_lora_rank": q_a[1] if q_a is not None else None,
+            "kv_lora_rank": kv_lora,
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": v_dim,
+        },
+    )
+    fields.pop("qk_norm", None)
 
 
 def _attention_bias(blk: dict[str, tuple[int, ...]]) -> str:
@@ -429,8 +547,15 @@ def _moe_fields(
     header: GGUFHeader, shapes: dict[str, tuple[int, ...]], moe_layers: list[int], layers: int
 ) -> dict[str, Any]:
     first = moe_layers[0]
-    if moe_layers != list(range(first, layers)):
-        raise GGUFError(f"{header.path}: MoE layers are not all layers from {first} on")
+    period = moe_layers[1] - first if len(moe_layers) > 1 else 1
+    if moe_layers == list(range(first, layers)):
+        lead, period, offset = first, 1, 0
+    elif first < period and moe_layers == list(range(first, layers, period)):
+        lead, offset = 0, first  # every period-th layer (Llama 4: 1, 3, 5, ...)
+    else:
+        raise GGUFError(
+            f"{header.path}: MoE layers are neither all layers from {first} on nor every {period}th"
+        )
     up = shapes.get(f"blk.{first}.ffn_up_exps.weight")
     if up is None or len(up) != 3:
         raise GGUFError(f"{header.path}: no 3-D blk.{first}.ffn_up_exps.weight tensor")
@@ -441,7 +566,9 @@ def _moe_fields(
         "experts_per_token": _meta_int(header, "expert_used_count"),
         "expert_ffn_size": expert_ffn,
         "num_shared_experts": shared[1] // expert_ffn if shared else 0,
-        "first_dense_layers": first,
+        "first_dense_layers": lead,
+        "layer_period": period,
+        "layer_offset": offset,
         "router_bias": f"blk.{first}.ffn_gate_inp.bias" in shapes
         or f"blk.{first}.exp_probs_b.bias" in shapes,
         "shared_expert_gate": f"blk.{first}.ffn_gate_inp_shexp.weight" in shapes,
@@ -476,9 +603,14 @@ def weights_format_of(header: GGUFHeader) -> str:
     """A name for the file's mix: ``general.file_type`` as llama.cpp names it when known
     (``Q4_K_M``), else the ggml type holding the most bytes."""
     file_type = header.metadata.get("general.file_type")
+    # llama.h enum llama_ftype (LLAMA_FTYPE_MOSTLY_*), as tools/quantize/quantize.cpp lists
+    # them: "19 or IQ2_XXS", "20 or IQ2_XS", "21 or Q2_K_S", "22 or IQ3_XS" ...
     names = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
              10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
-             16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 32: "BF16", 38: "MXFP4_MOE"}  # fmt: skip
+             16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S",
+             22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M",
+             28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0",
+             37: "TQ2_0", 38: "MXFP4_MOE"}  # fmt: skip
     if isinstance(file_type, int) and file_type in names:
         return names[file_type]
     by_type = header.bytes_by_type()

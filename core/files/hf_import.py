@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,7 @@ from llm_planner.core.primitives.architecture import (
     RecurrentConfig,
     count_parameters,
 )
+from llm_planner.core.primitives.reading import FileReadError, open_regular, read_bounded
 
 if TYPE_CHECKING:
     from llm_planner.core.inputs.training import TrainingInputs
@@ -128,17 +130,11 @@ class ImportedModel(BaseModel):
 
 
 def _read_limited(path: Path, limit: int, what: str) -> bytes:
+    """Through the one bounded reader: a FIFO or a device is refused, never waited on."""
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise HFImportError(f"{path}: {what} is {size:,} bytes, over the {limit:,}-byte limit")
-        with path.open("rb") as file:
-            data = file.read(limit + 1)
-    except OSError as error:
-        raise HFImportError(f"{path}: cannot read {what} ({error.strerror or error})") from None
-    if len(data) > limit:
-        raise HFImportError(f"{path}: {what} is over the {limit:,}-byte limit")
-    return data
+        return read_bounded(path, limit, what)
+    except FileReadError as error:
+        raise HFImportError(str(error)) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -185,11 +181,14 @@ class _Config:
         self.data = data
         self.label = label
         self.model_type = model_type
+        self.read: set[str] = set()
+        """Every field a mapper looked up (present or not): what the import used."""
 
     def error(self, message: str) -> HFImportError:
         return HFImportError(f"{self.label}: {message} ({self.model_type})")
 
     def _lookup(self, names: tuple[str, ...]) -> tuple[str, Any]:
+        self.read.update(names)
         for name in names:
             if name in self.data and self.data[name] is not None:
                 return name, self.data[name]
@@ -827,6 +826,37 @@ def _llama4_text(c: _Config) -> Fields:
     return fields
 
 
+def _chatglm(c: _Config) -> Fields:
+    """ChatGLM2/3 and GLM-4 (THUDM, remote code ``modeling_chatglm.py``): ``num_layers``
+    blocks of RMSNorm (``rmsnorm``), a fused query_key_value of ``num_attention_heads``
+    query heads and ``multi_query_group_num`` key/value groups (``multi_query_attention``)
+    of ``kv_channels``, biased when ``add_qkv_bias``; ``dense`` and the SwiGLU MLP
+    (dense_h_to_4h h → 2·``ffn_hidden_size``, dense_4h_to_h) biased when
+    ``add_bias_linear``; a separate output_layer over ``padded_vocab_size``."""
+    layers = c.int_("num_layers")
+    hidden = c.int_("hidden_size")
+    heads = c.int_("num_attention_heads")
+    grouped = c.bool_("multi_query_attention", default=False)
+    linear_bias = c.bool_("add_bias_linear", default=False)
+    qkv_bias = c.bool_("add_qkv_bias", default=False)
+    return {
+        "layers": layers,
+        "hidden_size": hidden,
+        "heads": heads,
+        "kv_heads": c.int_("multi_query_group_num", default=1) if grouped else heads,
+        "head_dim": c.int_("kv_channels", default=hidden // heads),
+        "ffn_size": c.int_("ffn_hidden_size"),
+        "ffn_kind": "swiglu",
+        "vocab_size": c.int_("padded_vocab_size", "vocab_size"),
+        "max_context": c.int_("seq_length", default=2048),
+        "tied_embeddings": c.bool_("tie_word_embeddings", default=False),
+        "positions": "rotary",
+        "norm": "rmsnorm" if c.bool_("rmsnorm", default=True) else "layernorm",
+        "attention_bias": "all" if linear_bias else ("qkv" if qkv_bias else "none"),
+        "mlp_bias": linear_bias,
+    }
+
+
 def _auto_rank(c: _Config, name: str, hidden: int) -> int:
     """Mamba's dt_rank: an integer, or "auto" = ⌈h / 16⌉ (Gu & Dao 2023, Appendix E)."""
     if c.data.get(name) == "auto" or c.data.get(name) is None:
@@ -998,6 +1028,7 @@ _MAPPERS: dict[str, Callable[[_Config], Fields]] = {
     "mamba2": _mamba2,
     "rwkv": _rwkv,
     "jamba": _jamba,
+    "chatglm": _chatglm,
 }
 
 _TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
@@ -1006,12 +1037,239 @@ model (the vision tower and projector are not counted; a note says so)."""
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_MAPPERS)
 
+ARCHITECTURE_CLASSES: dict[str, str] = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Phi3ForCausalLM": "phi3",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "GPT2LMHeadModel": "gpt2",
+    "FalconForCausalLM": "falcon",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "OlmoForCausalLM": "olmo",
+    "Olmo2ForCausalLM": "olmo2",
+    "OlmoeForCausalLM": "olmoe",
+    "CohereForCausalLM": "cohere",
+    "Cohere2ForCausalLM": "cohere2",
+    "Starcoder2ForCausalLM": "starcoder2",
+    "GPTBigCodeForCausalLM": "gpt_bigcode",
+    "GPTJForCausalLM": "gptj",
+    "PhiForCausalLM": "phi",
+    "StableLmForCausalLM": "stablelm",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
+    "InternLM2ForCausalLM": "internlm2",
+    "GptOssForCausalLM": "gpt_oss",
+    "Llama4ForCausalLM": "llama4_text",
+    "MambaForCausalLM": "mamba",
+    "Mamba2ForCausalLM": "mamba2",
+    "RwkvForCausalLM": "rwkv",
+    "JambaForCausalLM": "jamba",
+}
+"""transformers' causal-LM class of each mapped ``model_type`` (``models/*/modeling_*.py``).
+A config whose ``model_type`` is not mapped but whose ``architectures`` names one of these
+classes builds as that family (Moonshot's Kimi-K2 writes ``model_type: kimi_k2`` and
+``architectures: [DeepseekV3ForCausalLM]``; its remote code is DeepSeek-V3's)."""
 
-def architecture_from_config(data: dict[str, Any], label: str = "config.json") -> Architecture:
-    """The :class:`Architecture` a parsed config.json describes; ``label`` names it in errors."""
+MODEL_TYPE_ALIASES: dict[str, tuple[str, str]] = {
+    "mimo": (
+        "qwen2",
+        "Xiaomi MiMo's modeling_mimo.py builds MiMoModel on Qwen2Model (its "
+        "multi-token-prediction layers are not counted)",
+    ),
+    "kimi_k2": (
+        "deepseek_v3",
+        "Moonshot's Kimi-K2 reuses DeepSeek-V3's architecture (its config names "
+        "DeepseekV3ForCausalLM; the nested text_config of Kimi-K2.5 does not)",
+    ),
+    "baichuan": (
+        "llama",
+        "Baichuan 2's modeling_baichuan.py: Llama's decoder with q, k, v fused in one W_pack "
+        "matrix and a NormHead output layer, the same parameters (13B: ALiBi positions)",
+    ),
+}
+"""Model types whose remote modelling code is a mapped family under another name → (that
+family, where the equivalence is read)."""
+
+_SHAPE_WORDS = frozenset({"size", "dim", "layers", "experts", "heads", "head", "rank"})
+"""Words of config field names that describe shapes (``index_head_dim``, ``num_experts``,
+``linear_num_value_heads``): a generic import lists the integer ones it did not use."""
+
+_NOT_SHAPES = frozenset({"ep_size", "num_nextn_predict_layers", "pretraining_tp", "n_group"})
+"""Integer fields with a shape word that size no parameter here (a runtime expert-parallel
+size; multi-token-prediction layers, noted separately; Llama's tensor-parallel hint;
+DeepSeek's router groups)."""
+
+
+def _is_shape_field(name: str, value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int) or name in _NOT_SHAPES:
+        return False
+    if value == 0:  # a feature turned off (no layers, no chunking) sizes nothing
+        return False
+    words = name.lower().split("_")
+    return words[0] in ("num", "n") or any(word in _SHAPE_WORDS for word in words)
+
+
+GENERIC_ASSUMED = {
+    "deepseek_v3": "DeepSeek-V3-style MLA attention and MoE (kv_lora_rank present)",
+    "generic": "a Llama-style decoder (SwiGLU MLP, RMSNorm, rotary positions, grouped-query "
+    "attention of head_dim), with mixture-of-experts FFNs where the config names experts "
+    "(num_experts, n_routed_experts or num_local_experts; moe_intermediate_size; shared "
+    "experts; first_k_dense_replace)",
+}
+
+
+def _generic_family(data: dict[str, Any]) -> str:
+    """The family a config of unknown type is read as, from the fields it has."""
+    return "deepseek_v3" if "kv_lora_rank" in data else "generic"
+
+
+def _generic(c: _Config) -> Fields:
+    """A decoder of unknown type read by the field names most configs share (LlamaConfig's,
+    plus the experts' names of Mixtral, Qwen-MoE and DeepSeek configs). Approximate by
+    construction: what it cannot see (linear-attention layers, extra projections) is missed,
+    and the import lists the shape fields it did not use."""
+    if c.opt_int("intermediate_size") is None and c.opt_int("moe_intermediate_size"):
+        # every layer MoE: no dense FFN size given; the experts' stands in (unused)
+        c.data = {**c.data, "intermediate_size": c.data["moe_intermediate_size"]}
+    fields = _llama_like(c, max_context=4096, tied=False)
+    fields["attention_bias"] = "all" if c.bool_("attention_bias", default=False) else "none"
+    fields["mlp_bias"] = c.bool_("mlp_bias", default=False)
+    if c.str_("hidden_act", default="silu") in _UNGATED_ACTS:
+        fields["ffn_kind"] = "gelu_mlp"  # up → act → down, no gate
+    experts = c.opt_int("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+    if experts is not None:
+        expert_ffn = c.opt_int("moe_intermediate_size") or fields["ffn_size"]
+        shared = c.opt_int(
+            "n_shared_experts", "num_shared_experts", "moe_num_shared_experts", minimum=0
+        )
+        if shared is None:
+            size = c.opt_int(
+                "shared_expert_intermediate_size",
+                "moe_shared_expert_intermediate_size",
+                minimum=0,
+            )
+            shared = max(1, round(size / expert_ffn)) if size else 0
+        fields["moe"] = {
+            "num_experts": experts,
+            "experts_per_token": c.int_(
+                "num_experts_per_tok", "moe_topk", "moe_top_k", "moe_k", default=2
+            ),
+            "expert_ffn_size": expert_ffn,
+            "num_shared_experts": shared,
+            "first_dense_layers": c.opt_int(
+                "first_k_dense_replace", "moe_layer_start_index", minimum=0
+            )
+            or 0,
+            "layer_period": c.int_("decoder_sparse_step", "moe_layer_freq", default=1),
+            "router_bias": c.str_("topk_method", default="") == "noaux_tc",
+        }
+    return fields
+
+
+_GENERIC_MAPPERS: dict[str, Callable[[_Config], Fields]] = {"generic": _generic}
+
+_UNGATED_ACTS = frozenset({"relu2", "xielu"})
+"""Activations the configs that name them use in a two-matrix MLP without a gate (squared
+ReLU: Nemotron, Arcee, nanochat, Jais 2; xIELU: Apertus)."""
+
+
+class ModelTypeReading(BaseModel):
+    """How a config's ``model_type`` was read: the mapped family that builds it, and what
+    the import says about that (None: the type is mapped as it is)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    family: str
+    note: str | None = None
+    approximate: bool = False
+
+
+_DECODER_CLASS_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
+"""transformers' names for a model that generates text; other heads (``BertForMaskedLM``,
+``...ForSequenceClassification``) are not read as a generic decoder."""
+
+
+def _supported_list() -> str:
+    return ", ".join(sorted(k for k in _MAPPERS if k.islower()))
+
+
+def read_model_type(data: dict[str, Any], label: str = "config.json") -> ModelTypeReading:
+    """The family ``data`` is built as: its ``model_type`` when mapped; else the class its
+    ``architectures`` names (:data:`ARCHITECTURE_CLASSES`); else a known alias
+    (:data:`MODEL_TYPE_ALIASES`); else a generic decoder (:func:`_generic_family`),
+    marked approximate. Raises only for a config with no ``model_type`` at all."""
     if "model_type" not in data:
         raise HFImportError(f"{label}: missing field 'model_type'")
     model_type = data["model_type"]
+    if not isinstance(model_type, str):
+        raise HFImportError(f"{label}: field 'model_type' must be a string, got {model_type!r}")
+    if model_type in _MAPPERS:
+        return ModelTypeReading(family=model_type)
+    classes = data.get("architectures")
+    names = [c for c in classes if isinstance(c, str)] if isinstance(classes, list) else []
+    for name in names:
+        if name in ARCHITECTURE_CLASSES:
+            family = ARCHITECTURE_CLASSES[name]
+            return ModelTypeReading(
+                family=family,
+                note=f"model_type {model_type[:60]!r} is not known; its architectures field "
+                f"names {name}, transformers' {family} class: read as {family}",
+            )
+    if model_type in MODEL_TYPE_ALIASES:
+        family, why = MODEL_TYPE_ALIASES[model_type]
+        return ModelTypeReading(
+            family=family, note=f"model_type {model_type!r} read as {family}: {why}"
+        )
+    if names and not any(n.endswith(_DECODER_CLASS_SUFFIXES) for n in names):
+        raise HFImportError(
+            f"{label}: unsupported model_type {model_type[:60]!r} (supported: "
+            f"{_supported_list()}); its architectures ({', '.join(n[:60] for n in names[:2])}) "
+            "name no causal language model to read as a generic decoder"
+        )
+    family = _generic_family(data)
+    named = f" ({', '.join(n[:60] for n in names[:2])})" if names else ""
+    return ModelTypeReading(
+        family=family,
+        note=f"approximate: model_type {model_type[:60]!r}{named} is not known; read as "
+        f"{GENERIC_ASSUMED[family]}",
+        approximate=True,
+    )
+
+
+def _mapped_fields(config: _Config, family: str, label: str) -> Fields:
+    """The family mapper's fields with its nested configs validated."""
+    fields = (_MAPPERS.get(family) or _GENERIC_MAPPERS[family])(config)
+    if isinstance(fields.get("moe"), dict):
+        fields["moe"] = _validated(MoEConfig, fields["moe"], label, family)
+    if isinstance(fields.get("mla"), dict):
+        fields["mla"] = _validated(MLAConfig, fields["mla"], label, family)
+    if isinstance(fields.get("recurrent"), dict):
+        fields["recurrent"] = _validated(RecurrentConfig, fields["recurrent"], label, family)
+    return fields
+
+
+def architecture_from_config(data: dict[str, Any], label: str = "config.json") -> Architecture:
+    """The :class:`Architecture` a parsed config.json describes; ``label`` names it in errors.
+    A type that is not mapped is read as :func:`read_model_type` says (what it assumed is in
+    :func:`read_config`'s notes)."""
+    return read_config(data, label)[0]
+
+
+def read_config(
+    data: dict[str, Any], label: str = "config.json"
+) -> tuple[Architecture, tuple[str, ...]]:
+    """(architecture, notes): :func:`architecture_from_config` and how the type was read;
+    for an approximate (generic) reading, the shape fields the import did not use."""
+    model_type = data.get("model_type")
     if isinstance(model_type, str) and model_type in _TEXT_CONFIG_TYPES:
         text = data.get("text_config")
         if not isinstance(text, dict):
@@ -1019,29 +1277,49 @@ def architecture_from_config(data: dict[str, Any], label: str = "config.json") -
         inner = {"model_type": _TEXT_CONFIG_TYPES[model_type], **text}
         inner["model_type"] = _TEXT_CONFIG_TYPES[model_type]
         inner.setdefault("_name_or_path", data.get("_name_or_path"))
-        return architecture_from_config(inner, label)
-    if not isinstance(model_type, str) or model_type not in _MAPPERS:
-        supported = ", ".join(sorted(k for k in _MAPPERS if k.islower()))
-        raise HFImportError(
-            f"{label}: unsupported model_type {model_type!r} (supported: {supported})"
+        return read_config(inner, label)
+    if (
+        isinstance(model_type, str)
+        and model_type not in _MAPPERS
+        and model_type not in MODEL_TYPE_ALIASES
+        and isinstance(data.get("text_config"), dict)
+    ):
+        # a multimodal config of unknown type: its language model, as the known ones above
+        inner = {"model_type": f"{model_type}_text", **data["text_config"]}
+        inner.setdefault("_name_or_path", data.get("_name_or_path"))
+        text_architecture, text_notes = read_config(inner, label)
+        text_note = (
+            f"model_type {model_type[:60]!r}: the language model (text_config) is read; "
+            "other towers are not counted"
         )
-    config = _Config(data, label, model_type)
-    fields = _MAPPERS[model_type](config)
-    if isinstance(fields.get("moe"), dict):
-        fields["moe"] = _validated(MoEConfig, fields["moe"], label, model_type)
-    if isinstance(fields.get("mla"), dict):
-        fields["mla"] = _validated(MLAConfig, fields["mla"], label, model_type)
-    if isinstance(fields.get("recurrent"), dict):
-        fields["recurrent"] = _validated(RecurrentConfig, fields["recurrent"], label, model_type)
-    fields.setdefault("name", _display_name(data, label, model_type))
+        return text_architecture, (text_note, *text_notes)
+    reading = read_model_type(data, label)
+    family = reading.family
+    config = _Config(data, label, family)
+    try:
+        fields = _mapped_fields(config, family, label)
+    except HFImportError as error:
+        if not reading.approximate:
+            raise
+        raise HFImportError(
+            f"{label}: unsupported model_type {str(model_type)[:60]!r} (supported: "
+            f"{_supported_list()}); read as a generic decoder: {error}"
+        ) from None
+    fields.setdefault("name", _display_name(data, label, str(model_type)))
     # the first Falcon configs (RefinedWeb) describe the same model as transformers' falcon
-    fields.setdefault(
-        "hf_model_type", "falcon" if model_type.startswith("RefinedWeb") else model_type
-    )
+    fields.setdefault("hf_model_type", "falcon" if family.startswith("RefinedWeb") else family)
     _, act = config._lookup(_ACT_FIELDS)
-    act = act if isinstance(act, str) and len(act) <= 64 else _ACT_DEFAULTS.get(model_type, "silu")
+    act = act if isinstance(act, str) and len(act) <= 64 else _ACT_DEFAULTS.get(family, "silu")
     fields.setdefault("hidden_act", act)
-    return _validated(Architecture, fields, label, model_type)
+    architecture = _validated(Architecture, fields, label, family)
+    notes = [reading.note] if reading.note else []
+    if reading.approximate:
+        unused = sorted(
+            k for k, v in data.items() if k not in config.read and _is_shape_field(k, v)
+        )
+        if unused:
+            notes.append(f"approximate: shape fields not used: {', '.join(unused[:12])}")
+    return architecture, tuple(notes)
 
 
 _ACT_FIELDS = ("hidden_activation", "hidden_act", "activation_function")
@@ -1111,8 +1389,12 @@ def read_safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]
     product(shape) · bytes per element.
     """
     try:
-        size = path.stat().st_size
-        with path.open("rb") as file:
+        file = open_regular(path, 2**63 - 1, "a safetensors file")
+    except FileReadError as error:
+        raise HFImportError(str(error)) from None
+    try:
+        size = os.fstat(file.fileno()).st_size
+        with file:
             prefix = file.read(8)
             if len(prefix) < 8:
                 raise HFImportError(f"{path}: too short for a safetensors file ({size} bytes)")
@@ -1270,8 +1552,8 @@ def architecture_from_path(path: Path) -> ImportedModel:
         "config.json",
         tolerant=True,
     )
-    architecture = architecture_from_config(data, label)
-    notes: list[str] = []
+    architecture, type_notes = read_config(data, label)
+    notes: list[str] = list(type_notes)
     warnings: list[str] = []
     if data.get("num_nextn_predict_layers"):
         notes.append(
@@ -1328,6 +1610,10 @@ def _lone_gguf(path: Path) -> Path | None:
         ggufs = sorted(path.glob("*.gguf"))
         if len(ggufs) == 1:
             return ggufs[0]
+        # the shards of one split model (<prefix>-0000k-of-0000n.gguf): its first shard
+        from llm_planner.core.files.gguf import split_model_first_shard
+
+        return split_model_first_shard(ggufs)
     return None
 
 
@@ -1561,7 +1847,7 @@ def import_gguf(path: Path) -> ImportedModel:
     from llm_planner.core.files import gguf
 
     try:
-        header = gguf.read_gguf_header(path)
+        header = gguf.read_gguf_model(path)
         fields = gguf.architecture_fields(header)
     except gguf.GGUFError as error:
         raise HFImportError(str(error)) from None
@@ -1585,7 +1871,10 @@ def import_gguf(path: Path) -> ImportedModel:
         weights_format=gguf.weights_format_of(header).lower(),
         weights_bytes=float(header.weight_bytes),
         file_params=header.parameter_count,
-        notes=(f"GGUF v{header.version}, {len(header.tensors)} tensors: {mix}",),
+        notes=(
+            f"GGUF v{header.version}, {len(header.tensors)} tensors"
+            f"{f' in {header.shards} files' if header.shards > 1 else ''}: {mix}",
+        ),
         warnings=tuple(warnings),
     )
 

@@ -98,7 +98,29 @@ def report_markdown(report: Report, scenario: Scenario | None = None) -> str:
             for f in figures
         ]
         lines.append("")
+    lines += _serving_curve_markdown(report)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _serving_curve_markdown(report: Report) -> list[str]:
+    """The serving curve (tokens/s per GPU against per user as concurrency grows)."""
+    serving = report.inference.serving
+    if serving is None or not serving.curve:
+        return []
+    lines = [
+        f"## Serving curve ({_md_cell(serving.engine_name)}, {serving.prompt_tokens} prompt "
+        f"+ {serving.output_tokens} output tokens)",
+        "",
+        "| Concurrent requests | Output tokens/s per GPU | Per user | TTFT | TPOT |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {p.concurrency} | {p.output_tokens_per_s_per_gpu:,.0f} | "
+        f"{p.output_tokens_per_s_per_user:,.1f} | {1e3 * p.ttft_seconds:,.1f} ms | "
+        f"{1e3 * p.tpot_seconds:,.2f} ms |"
+        for p in serving.curve
+    ]
+    return [*lines, ""]
 
 
 def _csv_text(value: str) -> str:

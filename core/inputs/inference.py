@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from llm_planner.core.primitives.dtypes import canonical_dtype
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES
 from llm_planner.core.primitives.limits import bounds
+from llm_planner.core.quantities.engines import get_engine
 from llm_planner.core.quantities.quantization import WeightFormat, get_weight_format
 
 DEFAULT_CUDA_CONTEXT_BYTES = CUDA_CONTEXT_BYTES
@@ -64,6 +65,22 @@ class InferenceInputs(BaseModel):
     stored_weights: StoredWeights | None = Field(
         default=None, description="exact weight bytes from the model's files, if imported"
     )
+    # serving workload (core.sections.serving): ``batch`` is the concurrent requests
+    engine: str = Field(default="vllm", description="serving engine (core.quantities.engines)")
+    prompt_tokens: int = Field(
+        default=1024, description="prompt tokens per request", **bounds("inference.prompt_tokens")
+    )
+    output_tokens: int = Field(
+        default=256, description="output tokens per request", **bounds("inference.output_tokens")
+    )
+    batch_max: bool = Field(
+        default=False, description="serve as many requests as KV memory and the engine allow"
+    )
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        return get_engine(value).id  # ValueError names the known engines
 
     @field_validator("weights_format")
     @classmethod

@@ -381,7 +381,13 @@ INPUTS: tuple[Input, ...] = (
         metavar="D",
     ),
     Input(
-        "inference.batch", "Batch", "concurrent sequences", WHOLE, flag="--batch", group=INFERENCE
+        "inference.batch",
+        "Batch",
+        "concurrent sequences (requests); on the command line also max: as many as KV memory "
+        "and the engine allow",
+        WHOLE,
+        cli="--batch {}",
+        group=INFERENCE,
     ),
     Input(
         "inference.context",

@@ -24,7 +24,7 @@ from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.inputs.whatif import WhatIfInputs
 from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.architecture import Architecture
-from llm_planner.core.primitives.gpus import GPU, get_gpu
+from llm_planner.core.primitives.gpus import GPU, catalog_id, get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.primitives.prices import list_price
 from llm_planner.core.primitives.units import clean_text
@@ -107,6 +107,13 @@ class Scenario(BaseModel):
                 self, "compute", compute.model_copy(update={"price_usd_per_gpu_hour": price})
             )
         return self
+
+    @field_validator("price_overrides")
+    @classmethod
+    def _price_keys(cls, value: dict[str, float]) -> dict[str, float]:
+        """Keys that name a catalog GPU as people type it (``H100``) are stored as its id,
+        so the override applies; other keys (custom GPUs' ids) are kept as they are."""
+        return {catalog_id(key) or key: price for key, price in value.items()}
 
     @field_validator("name")
     @classmethod

@@ -17,6 +17,10 @@ CommKind = Literal["data_parallel", "tensor_parallel", "pipeline_p2p", "expert_a
 """The collectives a compression what-if can act on (the step-time breakdown's names)."""
 
 
+MIN_IMAGES_PER_SEQUENCE = 1e-3
+"""The smallest non-zero share of images per sequence (one image per 1,000 sequences)."""
+
+
 class NodeGroup(BaseModel):
     """Nodes of one kind: the same GPU, GPUs per node, intra-node link and network."""
 
@@ -109,6 +113,15 @@ class MultimodalInputs(BaseModel):
     encoder_gpus: int | None = Field(
         default=None, ge=1, le=1_000_000, description="own-GPUs placement; None: the best split"
     )
+
+    @field_validator("images_per_sequence")
+    @classmethod
+    def _none_or_a_real_share(cls, value: float) -> float:
+        """0 (text only) or at least one image per 1,000 sequences: 1e-300 was accepted
+        and echoed as a plan."""
+        if 0 < value < MIN_IMAGES_PER_SEQUENCE:
+            raise ValueError(f"must be 0 or at least {MIN_IMAGES_PER_SEQUENCE}")
+        return value
 
 
 class CompressionInputs(BaseModel):

@@ -3,7 +3,10 @@
 Data lives in ``resources/gpus.json`` (each entry with the datasheet it comes from and a
 note on how it was checked); this module validates it into :class:`GPU` values. Users add
 custom GPUs with :func:`custom_gpu` or a JSON file that :func:`get_gpu` reads; a scenario
-carries its GPU inline, so a saved file stays self-contained.
+carries its GPU inline, so a saved file stays self-contained. Names people type (``H100``,
+``RTX 4090``, ``nvidia-smi``'s ``NVIDIA A100-SXM4-40GB``) are read through one
+normalisation and the ``aliases`` table of the data file (:func:`find_gpu`), and an
+unknown name gets the closest ids.
 
 Conventions (``conventions`` in the data file says the same):
 
@@ -315,6 +318,17 @@ def find_gpu(text: str) -> GPUChoice:
     raise GPUNotFoundError(
         f"unknown GPU {text!r}{hint} known: {', '.join(catalog)} (or the path of a GPU JSON file)"
     )
+
+
+def catalog_id(text: str) -> str | None:
+    """The catalog id a GPU name reads as (an id in any case, or a name from the alias
+    table), or None: for keys that name catalog GPUs (price overrides), not files."""
+    if _looks_like_path(text):
+        return None
+    try:
+        return find_gpu(text).gpu.id
+    except KeyError:
+        return None
 
 
 def get_gpu(gpu_id: str) -> GPU:

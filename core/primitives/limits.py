@@ -119,6 +119,8 @@ RANGES: dict[str, Range] = {
     "inference.num_gpus": _r(1, MAX_DEGREE, "GPUs"),
     "inference.cuda_context_bytes": _r(0, MAX_BYTES, "bytes"),
     "inference.prefill_chunk_tokens": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
+    "inference.prompt_tokens": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
+    "inference.output_tokens": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
     # training
     "training.seq_len": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
     "training.micro_batch": _r(1, 2**16, "sequences"),

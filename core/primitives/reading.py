@@ -81,8 +81,10 @@ def check_regular(path: str | Path) -> None:
         info = os.stat(path)
     except FileNotFoundError:
         raise FileReadError(source, "cannot read (no such file)") from None
-    except OSError as error:
-        raise FileReadError(source, f"cannot read ({error.strerror or error})") from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        raise FileReadError(
+            source, f"cannot read ({getattr(error, 'strerror', None) or error})"
+        ) from None
     _refuse_special(source, info.st_mode)
 
 
@@ -95,8 +97,10 @@ def open_regular(path: str | Path, limit: int, what: str = "a file") -> BinaryIO
         before = os.stat(path)
     except FileNotFoundError:
         raise FileReadError(source, "cannot read (no such file)") from None
-    except OSError as error:
-        raise FileReadError(source, f"cannot read ({error.strerror or error})") from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        raise FileReadError(
+            source, f"cannot read ({getattr(error, 'strerror', None) or error})"
+        ) from None
     _refuse_special(source, before.st_mode)
     _refuse_size(source, before.st_size, limit, what)
     try:

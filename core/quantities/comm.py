@@ -12,6 +12,7 @@ stride ``tp``, a pipeline group stride ``tp·dp``. A group stays on the intra-no
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -330,6 +331,25 @@ GEMMs on H100 run at ~60% of their large-size rate at 1-2 GFLOP (e.g. 1024×1024
 throughput rises with size until the GPU is filled, then steps down at each partial wave).
 Stated assumption from those curves, not fitted here."""
 
+HOST_SECONDS_PER_KERNEL_LAUNCH = 4.25e-5
+"""Host (CPU) time per kernel an eager PyTorch training step launches: Python module code,
+the autograd engine and the CUDA launch together, per kernel of a transformer layer's
+forward, recomputed forward and backward (the kernel counts are
+:data:`llm_planner.core.sections.parallelism.step_time.LAYER_KERNELS_FORWARD` and its
+neighbours, read from Megatron-LM's GPT layer). A micro-batch whose GPU work is shorter
+than its launches runs at the host's pace.
+
+FITTED on the vTrain single-node set's hidden-1024 rows (720 Megatron-DeepSpeed runs on
+2-8 A100; tests/validation/vtrain.py ``fit_launch``, grid 2e-5 … 6e-5 s by 2.5e-6) and
+checked on its hidden-2048 rows, held out; residuals in docs/ACCURACY.md. What it fits:
+with micro-batch 1 or 2 those runs take 3.0-3.6 ms per layer per micro-batch at tp 1-4
+whatever the hidden size (1024 or 2048) while their GPU work is 0.6-3 ms, i.e. a floor of
+≈ 76-82 launches (forward, its replay under full recomputation, backward, the tp
+collectives) × 40-45 µs. A bare PyTorch op dispatch is ~5-10 µs (cudaLaunchKernel alone
+2-5 µs); the rest is Python and autograd per op, which is why it is measured, not
+derived. The stack's own per-layer host time (:attr:`.stacks.StackProfile.
+host_seconds_per_layer`, e.g. nanotron's fitted 4.4 ms) is kept where it is larger."""
+
 ATTENTION_EFFICIENCY: dict[str, dict[str, float]] = {
     "fa2": {"hopper": 0.35, "ampere": 0.65, "other": 0.45},
     "fa3": {"hopper": 0.55, "ampere": 0.65, "other": 0.45},
@@ -368,21 +388,38 @@ def gemm_efficiency(
     large_efficiency: float,
     peak_flops: float,
     ramp_seconds: float = GEMM_RAMP_SECONDS,
+    memory_bytes_per_s: float = float("inf"),
+    batch: npt.ArrayLike = 1.0,
 ) -> FloatArray:
-    """Achieved share of peak of an M×K · K×N GEMM: large-size efficiency × wave × size.
+    """Achieved share of peak of an M×K · K×N GEMM: large-size efficiency × wave × size,
+    capped by the memory roofline.
 
     - wave quantisation: the output splits into ⌈M/128⌉·⌈N/256⌉ tiles, one per SM per wave;
       a partial last wave leaves SMs idle: tiles ÷ (⌈tiles/SMs⌉ · SMs) (NVIDIA, Matrix
       Multiplication Background User's Guide, 'Wave Quantization');
     - size: F / (F + peak · efficiency · GEMM_RAMP_SECONDS) with F = 2·M·N·K, the fixed
       start-up time of a kernel, which dominates small GEMMs;
-    - ``large_efficiency``: what a large GEMM reaches (ParallelInputs.kernel_efficiency).
+    - ``large_efficiency``: what a large GEMM reaches (ParallelInputs.kernel_efficiency);
+    - memory roofline: a GEMM cannot run faster than it reads its two operands and writes its
+      output once, 2 bytes each: efficiency ≤ F·B ÷ (2·(M·K + K·N + M·N)·peak), B the
+      achieved HBM bandwidth (Williams et al. 2009, "Roofline", CACM 52(4)). It binds when
+      a dimension is small: a LoRA adapter's rank, an unfused attention's head dimension
+      (its scores GEMM has K = d, e.g. 64: ~57 FLOP per byte, under a third of an A100's
+      fp16 peak at its 1.6 TB/s achieved), a handful of tokens; never for the weight GEMMs
+      of pretraining (hundreds of FLOP per byte). ``memory_bytes_per_s`` infinite: no cap;
+    - ``batch``: independent GEMMs of this shape in one batched call (``bmm``): their tiles
+      share the waves and each reads its own operands.
     """
     m_ = np.asarray(m, dtype=np.float64)
     n_ = np.asarray(n, dtype=np.float64)
     k_ = np.asarray(k, dtype=np.float64)
-    tiles = np.ceil(m_ / GEMM_TILE_M) * np.ceil(n_ / GEMM_TILE_N)
+    count = np.asarray(batch, dtype=np.float64)
+    tiles = np.ceil(m_ / GEMM_TILE_M) * np.ceil(n_ / GEMM_TILE_N) * count
     wave = tiles / (np.ceil(tiles / sms) * sms)
-    flops = 2.0 * m_ * n_ * k_
+    flops = 2.0 * m_ * n_ * k_ * count
     size = flops / (flops + peak_flops * large_efficiency * ramp_seconds)
-    return np.asarray(large_efficiency * wave * size)
+    efficiency = large_efficiency * wave * size
+    if math.isfinite(memory_bytes_per_s):
+        moved = COMM_BYTES_PER_ELEMENT * (m_ * k_ + k_ * n_ + m_ * n_) * count
+        efficiency = np.minimum(efficiency, flops * memory_bytes_per_s / (moved * peak_flops))
+    return np.asarray(efficiency)

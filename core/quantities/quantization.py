@@ -177,8 +177,9 @@ def weight_formats() -> dict[str, WeightFormat]:
             GGML_SOURCE + " (block_q5_1)",
         ),
     ]
-    # llama.cpp's i-quants, one tensor type each: bytes per block of 256 (32 for IQ4_NL)
-    # from ggml-common.h; bits per weight = 8 · bytes / block.
+    # llama.cpp's i-quants and ternary types, one tensor type each: bytes per block of 256
+    # (32 for IQ4_NL) from ggml-common.h; bits per weight = 8 · bytes / block. Q3_K_S is the
+    # file type that "uses Q3_K for all tensors" (llama.cpp's quantize help).
     for id_, block_bytes, block, layout in (
         ("iq1_s", 50, 256, "fp16 d + qs[32] + uint16 qh[8]"),
         ("iq1_m", 56, 256, "qs[32] + qh[16] + scales[8]"),
@@ -189,15 +190,19 @@ def weight_formats() -> dict[str, WeightFormat]:
         ("iq3_s", 110, 256, "fp16 d + qs[64] + qh[8] + signs[32] + scales[4]"),
         ("iq4_nl", 18, 32, "fp16 d + qs[16]"),
         ("iq4_xs", 136, 256, "fp16 d + uint16 scales_h + scales_l[4] + qs[128]"),
+        ("tq1_0", 54, 256, "qs[48] (5 ternary digits a byte) + qh[4] + fp16 d"),
+        ("tq2_0", 66, 256, "qs[64] (2 bits each) + fp16 d"),
+        ("q3_k_s", 110, 256, "block_q3_K: hmask[32] + qs[64] + scales[12] + fp16 d"),
     ):
         bpw = 8 * block_bytes / block
         formats.append(
             WeightFormat(
                 id=id_,
-                label=f"GGUF {id_.upper()}",
+                label=f"GGUF {id_.upper()}"
+                + (" (Q3_K in every tensor)" if id_ == "q3_k_s" else ""),
                 bits_per_weight=bpw,
                 formula=f"{layout} = {block_bytes} B / {block} = {bpw:g} bits",
-                source=GGML_SOURCE + f" (block_{id_})",
+                source=GGML_SOURCE + f" (block_{'q3_K' if id_ == 'q3_k_s' else id_})",
             )
         )
     # llama.cpp's i-quant file types that mix tensor types: the quantize tool's own figure.

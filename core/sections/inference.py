@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,8 +26,16 @@ from llm_planner.core.primitives.architecture import Architecture, count_paramet
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities.comm import sms_of
+from llm_planner.core.quantities.engines import get_engine
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
 from llm_planner.core.quantities.quantization import WeightFormat
+from llm_planner.core.sections.serving import (
+    Deployment,
+    ServingReport,
+    estimate_serving,
+    gpu_class,
+)
 
 GiB = 2.0**30
 
@@ -268,6 +277,48 @@ def prefill_flops(arch: Architecture, params_active: float, context: int, batch:
     return batch * context * per_token
 
 
+def serving_deployment(
+    arch: Architecture,
+    params_total: float,
+    params_active: float,
+    gpu: GPU,
+    inputs: InferenceInputs,
+) -> Deployment:
+    """The replica the serving model prices (:class:`~llm_planner.core.sections.serving.
+    Deployment`), from this section's own bytes.
+
+    Compute dtype: the weight format's (fp8 weights run fp8 GEMMs); block-quantized
+    formats (GGUF, int4 groups) run at the engine's ``quantized_compute_dtype``. The KV
+    pool on one GPU is the engine's share of the memory left after this GPU's weights,
+    runtime context, activations of the largest step and logits (:func:`memory_per_gpu`
+    at batch 1, its cache left out); each GPU holds :func:`kv_fraction_per_gpu` of a
+    sequence's cache (1/N of the layers when layers are split).
+    """
+    engine = get_engine(inputs.engine)
+    n = inputs.num_gpus
+    fmt = inputs.weight_format
+    quantized = fmt.id not in ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+    memory = memory_per_gpu(arch, params_total, inputs, 1, 1)
+    used = memory.total - memory.kv_cache - memory.state
+    free = max(0.0, gpu.memory_bytes - used)
+    return Deployment(
+        arch=arch,
+        params_active=params_active,
+        gpu=gpu,
+        num_gpus=n,
+        engine=engine,
+        weights_bytes=replica_weights_bytes(params_total, inputs),
+        kv_bytes_per_token=kv_cache_bytes(arch, 1, 1, inputs.kv_dtype),
+        kv_share_per_gpu=kv_fraction_per_gpu(arch, n) if engine.tensor_parallel else 1.0 / n,
+        compute_dtype=engine.quantized_compute_dtype if quantized else fmt.compute_dtype,
+        quantized=quantized,
+        gpu_class=gpu_class(gpu),
+        kv_capacity_bytes=free * engine.kv_memory_fraction,
+        sms=sms_of(gpu.id),
+        weights_read_fraction=cache(lambda batch: weights_read_fraction(arch, batch)),
+    )
+
+
 # ------------------------------------------------------------------ the report section
 
 
@@ -317,6 +368,9 @@ class InferenceReport(BaseModel):
     peak_flops_per_gpu: float | None
     prefill_seconds_bound: float | None
     prefill_tokens_per_s_bound: float | None
+    serving: ServingReport | None = Field(
+        default=None, description="throughput and latency under the serving workload"
+    )
 
     def figures(self) -> list[Figure]:
         """Every figure with its formula and source, in display order."""
@@ -419,10 +473,11 @@ class InferenceReport(BaseModel):
                     STATE_SOURCE,
                 ),
             )
-        return [
+        figures = [
             Figure(key=key, label=label, value=getattr(self, key), unit=unit, formula=f, source=s)
             for key, label, unit, f, s in rows
         ]
+        return figures + (self.serving.figures() if self.serving is not None else [])
 
 
 class MemoryPoint(NamedTuple):
@@ -464,12 +519,14 @@ def estimate_inference(
     params_active: float,
     gpu: GPU,
     inputs: InferenceInputs,
+    *,
+    price_usd_per_gpu_hour: float = 0.0,
 ) -> InferenceReport:
     """The inference-memory section for one replica on ``inputs.num_gpus`` GPUs.
 
     ``params_total`` sizes the weights (exactly the user's P when overridden); ``arch``
     supplies the shapes of the KV cache and activations; ``params_active`` sets the
-    prefill FLOPs.
+    prefill FLOPs. ``price_usd_per_gpu_hour`` prices the serving section's tokens.
     """
     fmt = inputs.weight_format
     n, batch, context = inputs.num_gpus, inputs.batch, inputs.context
@@ -523,4 +580,11 @@ def estimate_inference(
         peak_flops_per_gpu=peak,
         prefill_seconds_bound=prefill_seconds,
         prefill_tokens_per_s_bound=(batch * context / prefill_seconds if prefill_seconds else None),
+        serving=estimate_serving(
+            serving_deployment(arch, params_total, params_active, gpu, inputs),
+            inputs.prompt_tokens,
+            inputs.output_tokens,
+            None if inputs.batch_max else batch,
+            price_usd_per_gpu_hour,
+        ),
     )

@@ -390,6 +390,8 @@ class Tab(QWidget):
         path: str,
         items: Sequence[tuple[str, Any]],
         tooltip: str,
+        *,
+        also: Callable[[Any], dict[str, Any]] | None = None,
     ) -> QComboBox:
         combo = ElidedCombo()
         combo.setObjectName(path)
@@ -398,7 +400,7 @@ class Tab(QWidget):
         combo.setMinimumContentsLength(10)
         for text, value in items:
             combo.addItem(text, value)
-        self.binder.combo(combo, path, label, tooltip)
+        self.binder.combo(combo, path, label, tooltip, also=also)
         combo.set_base_tooltip(tooltip)
         form.addRow(label, combo)
         return combo

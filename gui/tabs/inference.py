@@ -115,8 +115,51 @@ class InferenceTab(Tab):
         )
         row.addWidget(with_fit_panel(self.bars, self.fit_panel))
         row.addWidget(self.context_chart)
-        row.setSizes([220, 380])
+        row.addWidget(self._build_serving_chart())
+        row.setSizes([220, 380, 380])
         self.right.addWidget(row)
+
+    def _build_serving_chart(self) -> Any:
+        """Tokens/s per GPU against tokens/s per user as concurrency grows (core's
+        ``inference.serving.curve``), with this scenario's operating point."""
+        from llm_planner.gui.widgets.charts import SeriesChart
+
+        self.serving_chart = SeriesChart(
+            "Serving: throughput against speed per user",
+            "output tokens/s per user",
+            "output tokens/s per GPU",
+            log_x=True,
+            log_y=True,
+        )
+        self.serving_chart.setObjectName("serving_chart")
+        self.serving_chart.add_line(
+            "curve", "more concurrent requests →", colors.SERIES[0], symbol="o"
+        )
+        self.serving_chart.add_markers(
+            "current", "this scenario", colors.BAD, symbol="star", size=16
+        )
+        return self.serving_chart
+
+    def _redraw_serving(self, report: Report) -> None:
+        serving = report.inference.serving if report.inference is not None else None
+        if serving is None:
+            return
+        curve = serving.curve
+        self.serving_chart.set_line(
+            "curve",
+            [p.output_tokens_per_s_per_user for p in curve],
+            [p.output_tokens_per_s_per_gpu for p in curve],
+        )
+        self.serving_chart.set_markers(
+            "current", [serving.output_tokens_per_s_per_user], [serving.output_tokens_per_s_per_gpu]
+        )
+        self.serving_chart.info.setText(
+            f"{serving.engine_name}: {serving.concurrency:,} requests of "
+            f"{serving.prompt_tokens:,} + {serving.output_tokens:,} tokens; TTFT "
+            f"{1e3 * serving.ttft_seconds:,.0f} ms, TPOT {1e3 * serving.tpot_seconds:,.1f} ms; "
+            f"largest concurrency {serving.max_concurrency:,}"
+        )
+        self.serving_chart.info.show()
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
@@ -125,6 +168,7 @@ class InferenceTab(Tab):
             return
         rows, capacity = inference_rows(scenario, section)
         self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
+        self._redraw_serving(report)
         if section.fits or report.inference_fit_suggestions:
             self.fit_panel.set_suggestions(report.inference_fit_suggestions, not section.fits)
         limit = scenario.model.architecture.max_context

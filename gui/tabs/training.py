@@ -102,6 +102,7 @@ class TrainingTab(Tab):
                 ("drop tensors above X", "threshold"),
             ],
             "Activation recomputation policy",
+            also=self._threshold_start,
         )
         self.threshold = self.input(acts, "training.recompute_threshold_bytes")
         self.flash = self.check(
@@ -131,6 +132,15 @@ class TrainingTab(Tab):
         allowances = self.group("Allowances (per GPU)")
         self.cuda_context = self.input(allowances, "training.cuda_context_bytes")
         self.fragmentation = self.input(allowances, "training.fragmentation_fraction")
+
+    def _threshold_start(self, policy: Any) -> dict[str, Any]:
+        """Choosing "drop tensors above X" with no X yet starts X at the largest tensor one
+        layer saves (the report's ledger): nothing is dropped until X is lowered, and the
+        choice is never refused for want of an X (the command line gives both at once)."""
+        if policy != "threshold" or self.state.scenario.training.recompute_threshold_bytes:
+            return {}
+        largest = max((entry.bytes for entry in self.state.report.training.ledger), default=1.0)
+        return {"training.recompute_threshold_bytes": max(largest, 1.0)}
 
     def build_charts(self) -> None:
         from llm_planner.gui.widgets.charts import MemoryBars

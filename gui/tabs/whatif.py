@@ -1,13 +1,15 @@
 """The "What if" tab: the seed's open problems on the current scenario.
 
 Four checkable groups (mixed cluster, RL in the loop, multimodal placement, compressed
-communication); checking one plans it with defaults (an undo step), its fields edit it.
+communication); checking one plans it with defaults (an undo step), its fields edit it
+through the shared binder (:class:`llm_planner.gui.binding.Binder`), as every tab's do.
 The figures come from ``core.composition.whatif.report`` (no formulas here); the chart is
 the RL split: step time against the GPUs given to rollouts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.whatif.mixed import cluster_presets, preset_cluster
+from llm_planner.core.inputs.registry import format_count
 from llm_planner.core.inputs.whatif import (
     CompressionInputs,
     MultimodalInputs,
@@ -41,6 +44,12 @@ DEFAULTS: dict[str, Any] = {
     "compression": CompressionInputs,
 }
 """Each part's inputs when the user first checks it (the mixed cluster: the chosen preset)."""
+
+
+def _default(part: str, name: str) -> Callable[[], Any]:
+    """What a field of a part not planned yet shows (disabled): the part's default."""
+    return lambda: getattr(DEFAULTS[part](), name)
+
 
 COMM_KINDS = (
     ("data-parallel gradient sync", "data_parallel"),
@@ -77,7 +86,7 @@ class WhatIfTab(Tab):
         spin.setObjectName(f"whatif.{part}.{name}")
         spin.setRange(lo, hi)
         spin.setKeyboardTracking(False)  # one change when typing ends, not per digit
-        spin.valueChanged.connect(lambda v, p=part, n=name: self._set(p, {n: int(v)}))
+        self.binder.spin(spin, f"whatif.{part}.{name}", label, unset=_default(part, name))
         form.addRow(label, spin)
         self.fields[(part, name)] = spin
         return spin
@@ -127,13 +136,15 @@ class WhatIfTab(Tab):
         self.placement.setObjectName("whatif.rl.placement")
         self.placement.addItem("separate pools", "separate")
         self.placement.addItem("colocated (reshard)", "colocated")
-        self.placement.activated.connect(
-            lambda i: self._set("rl", {"placement": self.placement.itemData(i)})
+        self.binder.combo(
+            self.placement, "whatif.rl.placement", "Placement", unset=_default("rl", "placement")
         )
         rl.addRow("Placement", self.placement)
         self.overlap = QCheckBox("next rollout during training")
         self.overlap.setObjectName("whatif.rl.overlap")
-        self.overlap.toggled.connect(lambda on: self._set("rl", {"overlap": bool(on)}))
+        self.binder.check(
+            self.overlap, "whatif.rl.overlap", "Overlap", unset=_default("rl", "overlap")
+        )
         rl.addRow("", self.overlap)
 
         self._build_multimodal_and_compression()
@@ -146,14 +157,26 @@ class WhatIfTab(Tab):
         )
         self.encoder = QLineEdit()
         self.encoder.setObjectName("whatif.multimodal.encoder_params")
-        self.encoder.setToolTip("Encoder parameters, e.g. 600M or 6B")
-        self.encoder.editingFinished.connect(self._encoder_edited)
+        self.binder.line(
+            self.encoder,
+            "whatif.multimodal.encoder_params",
+            lambda text: units.parse_count(text, "Encoder params"),
+            format_count,
+            "Encoder params",
+            "Encoder parameters, e.g. 600M or 6B",
+            unset=_default("multimodal", "encoder_params"),
+        )
         mm.addRow("Encoder params", self.encoder)
         self._spin(mm, "Tokens/image", ("multimodal", "tokens_per_image"), lo=1, hi=1_000_000)
-        self.frozen = QCheckBox("frozen encoder (forward only)")
-        self.frozen.setObjectName("whatif.multimodal.frozen")
-        self.frozen.toggled.connect(lambda on: self._set("multimodal", {"encoder_trained": not on}))
-        mm.addRow("", self.frozen)
+        self.trained = QCheckBox("encoder trained (off: frozen, forward only)")
+        self.trained.setObjectName("whatif.multimodal.encoder_trained")
+        self.binder.check(
+            self.trained,
+            "whatif.multimodal.encoder_trained",
+            "Encoder trained",
+            unset=_default("multimodal", "encoder_trained"),
+        )
+        mm.addRow("", self.trained)
 
         comp = self._part_box(
             "Compressed communication", "compression", "Fewer bytes on the wire, a kernel to pay"
@@ -162,8 +185,11 @@ class WhatIfTab(Tab):
         self.kind.setObjectName("whatif.compression.kind")
         for text, value in COMM_KINDS:
             self.kind.addItem(text, value)
-        self.kind.activated.connect(
-            lambda i: self._set("compression", {"kind": self.kind.itemData(i)})
+        self.binder.combo(
+            self.kind,
+            "whatif.compression.kind",
+            "Collective",
+            unset=_default("compression", "kind"),
         )
         comp.addRow("Collective", self.kind)
         self.ratio = QDoubleSpinBox()
@@ -171,7 +197,9 @@ class WhatIfTab(Tab):
         self.ratio.setRange(1.0, 1000.0)
         self.ratio.setDecimals(1)
         self.ratio.setKeyboardTracking(False)
-        self.ratio.valueChanged.connect(lambda v: self._set("compression", {"ratio": float(v)}))
+        self.binder.spin(
+            self.ratio, "whatif.compression.ratio", "Ratio", unset=_default("compression", "ratio")
+        )
         comp.addRow("Ratio", self.ratio)
         self.problem = QLabel()
         self.problem.setObjectName("whatif_problem")
@@ -180,54 +208,25 @@ class WhatIfTab(Tab):
         self.inputs_layout.addWidget(self.problem)
 
     # ------------------------------------------------------------ changes
-    def _replace(self, whatif: Any, text: str) -> None:
-        scenario = self.state.scenario.model_copy(update={"whatif": whatif})
-        self.state.replace(scenario, text)
-
+    # the fields go through the shared binder (gui/binding.py); planning a part and choosing
+    # a cluster preset set a whole part, one undo step each, through the same state
     def _toggle(self, part: str, on: bool) -> None:
         w = self.state.scenario.whatif
         if on == (getattr(w, part) is not None):
             return
-        if not on:
-            value = None
-        elif part == "mixed_cluster":
-            value = preset_cluster(str(self.cluster.currentData()))
-        else:
-            value = DEFAULTS[part]()
+        value: Any = None
+        if on and part == "mixed_cluster":
+            value = preset_cluster(str(self.cluster.currentData())).model_dump()
+        elif on:
+            value = DEFAULTS[part]().model_dump()
         verb = "Plan" if on else "Stop planning"
-        self._replace(w.model_copy(update={part: value}), f"{verb} {part.replace('_', ' ')}")
-
-    def _set(self, part: str, changes: dict[str, Any]) -> None:
-        if self._syncing:
-            return
-        w = self.state.scenario.whatif
-        current = getattr(w, part)
-        if current is None:
-            return
-        try:
-            value = type(current).model_validate({**current.model_dump(), **changes})
-        except ValueError as error:
-            self.problem.setText(f"{part.replace('_', ' ')}: {str(error).splitlines()[-1]}")
-            return
-        self.problem.setText("")
-        if value != current:
-            self._replace(w.model_copy(update={part: value}), f"Change {part.replace('_', ' ')}")
+        self.state.set_fields({f"whatif.{part}": value}, f"{verb} {part.replace('_', ' ')}")
 
     def _cluster_chosen(self, index: int) -> None:
-        w = self.state.scenario.whatif
-        if w.mixed_cluster is None:
+        if self.state.scenario.whatif.mixed_cluster is None:
             return
         chosen = preset_cluster(str(self.cluster.itemData(index)))
-        self._replace(w.model_copy(update={"mixed_cluster": chosen}), "Choose cluster")
-
-    def _encoder_edited(self) -> None:
-        text = self.encoder.text().strip()
-        try:
-            value = units.parse_count(text)
-        except (units.UnitError, ValueError) as error:
-            self.problem.setText(f"Encoder params: {error}")
-            return
-        self._set("multimodal", {"encoder_params": value})
+        self.state.set_fields({"whatif.mixed_cluster": chosen.model_dump()}, "Choose cluster")
 
     # ------------------------------------------------------------ view
     def build_charts(self) -> None:
@@ -249,44 +248,18 @@ class WhatIfTab(Tab):
         self.right.addWidget(self.rl_chart)
         self.whatif: Any = None
 
-    _syncing = False
-
-    def _sync_inputs(self, scenario: Scenario) -> None:
-        """Show the scenario's what-if inputs without writing them back."""
-        self._syncing = True
-        try:
-            w = scenario.whatif
-            for part, box in self.boxes.items():
+    def _sync_boxes(self, scenario: Scenario) -> None:
+        """Check the boxes of the parts the scenario plans (the fields follow the binder)."""
+        for part, box in self.boxes.items():
+            planned = getattr(scenario.whatif, part) is not None
+            if box.isChecked() != planned:
                 blocked = box.blockSignals(True)
-                box.setChecked(getattr(w, part) is not None)
+                box.setChecked(planned)
                 box.blockSignals(blocked)
-            for (part, name), spin in self.fields.items():
-                value = getattr(getattr(w, part) or DEFAULTS[part](), name)
-                blocked = spin.blockSignals(True)
-                spin.setValue(int(value))
-                spin.blockSignals(blocked)
-            rl = w.rl or RLInputs()
-            self.placement.setCurrentIndex(self.placement.findData(rl.placement))
-            self.overlap.blockSignals(True)
-            self.overlap.setChecked(rl.overlap)
-            self.overlap.blockSignals(False)
-            mm = w.multimodal or MultimodalInputs()
-            if not self.encoder.hasFocus():
-                self.encoder.setText(units.format_count(mm.encoder_params))
-            self.frozen.blockSignals(True)
-            self.frozen.setChecked(not mm.encoder_trained)
-            self.frozen.blockSignals(False)
-            comp = w.compression or CompressionInputs()
-            self.kind.setCurrentIndex(self.kind.findData(comp.kind))
-            self.ratio.blockSignals(True)
-            self.ratio.setValue(comp.ratio)
-            self.ratio.blockSignals(False)
-        finally:
-            self._syncing = False
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         del report  # the plans read it in redraw_slow
-        self._sync_inputs(scenario)
+        self._sync_boxes(scenario)
         self.empty.setVisible(not scenario.whatif.any)
         self.figures.setVisible(scenario.whatif.any)
         self.rl_chart.setVisible(scenario.whatif.rl is not None)
@@ -305,6 +278,7 @@ class WhatIfTab(Tab):
         if self.whatif is None:  # the estimate failed: the last report stays on screen
             self.problem.setText("This what-if could not be computed (see the log).")
             return
+        self.problem.setText("")
         self.figures.set_figures(self.whatif.figures())
         rl = self.whatif.rl
         curve = rl.curve if rl is not None else []

@@ -188,8 +188,13 @@ def _calibrated_scenario() -> tuple[Scenario, Scenario]:
 def test_calibrated_model_drives_report_compute_and_search() -> None:
     plain, measured = _calibrated_scenario()
     before, after = estimate(plain), estimate(measured)
-    # kernel efficiency 0.7 → 0.4 slows compute by 0.4/0.7; TP traffic is unchanged
-    assert after.parallelism.tokens_per_s < 0.75 * before.parallelism.tokens_per_s
+    # kernel efficiency 0.7 → 0.4 slows the GEMMs by 0.7/0.4 = 1.75× (the memory-bound part
+    # of "compute" is unchanged: ≥ 1.4× in all); TP traffic is unchanged. (Issue 31: the
+    # whole step moves less than that here, 0.84×, because the uncalibrated step of 8B at
+    # tp 8, micro-batch 1 sits partly under the launch floor, which the slower GEMMs clear.)
+    compute_before = before.parallelism.time_breakdown_seconds["compute"]
+    assert after.parallelism.time_breakdown_seconds["compute"] > 1.4 * compute_before
+    assert after.parallelism.tokens_per_s < 0.9 * before.parallelism.tokens_per_s
     # the compute tab's modeled throughput is the parallelism tab's
     assert after.compute.tokens_per_s == pytest.approx(after.parallelism.tokens_per_s)
     assert after.calibration is not None

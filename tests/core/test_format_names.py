@@ -42,6 +42,12 @@ I_QUANTS = [
     ("iq3_s", 8 * (2 + 64 + 8 + 32 + 4) / 256, "fp16 d, qs, qh, signs, scales[QK_K/64]"),
     ("iq4_nl", 8 * (2 + 16) / 32, "fp16 d, qs[QK4_NL/2], block of 32"),
     ("iq4_xs", 8 * (2 + 2 + 4 + 128) / 256, "fp16 d, scales_h, scales_l[4], qs[128]"),
+    # ternary: block_tq1_0 qs[(256 - 4·256/64)/5], qh[256/64], fp16 d; block_tq2_0 qs[64], d
+    # (the quantize tool: "TQ1_0 1.69 bpw", "TQ2_0 2.06 bpw")
+    ("tq1_0", 8 * ((256 - 4 * 256 // 64) // 5 + 256 // 64 + 2) / 256, "qs[48], qh[4], d"),
+    ("tq2_0", 8 * (64 + 2) / 256, "qs[64], fp16 d"),
+    # Q3_K_S: "Uses Q3_K for all tensors"; block_q3_K hmask[32] + qs[64] + scales[12] + d
+    ("q3_k_s", 8 * (32 + 64 + 12 + 2) / 256, "block_q3_K in every tensor"),
 ]
 
 

@@ -120,3 +120,22 @@ def test_cli_reads_gpu_names_as_ids_and_says_so(capsys: pytest.CaptureFixture[st
     assert json.loads(by_name.out) == json.loads(by_id.out)
     assert "'RTX 4090' read as rtx-4090" in by_name.err
     assert by_id.err == ""
+
+
+def test_price_overrides_take_gpu_names(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--price-for H100=1.25`` was stored under "H100", which no GPU id matches, and
+    silently did nothing; a scenario file's keys are read the same way."""
+    from llm_planner.core.composition.scenario import default_scenario
+
+    argv = ["hardware", "--max-gpus", "16", "--json", "--price-for", "H100=1.25"]
+    assert main(argv) == 0
+    options = json.loads(capsys.readouterr().out)["options"]
+    h100 = [o for o in options if o["gpu_id"] == "h100-sxm"]
+    assert h100
+    assert all(o["price_usd_per_gpu_hour"] == 1.25 for o in h100)
+    assert main(["hardware", "--price-for", "H1000=1.0"]) == 2
+    assert "did you mean" in capsys.readouterr().err
+    data = default_scenario().model_dump(mode="json")
+    data["price_overrides"] = {"RTX 4090": 0.4, "custom-my-card": 1.0}
+    scenario = type(default_scenario()).model_validate(data)
+    assert scenario.price_overrides == {"rtx-4090": 0.4, "custom-my-card": 1.0}

@@ -29,10 +29,14 @@ from llm_planner.core.primitives.presets import get_preset
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "hf"
 CASES = sorted(p.parent.name for p in FIXTURES.glob("*/expected.json"))
-REMOTE_CODE = {"internlm2_5-7b", "deepseek-moe-16b-base", "refinedweb-40b"}
-BUFFER_PARAMS = {"deepseek-v3": 58 * 256}
+REMOTE_CODE = {"internlm2_5-7b", "deepseek-moe-16b-base", "refinedweb-40b", "chatglm3-6b"}
+BUFFER_PARAMS = {"deepseek-v3": 58 * 256, "kimi-k2-instruct": 60 * 384}
 """DeepSeek-V3's per-expert score-correction biases: stored in the checkpoint (and counted
 here), registered as buffers, not parameters, by transformers' DeepseekV3TopkRouter."""
+
+META_MODEL_TYPE = {"kimi-k2-instruct": "deepseek_v3"}
+"""Configs whose model_type transformers has no class for, built as the class their
+``architectures`` field names (Kimi-K2: DeepseekV3ForCausalLM)."""
 
 REQUIRED_TYPES = {
     *("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo", "olmo2", "olmoe", "cohere"),
@@ -75,7 +79,9 @@ def _meta_model_count(name: str) -> tuple[int, int, int]:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     data = _config(name)
-    model_type = data.pop("model_type")
+    model_type = META_MODEL_TYPE.get(name, data["model_type"])
+    data.pop("model_type")
+    data.pop("auto_map", None)
     data.pop("quantization_config", None)
     if "text_config" in data:  # multimodal: the language model alone
         text = dict(data["text_config"])
@@ -103,6 +109,21 @@ def test_transformers_meta_device_count(name):
 
 
 # ------------------------------------------------------------------ remote code, by hand
+
+
+def test_chatglm_hand_count_from_its_modelling_file():
+    # modeling_chatglm.py (THUDM/chatglm3-6b, remote code, read not run): embedding and a
+    # separate output_layer of padded_vocab_size 65024 × 4096; per block: input and
+    # post-attention RMSNorm (4096 each), query_key_value 4096 → 32·128 + 2·2·128 = 4608
+    # with bias (add_qkv_bias), dense 4096 → 4096 without bias (add_bias_linear false),
+    # dense_h_to_4h 4096 → 2·13696 and dense_4h_to_h 13696 → 4096 (SwiGLU), no biases;
+    # 28 blocks; a final RMSNorm.
+    embed = 65024 * 4096
+    block = 2 * 4096 + 4096 * 4608 + 4608 + 4096 * 4096 + 4096 * 2 * 13696 + 13696 * 4096
+    total = 2 * embed + 28 * block + 4096
+    assert total == 6_243_584_000  # the count THUDM's model card rounds to 6.2B
+    arch = architecture_from_path(FIXTURES / "chatglm3-6b").architecture
+    assert count_parameters(arch).total == total == _expected("chatglm3-6b")["params_total"]
 
 
 def test_internlm2_hand_count_from_its_modelling_file():

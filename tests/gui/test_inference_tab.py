@@ -72,3 +72,27 @@ def test_hover_explains_a_segment(window: MainWindow) -> None:
     text = tab.bars.tooltip_for(*hit)
     assert "GB" in text
     assert "GiB" in text
+
+
+def test_serving_curve_follows_the_batch(qtbot: Any, window: MainWindow) -> None:
+    """Typing 16 concurrent requests moves the operating point to core's figures at 16, on
+    the curve core computes (tokens/s per user on x, per GPU on y), drawn in place."""
+    window.tabs.setCurrentIndex(1)
+    tab = window.page(1)
+    line_before = tab.serving_chart.lines["curve"]
+    type_into(qtbot, window, tab.batch, "16")
+    serving = estimate(window.state.scenario).inference.serving
+    assert serving is not None
+    assert serving.concurrency == 16
+    xs, ys = tab.serving_chart.data("current")
+    assert xs == [pytest.approx(serving.output_tokens_per_s_per_user)]
+    assert ys == [pytest.approx(serving.output_tokens_per_s_per_gpu)]
+    curve_x, curve_y = tab.serving_chart.data("curve")
+    assert curve_x == [pytest.approx(p.output_tokens_per_s_per_user) for p in serving.curve]
+    assert curve_y == [pytest.approx(p.output_tokens_per_s_per_gpu) for p in serving.curve]
+    at_16 = next(p for p in serving.curve if p.concurrency == 16)
+    assert ys[0] == pytest.approx(at_16.output_tokens_per_s_per_gpu)
+    type_into(qtbot, window, tab.batch, "1")
+    xs_one, _ = tab.serving_chart.data("current")
+    assert xs_one[0] > xs[0]  # one request alone decodes faster than sixteen
+    assert tab.serving_chart.lines["curve"] is line_before

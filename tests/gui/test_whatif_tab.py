@@ -78,4 +78,33 @@ def test_every_part_can_be_planned_from_the_window(qtbot: Any, window: MainWindo
     tab.encoder.selectAll()
     QTest.keyClicks(tab.encoder, "lots")
     QTest.keyClick(tab.encoder, Qt.Key.Key_Return)
-    assert "Encoder params" in tab.problem.text()
+    assert "Encoder params" in window.error_label.text()
+    assert tab.encoder.property("inputError")
+    assert window.state.scenario.whatif.multimodal.encoder_params == 0.6e9  # unchanged
+
+
+def test_fields_go_through_the_shared_binder(qtbot: Any, window: MainWindow) -> None:
+    """The ratio (a float spin box), the trained switch and an unplanned part's defaults."""
+    tab = _whatif_tab(window)
+    # a part not planned shows its defaults, disabled (RLInputs: 64 GPUs)
+    spin = tab.fields[("rl", "num_gpus")]
+    assert spin.value() == 64
+    assert not spin.isEnabled()
+    _click_check(qtbot, tab.boxes["compression"])
+    _click_check(qtbot, tab.boxes["multimodal"])
+    window.flush()
+    tab.ratio.setFocus()
+    tab.ratio.selectAll()
+    QTest.keyClicks(tab.ratio, "2.5")
+    QTest.keyClick(tab.ratio, Qt.Key.Key_Return)
+    window.flush()
+    assert window.state.scenario.whatif.compression.ratio == 2.5
+    assert tab.trained.isChecked()
+    qtbot.mouseClick(tab.trained, Qt.MouseButton.LeftButton)
+    window.flush()
+    assert window.state.scenario.whatif.multimodal.encoder_trained is False
+    # Ctrl+Z takes back the switch alone
+    QTest.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    window.flush()
+    assert window.state.scenario.whatif.multimodal.encoder_trained is True
+    assert window.state.scenario.whatif.compression.ratio == 2.5

@@ -34,6 +34,7 @@ from llm_planner.core.sections.parallelism import (
     cluster_of,
     evaluate_layouts,
     memory_terms,
+    step_inputs_of,
     workload_of,
 )
 from llm_planner.core.sections.training import TrainingInputs
@@ -211,7 +212,7 @@ def _sweep_rows(overrides: tuple[tuple[str, Any], ...]) -> tuple[SweepRow, ...]:
             work = workload_of(arch, 4096, int(batch), params, None, training_inputs=ti)
             if stack_fields:
                 work = replace(work, stack=work.stack.model_copy(update=stack_fields))
-            res = evaluate_layouts(work, cluster, lay.take(sel), recipe)
+            res = evaluate_layouts(work, cluster, lay.take(sel), recipe, step_inputs_of(arch, ti))
             predicted[sel] = res["tokens_per_s"] / (dp[sel] * tp[sel] * pp[sel])
             memory[sel] = res["peak_bytes"]
             logged[sel] = res["logged_reserved_bytes"]

@@ -3,15 +3,14 @@
 One RL step generates N = prompts × samples responses with the current policy, then trains
 on the N sequences of prompt + response tokens. Model:
 
-- **Rollout** on engines of ``engine_gpus`` GPUs (tensor parallel). Each engine holds the
-  weights and the KV cache of as many sequences as fit at the full length
-  (:func:`.inference.estimate_inference`'s largest batch b — the KV cache inside the larger
-  workflow). Sequences go in waves of b: a wave prefills its prompts (compute-bound:
-  prefill FLOPs ÷ (engine GPUs × peak)) and decodes the response one token per step, each
-  step memory-bound: it reads the engine's weights once and each sequence's cache
-  (at the mean length prompt + response/2), at the HBM bandwidth × an achieved fraction
-  (Kwon et al. 2023, vLLM, SOSP, section 2: decoding is memory-bound; the fraction is an
-  editable assumption, not a measured constant). t_roll(n) = waves(n) × t_wave.
+- **Rollout** on engines of ``engine_gpus`` GPUs, priced by the serving model
+  (:mod:`llm_planner.core.sections.serving`, checked against published engine benchmarks
+  in docs/ACCURACY.md) on the scenario's serving engine (``inference.engine``): each engine
+  decodes as many sequences b together as its KV pool and scheduler hold at prompt +
+  response tokens (the KV cache inside the larger workflow), folding their prompts into the
+  decode steps; a wave of b sequences takes b × response ÷ the engine's output tokens/s.
+  t_roll(n) = waves(n) × t_wave. (``decode_bandwidth_efficiency`` of older files no longer
+  applies: the serving model's fitted fractions replace it.)
 - **Training** at the estimate's one throughput per GPU (modeled, measured or assumed),
   scaled to the pool's GPUs (perfect data-parallel scaling assumed across pool sizes):
   t_train(n) = N · (prompt + response) ÷ (n · tokens/s per GPU).
@@ -36,7 +35,8 @@ from pydantic import BaseModel, ConfigDict
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.whatif.estimated import Estimated
 from llm_planner.core.inputs.whatif import RLInputs
-from llm_planner.core.sections.inference import estimate_inference
+from llm_planner.core.sections.inference import estimate_inference, serving_deployment
+from llm_planner.core.sections.serving import max_concurrency, operate
 
 
 class RolloutEngine(BaseModel):
@@ -93,41 +93,29 @@ MAX_CURVE_POINTS = 256
 
 
 def _engine(scenario: Scenario, report: Estimated, rl: RLInputs) -> RolloutEngine:
+    """One rollout engine, priced by the serving model (:mod:`.sections.serving`) on the
+    scenario's serving engine: as many sequences of prompt + response as its KV pool and
+    scheduler hold decode together (continuous batching folds the prompts in); a wave is
+    the time those b sequences take, b × response ÷ the engine's output tokens/s."""
     length = rl.prompt_tokens + rl.response_tokens
     arch = scenario.model.architecture
+    total, active = report.model.params_total, report.model.params_active
     base = scenario.inference.model_copy(
-        update={"num_gpus": rl.engine_gpus, "context": length, "batch": 1}
+        update={"num_gpus": rl.engine_gpus, "context": length, "batch": 1, "batch_max": False}
     )
-    full = estimate_inference(
-        arch, report.model.params_total, report.model.params_active, scenario.gpu, base
-    )
-    b = max(1, full.max_batch)
+    deployment = serving_deployment(arch, total, active, scenario.gpu, base)
+    largest, _ = max_concurrency(deployment, rl.prompt_tokens, rl.response_tokens)
+    b = max(1, largest)
+    op = operate(deployment, b, rl.prompt_tokens, rl.response_tokens, b)
     at_max = estimate_inference(
-        arch,
-        report.model.params_total,
-        report.model.params_active,
-        scenario.gpu,
-        base.model_copy(update={"batch": b}),
+        arch, total, active, scenario.gpu, base.model_copy(update={"batch": b})
     )
-    mean = estimate_inference(
-        arch,
-        report.model.params_total,
-        report.model.params_active,
-        scenario.gpu,
-        base.model_copy(update={"batch": b, "context": rl.prompt_tokens + rl.response_tokens // 2}),
-    )
-    decode_step = mean.decode_step_seconds_bound / rl.decode_bandwidth_efficiency
-    prompts = base.model_copy(update={"batch": b, "context": rl.prompt_tokens})
-    prefill = estimate_inference(
-        arch, report.model.params_total, report.model.params_active, scenario.gpu, prompts
-    ).prefill_seconds_bound
-    wave = (prefill or 0.0) + rl.response_tokens * decode_step
     return RolloutEngine(
         gpus=rl.engine_gpus,
-        max_batch=b if full.fits or full.max_batch > 0 else 0,
+        max_batch=largest,
         weights_bytes_per_gpu=at_max.per_gpu_weights_bytes,
         kv_cache_bytes_per_gpu=at_max.per_gpu_kv_cache_bytes,
-        wave_seconds=wave,
+        wave_seconds=b * rl.response_tokens / op.output_tokens_per_s,
     )
 
 

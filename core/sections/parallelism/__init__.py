@@ -50,8 +50,10 @@ from llm_planner.core.sections.parallelism.schedule import (
 )
 from llm_planner.core.sections.parallelism.step_time import (
     TIME_PARTS,
+    StepInputs,
     bottleneck_of,
     evaluate_layouts,
+    step_inputs_of,
 )
 from llm_planner.core.sections.parallelism.workload import (
     NON_GEMM_TENSORS,
@@ -75,6 +77,7 @@ __all__ = [
     "ParallelInputs",
     "ParallelismReport",
     "ResolvedLayout",
+    "StepInputs",
     "Workload",
     "bottleneck_of",
     "cluster_of",
@@ -88,6 +91,7 @@ __all__ = [
     "pipeline_timeline",
     "resolve_layout",
     "scenario_layout",
+    "step_inputs_of",
     "training_in_flight",
     "training_in_flight_last",
     "training_layout_kwargs",

@@ -20,6 +20,7 @@ from llm_planner.core.sections.parallelism.step_time import (
     TIME_PARTS,
     bottleneck_of,
     evaluate_layouts,
+    step_inputs_of,
 )
 from llm_planner.core.sections.parallelism.workload import Workload, cluster_of, workload_of
 from llm_planner.core.sections.training import TrainingReport
@@ -239,9 +240,10 @@ def parallelism_report(
     )
     cluster = cluster_of(gpu, inputs, compute_dtype)
     recipe = memory_terms(arch, training_inputs, params)
-    out = {
-        k: float(v[0]) for k, v in evaluate_layouts(work, cluster, lay.as_arrays(), recipe).items()
-    }
+    priced = evaluate_layouts(
+        work, cluster, lay.as_arrays(), recipe, step_inputs_of(arch, training_inputs)
+    )
+    out = {k: float(v[0]) for k, v in priced.items()}
     problems = list(lay.problems)
     if out["mfu"] > 1.0:
         problems.append(mfu_above_one(out["mfu"], out["hfu"], work))

@@ -4,11 +4,16 @@ per kind, pipeline bubble, optimizer step; tokens/s, MFU and HFU."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import numpy.typing as npt
 
+from llm_planner.core.inputs.training import NF4_DOUBLE_QUANT_BITS, TrainingInputs
+from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.sections.parallelism.layout import Layouts
 from llm_planner.core.sections.parallelism.memory import memory_screen
 from llm_planner.core.sections.parallelism.schedule import FloatArray
@@ -17,6 +22,7 @@ from llm_planner.core.sections.parallelism.workload import (
     Workload,
 )
 from llm_planner.core.sections.training_memory import MemoryTerms
+from llm_planner.core.sections.training_params import stage_params
 
 TIME_PARTS = (
     "compute",
@@ -29,9 +35,138 @@ TIME_PARTS = (
 )
 """Keys of the step-time breakdown, in display order."""
 
+LAYER_KERNELS_FORWARD = 16.0
+"""Kernels one transformer layer's forward launches for one micro-batch (tp = 1), counted in
+Megatron-LM's GPT layer (NVIDIA/Megatron-LM@5c7968af megatron/legacy/model/transformer.py,
+the layer Megatron-DeepSpeed forked; ``ParallelTransformerLayer.forward``,
+``ParallelAttention``, ``CoreAttention``, ``ParallelMLP``): input LayerNorm (1), QKV GEMM
+and its bias add (2; megatron/core/tensor_parallel/layers.py
+``LinearWithGradAccumulationAndAsyncCommunication.forward``), the query's reshape copy (1),
+``baddbmm`` scores (1), fused scale-mask-softmax (1), attention dropout (1), ``bmm`` context
+(1), the context's ``permute(...).contiguous()`` (1), output-projection GEMM (1; bias
+skipped into the fused bias-dropout-add), bias-dropout-add (1, TorchScript-fused), post-
+attention LayerNorm (1), fc1 GEMM (1), fused bias-GeLU (1), fc2 GEMM (1), bias-dropout-add
+(1). Tensor-parallel collectives are counted apart (:func:`_layer_launches`)."""
+
+LAYER_KERNELS_BACKWARD = 44.0
+"""Kernels of the same layer's backward (same files): two GEMMs per linear (input and
+weight gradient, 8) and a bias-gradient reduction for each of the four biases (4), two per
+batched matmul (4), softmax, dropout, bias-GeLU and the two bias-dropout-adds (5), the
+permute and reshape copies (2), three per fused LayerNorm backward (6; apex
+``FusedLayerNormAffineFunction``: input gradient, partial and final γ/β reductions), the
+two residual-gradient sums (2), and the gradient accumulation into each of the layer's 12
+parameter tensors (12: every micro-batch after the first adds into ``.grad`` or
+``main_grad``, one kernel per tensor)."""
+
+HEAD_KERNELS = 61.0
+"""Kernels a micro-batch launches outside the layers on the last pipeline stage (forward and
+backward), counted in Megatron-LM's GPT training step (NVIDIA/Megatron-LM@fd443f26, the
+parent of the legacy model's removal: megatron/legacy/model/gpt_model.py
+``post_language_model_processing``, megatron/core/tensor_parallel/cross_entropy.py
+``_VocabParallelCrossEntropy``, pretrain_gpt.py ``get_batch`` and ``loss_func``): final
+LayerNorm (1 + 3), the logits GEMM (1 + 2), the labels' and the loss's transposed copies
+(3), the fp32 cast of the logits and its gradient (2), the unfused vocab-parallel
+cross-entropy (18 forward: max, subtract, target masking and gather, exp, sum, log, divide;
+6 backward), the loss mask's weighted mean and its gradient (8), the data-parallel loss
+average (3), and the batch itself (14: the tensor-parallel broadcast of the tokens, the
+labels' and tokens' slices, the causal mask, loss mask and position ids)."""
+
+EMBEDDING_KERNELS = 17.0
+"""Kernels of the input embedding on the first stage, forward and backward (megatron/legacy/
+model/language_model.py ``Embedding.forward``): word and position lookups, their sum, the
+transposed copy, dropout (5), and their backward, two embedding backward passes of ~5 kernels
+each (sort, count and segment-reduce of the token indices) with the dropout's and copy's
+(12)."""
+
+LAYER_KERNELS_ATTENTION_CORE = 4.0
+"""Kernels selective recomputation replays: the attention core's ``baddbmm``, softmax,
+dropout and ``bmm`` (Korthikanti et al. 2022 section 5; ``CoreAttention.forward``)."""
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """What the step time reads from the model and the training inputs beyond the
+    :class:`.workload.Workload` (issue 31): whether attention is fused, its head shape, and
+    what a fine-tuning method runs. Computed here from the architecture and the training
+    inputs (:func:`step_inputs_of`) while the workload module is being restructured; the
+    defaults price full training with FlashAttention, the step time before issue 31."""
+
+    flash_attention: bool = True
+    heads: float = 0.0
+    """Attention heads: an unfused attention's batched GEMMs per sequence and layer
+    (``baddbmm``/``bmm`` over b·heads ÷ tp)."""
+    head_dim: float = 0.0
+    """The query-key width per head (the scores GEMM's K)."""
+    frozen: bool = False
+    """The base weights are frozen (LoRA, QLoRA): no weight-gradient GEMM for them."""
+    adapter_params: float = 0.0
+    """LoRA adapter parameters of the whole model (:func:`.training.stage_params`)."""
+    lora_rank: float = 0.0
+    adapted_matrices_per_layer: float = 0.0
+    """Base matrices of one layer that carry an adapter (the LoRA targets present)."""
+    layers: float = 0.0
+    dequantised_params: float = 0.0
+    """QLoRA: the layers' matrix parameters stored in NF4 and dequantised per use."""
+    optimizer_extra_bytes_per_param: float = 0.0
+    """HBM bytes per stepped parameter that a mixed-precision optimizer moves beyond Adam's
+    own update (:func:`mixed_precision_optimizer_extra_bytes`)."""
+
+
+@cache
+def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepInputs:
+    """:class:`StepInputs` of a model trained with ``training_inputs``."""
+    ti = training_inputs
+    rank = ti.effective_lora_rank
+    whole = stage_params(
+        arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
+    )
+    targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
+    return StepInputs(
+        flash_attention=ti.flash_attention,
+        heads=float(arch.heads),
+        head_dim=float(arch.q_size // max(arch.heads, 1)),
+        frozen=rank is not None,
+        adapter_params=float(whole.lora_params) if rank is not None else 0.0,
+        lora_rank=float(rank or 0),
+        adapted_matrices_per_layer=float(len(targets)) if rank is not None else 0.0,
+        layers=float(arch.layers),
+        dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
+        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(ti.precision),
+    )
+
+
+def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
+    """HBM bytes per parameter a mixed-precision optimizer step moves besides Adam's update
+    of the fp32 master weights and moments (which :func:`.workload.
+    optimizer_step_bytes_per_param` prices: read the gradient, read and write 12 bytes of
+    state, write the 16-bit weight).
+
+    Megatron-LM's ``Float16OptimizerWithFloat16Params.step`` (NVIDIA/Megatron-LM@fd443f26
+    megatron/core/optimizer/optimizer.py; DeepSpeed's FP16_Optimizer does the same passes):
+    copy the 16-bit gradients into fp32 main gradients (read G, write 4) that Adam then reads
+    in fp32 (+4 − G), unscale them and check for inf/NaN with fp16 loss scaling
+    (``_amp_foreach_non_finite_check_and_unscale_``: read 4, write 4), the gradient norm
+    for clipping (``clip_grad_norm_fp32``: read 4), and copy the fp32 master weights back
+    into the 16-bit model weights (read 4, besides the write Adam's count has): 8 + 8 + 4 + 4
+    = 24 bytes for ``mixed_fp16``, 16 for ``mixed_bf16``, 8 with fp32 main gradients
+    (Megatron-Core's ``mixed_bf16_fp32_grads``: no copy), 4 (the norm) without a master
+    copy."""
+    recipe = get_precision(precision)
+    grad = recipe.gradients_bytes
+    norm = 4.0
+    if recipe.master_bytes <= 0:
+        return norm
+    copy = (grad + 4.0 + (4.0 - grad)) if grad < 4.0 else 0.0
+    unscale = 8.0 if recipe.weights_dtype == "fp16" else 0.0
+    return copy + unscale + norm + 4.0
+
 
 def evaluate_layouts(
-    work: Workload, cluster: Cluster, lay: Layouts, recipe: MemoryTerms | None = None
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    recipe: MemoryTerms | None = None,
+    step_inputs: StepInputs | None = None,
 ) -> dict[str, FloatArray]:
     """Price every layout: step time and its breakdown, comm bytes, MFU, HFU, memory screen.
 
@@ -60,8 +195,11 @@ def evaluate_layouts(
         when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
         share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
         section 3.2.1);
-    - the host: a micro-batch cannot finish before the CPU has launched its kernels,
-      ⌈L/(p·v)⌉·v layers × the stack's host seconds per layer: t_mb = max(t_gpu, t_host);
+    - the host: a micro-batch cannot finish before the CPU has launched its kernels: the
+      larger of ⌈L/(p·v)⌉·v layers × the stack's host seconds per layer and the launch
+      floor, (those layers × the kernels each launches + the head's and embedding's) ×
+      :data:`.comm.HOST_SECONDS_PER_KERNEL_LAUNCH` (:func:`_launch_seconds`, kernel counts
+      read from Megatron-LM's GPT layer): t_mb = max(t_gpu, t_host);
       the difference is reported as ``overhead``. When the pipeline spans nodes
       (p > 1 and t·d·p > GPUs per node) a stack with host-synchronous pipeline sends
       (nanotron) adds tp × its ``pipeline_spanning_nodes_host_seconds_per_layer_per_tp``
@@ -71,7 +209,8 @@ def evaluate_layouts(
       of the ideal time);
     - data parallel (:func:`_data_parallel`): gradients reduced bucket by bucket (the
       stack's bucket size), each collective latency + bytes ÷ link; the buckets are hidden
-      behind DP_OVERLAP × the backward compute that runs while they are issued (the last
+      behind DP_OVERLAP × the backward compute (+ the GPU's idle time when the launch floor
+      sets the pace) that runs while they are issued (the last
       micro-batch for ZeRO-0/1, every micro-batch's backward for ZeRO-2, every micro-batch
       for ZeRO-3, whose per-layer gathers prefetch one layer ahead) but the last bucket is
       always exposed (it is ready only when the backward ends); ZeRO-1/2's parameter
@@ -80,7 +219,12 @@ def evaluate_layouts(
       all-reduce, exposed (:func:`_tied_embedding_sync_seconds`, counted with the data-
       parallel time);
     - the optimizer step, once per step after the last backward: G + 2·O + W bytes per
-      parameter this GPU steps ÷ HBM bandwidth (:func:`_optimizer_step_seconds`).
+      parameter this GPU steps, + the mixed-precision optimizer's own passes, ÷ HBM
+      bandwidth (:func:`_optimizer_step_seconds`).
+
+    ``step_inputs`` (:func:`step_inputs_of`): unfused attention priced as its batched GEMMs,
+    fine-tuning (LoRA, QLoRA) as what it runs (:func:`_compute_seconds`); None: full
+    training with fused attention and no optimizer passes beyond Adam's.
 
     tokens/s = global batch · s ÷ step; MFU = the estimate's model FLOPs/token (6·P, or with
     attention: :func:`llm_planner.core.quantities.flops.mfu_flops_per_token`) · tokens/s ÷
@@ -88,6 +232,7 @@ def evaluate_layouts(
     (Korthikanti et al. 2022 section 6; Chowdhery et al. 2022 Appendix B).
     """
     f64 = np.float64
+    si = step_inputs or StepInputs()
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = lay.as_float("dp")
@@ -109,9 +254,9 @@ def evaluate_layouts(
     fullest_layers, fullest_head = _fullest_stage(work, pp, v, balanced=balanced)
     stage_tokens = tokens_mb * fullest_layers / (work.layers * tp)  # s·b·(layers share) ÷ t
     t_c, t_mem = _compute_seconds(
-        work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head
+        work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head, step_inputs=si
     )
-    t_opt = _optimizer_step_seconds(work, lay, cluster, tp_pp)
+    t_opt = _optimizer_step_seconds(work, lay, cluster, tp_pp, si)
 
     links = cluster.links
     layers_stage = work.layers / pp
@@ -131,15 +276,20 @@ def evaluate_layouts(
     t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
     pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
-    dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work)
+    dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work, si=si)
     window_share = np.select(
         [lay.zero <= 1, lay.zero == 2], [comm.BACKWARD_SHARE, comm.BACKWARD_SHARE * m], m
     )
-    hidden_by_compute = cluster.dp_overlap * window_share * t_c
+    t_host, t_launch = _host_floor(
+        work, cluster, lay, chunk_layers * v, head_on_stage=fullest_head, si=si
+    )
+    t_gpu = t_c + t_tp + t_pp + t_ep
+    # when the launches set the pace the backward lasts longer by the GPU's idle time
+    hidden_by_compute = (
+        cluster.dp_overlap * window_share * (t_c + np.maximum(t_launch - t_gpu, 0.0))
+    )
     exposed_dp = np.maximum(t_last, t_dp - t_gather - hidden_by_compute) + t_gather
 
-    t_gpu = t_c + t_tp + t_pp + t_ep
-    t_host = _host_seconds(work, cluster, lay, chunk_layers * v)
     t_mb = np.maximum(t_gpu, t_host)
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
@@ -148,7 +298,7 @@ def evaluate_layouts(
     step = slots * t_mb + exposed_dp + t_opt
     tokens_per_s = work.global_batch * work.seq_len / step
     mfu = work.mfu_flops_per_token * tokens_per_s / (gpus * peak)
-    hfu = work.model_flops_per_token * hw_factor * tokens_per_s / (gpus * peak)
+    hfu = _executed_flops_per_token(work, lay, si, hw_factor) * tokens_per_s / (gpus * peak)
 
     out: dict[str, FloatArray] = {
         "microbatches": m,
@@ -226,6 +376,90 @@ def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatA
         spans_nodes = (pp > 1.0) & (gpus > float(cluster.gpus_per_node))
         host = host + np.where(spans_nodes, per_tp * tp, 0.0)
     return np.asarray(layers * host)
+
+
+def _host_floor(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    layers: FloatArray,
+    *,
+    head_on_stage: FloatArray,
+    si: StepInputs,
+) -> tuple[FloatArray, FloatArray]:
+    """(the host's floor under a micro-batch, the launch floor where it is the larger): the
+    larger of the stack's host time (:func:`_host_seconds`) and the launch floor
+    (:func:`_launch_seconds`); the second value is 0 where the stack's host time is the
+    larger (a stack constant fitted with the compute-only DP overlap window, nanotron's,
+    keeps that window)."""
+    launch = _launch_seconds(cluster, lay, layers, head_on_stage, si)
+    stack_host = _host_seconds(work, cluster, lay, layers)
+    binding_launch = np.where(launch > stack_host, launch, 0.0)
+    return np.asarray(np.maximum(stack_host, launch)), np.asarray(binding_launch)
+
+
+def _layer_launches(lay: Layouts, si: StepInputs | None = None) -> FloatArray:
+    """Kernels one layer launches per micro-batch, forward, replay and backward.
+
+    :data:`LAYER_KERNELS_FORWARD` (twice under full recomputation: the backward replays the
+    forward, Megatron's ``CheckpointFunction``), + :data:`LAYER_KERNELS_ATTENTION_CORE`
+    under selective recomputation, + :data:`LAYER_KERNELS_BACKWARD`, + the tensor-parallel
+    collectives when tp > 1 (2 all-reduces forward, 2 backward, Shoeybi et al. 2019
+    section 3; with sequence parallelism 4 all-gathers/reduce-scatters each way,
+    Korthikanti et al. 2022 section 4.2.2; the replayed forward's again under full
+    recomputation). Fine-tuning (``si.frozen``): no weight-gradient GEMM for the 4 base
+    linears, + :data:`ADAPTER_KERNELS_FORWARD` per adapted matrix per forward pass and
+    :data:`ADAPTER_KERNELS_BACKWARD` in the backward; QLoRA one dequantisation kernel per
+    adapted matrix per use (forward, input gradient, replay)."""
+    rc = lay.recompute
+    forward_passes = np.where(rc == 2, 2.0, 1.0)
+    replay = np.where(rc == 1, LAYER_KERNELS_ATTENTION_CORE, 0.0)
+    collectives = np.where(lay.sp, 4.0, 2.0) * (forward_passes + 1.0)
+    collectives = np.where(lay.as_float("tp") > 1.0, collectives, 0.0)
+    launches = (
+        LAYER_KERNELS_FORWARD * forward_passes + replay + LAYER_KERNELS_BACKWARD + collectives
+    )
+    if si is not None and si.frozen:
+        adapted = si.adapted_matrices_per_layer
+        launches = (
+            launches
+            - 4.0
+            + adapted * (ADAPTER_KERNELS_FORWARD * forward_passes + ADAPTER_KERNELS_BACKWARD)
+        )
+        if si.dequantised_params > 0:
+            launches = launches + adapted * (forward_passes + 1.0)
+    return np.asarray(launches)
+
+
+ADAPTER_KERNELS_FORWARD = 4.0
+"""Kernels a LoRA adapter launches in the forward: A, B, the scale and the add to the base
+output (PEFT ``lora.Linear.forward``; dropout 0 is an identity)."""
+
+ADAPTER_KERNELS_BACKWARD = 6.0
+"""Kernels of its backward: input and weight gradients of A and B (4), the scale's gradient
+and the sum of the two branches' input gradients (2)."""
+
+
+def _launch_seconds(
+    cluster: Cluster,
+    lay: Layouts,
+    layers: FloatArray,
+    head_on_stage: FloatArray,
+    si: StepInputs | None = None,
+) -> FloatArray:
+    """The host's launch floor under one micro-batch on the fullest stage: (``layers``
+    (⌈L/(p·v)⌉·v) × :func:`_layer_launches` + :data:`HEAD_KERNELS` where the stage holds
+    the output head + :data:`EMBEDDING_KERNELS` where it also holds the embedding (p = 1))
+    × :data:`.comm.HOST_SECONDS_PER_KERNEL_LAUNCH`. A scenario that sets its host time per
+    layer (``ParallelInputs.host_seconds_per_layer``) replaces this floor as it replaces the
+    stack's."""
+    if cluster.host_seconds_per_layer is not None:
+        return np.zeros_like(layers)
+    outside = head_on_stage * HEAD_KERNELS + np.where(
+        lay.as_float("pp") <= 1.0, EMBEDDING_KERNELS, 0.0
+    )
+    kernels = layers * _layer_launches(lay, si) + outside
+    return np.asarray(kernels * comm.HOST_SECONDS_PER_KERNEL_LAUNCH)
 
 
 def _tied_embedding_sync_seconds(work: Workload, cluster: Cluster, lay: Layouts) -> FloatArray:
@@ -343,15 +577,32 @@ def _compute_seconds(
     tokens_mb: FloatArray,
     *,
     head_on_stage: FloatArray,
+    step_inputs: StepInputs,
 ) -> tuple[FloatArray, FloatArray]:
     """(t_c, t_mem) of one micro-batch on the fullest stage, and the memory-bound part.
 
     ``stage_tokens`` = s·b · (the stage's layers ÷ L) ÷ t; ``head_on_stage`` 1 where the
     fullest stage holds the output head and the loss (:func:`_fullest_stage`). Layer GEMMs
-    at their shape's efficiency, attention at the fused kernel's, the head GEMM at its own;
+    at their shape's efficiency, attention at the fused kernel's (or, unfused, as its
+    batched GEMMs: :func:`_unfused_attention_inverse_efficiency`), the head GEMM at its own;
     memory-bound kernels on the same CUDA stream (not overlapped): the layers' element-wise
     kernels, the loss over the logits (the stack's bytes per logit, ÷ tp: vocab-parallel),
-    and the gradient accumulation of every micro-batch (the stack's bytes per parameter)."""
+    and the gradient accumulation of every micro-batch (the stack's bytes per parameter).
+
+    Fine-tuning (``step_inputs.frozen``, LoRA and QLoRA; Hu et al. 2021, arXiv:2106.09685
+    section 4; Dettmers et al. 2023, arXiv:2305.14314 section 3): the frozen weights get no
+    weight-gradient GEMM, a third of their GEMM FLOPs (forward 2·P, input gradient 2·P,
+    weight gradient 2·P per token; the input gradient still runs, to reach the adapters
+    below); the adapters run their own GEMMs, 6·P_adapter per token (+ 2·P_adapter replayed
+    under full recomputation) at the efficiency of their rank-r shapes
+    (:func:`_adapter_inverse_efficiency`), plus the scale-and-add that merges each adapter's
+    output into its base matrix's (PEFT's ``lora.Linear.forward``: result + B(A(x))·scale),
+    ≈ 8 bytes per element of the adapted outputs per token forward and backward; QLoRA
+    dequantises every frozen NF4 matrix to 16 bits before each use (forward, input gradient,
+    and the replay under full recomputation; bitsandbytes ``dequantize_4bit`` in
+    ``MatMul4Bit``): (NF4 bits ÷ 8 read + 2 written) bytes per parameter per use, per
+    micro-batch, memory-bound. Accumulated gradients are the adapters' only."""
+    si = step_inputs
     hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
@@ -362,21 +613,139 @@ def _compute_seconds(
     attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
         work.stack.flash_attention_generation
     ].get(cluster.generation, cluster.kernel_efficiency)
+    inverse_attention: float | FloatArray = 1.0 / attention_eff
     if not work.gemms or cluster.sms <= 0:  # no shape model: one efficiency for all
-        attention_eff = cluster.kernel_efficiency
+        inverse_attention = 1.0 / cluster.kernel_efficiency
+    elif not si.flash_attention and si.head_dim > 0 and cluster.attention_efficiency is None:
+        inverse_attention = _unfused_attention_inverse_efficiency(work, cluster, lay, si)
+    frozen = 1.0 / 3.0 if si.frozen else 0.0  # the weight-gradient third, not run
     layers_share = stage_tokens * tp / tokens_mb  # layers on the stage ÷ L
-    per_token = layers_share * (layer_gemm * inverse + attention / attention_eff)
-    per_token = per_token + head_on_stage * head * inverse_head
-    t_gemm = tokens_mb / tp * hw * per_token / cluster.peak_flops
+    per_token = layers_share * (
+        layer_gemm * inverse * (hw - frozen) + attention * inverse_attention * hw
+    )
+    per_token = per_token + head_on_stage * head * inverse_head * (hw - frozen)
+    full = lay.recompute == 2
+    if si.adapter_params > 0:
+        adapter_flops = si.adapter_params * np.where(full, 8.0, 6.0)
+        inverse_adapter = (
+            _adapter_inverse_efficiency(cluster, tokens_mb, si)
+            if work.gemms and cluster.sms > 0
+            else 1.0 / cluster.kernel_efficiency
+        )
+        per_token = per_token + layers_share * adapter_flops * inverse_adapter
+    t_gemm = tokens_mb / tp * per_token / cluster.peak_flops
     t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens)
     stack = work.stack
     if work.vocab:
         t_mem = t_mem + head_on_stage * tokens_mb * work.vocab * stack.loss_bytes_per_logit / (
             tp * cluster.memory_bytes_per_s
         )
-    accumulate = work.params_total / (tp * pp) * stack.grad_accumulation_bytes_per_param
+    trained = si.adapter_params if si.frozen else work.params_total
+    accumulate = trained / (tp * pp) * stack.grad_accumulation_bytes_per_param
     t_mem = t_mem + accumulate / cluster.memory_bytes_per_s
+    if si.adapter_params > 0 and si.lora_rank > 0:
+        merge_bytes = ADAPTER_MERGE_BYTES_PER_OUTPUT * si.adapter_params / (2.0 * si.lora_rank)
+        t_mem = t_mem + stage_tokens * merge_bytes / cluster.memory_bytes_per_s
+    if si.dequantised_params > 0:
+        uses = np.where(full, 3.0, 2.0)
+        per_use = NF4_DOUBLE_QUANT_BITS / 8.0 + comm.COMM_BYTES_PER_ELEMENT
+        dequant = si.dequantised_params * layers_share / tp * per_use * uses
+        t_mem = t_mem + dequant / cluster.memory_bytes_per_s
     return np.asarray(t_gemm + t_mem), np.asarray(t_mem)
+
+
+ADAPTER_MERGE_BYTES_PER_OUTPUT = 16.0
+"""HBM bytes per token per element of an adapted matrix's output that merging the adapter
+moves, forward and backward: forward ``B(A(x)) · scale`` (read 2, write 2) and the add to
+the base output (read 4, write 2), backward the scale of the incoming gradient (read 2,
+write 2) and its copy to the two branches (2): 16 bytes in 16-bit (PEFT's
+``lora.Linear.forward``, huggingface/peft src/peft/tuners/lora/layer.py). The adapted
+outputs are counted as half of the adapters' r·(in + out) parameters ÷ r."""
+
+
+def _executed_flops_per_token(
+    work: Workload, lay: Layouts, si: StepInputs, hw_factor: FloatArray
+) -> FloatArray:
+    """FLOPs executed per token (HFU's numerator): the model's × the recompute policy's
+    hardware factor, less the frozen weights' weight-gradient third, plus the adapters'
+    (:func:`_compute_seconds`)."""
+    executed = work.model_flops_per_token * hw_factor
+    if si.frozen:
+        attention = min(work.attention_flops_per_token, work.model_flops_per_token)
+        executed = executed - (work.model_flops_per_token - attention) / 3.0
+    if si.adapter_params > 0:
+        executed = executed + si.adapter_params * np.where(lay.recompute == 2, 8.0, 6.0)
+    return np.asarray(executed)
+
+
+def _unfused_attention_inverse_efficiency(
+    work: Workload, cluster: Cluster, lay: Layouts, si: StepInputs
+) -> FloatArray:
+    """1 / efficiency of an unfused attention's batched GEMMs (Megatron-LM's ``CoreAttention``:
+    ``baddbmm`` for the scores, ``bmm`` for the context; NVIDIA/Megatron-LM@5c7968af
+    megatron/legacy/model/transformer.py), per layout.
+
+    Per layer and micro-batch, b·heads÷tp GEMMs of each shape in one call: the scores
+    s×d · d×s and, in the backward, the probabilities' gradient of the same shape; the
+    context s×s · s×d and the three backward GEMMs of that shape (query, key and value
+    gradients). Each priced by :func:`.comm.gemm_efficiency` with the memory roofline: the
+    scores' K is the head dimension (64-128), so they move as many bytes as FLOPs allow.
+    Equal FLOPs each, so the mean of the six inverses. Softmax and dropout are the
+    element-wise ledger's."""
+    tp = lay.as_float("tp")
+    b = lay.as_float("micro_batch")
+    s = float(work.seq_len)
+    d = si.head_dim
+    batch = np.maximum(b * si.heads / tp, 1.0)
+
+    def inv(m_: float, n_: float, k_: float) -> FloatArray:
+        return np.asarray(
+            1.0
+            / comm.gemm_efficiency(
+                m_,
+                n_,
+                k_,
+                sms=cluster.sms,
+                large_efficiency=cluster.kernel_efficiency,
+                peak_flops=cluster.peak_flops,
+                ramp_seconds=cluster.gemm_ramp_seconds,
+                memory_bytes_per_s=cluster.memory_bytes_per_s,
+                batch=batch,
+            )
+        )
+
+    return np.asarray((2.0 * inv(s, s, d) + 4.0 * inv(s, d, s)) / 6.0)
+
+
+def _adapter_inverse_efficiency(
+    cluster: Cluster, tokens_mb: FloatArray, si: StepInputs
+) -> FloatArray:
+    """1 / efficiency of a LoRA adapter's GEMMs: T×h · h×r (A), T×r · r×h (B) and the
+    weight gradients r×T · T×h, T = the micro-batch's tokens, h = the adapted matrix's
+    width (taken as the adapted parameters ÷ (2 · r · matrices)), the mean of the three
+    inverses (:func:`.comm.gemm_efficiency` with the memory roofline: rank r = 8-64 makes
+    them memory-bound)."""
+    matrices = max(si.adapted_matrices_per_layer * si.layers, 1.0)
+    r = max(si.lora_rank, 1.0)
+    width = max(si.adapter_params / (2.0 * r * matrices), 1.0)
+
+    def inv(m_: npt.ArrayLike, n_: npt.ArrayLike, k_: npt.ArrayLike) -> FloatArray:
+        return np.asarray(
+            1.0
+            / comm.gemm_efficiency(
+                m_,
+                n_,
+                k_,
+                sms=cluster.sms,
+                large_efficiency=cluster.kernel_efficiency,
+                peak_flops=cluster.peak_flops,
+                ramp_seconds=cluster.gemm_ramp_seconds,
+                memory_bytes_per_s=cluster.memory_bytes_per_s,
+            )
+        )
+
+    passes = inv(tokens_mb, r, width) + inv(tokens_mb, width, r) + inv(r, width, tokens_mb)
+    return np.asarray(passes / 3.0)
 
 
 def _gemm_inverse_efficiency(
@@ -465,12 +834,23 @@ def _elementwise_seconds(
 
 
 def _optimizer_step_seconds(
-    work: Workload, lay: Layouts, cluster: Cluster, tp_pp: FloatArray
+    work: Workload,
+    lay: Layouts,
+    cluster: Cluster,
+    tp_pp: FloatArray,
+    si: StepInputs | None = None,
 ) -> FloatArray:
     """The optimizer step's HBM time per GPU per step: bytes/param × the parameters this GPU
     steps ÷ achieved bandwidth. Dense parameters ÷ (t·p), routed experts ÷ (t·p·ep); ZeRO ≥ 1
-    steps only this rank's shard (÷ the shard group, experts ÷ dp/ep within it)."""
-    per_param = work.optimizer_step_bytes_per_param / cluster.memory_bytes_per_s
+    steps only this rank's shard (÷ the shard group, experts ÷ dp/ep within it). Plus the
+    mixed-precision optimizer's own passes (``si.optimizer_extra_bytes_per_param``:
+    :func:`mixed_precision_optimizer_extra_bytes`) over the parameters it steps (the
+    adapters' only under LoRA)."""
+    step_bytes = work.optimizer_step_bytes_per_param
+    if si is not None and si.optimizer_extra_bytes_per_param > 0 and work.params_total > 0:
+        trained = si.adapter_params / work.params_total if si.frozen else 1.0
+        step_bytes = step_bytes + si.optimizer_extra_bytes_per_param * trained
+    per_param = step_bytes / cluster.memory_bytes_per_s
     sharded = lay.zero >= 1
     shard = lay.as_float("shard")
     dense = (work.params_total - work.params_expert) * per_param
@@ -484,7 +864,13 @@ def _optimizer_step_seconds(
 
 
 def _data_parallel(
-    work: Workload, lay: Layouts, cluster: Cluster, m: FloatArray, dp_work: FloatArray
+    work: Workload,
+    lay: Layouts,
+    cluster: Cluster,
+    m: FloatArray,
+    dp_work: FloatArray,
+    *,
+    si: StepInputs | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Data-parallel bytes per GPU per step, their time before overlap, the last bucket's
     time (always exposed) and the parameter all-gather after the optimizer step.
@@ -497,26 +883,28 @@ def _data_parallel(
     gradients go in buckets of the stack's size (a stack without one reduces one layer per
     bucket, as FSDP2 does per block); each bucket's collective costs NCCL's latency
     (:func:`.comm.collective_latency_seconds`) + bytes ÷ link; ZeRO-3 all-gathers every
-    layer before its forward and its backward.
+    layer before its forward and its backward. Fine-tuning (``si.frozen``): only the
+    adapters' gradients are reduced and, after a ZeRO-1/2 step, gathered; ZeRO-3 still
+    gathers the frozen weights before each use.
     """
     links = cluster.links
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = dp_work
     ep = lay.as_float("ep")
-    params_gpu_dense = (work.params_total - work.params_expert) / (tp * pp)
-    params_gpu_expert = work.params_expert / (tp * pp * ep)
+    params_gpu_dense, params_gpu_expert = _trained_params_per_gpu(work, lay, si)
     shard = np.minimum(lay.as_float("shard"), dp_work)
     replicas = dp / shard
     gbytes = work.gradient_reduce_bytes
     pbytes = comm.COMM_BYTES_PER_ELEMENT
+    gathered, experts = _gathered_params_per_gpu(work, lay, params_gpu_dense, params_gpu_expert)
     dp_bytes = comm.data_parallel_bytes(
-        lay.zero, shard, params_gpu_dense * gbytes, params_gpu_dense * pbytes, m
+        lay.zero, shard, params_gpu_dense * gbytes, gathered * pbytes, m
     )
     if work.params_expert > 0:
         expert_dp = np.minimum(np.maximum(dp / ep, 1.0), shard)
         dp_bytes = dp_bytes + comm.data_parallel_bytes(
-            lay.zero, expert_dp, params_gpu_expert * gbytes, params_gpu_expert * pbytes, m
+            lay.zero, expert_dp, params_gpu_expert * gbytes, experts * pbytes, m
         )
     bw = links.group_bandwidth(tp, shard)
     t_dp = dp_bytes / bw
@@ -578,6 +966,31 @@ def _data_parallel(
         t_dp = t_dp + hybrid / links.group_bandwidth(tp * shard, replicas)
         dp_bytes = dp_bytes + hybrid
     return dp_bytes, np.asarray(t_dp), np.asarray(t_last), np.asarray(t_gather)
+
+
+def _trained_params_per_gpu(
+    work: Workload, lay: Layouts, si: StepInputs | None
+) -> tuple[FloatArray, FloatArray]:
+    """(dense, routed-expert) parameters per GPU whose gradients are reduced: the model's
+    ÷ (t·p) (experts ÷ ep more), or the adapters' only when the base is frozen."""
+    tp_pp = lay.as_float("tp") * lay.as_float("pp")
+    if si is not None and si.frozen:
+        return np.asarray(si.adapter_params / tp_pp), np.zeros_like(tp_pp)
+    dense = (work.params_total - work.params_expert) / tp_pp
+    return np.asarray(dense), np.asarray(work.params_expert / (tp_pp * lay.as_float("ep")))
+
+
+def _gathered_params_per_gpu(
+    work: Workload, lay: Layouts, trained_dense: FloatArray, trained_expert: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(dense, routed-expert) parameters per GPU that the data-parallel group all-gathers:
+    the trained ones after a ZeRO-1/2 step, every parameter (frozen ones included) before
+    each use under ZeRO-3."""
+    tp_pp = lay.as_float("tp") * lay.as_float("pp")
+    zero3 = lay.zero == 3
+    dense = np.where(zero3, (work.params_total - work.params_expert) / tp_pp, trained_dense)
+    expert_all = work.params_expert / (tp_pp * lay.as_float("ep"))
+    return np.asarray(dense), np.asarray(np.where(zero3, expert_all, trained_expert))
 
 
 def _zero1_whole_buffer(

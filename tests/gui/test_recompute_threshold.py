@@ -1,0 +1,49 @@
+""" "Drop tensors above X" can be chosen in the window: X starts at the largest tensor a layer
+saves (nothing dropped), then typing a smaller X drops the tensors above it. Before, the
+choice was refused (no X yet) while the X field stayed disabled (the policy not chosen)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QComboBox, QLineEdit
+
+from llm_planner.core.composition.estimate import estimate
+from llm_planner.core.inputs.scenario import with_changes
+from llm_planner.gui.main_window import MainWindow
+from tests.gui.helpers import choose, type_into
+
+
+def test_choose_threshold_then_lower_x(qtbot: Any, window: MainWindow) -> None:
+    combo = window.findChild(QComboBox, "training.recompute")
+    edit = window.findChild(QLineEdit, "training.recompute_threshold_bytes")
+    assert combo is not None
+    assert edit is not None
+    index = next(i for i in range(window.tabs.count()) if window.tabs.widget(i).isAncestorOf(edit))
+    window.tabs.setCurrentIndex(index)
+    window.flush()
+    assert not edit.isEnabled()
+    choose(window, combo, "threshold")
+    training = window.state.scenario.training
+    assert training.recompute == "threshold"
+    assert combo not in window.binder.errors
+    assert edit.isEnabled()
+    # X = the largest saved tensor: nothing is above it, so the layers keep what "none" keeps
+    none = with_changes(
+        window.state.scenario,
+        {"training.recompute": "none", "training.recompute_threshold_bytes": None},
+    )
+    kept_all = estimate(none).training.activations_bytes
+    assert window.state.report.training.activations_bytes == kept_all
+    # 1 MB: Llama-3.1-8B's 4096-token tensors (≥ 4096·4096·2 bytes = 33.6 MB) are dropped
+    type_into(qtbot, window, edit, "1 MB")
+    assert window.state.scenario.training.recompute_threshold_bytes == 1e6
+    assert window.state.report.training.activations_bytes < kept_all
+    # choosing the policy and its starting X was one step: two undos go back to selective
+    QTest.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    window.flush()
+    assert window.state.scenario.training.recompute == "selective"
+    assert window.state.scenario.training.recompute_threshold_bytes is None
