@@ -324,10 +324,14 @@ def _evaluate_scenario(scenario: Scenario, price: Price | None) -> dict[str, Any
         "compute_seconds": c.compute_seconds,
         "time_seconds": c.wall_seconds,
         "gpu_hours": c.gpu_hours,
-        "price_usd_per_gpu_hour": c.price_usd_per_gpu_hour,
-        "price_source": "scenario price",
-        "price_stale": False,
-        "cost_usd": c.cost_usd,
+        "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
+        "price_source": price.source if price else "no price",
+        "price_stale": price.stale if price else False,
+        # the same GPU-hours at the price every row of this GPU uses (the scenario's own
+        # price unless an override names this GPU): the window's cost when none does
+        "cost_usd": c.gpu_hours * price.usd_per_gpu_hour
+        if c.gpu_hours is not None and price is not None
+        else None,
     }
 
 
