@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from scenario_helpers import preset_scenario
+
 from llm_planner.core.composition.estimate import estimate
 from llm_planner.core.files import logs
 from llm_planner.core.inputs.calibration import Measurement
 from llm_planner.gui.widgets.measurements import calibration_text
-from scenario_helpers import preset_scenario
 
 
 def test_calibration_lines_are_the_figures_text_not_raw_floats() -> None:
