@@ -23,7 +23,7 @@ from typing import Any
 
 from llm_planner.cli_common import INT, UsageError, print_json
 from llm_planner.cli_scenario import add_scenario_options, build_scenario, load_scenario_file
-from llm_planner.core.primitives import units
+from llm_planner.core.primitives import limits, units
 from llm_planner.core.primitives.figures import format_value
 
 HARDWARE_COLUMNS = (
@@ -262,9 +262,24 @@ def _gpu_price(text: str) -> tuple[str, float]:
         except KeyError as error:
             raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
     try:
-        return gpu, units.parse_price_per_hour(price)
+        value = units.parse_price_per_hour(price)
     except (units.UnitError, ValueError) as error:
         raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
+    # the scenario's own price range (a 300-digit price printed a "$358…B" cost)
+    problem = limits.check("compute.price_usd_per_gpu_hour", value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r}: the price {problem}")
+    return gpu, value
+
+
+def _max_gpus(text: str) -> int:
+    """``--max-gpus``: a GPU count (``k`` = 1024, as every GPU count) within the scenario's
+    own range (1e300 was echoed as a 301-digit count)."""
+    value: int = INT(text)
+    problem = limits.check("num_gpus", value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def _objective(parser: argparse.ArgumentParser) -> None:
@@ -307,7 +322,7 @@ def add_commands(commands: Any) -> None:
     _objective(hardware)
     hardware.add_argument(
         "--max-gpus",
-        type=INT,
+        type=_max_gpus,
         default=DEFAULT_MAX_GPUS,
         metavar="N",
         help=f"largest GPU count tried (default {DEFAULT_MAX_GPUS:,})",

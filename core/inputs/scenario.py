@@ -136,7 +136,7 @@ class Scenario(BaseModel):
     def _physical(self) -> Self:
         """The GPU and architecture carried inline are within physical ranges, and the
         layout can be built: see :func:`layout_refusal`."""
-        problem = inline_range_problem(self) or layout_refusal(self)
+        problem = inline_range_problem(self) or _least_problem(self) or layout_refusal(self)
         if problem is not None:
             raise ValueError(problem)
         return self
@@ -208,6 +208,17 @@ def inline_range_problem(scenario: Scenario) -> str | None:
         if reason is not None:
             return f"{where}: {reason}"
     return None
+
+
+def _least_problem(scenario: Scenario) -> str | None:
+    """A value above 0 but below the smallest that means something (limits' ``least``)."""
+    values: dict[str, object] = {}
+    for path in limits.least_paths():
+        node: object = scenario
+        for part in path.split("."):
+            node = getattr(node, part, None)
+        values[path] = node
+    return limits.least_problem(values)
 
 
 def layout_refusal(scenario: Scenario) -> str | None:

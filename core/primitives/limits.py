@@ -63,6 +63,11 @@ class Range:
     high: float
     low_open: bool = False
     unit: str = ""
+    least: float = 0.0
+    """With a low of 0: the smallest value above 0 that means something (0, or at least
+    this); 1e-300 failures per GPU-hour or 1e-300 bytes of context are not inputs anyone
+    means, and were echoed back as plans (issue 29, item 8). Checked by the scenario's own
+    validation (:func:`least_problem`), since pydantic's bounds cannot say "0 or ≥ x"."""
 
     def kwargs(self) -> dict[str, Any]:
         """``Field(**range.kwargs())``: pydantic's bounds for this range."""
@@ -74,6 +79,8 @@ class Range:
         if not math.isfinite(value):
             return False
         above = value > self.low if self.low_open else value >= self.low
+        if self.least and 0 < value < self.least:
+            return False
         return above and value <= self.high
 
     def text(self) -> str:
@@ -81,6 +88,8 @@ class Range:
         low = f"above {_num(self.low)}" if self.low_open else f"between {_num(self.low)}"
         joiner = " and at most " if self.low_open else " and "
         unit = f" {self.unit}" if self.unit else ""
+        if self.least:
+            return f"0, or between {_num(self.least)} and {_num(self.high)}{unit}"
         return f"{low}{joiner}{_num(self.high)}{unit}"
 
 
@@ -90,8 +99,10 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
-def _r(low: float, high: float, unit: str = "", *, low_open: bool = False) -> Range:
-    return Range(float(low), float(high), low_open, unit)
+def _r(
+    low: float, high: float, unit: str = "", *, low_open: bool = False, least: float = 0.0
+) -> Range:
+    return Range(float(low), float(high), low_open, unit, float(least))
 
 
 FRACTION = _r(0, 1)
@@ -110,14 +121,17 @@ RANGES: dict[str, Range] = {
     "compute.deadline_seconds": _r(1, MAX_SECONDS, "s"),
     "compute.budget_usd": _r(1e-2, MAX_USD, "USD"),
     "compute.budget_flops": _r(1e6, 1e40, "FLOP"),
-    "compute.failures.gpu_failures_per_hour": _r(0, 1, "failures per GPU-hour"),
-    "compute.failures.checkpoint_write_seconds": _r(0, 1e6, "s"),
-    "compute.failures.restart_seconds": _r(0, 1e6, "s"),
+    # 0 means none; below one failure per 10^9 GPU-hours (a GPU failing once in 114,000
+    # years) or a millisecond of checkpoint or restart, a value is a typo, not a plan
+    "compute.failures.gpu_failures_per_hour": _r(0, 1, "failures per GPU-hour", least=1e-9),
+    "compute.failures.checkpoint_write_seconds": _r(0, 1e6, "s", least=1e-3),
+    "compute.failures.restart_seconds": _r(0, 1e6, "s", least=1e-3),
     # inference
     "inference.batch": _r(1, MAX_BATCH, "sequences"),
     "inference.context": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
     "inference.num_gpus": _r(1, MAX_DEGREE, "GPUs"),
-    "inference.cuda_context_bytes": _r(0, MAX_BYTES, "bytes"),
+    # 0 means none; a runtime's context is megabytes (CUDA's alone is ~300 MB)
+    "inference.cuda_context_bytes": _r(0, MAX_BYTES, "bytes", least=1e6),
     "inference.prefill_chunk_tokens": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
     "inference.prompt_tokens": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
     "inference.output_tokens": _r(1, MAX_TOKENS_PER_SEQUENCE, "tokens"),
@@ -126,8 +140,8 @@ RANGES: dict[str, Range] = {
     "training.micro_batch": _r(1, 2**16, "sequences"),
     "training.recompute_threshold_bytes": _r(1, MAX_BYTES, "bytes", low_open=False),
     "training.lora_rank": _r(1, 2**16),
-    "training.cuda_context_bytes": _r(0, MAX_BYTES, "bytes"),
-    "training.fragmentation_fraction": FRACTION,
+    "training.cuda_context_bytes": _r(0, MAX_BYTES, "bytes", least=1e6),
+    "training.fragmentation_fraction": _r(0, 1, least=1e-6),
     # parallelism
     "parallelism.gpus_per_node": _r(1, 2**12, "GPUs"),
     "parallelism.tp": _r(1, MAX_DEGREE),
@@ -241,6 +255,23 @@ def range_message(loc: tuple[int | str, ...], error_type: str) -> str | None:
         return None
     found = RANGES.get(range_path(loc))
     return f"must be {found.text()}" if found else None
+
+
+def least_problem(values: Mapping[str, Any]) -> str | None:
+    """``"path: must be 0, or between …"`` for the first value in ``values`` (dotted path →
+    value) above 0 but below its range's :attr:`Range.least`, or None."""
+    for path, value in values.items():
+        found = RANGES.get(path)
+        if found is None or not found.least or not isinstance(value, int | float):
+            continue
+        if 0 < value < found.least:
+            return f"{path}: must be {found.text()} (got {value:g})"
+    return None
+
+
+def least_paths() -> list[str]:
+    """The ranged inputs whose smallest non-zero value is stated (:attr:`Range.least`)."""
+    return [path for path, found in RANGES.items() if found.least]
 
 
 def check(path: str, value: float | None) -> str | None:

@@ -64,7 +64,7 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], words: str) ->
         (["--context", "1e308"], "argument --context: must be between"),
         (["--global-batch", "1e308"], "argument --global-batch: must be between"),
         (["--lora-rank", "1e308"], "argument --lora-rank: must be between"),
-        (["--failure-rate", "1e308"], "argument --failure-rate: must be between 0 and 1"),
+        (["--failure-rate", "1e308"], "argument --failure-rate: must be 0, or between 1e-09 and 1"),
         (["--tp", "7B"], "argument --tp: must be between"),
         (["--pp", "7B"], "argument --pp: must be between"),
         (["--tp", "1e8"], "argument --tp: must be between"),
