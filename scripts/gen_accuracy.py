@@ -1066,7 +1066,7 @@ def _megatron_bridge() -> list[str]:
         "",
         "Each row is stated as a scenario (tests/validation/megatron_bridge.py says every "
         "choice): the model's preset, the catalog's GPU for the row's system with its GPUs per "
-        "node (4 per GB200/GB300 tray, 8 per HGX board), the row's tp, pp, ep, vp (interleaved "
+        "node (4 per GB200/GB300 tray, 8 per HGX board), the row's tp, pp, cp, ep, vp (interleaved "
         "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, ZeRO-1, "
         "`training.stack = megatron`, the row's sequence and micro-batch, no recomputation "
         "(assumed: the table does not say), LoRA rank 32 for LoRA rows; BF16 at "

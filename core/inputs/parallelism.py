@@ -23,9 +23,14 @@ class ParallelInputs(BaseModel):
     gpus_per_node: int = Field(default=8, **bounds("parallelism.gpus_per_node"))
     tp: int = Field(default=1, description="tensor-parallel degree", **bounds("parallelism.tp"))
     pp: int = Field(default=1, description="pipeline-parallel degree", **bounds("parallelism.pp"))
+    cp: int = Field(
+        default=1,
+        description="context-parallel degree: each sequence split over cp GPUs",
+        **bounds("parallelism.cp"),
+    )
     dp: int | None = Field(
         default=None,
-        description="data-parallel degree; None: GPUs/(tp·pp)",
+        description="data-parallel degree; None: GPUs/(tp·pp·cp)",
         **bounds("parallelism.dp"),
     )
     zero_stage: Literal[0, 1, 2, 3] = 1

@@ -618,9 +618,18 @@ INPUTS: tuple[Input, ...] = (
         group=PARALLEL,
     ),
     Input(
+        "parallelism.cp",
+        "Context parallel",
+        "context-parallel degree: each sequence split over cp GPUs, K/V passed round a ring "
+        "(Megatron-Core's context_parallel_size)",
+        LENGTH,
+        flag="--cp",
+        group=PARALLEL,
+    ),
+    Input(
         "parallelism.dp",
         "Data parallel",
-        "data-parallel degree (default: GPUs / (tp·pp))",
+        "data-parallel degree (default: GPUs / (tp·pp·cp))",
         LENGTH,
         flag="--dp",
         group=PARALLEL,

@@ -255,6 +255,7 @@ class ParallelismTab(Tab):
         layout = self.group("Layout")
         self.tp = self.input(layout, "parallelism.tp")
         self.pp = self.input(layout, "parallelism.pp")
+        self.cp = self.input(layout, "parallelism.cp")
         self.dp = self.input(layout, "parallelism.dp")
         self.zero = self.combo(
             layout,

@@ -15,7 +15,7 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   whose layers, widths and vocabulary are Llama 3's; DeepSeek-V3 and Qwen3-30B-A3B their own);
 - GPU: the catalog's entry for the row's system (``GPU_OF``); GPUs per node as the row
   states (4 per GB200/GB300 compute tray, 8 per HGX board);
-- layout: the row's tp, pp, ep, interleaved 1F1B with ``vp`` chunks where vp > 1, dp from the
+- layout: the row's tp, pp, cp, ep, interleaved 1F1B with ``vp`` chunks where vp > 1, dp from the
   GPU count; sequence parallelism wherever tp > 1 (Megatron-Bridge's recipes turn it on with
   tensor parallelism); ZeRO-1 (Megatron's distributed optimizer, the recipes' default);
 - training: ``stack = "megatron"``, the row's sequence length and micro-batch, no
@@ -133,8 +133,6 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
     preset = PRESET_OF[model_key(row["model"]["name"])]
     lay = row["layout"]
     tp, pp, cp = int(lay["tp"]), int(lay["pp"]), int(lay["cp"] or 1)
-    if cp != 1:
-        raise ValueError(f"cp {cp}: no context-parallel degree in the app")
     ep = int(lay["ep"] or 1)
     vp = int(lay["vp"] or 1)
     sc = default_scenario()
@@ -164,6 +162,7 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
                     "gpus_per_node": int(row["gpu"]["per_node"]),
                     "tp": tp,
                     "pp": pp,
+                    "cp": cp,
                     "dp": None,
                     "expert_parallel": ep,
                     "sequence_parallel": tp > 1,

@@ -39,6 +39,8 @@ class ParallelismReport(BaseModel):
     tp: int
     pp: int
     ep: int
+    cp: int
+    """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
     zero_stage: int
     fsdp_strategy: str | None
     sequence_parallel: bool
@@ -258,8 +260,10 @@ def parallelism_report(
     links = {
         "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, g)),
         "data_parallel": _link_name(comm.crosses_nodes(lay.tp, lay.dp, g)),
-        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.dp, lay.pp, g)),
+        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.cp * lay.dp, lay.pp, g)),
     }
+    if lay.cp > 1:
+        links["context_parallel"] = _link_name(comm.crosses_nodes(lay.tp, lay.cp, g))
     return ParallelismReport(
         gpus=lay.gpus,
         nodes=math.ceil(lay.gpus / g),
@@ -268,6 +272,7 @@ def parallelism_report(
         tp=lay.tp,
         pp=lay.pp,
         ep=lay.ep,
+        cp=lay.cp,
         zero_stage=lay.zero_stage,
         fsdp_strategy=inputs.fsdp_strategy,
         sequence_parallel=lay.sequence_parallel,
@@ -287,6 +292,7 @@ def parallelism_report(
             "tensor_parallel": _num(out["comm_tp_bytes"]),
             "pipeline_p2p": _num(out["comm_pp_bytes"]),
             "expert_all_to_all": _num(out["comm_ep_bytes"]),
+            "context_parallel": _num(out["comm_cp_bytes"]),
             "data_parallel": _num(out["comm_dp_bytes"]),
         },
         time_breakdown_seconds={p: _num(out[f"time_{p}"]) for p in TIME_PARTS},
@@ -326,7 +332,13 @@ def _time_breakdown(out: dict[str, float]) -> dict[str, float | dict[str, float]
     """The step split into parts that add up to the step time (seconds per step)."""
     exposed = {
         kind: _num(out[f"time_{kind}"])
-        for kind in ("tensor_parallel", "pipeline_p2p", "expert_all_to_all", "data_parallel")
+        for kind in (
+            "tensor_parallel",
+            "pipeline_p2p",
+            "expert_all_to_all",
+            "context_parallel",
+            "data_parallel",
+        )
     }
     return {
         "compute": _num(out["time_gemm_attention"]),

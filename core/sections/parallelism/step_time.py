@@ -30,6 +30,7 @@ TIME_PARTS = (
     "tensor_parallel",
     "pipeline_p2p",
     "expert_all_to_all",
+    "context_parallel",
     "data_parallel",
     "overhead",
 )
@@ -110,6 +111,9 @@ class StepInputs:
     optimizer_extra_bytes_per_param: float = 0.0
     """HBM bytes per stepped parameter that a mixed-precision optimizer moves beyond Adam's
     own update (:func:`mixed_precision_optimizer_extra_bytes`)."""
+    kv_width: float = 0.0
+    """Elements of keys and values per token per layer, all heads (before tp): what context
+    parallelism passes round its ring (:func:`_context_parallel`)."""
 
 
 @cache
@@ -132,7 +136,19 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         layers=float(arch.layers),
         dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
         optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(ti.precision),
+        kv_width=float(_kv_width(arch)),
     )
+
+
+def _kv_width(arch: Architecture) -> int:
+    """Keys and values per token per layer, all heads: 2 · kv_heads · head_dim; with MLA
+    the up-projected keys (nope + rope) and values of every head, which Megatron-Core's
+    context-parallel attention receives (the latent is expanded before the core
+    attention)."""
+    if arch.mla is not None:
+        m = arch.mla
+        return arch.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    return 2 * arch.kv_size
 
 
 def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
@@ -195,6 +211,9 @@ def evaluate_layouts(
         when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
         share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
         section 3.2.1);
+    - context parallelism (cp > 1): every per-GPU term above on s·b/cp tokens (each GPU
+      holds that share of every sequence; GPUs = tp·cp·pp·dp), plus the K/V ring's time
+      left over after the attention kernels it overlaps (:func:`_context_parallel`);
     - the host: a micro-batch cannot finish before the CPU has launched its kernels: the
       larger of ⌈L/(p·v)⌉·v layers × the stack's host seconds per layer and the launch
       floor, (those layers × the kernels each launches + the head's and embedding's) ×
@@ -239,11 +258,11 @@ def evaluate_layouts(
     b = lay.as_float("micro_batch")
     v = lay.as_float("v")
     tp_pp = tp * pp
-    gpus = tp_pp * dp
+    gpus = tp_pp * dp * lay.as_float("cp")
     # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
     dp_work = np.minimum(dp, np.maximum(1.0, np.floor(work.global_batch / b)))
     m = work.global_batch / (dp_work * b)
-    tokens_mb = work.seq_len * b
+    tokens_mb = work.seq_len * b / lay.as_float("cp")  # this GPU's share of the sequences
     hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
@@ -283,7 +302,10 @@ def evaluate_layouts(
     t_host, t_launch = _host_floor(
         work, cluster, lay, chunk_layers * v, head_on_stage=fullest_head, si=si
     )
-    t_gpu = t_c + t_tp + t_pp + t_ep
+    cp_bytes_mb, t_cp = _context_parallel(
+        work, cluster, lay, tokens_mb, layers=chunk_layers * v, si=si
+    )
+    t_gpu = t_c + t_tp + t_pp + t_ep + t_cp
     # when the launches set the pace the backward lasts longer by the GPU's idle time
     hidden_by_compute = (
         cluster.dp_overlap * window_share * (t_c + np.maximum(t_launch - t_gpu, 0.0))
@@ -293,8 +315,7 @@ def evaluate_layouts(
     t_mb = np.maximum(t_gpu, t_host)
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
-    t_tied = _tied_embedding_sync_seconds(work, cluster, lay)
-    exposed_dp = exposed_dp + t_tied
+    exposed_dp = exposed_dp + _tied_embedding_sync_seconds(work, cluster, lay)
     step = slots * t_mb + exposed_dp + t_opt
     tokens_per_s = work.global_batch * work.seq_len / step
     mfu = work.mfu_flops_per_token * tokens_per_s / (gpus * peak)
@@ -313,6 +334,7 @@ def evaluate_layouts(
         "time_tensor_parallel": m * t_tp,
         "time_pipeline_p2p": m * t_pp,
         "time_expert_all_to_all": m * t_ep,
+        "time_context_parallel": m * t_cp,
         "time_data_parallel": exposed_dp,
         "time_data_parallel_total": t_dp,
         "time_overhead": m * (t_mb - t_gpu),
@@ -320,10 +342,15 @@ def evaluate_layouts(
         "comm_tp_bytes": m * tp_bytes_mb,
         "comm_pp_bytes": m * pp_bytes_mb,
         "comm_ep_bytes": m * ep_bytes_mb,
+        "comm_cp_bytes": m * cp_bytes_mb,
         "comm_dp_bytes": dp_bytes,
     }
     out["comm_bytes_per_step"] = (
-        out["comm_tp_bytes"] + out["comm_pp_bytes"] + out["comm_ep_bytes"] + dp_bytes
+        out["comm_tp_bytes"]
+        + out["comm_pp_bytes"]
+        + out["comm_ep_bytes"]
+        + out["comm_cp_bytes"]
+        + dp_bytes
     )
     if recipe is not None:
         out.update(memory_screen(work, lay, recipe, m=m))
@@ -342,8 +369,11 @@ def _pipeline_and_experts(
     links = cluster.links
     g = float(cluster.gpus_per_node)
     pp_bytes_mb = comm.pipeline_p2p_bytes_per_microbatch(pp, tp, tokens_mb, work.hidden, v)
-    pp_inside = tp * dp * pp <= g
-    pp_bw = np.where(pp_inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    stage_ranks = tp * lay.as_float("cp") * dp  # Megatron's rank order tp-cp-ep-dp-pp
+    pp_inside = stage_ranks * pp <= g
+    pp_bw = np.where(
+        pp_inside, links.intra_bytes_per_s, links.group_bandwidth(stage_ranks, 2.0, False)
+    )
     p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
     t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
     if work.moe_layers > 0:
@@ -356,6 +386,66 @@ def _pipeline_and_experts(
         t_ep = np.zeros_like(tp)
 
     return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+
+
+def _context_parallel(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    tokens_mb: FloatArray,
+    *,
+    layers: FloatArray,
+    si: StepInputs,
+) -> tuple[FloatArray, FloatArray]:
+    """(bytes, exposed seconds) per micro-batch of context parallelism's K/V ring on the
+    fullest stage (``layers`` layers; ``tokens_mb`` = s·b/cp, this GPU's tokens).
+
+    Megatron-Core's default ``cp_comm_type = "p2p"`` (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/transformer/transformer_config.py lines 1030-1044: "Exchange KV chunks with
+    P2P communications in ring topology. P2P is async and can be overlapped with attention
+    compute"; docs/user-guide/features/context_parallel.md: the all-gather of K/V in the
+    forward and the reduce-scatter of their gradients in the backward run as ring P2P, and
+    K/V are gathered again in the backward rather than stored). Per layer each GPU sends
+    cp − 1 chunks of its s·b/cp tokens' keys and values (``si.kv_width`` elements per token
+    ÷ tp: the K/V heads are split by tensor parallelism) in the forward, the same again in
+    the backward plus as many K/V gradients, and once more when full recomputation replays
+    the forward: (3, or 4) · (cp − 1) · s·b/cp · kv_width/tp · 2 bytes (16-bit K/V and
+    gradients: an assumption). The ring spans the cp group, ranks tp apart (Megatron-Core's
+    order tp-cp-ep-dp-pp, parallel_state.py line 617), on the link that group spans
+    (:meth:`.comm.Links.group_bandwidth`, point-to-point), each of the (cp − 1) steps a P2P
+    latency. Overlapped with the attention kernels of the same layers: exposed = max(0,
+    ring time − attention time) (the fused attention's FLOPs of this GPU's tokens at the
+    attention kernel's rate). Causal load balance as Megatron does it (each rank holds
+    chunks i and 2·cp − 1 − i of 2·cp) makes every rank's attention work 1/cp of the
+    sequence's, which the per-token attention FLOPs × s·b/cp tokens already price."""
+    tp = lay.as_float("tp")
+    cp = lay.as_float("cp")
+    if not np.any(cp > 1.0) or si.kv_width <= 0.0:
+        zero = np.zeros_like(tp)
+        return zero, zero
+    passes = np.where(lay.recompute == 2, 4.0, 3.0)
+    steps = passes * (cp - 1.0) * layers
+    bytes_mb = steps * tokens_mb * si.kv_width / tp * comm.COMM_BYTES_PER_ELEMENT
+    links = cluster.links
+    spans = tp * cp > float(cluster.gpus_per_node)
+    latency = cluster.base_latency + np.where(spans, cluster.inter_p2p_latency, 0.0)
+    t_ring = bytes_mb / links.group_bandwidth(tp, cp, False) + steps * latency
+    attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
+        work.stack.flash_attention_generation
+    ].get(cluster.generation, cluster.kernel_efficiency)
+    hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
+    attention = min(work.attention_flops_per_token, work.model_flops_per_token)
+    t_attention = (
+        layers
+        / work.layers
+        * tokens_mb
+        / tp
+        * attention
+        * hw
+        / (cluster.peak_flops * attention_eff)
+    )
+    exposed = np.where(cp > 1.0, np.maximum(t_ring - t_attention, 0.0), 0.0)
+    return np.where(cp > 1.0, bytes_mb, 0.0), exposed
 
 
 def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatArray) -> FloatArray:
@@ -372,7 +462,7 @@ def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatA
     if per_tp > 0.0:
         tp = lay.as_float("tp")
         pp = lay.as_float("pp")
-        gpus = tp * pp * lay.as_float("dp")
+        gpus = tp * pp * lay.as_float("dp") * lay.as_float("cp")
         spans_nodes = (pp > 1.0) & (gpus > float(cluster.gpus_per_node))
         host = host + np.where(spans_nodes, per_tp * tp, 0.0)
     return np.asarray(layers * host)
@@ -482,8 +572,9 @@ def _tied_embedding_sync_seconds(work: Workload, cluster: Cluster, lay: Layouts)
     g = float(cluster.gpus_per_node)
     links = cluster.links
     message = work.tied_embedding_params / tp * work.gradient_reduce_bytes
-    inside = tp * dp * pp <= g
-    bw = np.where(inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    stage_ranks = tp * lay.as_float("cp") * dp  # Megatron's rank order tp-cp-ep-dp-pp
+    inside = stage_ranks * pp <= g
+    bw = np.where(inside, links.intra_bytes_per_s, links.group_bandwidth(stage_ranks, 2.0, False))
     nodes = np.where(inside, 1.0, 2.0)
     latency = comm.collective_latency_seconds(
         "all_reduce",
@@ -755,22 +846,27 @@ def _gemm_inverse_efficiency(
     output head's efficiency (N = V ÷ tp, K = h), per layout.
 
     Forward (M×K·K×N), input gradient (M×N·N×K) and weight gradient (K×M·M×N) are priced with
-    :func:`.comm.gemm_efficiency` each, M = s·b tokens (the whole sequence: with sequence
-    parallelism the input is all-gathered before the column-parallel GEMM), N or K ÷ tp as
+    :func:`.comm.gemm_efficiency` each, M = s·b/cp tokens (the GPU's part of the sequence:
+    with sequence parallelism the input is all-gathered before the column-parallel GEMM;
+    context parallelism keeps s/cp of it), N or K ÷ tp as
     Megatron splits them, routed experts on k/E of the tokens of the ep ranks that dispatch
     to them (k/E · ep · s·b rows per local expert). Evaluated once per distinct (tokens, tp,
-    ep): the search's million layouts share a few hundred."""
+    ep, cp): the search's million layouts share a few hundred."""
     tp = lay.as_float("tp")
     if not work.gemms or cluster.sms <= 0:
         flat = np.full_like(tp, 1.0 / cluster.kernel_efficiency)
         return flat, flat
-    (b_values, b_code), (t_values, t_code), (e_values, e_code) = (
+    (b_values, b_code), (t_values, t_code), (e_values, e_code), (c_values, c_code) = (
         _distinct(lay.micro_batch),
         _distinct(lay.tp),
         _distinct(lay.ep),
+        _distinct(lay.cp),
     )
-    grid_b, grid_t, grid_e = np.meshgrid(b_values, t_values, e_values, indexing="ij")
-    tok = grid_b.reshape(-1).astype(np.float64) * work.seq_len
+    grid_b, grid_t, grid_e, grid_c = np.meshgrid(
+        b_values, t_values, e_values, c_values, indexing="ij"
+    )
+    # this GPU's tokens: context parallelism splits each sequence over cp GPUs
+    tok = grid_b.reshape(-1).astype(np.float64) * work.seq_len / grid_c.reshape(-1)
     t = grid_t.reshape(-1).astype(np.float64)
     e = grid_e.reshape(-1).astype(np.float64)
     inverse = np.zeros_like(tok)
@@ -799,8 +895,8 @@ def _gemm_inverse_efficiency(
     h, v = float(work.hidden), float(work.vocab or 1)
     head_n = v / t
     head = (1.0 / eff(tok, head_n, h) + 1.0 / eff(tok, h, head_n) + 1.0 / eff(h, head_n, tok)) / 3.0
-    shape = (len(b_values), len(t_values), len(e_values))
-    flat_index = np.ravel_multi_index((b_code, t_code, e_code), shape)
+    shape = (len(b_values), len(t_values), len(e_values), len(c_values))
+    flat_index = np.ravel_multi_index((b_code, t_code, e_code, c_code), shape)
     return np.asarray(inverse[flat_index]), np.asarray(head[flat_index])
 
 
@@ -1050,6 +1146,7 @@ def bottleneck_of(row: dict[str, float]) -> str:
         "tensor_parallel": "tensor-parallel all-reduce",
         "pipeline_p2p": "pipeline send/receive",
         "expert_all_to_all": "MoE all-to-all",
+        "context_parallel": "context-parallel K/V ring",
         "data_parallel": "data-parallel gradient sync",
         "overhead": "host (CPU) launch overhead",
     }
