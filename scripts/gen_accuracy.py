@@ -1069,9 +1069,15 @@ def _megatron_bridge() -> list[str]:
         "node (4 per GB200/GB300 tray, 8 per HGX board), the row's tp, pp, cp, ep, vp (interleaved "
         "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, ZeRO-1, "
         "`training.stack = megatron`, the row's sequence and micro-batch, no recomputation "
-        "(assumed: the table does not say), LoRA rank 32 for LoRA rows; BF16 at "
-        "`compute_dtype = bf16`, every FP8 recipe at `compute_dtype = fp8` (the app's only "
-        "low-precision choice). Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
+        "(assumed: the table does not say), LoRA rank 32 for LoRA rows; the row's recipe as "
+        "the app's precision choice (FP8-CS → `fp8_current`, MXFP8 → `mxfp8`, NVFP4 → "
+        "`nvfp4`, BF16 → `mixed_bf16`; Transformer Engine's recipes, "
+        "core/quantities/optimizers.py) at `compute_dtype = bf16`: the layers' GEMMs at the "
+        "GPU's FP8/FP4 peak, attention, embedding and output layer at BF16's, the quantize "
+        "kernels memory-bound, the quantized weight copies in memory. (When the module "
+        "landed, FP8 rows were stated as `compute_dtype = fp8`, every FLOP at the FP8 peak, "
+        "and NVFP4 was refused: the right-hand column.) No constant was fitted to these rows. "
+        "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
         "optimistic). Releases re-measure the same setups, so rows with one layout are "
         "repeats, not independent points.",
         "",

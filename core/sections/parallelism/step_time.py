@@ -114,6 +114,11 @@ class StepInputs:
     kv_width: float = 0.0
     """Elements of keys and values per token per layer, all heads (before tp): what context
     parallelism passes round its ring (:func:`_context_parallel`)."""
+    gemm_dtype: str | None = None
+    """A low-precision recipe's dtype for the layers' linear GEMMs (None: the compute
+    dtype's peak for every GEMM; :class:`.optimizers.PrecisionRecipe`)."""
+    quantize_bytes_per_element: float = 0.0
+    """HBM bytes per GEMM operand element the recipe quantizes, per pass."""
 
 
 @cache
@@ -125,6 +130,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
     )
     targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
+    recipe = get_precision(ti.precision)
     return StepInputs(
         flash_attention=ti.flash_attention,
         heads=float(arch.heads),
@@ -137,6 +143,8 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
         optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(ti.precision),
         kv_width=float(_kv_width(arch)),
+        gemm_dtype=recipe.gemm_dtype,
+        quantize_bytes_per_element=recipe.quantize_bytes_per_element,
     )
 
 
@@ -700,7 +708,11 @@ def _compute_seconds(
     attention = min(work.attention_flops_per_token, work.model_flops_per_token)
     head = work.head_flops_per_token
     layer_gemm = max(work.model_flops_per_token - attention - head, 0.0)
-    inverse, inverse_head = _gemm_inverse_efficiency(work, cluster, lay)
+    layer_peak = _layer_gemm_peak(cluster, si)
+    inverse, inverse_head = _gemm_inverse_efficiency(work, cluster, lay, layer_peak=layer_peak)
+    # a low-precision recipe runs the layers' GEMMs at its dtype's peak, the rest at the
+    # compute dtype's: the layer-GEMM term in units of the compute peak
+    inverse = inverse * (cluster.peak_flops / layer_peak)
     attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
         work.stack.flash_attention_generation
     ].get(cluster.generation, cluster.kernel_efficiency)
@@ -725,7 +737,9 @@ def _compute_seconds(
         )
         per_token = per_token + layers_share * adapter_flops * inverse_adapter
     t_gemm = tokens_mb / tp * per_token / cluster.peak_flops
-    t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens)
+    t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens) + _quantize_seconds(
+        work, cluster, stage_tokens, layer_gemm, si
+    )
     stack = work.stack
     if work.vocab:
         t_mem = t_mem + head_on_stage * tokens_mb * work.vocab * stack.loss_bytes_per_logit / (
@@ -839,11 +853,51 @@ def _adapter_inverse_efficiency(
     return np.asarray(passes / 3.0)
 
 
+def _layer_gemm_peak(cluster: Cluster, si: StepInputs) -> float:
+    """The peak the layers' linear GEMMs run at: a low-precision recipe's dtype where the
+    GPU has it (Transformer Engine's FP8 recipes need FP8 tensor cores, NVFP4 FP4 ones; a
+    GPU without them keeps the compute dtype's peak), else the compute dtype's."""
+    if si.gemm_dtype is None:
+        return cluster.peak_flops
+    return max(cluster.low_precision_peak_flops.get(si.gemm_dtype, 0.0), cluster.peak_flops)
+
+
+def _quantize_seconds(
+    work: Workload,
+    cluster: Cluster,
+    stage_tokens: FloatArray,
+    layer_gemm: float,
+    si: StepInputs,
+) -> FloatArray:
+    """A low-precision recipe's quantization kernels for one micro-batch on the fullest
+    stage, memory-bound: every layer GEMM's input (K values per token) in the forward and
+    its output gradient (N values) in the backward, each quantized once per pass
+    (``si.quantize_bytes_per_element``: the 16-bit read and the row-wise and column-wise
+    copies written, Transformer Engine's cast-transpose kernels), ÷ tp; the weights' copies
+    are made once per step and reused by the micro-batches (not counted). Values per token
+    from the GEMM list: a GEMM of share w of the layers' 6·Σ N·K·copies FLOPs per token
+    carries N·K·copies = w · layer_gemm / 6, so (N + K)·copies = w · layer_gemm/6 · (1/K +
+    1/N)."""
+    if si.quantize_bytes_per_element <= 0.0 or not work.gemms:
+        return np.zeros_like(stage_tokens)
+    per_token = sum(
+        share * layer_gemm / 6.0 * (1.0 / n_dim + 1.0 / k_dim)
+        for n_dim, k_dim, share, *_ in work.gemms
+    )
+    # stage_tokens = s·b·(stage layers ÷ L) ÷ tp; per_token counts all L layers
+    return np.asarray(
+        stage_tokens * per_token * si.quantize_bytes_per_element / cluster.memory_bytes_per_s
+    )
+
+
 def _gemm_inverse_efficiency(
-    work: Workload, cluster: Cluster, lay: Layouts
+    work: Workload, cluster: Cluster, lay: Layouts, *, layer_peak: float | None = None
 ) -> tuple[FloatArray, FloatArray]:
     """FLOP-weighted mean of 1 / efficiency over the layers' weight GEMMs, and 1 / the
-    output head's efficiency (N = V ÷ tp, K = h), per layout.
+    output head's efficiency (N = V ÷ tp, K = h), per layout. ``layer_peak``: the peak the
+    layers' GEMMs run at (a low-precision recipe's; the size term of
+    :func:`.comm.gemm_efficiency` is relative to it, so a small FP8 GEMM reaches a smaller
+    fraction of its peak than the same GEMM in BF16); the head runs at the compute dtype's.
 
     Forward (M×K·K×N), input gradient (M×N·N×K) and weight gradient (K×M·M×N) are priced with
     :func:`.comm.gemm_efficiency` each, M = s·b/cp tokens (the GPU's part of the sequence:
@@ -871,25 +925,28 @@ def _gemm_inverse_efficiency(
     e = grid_e.reshape(-1).astype(np.float64)
     inverse = np.zeros_like(tok)
 
-    def eff(m_: npt.ArrayLike, n_: npt.ArrayLike, k_: npt.ArrayLike) -> FloatArray:
+    def eff(
+        m_: npt.ArrayLike, n_: npt.ArrayLike, k_: npt.ArrayLike, peak: float = cluster.peak_flops
+    ) -> FloatArray:
         return comm.gemm_efficiency(
             m_,
             n_,
             k_,
             sms=cluster.sms,
             large_efficiency=cluster.kernel_efficiency,
-            peak_flops=cluster.peak_flops,
+            peak_flops=peak,
             ramp_seconds=cluster.gemm_ramp_seconds,
         )
 
+    lp = layer_peak or cluster.peak_flops
     for n_dim, k_dim, share, n_tp, k_tp, expert in work.gemms:
         rows = tok * work.moe_tokens_share * e if expert else tok
         n_ = n_dim / t if n_tp else np.full_like(t, n_dim)
         k_ = k_dim / t if k_tp else np.full_like(t, k_dim)
         passes = (
-            eff(rows, n_, k_),
-            eff(rows, k_, n_),
-            eff(k_, n_, rows),
+            eff(rows, n_, k_, lp),
+            eff(rows, k_, n_, lp),
+            eff(k_, n_, rows, lp),
         )
         inverse = inverse + share * sum(1.0 / e for e in passes) / 3.0
     h, v = float(work.hidden), float(work.vocab or 1)

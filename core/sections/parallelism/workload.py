@@ -324,6 +324,9 @@ class Cluster:
     """Share of the MoE all-to-all hidden behind compute."""
     balance_pipeline_head: bool | None = None
     """Override of the stack's pipeline split (None: the stack's)."""
+    low_precision_peak_flops: dict[str, float] = field(default_factory=dict)
+    """The GPU's dense peaks in the low-precision GEMM dtypes it has (fp8, fp4), for a
+    low-precision training recipe's layer GEMMs (:class:`.step_time.StepInputs`)."""
 
 
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
@@ -336,6 +339,9 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
         gpu_id=gpu.id,
         memory_bytes=gpu.memory_bytes,
         peak_flops=float(peak),
+        low_precision_peak_flops={
+            d: float(flops.for_dtype(d) or 0.0) for d in ("fp8", "fp4") if flops.for_dtype(d)
+        },
         gpus_per_node=inputs.gpus_per_node,
         links=comm.Links(
             gpus_per_node=inputs.gpus_per_node,
