@@ -1066,7 +1066,9 @@ def _megatron_bridge() -> list[str]:
         "",
         "Each row is stated as a scenario (tests/validation/megatron_bridge.py says every "
         "choice): the model's preset, the catalog's GPU for the row's system with its GPUs per "
-        "node (4 per GB200/GB300 tray, 8 per HGX board), the row's tp, pp, cp, ep, vp (interleaved "
+        "node (4 per GB200/GB300 tray, 8 per HGX board) and its NVLink domain (72 on the "
+        "GB200/GB300 NVL72 racks: a group inside a rack rides NVLink although it spans "
+        "trays), the row's tp, pp, cp, ep, vp (interleaved "
         "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, ZeRO-1, "
         "`training.stack = megatron`, the row's sequence and micro-batch, no recomputation "
         "(assumed: the table does not say), LoRA rank 32 for LoRA rows; the row's recipe as "

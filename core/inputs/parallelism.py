@@ -21,6 +21,12 @@ class ParallelInputs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     gpus_per_node: int = Field(default=8, **bounds("parallelism.gpus_per_node"))
+    nvlink_domain: int | None = Field(
+        default=None,
+        description="GPUs one NVLink fabric joins (NVL72 rack: 72); None: the GPU's "
+        "(catalog), else a node",
+        **bounds("parallelism.nvlink_domain"),
+    )
     tp: int = Field(default=1, description="tensor-parallel degree", **bounds("parallelism.tp"))
     pp: int = Field(default=1, description="pipeline-parallel degree", **bounds("parallelism.pp"))
     cp: int = Field(

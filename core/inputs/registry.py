@@ -662,10 +662,21 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "parallelism.gpus_per_node",
         "GPUs per node",
-        "GPUs in one node (NVLink domain)",
+        "GPUs in one node (server or compute tray)",
         LENGTH,
         flag="--gpus-per-node",
         group=PARALLEL,
+    ),
+    Input(
+        "parallelism.nvlink_domain",
+        "NVLink domain",
+        "GPUs one NVLink fabric joins, across nodes (GB200/GB300 NVL72: 72); groups inside "
+        "it use NVLink, only groups that span domains the network (default: the GPU's, else "
+        "a node)",
+        LENGTH,
+        flag="--nvlink-domain",
+        group=PARALLEL,
+        optional=True,
     ),
     Input(
         "parallelism.interleave_chunks",

@@ -130,6 +130,7 @@ RANGES: dict[str, Range] = {
     "training.fragmentation_fraction": FRACTION,
     # parallelism
     "parallelism.gpus_per_node": _r(1, 2**12, "GPUs"),
+    "parallelism.nvlink_domain": _r(1, 2**12, "GPUs"),
     "parallelism.tp": _r(1, MAX_DEGREE),
     "parallelism.pp": _r(1, MAX_DEGREE),
     "parallelism.cp": _r(1, MAX_DEGREE),

@@ -252,6 +252,7 @@ class ParallelismTab(Tab):
     def build_inputs(self) -> None:
         cluster = self.group("Cluster")
         self.per_node = self.input(cluster, "parallelism.gpus_per_node")
+        self.nvlink_domain = self.input(cluster, "parallelism.nvlink_domain")
         layout = self.group("Layout")
         self.tp = self.input(layout, "parallelism.tp")
         self.pp = self.input(layout, "parallelism.pp")

@@ -95,22 +95,32 @@ def test_no_row_is_refused() -> None:
 
 
 def test_errors_do_not_get_worse() -> None:
-    """Median |error| of tokens/s per GPU over all rows ≤ 16% (15.1% reached with the
-    low-precision recipes; 41.6% when the module landed), p90 ≤ 65% (64.0%; 69.8%)."""
+    """Median |error| of tokens/s per GPU over all rows ≤ 14% (13.1% reached with the
+    low-precision recipes and the NVL72 NVLink domain; 41.6% when the module landed), p90
+    ≤ 44% (43.0%; 69.8%)."""
     st = mb.stats(mb.bridge_rows())
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.16, st
-    assert st.p90_abs_error <= 0.65, st
+    assert st.median_abs_error <= 0.14, st
+    assert st.p90_abs_error <= 0.44, st
 
 
 def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
-    """Dense FP8/FP4 rows (Llama 3 8B and 70B): median |error| ≤ 10% (8.1% reached; 25.7%
-    when FP8 was stated as every FLOP at the FP8 peak), p90 ≤ 25% (22.2%)."""
+    """Dense FP8/FP4 rows (Llama 3 8B and 70B): median |error| ≤ 11% (10.0% reached; 25.7%
+    when FP8 was stated as every FLOP at the FP8 peak), p90 ≤ 20% (19.5%); issue 27 asks
+    ≤ 15% for every subgroup."""
     st = mb.stats([r for r in mb.bridge_rows() if "dense FP8/FP4" in r.groups])
     assert st.rows == 42
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.10, st
-    assert st.p90_abs_error <= 0.25, st
+    assert st.median_abs_error <= 0.11, st
+    assert st.p90_abs_error <= 0.20, st
+
+
+def test_large_moe_rows_within_issue_27s_subgroup_target() -> None:
+    """DeepSeek-V3 rows: median |error| ≤ 15% (14.3% reached once an expert-parallel group
+    inside an NVL72 rack rides NVLink; 48.6% when the module landed)."""
+    st = mb.stats([r for r in mb.bridge_rows() if "large MoE" in r.groups])
+    assert st.median_abs_error is not None
+    assert st.median_abs_error <= 0.15, st
 
 
 def test_stats_by_hand() -> None:

@@ -22,7 +22,12 @@ from llm_planner.core.sections.parallelism.step_time import (
     evaluate_layouts,
     step_inputs_of,
 )
-from llm_planner.core.sections.parallelism.workload import Workload, cluster_of, workload_of
+from llm_planner.core.sections.parallelism.workload import (
+    Workload,
+    cluster_of,
+    nvlink_domain_of,
+    workload_of,
+)
 from llm_planner.core.sections.training import TrainingReport
 from llm_planner.core.sections.training_memory import memory_terms
 
@@ -257,13 +262,16 @@ def parallelism_report(
     peak = float(exact.peak_bytes)
     fits = peak <= gpu.memory_bytes
     g = inputs.gpus_per_node
+    domain = nvlink_domain_of(gpu, inputs)  # a group inside one NVLink domain stays on it
     links = {
-        "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, g)),
-        "data_parallel": _link_name(comm.crosses_nodes(lay.tp, lay.dp, g)),
-        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.cp * lay.dp, lay.pp, g)),
+        "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, domain)),
+        "data_parallel": _link_name(comm.crosses_nodes(lay.tp, lay.dp, domain)),
+        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.cp * lay.dp, lay.pp, domain)),
     }
     if lay.cp > 1:
-        links["context_parallel"] = _link_name(comm.crosses_nodes(lay.tp, lay.cp, g))
+        links["context_parallel"] = _link_name(comm.crosses_nodes(lay.tp, lay.cp, domain))
+    if lay.ep > 1:
+        links["expert_parallel"] = _link_name(comm.crosses_nodes(lay.tp, lay.ep, domain))
     return ParallelismReport(
         gpus=lay.gpus,
         nodes=math.ceil(lay.gpus / g),
