@@ -136,3 +136,28 @@ def test_cp_one_changes_nothing() -> None:
     explicit = estimate(_llama8b(8, cp=1, global_batch=8), suggest=False).parallelism
     assert explicit.step_seconds == base.step_seconds
     assert base.comm_bytes_breakdown["context_parallel"] == 0.0
+
+
+def test_search_tries_cp_on_long_sequences_and_its_rows_apply() -> None:
+    """At s = 32,768 (≥ LONG_CONTEXT_TOKENS) the search enumerates cp 2, 4 and 8 as well, each
+    layout's degrees multiplying to the GPUs (tp·cp·pp·dp = 16) and 2·cp dividing s; at
+    s = 4,096 only cp 1. A row with cp > 1 applies to the scenario as is (dp from the count)."""
+    from llm_planner.core.composition import search as srch
+
+    arch = get_preset("llama-3.1-8b").architecture
+    opts = srch.SearchOptions()
+    long = srch.enumerate_layouts(arch, 16, 16, opts, seq_len=32768)
+    assert set(long.cp.tolist()) == {1, 2, 4, 8}
+    assert (long.tp * long.cp * long.pp * long.dp == 16).all()
+    short = srch.enumerate_layouts(arch, 16, 16, opts, seq_len=4096)
+    assert set(short.cp.tolist()) == {1}
+
+    sc = _llama8b(16, seq_len=32768, global_batch=16)
+    result = srch.search_scenario(sc, top=200)
+    rows = [r for r in result.rows if r.cp > 1]
+    assert rows, "no context-parallel layout ranked"
+    applied = srch.apply_row(sc, rows[0])
+    assert applied.parallelism.cp == rows[0].cp
+    assert applied.parallelism.dp is None
+    par = estimate(applied, suggest=False).parallelism
+    assert (par.tp, par.cp, par.pp, par.dp) == (rows[0].tp, rows[0].cp, rows[0].pp, rows[0].dp)
