@@ -122,3 +122,12 @@ def test_nvfp4_uses_the_fp4_peak_where_the_gpu_has_one() -> None:
     h100_fp4 = estimate(_scenario("nvfp4"), suggest=False).parallelism.tokens_per_s
     h100_fp8 = estimate(_scenario("fp8_current"), suggest=False).parallelism.tokens_per_s
     assert h100_fp4 < h100_fp8
+
+
+def test_a_recipe_the_gpu_cannot_run_is_named_a_problem() -> None:
+    """The H100 has FP8 but no FP4 tensor cores (catalog: fp4 None): NVFP4 there is reported,
+    not silently priced; FP8 on an H100 is not a problem."""
+    nvfp4 = estimate(_scenario("nvfp4"), suggest=False).parallelism.problems
+    assert any("no fp4 tensor cores" in p for p in nvfp4)
+    fp8 = estimate(_scenario("fp8_current"), suggest=False).parallelism.problems
+    assert not any("tensor cores" in p for p in fp8)

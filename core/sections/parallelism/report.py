@@ -14,6 +14,7 @@ from llm_planner.core.primitives.architecture import count_parameters as _count_
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.sections.parallelism.layout import resolve_layout
 from llm_planner.core.sections.parallelism.memory import training_memory
 from llm_planner.core.sections.parallelism.step_time import (
@@ -254,6 +255,13 @@ def parallelism_report(
     problems = list(lay.problems)
     if out["mfu"] > 1.0:
         problems.append(mfu_above_one(out["mfu"], out["hfu"], work))
+    gemm_dtype = get_precision(training_inputs.precision).gemm_dtype
+    if gemm_dtype is not None and not gpu.peak_flops.for_dtype(gemm_dtype):
+        problems.append(
+            f"precision {training_inputs.precision}: the {gpu.name} has no {gemm_dtype} "
+            "tensor cores (Transformer Engine refuses the recipe there); priced with every "
+            f"GEMM at {compute_dtype}"
+        )
     exact = (
         training_report
         if training_report is not None
