@@ -223,7 +223,7 @@ def enumerate_layouts(
         dp=dp_,
         ep=ep_,
         zero=zero,
-        shard=dp_,
+        shard=dp_ * cp_,
         micro_batch=b_,
         v=v_,
         gpipe=np.zeros(len(rows), dtype=bool),
@@ -682,12 +682,16 @@ def scaling_curve(
     points: list[ScalingPoint] = []
     if dps:
         base = par.resolve_layout(
-            inputs, inputs.tp * inputs.pp, b, str(training_inputs.recompute), arch.layers
+            inputs,
+            inputs.tp * inputs.cp * inputs.pp,
+            b,
+            str(training_inputs.recompute),
+            arch.layers,
         ).as_arrays()
         n = len(dps)
         lay = par.Layouts(**{name: np.repeat(getattr(base, name), n) for name in par.LAYOUT_FIELDS})
         dp_arr = np.array(dps, dtype=np.int64)
-        lay = par.Layouts(**{**lay.__dict__, "dp": dp_arr, "shard": dp_arr})
+        lay = par.Layouts(**{**lay.__dict__, "dp": dp_arr, "shard": dp_arr * inputs.cp})
         out = par.evaluate_layouts(problem.work, problem.cluster, lay, None, problem.step_inputs)
         first_time = tokens / float(out["tokens_per_s"][0])
         first_gpus = inputs.tp * inputs.pp * dps[0]

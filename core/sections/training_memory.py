@@ -426,8 +426,9 @@ def training_memory_arrays(
     b/cp sequences: ÷ cp ("The activation memory footprint per GPU is also smaller by the
     CP degree", NVIDIA/Megatron-LM@d98e8a64 docs/user-guide/features/context_parallel.md;
     the attention scores of unfused attention, s/cp query rows × s keys, are ÷ cp too).
-    Weights, gradients and optimizer state are replicated over cp (ZeRO here shards over
-    ``shard`` only; Megatron's distributed optimizer shards over dp·cp: not counted)."""
+    Weights, gradients and optimizer state are replicated over cp as over dp; ZeRO shards
+    them over ``shard``, which the layout makes dp·cp (Megatron's distributed optimizer
+    shards over the data-and-context-parallel group: :func:`.parallelism.resolve_layout`)."""
     f64 = np.float64
     given = (
         tp,

@@ -161,3 +161,15 @@ def test_search_tries_cp_on_long_sequences_and_its_rows_apply() -> None:
     assert applied.parallelism.dp is None
     par = estimate(applied, suggest=False).parallelism
     assert (par.tp, par.cp, par.pp, par.dp) == (rows[0].tp, rows[0].cp, rows[0].pp, rows[0].dp)
+
+
+def test_distributed_optimizer_shards_over_dp_and_cp() -> None:
+    """Megatron-Core shards its distributed optimizer (ZeRO-1) over the data-and-context-
+    parallel group (megatron/core/distributed/param_and_grad_buffer.py at d98e8a64): on 2
+    GPUs the optimizer state per GPU is the same at cp 2 · dp 1 as at dp 2 (half of one
+    GPU's), while the activations halve."""
+    dp2 = estimate(_llama8b(2, zero_stage=1, global_batch=2), suggest=False).training
+    cp2 = estimate(_llama8b(2, cp=2, zero_stage=1, global_batch=2), suggest=False).training
+    one = estimate(_llama8b(1, zero_stage=1, global_batch=2), suggest=False).training
+    assert cp2.optimizer_bytes == pytest.approx(dp2.optimizer_bytes, rel=1e-12)
+    assert cp2.optimizer_bytes == pytest.approx(one.optimizer_bytes / 2, rel=1e-12)

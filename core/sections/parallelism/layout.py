@@ -179,7 +179,11 @@ def resolve_layout(
         if num_gpus % (tp * cp * pp):
             problems.append(f"{num_gpus} GPUs are not a multiple of {names} = {tp * cp * pp}")
     zero: int = inputs.zero_stage
-    shard = dp
+    # Megatron-Core reduces gradients and shards its distributed optimizer over the data-
+    # and-context-parallel group (NVIDIA/Megatron-LM@d98e8a64 megatron/core/distributed/
+    # param_and_grad_buffer.py: get_data_and_context_parallel_group(with_context_parallel=
+    # True)): the weights are replicated over cp as over dp
+    shard = dp * cp
     if inputs.fsdp_strategy is not None:
         zero = FSDP_TO_ZERO[inputs.fsdp_strategy]
         if inputs.fsdp_strategy == "HYBRID_SHARD":

@@ -1010,7 +1010,8 @@ def _optimizer_step_seconds(
     seconds = dense / (tp_pp * np.where(sharded, shard, 1.0))
     if work.params_expert > 0:
         ep = lay.as_float("ep")
-        expert_dp = np.minimum(np.maximum(lay.as_float("dp") / ep, 1.0), shard)
+        dp_cp = lay.as_float("dp") * lay.as_float("cp")
+        expert_dp = np.minimum(np.maximum(dp_cp / ep, 1.0), shard)
         expert = work.params_expert * per_param / (tp_pp * ep * np.where(sharded, expert_dp, 1.0))
         seconds = seconds + expert
     return np.asarray(seconds)
@@ -1043,10 +1044,10 @@ def _data_parallel(
     links = cluster.links
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
-    dp = dp_work
+    dp = dp_work * lay.as_float("cp")  # gradients reduce over the dp·cp group (Megatron)
     ep = lay.as_float("ep")
     params_gpu_dense, params_gpu_expert = _trained_params_per_gpu(work, lay, si)
-    shard = np.minimum(lay.as_float("shard"), dp_work)
+    shard = np.minimum(lay.as_float("shard"), dp)
     replicas = dp / shard
     gbytes = work.gradient_reduce_bytes
     pbytes = comm.COMM_BYTES_PER_ELEMENT
