@@ -354,10 +354,12 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "compute.price_usd_per_gpu_hour",
         "$ per GPU-hour",
-        "price per GPU-hour (e.g. 2.5 or $2.50/h)",
+        "price per GPU-hour (e.g. 2.5 or $2.50/h); a price given is kept for any GPU "
+        "(without one it follows the GPU from the price list)",
         PRICE,
         flag="--price",
         group=COMPUTE,
+        also={"compute.price_follows_gpu": False},
     ),
     # inference memory
     Input(
@@ -385,6 +387,41 @@ INPUTS: tuple[Input, ...] = (
         "and the engine allow",
         WHOLE,
         cli="--batch {}",
+        group=INFERENCE,
+    ),
+    Input(
+        "inference.batch_max",
+        "As many as fit",
+        "the serving figures use as many concurrent requests as KV memory and the engine "
+        "allow instead of Batch (the memory bars keep Batch × Context)",
+        kind="switch",
+        cli="--batch max",
+        group=INFERENCE,
+    ),
+    Input(
+        "inference.engine",
+        "Engine",
+        "serving engine (batching, scheduler limits and kernels)",
+        kind="choice",
+        cli="--engine {}",
+        group=INFERENCE,
+        metavar="ENGINE",
+        names=_names("llm_planner.core.quantities.engines", "ENGINE_IDS"),
+    ),
+    Input(
+        "inference.prompt_tokens",
+        "Prompt tokens",
+        "prompt tokens per request (e.g. 1024 or 2k)",
+        LENGTH,
+        cli="--prompt-tokens {}",
+        group=INFERENCE,
+    ),
+    Input(
+        "inference.output_tokens",
+        "Output tokens",
+        "output tokens per request (e.g. 256 or 1k)",
+        LENGTH,
+        cli="--output-tokens {}",
         group=INFERENCE,
     ),
     Input(
