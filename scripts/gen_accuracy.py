@@ -84,6 +84,19 @@ def _vtrain_module() -> ModuleType:
     return module
 
 
+def _bridge_module() -> ModuleType:
+    name = "llm_planner_megatron_bridge"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, VALIDATION / "megatron_bridge.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 # ------------------------------------------------------------------ formatting
 
 
@@ -1180,6 +1193,98 @@ def _serving() -> list[str]:
     return out
 
 
+BRIDGE_BEFORE = {
+    "expressible": 82,
+    "all rows": (0.416, 0.698),
+    "dense BF16": (None, None),
+    "dense FP8/FP4": (0.257, 0.456),
+    "fine-grained MoE": (0.543, 2.011),
+    "large MoE": (0.486, 0.698),
+    "Hopper": (0.304, 1.512),
+    "Blackwell": (0.447, 0.667),
+}
+"""The Megatron-Bridge rows as the model priced them when tests/validation/megatron_bridge.py
+landed (issue 27 step 1, before any model change): rows expressible, and (median, p90)
+|error| of tokens/s per GPU per subgroup."""
+
+
+def _bridge_cell(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _megatron_bridge() -> list[str]:
+    """The Megatron-Bridge section (tests/validation/megatron_bridge.py)."""
+    mb = _bridge_module()
+    rows = mb.bridge_rows()
+    priced = [r for r in rows if r.refused is None]
+    out = [
+        "## Prediction: Megatron-Bridge performance recipes (86 rows, H100 and Blackwell, "
+        "BF16/FP8/FP4, dense and MoE)",
+        "",
+        "Data: `tests/validation/megatron-bridge-4-models.json`: "
+        + _cell(mb.load()["description"]),
+        "",
+        "Each row is stated as a scenario (tests/validation/megatron_bridge.py says every "
+        "choice): the model's preset, the catalog's GPU for the row's system with its GPUs per "
+        "node (4 per GB200/GB300 tray, 8 per HGX board) and its NVLink domain (72 on the "
+        "GB200/GB300 NVL72 racks: a group inside a rack rides NVLink although it spans "
+        "trays), the row's tp, pp, cp, ep, vp (interleaved "
+        "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, ZeRO-1, "
+        "`training.stack = megatron`, the row's sequence and micro-batch, no recomputation "
+        "(assumed: the table does not say), LoRA rank 32 for LoRA rows; the row's recipe as "
+        "the app's precision choice (FP8-CS → `fp8_current`, MXFP8 → `mxfp8`, NVFP4 → "
+        "`nvfp4`, BF16 → `mixed_bf16`; Transformer Engine's recipes, "
+        "core/quantities/optimizers.py) at `compute_dtype = bf16`: the layers' GEMMs at the "
+        "GPU's FP8/FP4 peak, attention, embedding and output layer at BF16's, the quantize "
+        "kernels memory-bound, the quantized weight copies in memory. (When the module "
+        "landed, FP8 rows were stated as `compute_dtype = fp8`, every FLOP at the FP8 peak, "
+        "and NVFP4 was refused: the right-hand column.) No constant was fitted to these rows. "
+        "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
+        "optimistic). Releases re-measure the same setups, so rows with one layout are "
+        "repeats, not independent points.",
+        "",
+        f"Rows expressible: **{len(priced)} of {len(rows)}** "
+        f"(when the module landed: {BRIDGE_BEFORE['expressible']}).",
+        "",
+    ]
+    refusals = mb.refusals(rows)
+    if refusals:
+        out += ["| Refused because | Rows |", "|---|---:|"]
+        out += [f"| {_cell(reason)} | {n} |" for reason, n in sorted(refusals.items())]
+        out.append("")
+    out += [
+        "| Rows | n | priced | median \\|error\\| | p90 \\|error\\| | median signed | "
+        "when the module landed (median / p90) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label in ("all rows", *mb.SUBGROUPS):
+        part = list(rows) if label == "all rows" else [r for r in rows if label in r.groups]
+        st = mb.stats(part)
+        before = BRIDGE_BEFORE[label]
+        out.append(
+            f"| {label} | {st.rows} | {st.priced} | {_bridge_cell(st.median_abs_error)} | "
+            f"{_bridge_cell(st.p90_abs_error)} | "
+            f"{'—' if st.median_signed_error is None else _pct(st.median_signed_error)} | "
+            f"{_bridge_cell(before[0])} / {_bridge_cell(before[1])} |"
+        )
+    out += [
+        "",
+        "Every row (the table's id names the release, system, GPUs, precision and layout):",
+        "",
+        "| Model | GPU | Recipe | Layout | Measured tok/s/GPU | Predicted | Error |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        pred = "refused" if r.predicted is None else f"{r.predicted:,.0f}"
+        err = "—" if r.error is None else _pct(r.error)
+        out.append(
+            f"| {r.model} | {r.gpu} | {r.recipe} | {r.layout} | {r.measured:,.0f} | {pred} | "
+            f"{err} |"
+        )
+    out.append("")
+    return out
+
+
 def render() -> str:
     """The whole page, deterministic (no dates), from the suite as it is now."""
     fid = _fidelity()
@@ -1195,6 +1300,7 @@ def render() -> str:
         *_prediction(fid, pred, {run["id"]: run for run in runs}),
         *_nanotron(),
         *_vtrain(),
+        *_megatron_bridge(),
         *_fine_tuning(),
         *_headline(),
         *_memory(fid),

@@ -57,6 +57,16 @@ class SearchOptions(BaseModel):
     bandwidth-only link model here does not see. Set it higher to explore anyway."""
     zero_with_pipeline: bool = False
     """Allow ZeRO-2/3 with pp > 1 (DeepSpeed's pipeline engine supports ZeRO-1 only)."""
+    context_parallel: tuple[int, ...] | None = None
+    """Context-parallel degrees tried; None: 1, and 2, 4, 8 too when a sequence holds at
+    least :data:`LONG_CONTEXT_TOKENS` tokens (context parallelism is Megatron-Core's answer
+    to long-context activation memory: NVIDIA/Megatron-LM@d98e8a64
+    docs/user-guide/features/context_parallel.md)."""
+
+
+LONG_CONTEXT_TOKENS = 16384
+"""Sequence length from which the search tries context parallelism by default (a choice:
+below it activations rarely decide the layout, and every cp multiplies the candidates)."""
 
 
 class SearchRow(BaseModel):
@@ -70,6 +80,7 @@ class SearchRow(BaseModel):
     pp: int
     ep: int
     zero_stage: int
+    cp: int = Field(default=1, description="context-parallel degree (GPUs = tp·cp·pp·dp)")
     micro_batch: int
     recompute: str
     sequence_parallel: bool
@@ -143,27 +154,41 @@ def _tp_allowed(arch: Architecture, tp: int, max_tp: int | None) -> bool:
 
 
 def enumerate_layouts(
-    arch: Architecture, num_gpus: int, global_batch: int, options: SearchOptions
+    arch: Architecture,
+    num_gpus: int,
+    global_batch: int,
+    options: SearchOptions,
+    seq_len: int = 0,
 ) -> par.Layouts:
     """Every valid layout for ``num_gpus`` GPUs and ``global_batch`` sequences, as arrays.
 
     dp = GPUs/(tp·pp) must divide the global batch, the micro-batch must divide the
     per-replica batch, interleaving needs pp > 1, v·pp ≤ L and m a multiple of pp (Megatron),
     sequence parallelism needs tp > 1, expert parallelism (MoE) divides dp and the experts.
+    Context parallelism (``options.context_parallel``; ``seq_len`` picks the default): dp =
+    GPUs/(tp·cp·pp), the sequence splits into 2·cp chunks (Megatron-Core's causal load
+    balance), ep divides dp·cp (the experts' data parallelism includes cp).
     """
-    base: list[tuple[int, int, int, int, int, int]] = []
+    base: list[tuple[int, int, int, int, int, int, int]] = []
     experts = arch.moe.num_experts if arch.moe else 1
-    for tp in _divisors(num_gpus):
-        if not _tp_allowed(arch, tp, options.max_tp):
-            continue
-        for pp in _divisors(num_gpus // tp):
+    cps = options.context_parallel or ((1, 2, 4, 8) if seq_len >= LONG_CONTEXT_TOKENS else (1,))
+    # the sequence splits into 2·cp chunks; tp·cp divides the GPUs
+    pairs = [
+        (tp, cp)
+        for tp in _divisors(num_gpus)
+        if _tp_allowed(arch, tp, options.max_tp)
+        for cp in cps
+        if num_gpus % (tp * cp) == 0 and (cp == 1 or seq_len % (2 * cp) == 0)
+    ]
+    for tp, cp in pairs:
+        for pp in _divisors(num_gpus // (tp * cp)):
             if pp > arch.layers:
                 continue
-            dp = num_gpus // (tp * pp)
+            dp = num_gpus // (tp * cp * pp)
             if global_batch % dp:
                 continue
             per_replica = global_batch // dp
-            eps = [e for e in _divisors(dp) if experts % e == 0] if arch.moe else [1]
+            eps = [e for e in _divisors(dp * cp) if experts % e == 0] if arch.moe else [1]
             for b in options.micro_batches:
                 if per_replica % b:
                     continue
@@ -171,7 +196,7 @@ def enumerate_layouts(
                 for v in options.interleave:
                     if v > 1 and (pp == 1 or m % pp or pp * v > arch.layers):
                         continue
-                    base.extend((tp, pp, dp, b, v, e) for e in eps)
+                    base.extend((tp, pp, dp, b, v, e, cp) for e in eps)
     if not base:
         return _empty_layouts()
     table = np.array(base, dtype=np.int64)
@@ -187,7 +212,7 @@ def enumerate_layouts(
     )
     rows = np.repeat(table, len(combos), axis=0)
     extra = np.tile(combos, (len(table), 1))
-    tp_, pp_, dp_, b_, v_, ep_ = (rows[:, i] for i in range(6))
+    tp_, pp_, dp_, b_, v_, ep_, cp_ = (rows[:, i] for i in range(7))
     zero, rc, sp = extra[:, 0], extra[:, 1], extra[:, 2].astype(bool)
     keep = ~(sp & (tp_ == 1))
     if not options.zero_with_pipeline:
@@ -198,12 +223,13 @@ def enumerate_layouts(
         dp=dp_,
         ep=ep_,
         zero=zero,
-        shard=dp_,
+        shard=dp_ * cp_,
         micro_batch=b_,
         v=v_,
         gpipe=np.zeros(len(rows), dtype=bool),
         sp=sp,
         recompute=rc,
+        cp=cp_,
     )
     return lay.take(np.flatnonzero(keep))
 
@@ -246,7 +272,8 @@ class _Problem:
         self.gpu = gpu
         self.training_inputs = training_inputs
         self.params_override = params_override
-        self.gpus_per_node = inputs.gpus_per_node
+        # tensor parallelism up to the NVLink domain (an NVL72 rack: 72), not the tray
+        self.gpus_per_node = par.nvlink_domain_of(gpu, inputs)
         self.params = params_override or float(count_parameters(arch).total)
         self.work = par.workload_of(
             arch,
@@ -286,6 +313,7 @@ def _row(
         tp=int(lay.tp[i]),
         pp=int(lay.pp[i]),
         ep=int(lay.ep[i]),
+        cp=int(lay.cp[i]),
         zero_stage=int(lay.zero[i]),
         micro_batch=int(lay.micro_batch[i]),
         recompute=par.RECOMPUTE_CODES[int(lay.recompute[i])],
@@ -313,7 +341,9 @@ def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> 
     start = time.perf_counter()
     if options.max_tp is None:  # tensor parallelism inside a node (see SearchOptions.max_tp)
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    lay = enumerate_layouts(problem.arch, num_gpus, problem.work.global_batch, options)
+    lay = enumerate_layouts(
+        problem.arch, num_gpus, problem.work.global_batch, options, problem.work.seq_len
+    )
     candidates = len(lay)
     rows: list[SearchRow] = []
     fitting = 0
@@ -421,6 +451,7 @@ ROW_FIELDS: dict[str, str] = {
     "pp": "pp",
     "dp": "dp",
     "ep": "expert_parallel",
+    "cp": "cp",
     "zero_stage": "zero_stage",
     "sequence_parallel": "sequence_parallel",
     "schedule": "schedule",
@@ -439,7 +470,7 @@ def apply_row(scenario: Any, row: SearchRow) -> Any:
     parallel = data["parallelism"]
     for key, name in ROW_FIELDS.items():
         parallel[name] = getattr(row, key)
-    if row.dp * row.tp * row.pp == scenario.num_gpus:
+    if row.dp * row.tp * row.cp * row.pp == scenario.num_gpus:
         # dp is what the GPU count leaves: kept as "from the GPU count", it follows a later
         # change of the count instead of contradicting it
         parallel["dp"] = None
@@ -651,12 +682,16 @@ def scaling_curve(
     points: list[ScalingPoint] = []
     if dps:
         base = par.resolve_layout(
-            inputs, inputs.tp * inputs.pp, b, str(training_inputs.recompute), arch.layers
+            inputs,
+            inputs.tp * inputs.cp * inputs.pp,
+            b,
+            str(training_inputs.recompute),
+            arch.layers,
         ).as_arrays()
         n = len(dps)
         lay = par.Layouts(**{name: np.repeat(getattr(base, name), n) for name in par.LAYOUT_FIELDS})
         dp_arr = np.array(dps, dtype=np.int64)
-        lay = par.Layouts(**{**lay.__dict__, "dp": dp_arr, "shard": dp_arr})
+        lay = par.Layouts(**{**lay.__dict__, "dp": dp_arr, "shard": dp_arr * inputs.cp})
         out = par.evaluate_layouts(problem.work, problem.cluster, lay, None, problem.step_inputs)
         first_time = tokens / float(out["tokens_per_s"][0])
         first_gpus = inputs.tp * inputs.pp * dps[0]

@@ -21,11 +21,22 @@ class ParallelInputs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     gpus_per_node: int = Field(default=8, **bounds("parallelism.gpus_per_node"))
+    nvlink_domain: int | None = Field(
+        default=None,
+        description="GPUs one NVLink fabric joins (NVL72 rack: 72); None: the GPU's "
+        "(catalog), else a node",
+        **bounds("parallelism.nvlink_domain"),
+    )
     tp: int = Field(default=1, description="tensor-parallel degree", **bounds("parallelism.tp"))
     pp: int = Field(default=1, description="pipeline-parallel degree", **bounds("parallelism.pp"))
+    cp: int = Field(
+        default=1,
+        description="context-parallel degree: each sequence split over cp GPUs",
+        **bounds("parallelism.cp"),
+    )
     dp: int | None = Field(
         default=None,
-        description="data-parallel degree; None: GPUs/(tp·pp)",
+        description="data-parallel degree; None: GPUs/(tp·pp·cp)",
         **bounds("parallelism.dp"),
     )
     zero_stage: Literal[0, 1, 2, 3] = 1

@@ -655,9 +655,18 @@ INPUTS: tuple[Input, ...] = (
         group=PARALLEL,
     ),
     Input(
+        "parallelism.cp",
+        "Context parallel",
+        "context-parallel degree: each sequence split over cp GPUs, K/V passed round a ring "
+        "(Megatron-Core's context_parallel_size)",
+        LENGTH,
+        flag="--cp",
+        group=PARALLEL,
+    ),
+    Input(
         "parallelism.dp",
         "Data parallel",
-        "data-parallel degree (default: GPUs / (tp·pp))",
+        "data-parallel degree (default: GPUs / (tp·pp·cp))",
         LENGTH,
         flag="--dp",
         group=PARALLEL,
@@ -690,10 +699,21 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "parallelism.gpus_per_node",
         "GPUs per node",
-        "GPUs in one node (NVLink domain)",
+        "GPUs in one node (server or compute tray)",
         LENGTH,
         flag="--gpus-per-node",
         group=PARALLEL,
+    ),
+    Input(
+        "parallelism.nvlink_domain",
+        "NVLink domain",
+        "GPUs one NVLink fabric joins, across nodes (GB200/GB300 NVL72: 72); groups inside "
+        "it use NVLink, only groups that span domains the network (default: the GPU's, else "
+        "a node)",
+        LENGTH,
+        flag="--nvlink-domain",
+        group=PARALLEL,
+        optional=True,
     ),
     Input(
         "parallelism.interleave_chunks",

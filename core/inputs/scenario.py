@@ -227,31 +227,39 @@ def layout_refusal(scenario: Scenario) -> str | None:
     Refused rather than priced: tensor parallelism splits attention heads, so tp must
     divide them (Megatron-LM ``megatron/training/arguments.py`` asserts
     ``num_attention_heads % tensor_model_parallel_size == 0``); a pipeline stage holds at
-    least one layer (pp·v ≤ L); the degrees multiply to the GPU count (dp·tp·pp = N, so
-    tp·pp divides N). Uneven layer splits, an ep that does not divide dp and a global batch
-    that is not a multiple of dp·micro-batch (or smaller than it) stay the report's
-    "problems": frameworks run them (uneven stages, padding) and published runs state them
-    (the validation runs include 2,048 GPUs on 1,024 sequences of 2,048 tokens), so the
-    report names the problem rather than refusing the scenario.
+    least one layer (pp·v ≤ L); the degrees multiply to the GPU count (dp·tp·cp·pp = N, so
+    tp·cp·pp divides N; Megatron-Core: "The total GPU count is TP × CP × PP × DP",
+    NVIDIA/Megatron-LM@d98e8a64 docs/user-guide/features/context_parallel.md). Uneven
+    layer splits, an ep that does not divide dp and a global batch that is not a multiple
+    of dp·micro-batch (or smaller than it) stay the report's "problems": frameworks run
+    them (uneven stages, padding) and published runs state them (the validation runs
+    include 2,048 GPUs on 1,024 sequences of 2,048 tokens), so the report names the problem
+    rather than refusing the scenario.
     """
     par, arch = scenario.parallelism, scenario.model.architecture
-    tp, pp, n = par.tp, par.pp, scenario.num_gpus
-    if arch.heads % tp:
-        return f"parallelism.tp: tp = {tp} does not divide the model's {arch.heads} attention heads"
+    tpcp, pp, n = par.tp * par.cp, par.pp, scenario.num_gpus  # GPUs per sequence: tp·cp
+    if arch.heads % par.tp:
+        return (
+            f"parallelism.tp: tp = {par.tp} does not divide the model's {arch.heads} "
+            "attention heads"
+        )
     v = par.interleave_chunks if par.schedule == "interleaved" else 1
     if pp * v > arch.layers:
         return (
             f"parallelism.pp: pp·v = {pp}·{v} stages is more than the model's {arch.layers} layers"
         )
+    # the degrees as the message names them: cp only when it is used
+    names = "tp·cp·pp" if par.cp > 1 else "tp·pp"
+    values = f"{par.tp}·{par.cp}·{pp}" if par.cp > 1 else f"{par.tp}·{pp}"
     if par.dp is not None:
-        if par.dp * tp * pp != n:
+        if par.dp * tpcp * pp != n:
             return (
-                f"parallelism.dp: dp·tp·pp = {par.dp}·{tp}·{pp} = {par.dp * tp * pp} GPUs, "
+                f"parallelism.dp: dp·{names} = {par.dp}·{values} = {par.dp * tpcp * pp} GPUs, "
                 f"not the scenario's {n}"
             )
         return None
-    if tp * pp > n:
-        return f"parallelism.tp: tp·pp = {tp}·{pp} = {tp * pp} GPUs is more than the {n} GPUs"
-    if n % (tp * pp):
-        return f"num_gpus: {n} GPUs are not a multiple of tp·pp = {tp}·{pp} = {tp * pp}"
+    if tpcp * pp > n:
+        return f"parallelism.tp: {names} = {values} = {tpcp * pp} GPUs is more than the {n} GPUs"
+    if n % (tpcp * pp):
+        return f"num_gpus: {n} GPUs are not a multiple of {names} = {values} = {tpcp * pp}"
     return None

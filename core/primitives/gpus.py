@@ -91,6 +91,12 @@ class GPU(BaseModel):
         description="GPU-to-GPU bandwidth per GPU, one direction, bytes/s (NVLink 4: 450e9 of "
         "the 900 GB/s bidirectional figure)",
     )
+    nvlink_domain_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs one NVLink fabric joins beyond a node (GB200/GB300 NVL72 racks: 72, "
+        "through the NVLink switch trays); None: a node",
+    )
     tdp_watts: float | None = Field(default=None, gt=0)
     source: str = Field(default="", description="datasheet or paper the figures come from")
     notes: str = ""

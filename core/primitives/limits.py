@@ -144,8 +144,10 @@ RANGES: dict[str, Range] = {
     "training.fragmentation_fraction": _r(0, 1, least=1e-6),
     # parallelism
     "parallelism.gpus_per_node": _r(1, 2**12, "GPUs"),
+    "parallelism.nvlink_domain": _r(1, 2**12, "GPUs"),
     "parallelism.tp": _r(1, MAX_DEGREE),
     "parallelism.pp": _r(1, MAX_DEGREE),
+    "parallelism.cp": _r(1, MAX_DEGREE),
     "parallelism.dp": _r(1, MAX_GPUS),
     "parallelism.global_batch": _r(1, MAX_BATCH, "sequences"),
     "parallelism.interleave_chunks": _r(1, MAX_DEGREE),
@@ -216,6 +218,7 @@ _MEASURED_AS_INPUT = {
     "dp": "parallelism.dp",
     "tp": "parallelism.tp",
     "pp": "parallelism.pp",
+    "cp": "parallelism.cp",
     "ep": "parallelism.expert_parallel",
     "interleave_chunks": "parallelism.interleave_chunks",
     "micro_batch": "training.micro_batch",

@@ -37,6 +37,21 @@ class PrecisionRecipe(BaseModel):
     state_dtype: str = Field(description="dtype of the optimizer's moments")
     activations_dtype: str
     source: str
+    gemm_dtype: str | None = Field(
+        default=None,
+        description="dtype of the transformer layers' linear GEMMs (forward, data- and "
+        "weight-gradient) under a low-precision recipe; None: the compute dtype",
+    )
+    low_precision_copy_bytes: float = Field(
+        default=0.0,
+        description="bytes per layer-matrix parameter of the quantized weight copies "
+        "(row-wise and column-wise) and their scales, held next to the 16-bit weights",
+    )
+    quantize_bytes_per_element: float = Field(
+        default=0.0,
+        description="HBM bytes moved per GEMM operand element quantized (16-bit read, "
+        "row-wise and column-wise low-precision copies and scales written)",
+    )
 
     @property
     def weights_bytes(self) -> float:
@@ -53,6 +68,99 @@ class PrecisionRecipe(BaseModel):
     @property
     def state_bytes(self) -> float:
         return bytes_per_element(self.state_dtype)
+
+
+TE = "NVIDIA/TransformerEngine@d0067d0d transformer_engine/common/recipe/__init__.py"
+"""Transformer Engine's recipes, read at this commit."""
+
+_TE_COMMON = (
+    "Megatron-Core runs them through Transformer Engine's autocast around each transformer "
+    "layer's linear layers: the forward, data-gradient and weight-gradient GEMMs run in the "
+    "low-precision dtype; the attention core stays 16-bit (every recipe's fp8_dpa = False), "
+    "as do the embedding, the output layer and the router (plain PyTorch modules); the "
+    "16-bit weights, fp32 main gradients and fp32 master copy stay (2 + 4 + 12 bytes per "
+    "parameter, as mixed_bf16_fp32_grads). The quantized weight copies are kept for the "
+    "step's micro-batches; each GEMM operand is quantized from 16 bits once per pass, "
+    "row-wise and column-wise (the transpose the backward GEMMs read) in one kernel"
+)
+
+
+def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
+    """Transformer Engine's training recipes as precision choices (issue 27 step 3).
+
+    Per recipe: the GEMM dtype; the quantized weight copies per layer-matrix parameter
+    (row-wise + column-wise copy + their scales); the HBM bytes per quantized element (2
+    read + both copies and scales written; current scaling reads the tensor once more for
+    its amax first). Scale sizes from each recipe's block: one fp32 per tensor
+    (tensor-wise), one E8M0 byte per 32 values (MXFP8), one fp32 per 128 × 128 weight block
+    and per 1 × 128 activation block (block-wise FP8), one E4M3 byte per 16 values (NVFP4;
+    its fp32 per-tensor scale is negligible)."""
+
+    def recipe(
+        rid: str, name: str, gemm: str, *, copy: float, quant: float, src: str
+    ) -> PrecisionRecipe:
+        return PrecisionRecipe(
+            id=rid,
+            name=name,
+            weights_dtype="bf16",
+            gradients_dtype="fp32",
+            master_dtype="fp32",
+            state_dtype="fp32",
+            activations_dtype="bf16",
+            gemm_dtype=gemm,
+            low_precision_copy_bytes=copy,
+            quantize_bytes_per_element=quant,
+            source=f"{TE}: {src}. {_TE_COMMON}",
+        )
+
+    return (
+        recipe(
+            "fp8_delayed",
+            "FP8 tensor-wise, delayed scaling (Transformer Engine)",
+            "fp8",
+            copy=2.0,
+            quant=4.0,
+            src="DelayedScaling (line 173): one scale per tensor from the amax history of past "
+            "iterations; E4M3 forward, E5M2 gradients (Format.HYBRID)",
+        ),
+        recipe(
+            "fp8_current",
+            "FP8 tensor-wise, current scaling (Transformer Engine)",
+            "fp8",
+            copy=2.0,
+            quant=6.0,
+            src="Float8CurrentScaling (line 286): one scale per tensor from the tensor's own amax, "
+            "computed before it is cast (a read more per quantization)",
+        ),
+        recipe(
+            "mxfp8",
+            "MXFP8: FP8 with an E8M0 scale per 32 values (Transformer Engine)",
+            "fp8",
+            copy=2.0 + 2.0 / 32.0,
+            quant=2.0 + 2.0 * (1.0 + 1.0 / 32.0),
+            src="MXFP8BlockScaling (line 337): each group of 32 consecutive values scaled by its "
+            "own E8M0 factor; the tensor and its transpose both computed from the 16-bit input",
+        ),
+        recipe(
+            "fp8_blockwise",
+            "FP8 block-wise: 128x128 weight, 1x128 activation blocks (DeepSeek-V3 style)",
+            "fp8",
+            copy=2.0 + 2.0 * 4.0 / (128.0 * 128.0),
+            quant=2.0 + 2.0 * (1.0 + 4.0 / 128.0),
+            src="Float8BlockScaling (line 392): fp32 scales per block, split accumulation in "
+            "every GEMM",
+        ),
+        recipe(
+            "nvfp4",
+            "NVFP4: FP4 E2M1 with an E4M3 scale per 16 values (Transformer Engine)",
+            "fp4",
+            copy=2.0 * (0.5 + 1.0 / 16.0),
+            quant=2.0 + 2.0 * (0.5 + 1.0 / 16.0),
+            src="NVFP4BlockScaling (line 489): 16-value blocks with E4M3 scales and a per-tensor "
+            "fp32 scale, 16x16 blocks for weights, random Hadamard transforms on the "
+            "column-wise copies the weight-gradient GEMM reads",
+        ),
+    )
 
 
 PRECISIONS: dict[str, PrecisionRecipe] = {
@@ -114,6 +222,7 @@ PRECISIONS: dict[str, PrecisionRecipe] = {
             "pure_bf16, not bf16: every stack's plain 'bf16' means mixed bf16 (see "
             "PRECISION_ALIASES); schema v2 files' 'bf16' migrate to this id",
         ),
+        *_low_precision_recipes(),
     )
 }
 

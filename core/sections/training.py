@@ -422,6 +422,7 @@ def estimate_training(
     microbatches_in_flight: int | None = None,
     ep: int = 1,
     last_stage_microbatches_in_flight: int | None = None,
+    cp: int = 1,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout: the
     one memory function (:func:`.training_memory.training_memory_arrays`) at this layout.
@@ -447,7 +448,8 @@ def estimate_training(
     each token to the GPUs holding its experts, so on average each GPU still processes
     top_k × its own tokens in its experts (balanced routing; Fedus et al. 2021, Switch
     Transformer, section 2.2), and the per-GPU MoE ledger (:mod:`.activations`) stays as
-    it is. A dense model ignores ep.
+    it is. A dense model ignores ep. Context parallelism ``cp``: activations ÷ cp
+    (:func:`.training_memory.training_memory_arrays`).
 
     The largest micro-batch that fits: the peak is linear in b (every saved tensor is
     s·b·(something)), so it is solved from the peaks at b = 1 and 2 and checked at the
@@ -471,6 +473,7 @@ def estimate_training(
             pp=pp,
             shard=dp,
             ep=ep,
+            cp=cp,
             zero=zero_stage,
             micro_batch=b,
             sp=sequence_parallel,

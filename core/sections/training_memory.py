@@ -405,6 +405,7 @@ def training_memory_arrays(
     first_in_flight: npt.ArrayLike,
     last_in_flight: npt.ArrayLike,
     detail: bool = True,
+    cp: npt.ArrayLike = 1,
 ) -> dict[str, FloatArray]:
     """Per-GPU training memory of each layout (the module docstring gives the terms).
 
@@ -418,9 +419,30 @@ def training_memory_arrays(
     its ``layers_on_stage`` and ``microbatches_in_flight``, and what a stack's log reports
     (``logged_*``: torch's max allocated / reserved, without the CUDA context). ``detail``
     False (the search's millions of layouts): the persistent state, activations and peak
-    only, without the breakdown of activations and temporaries the report shows."""
+    only, without the breakdown of activations and temporaries the report shows.
+
+    Context parallelism ``cp`` splits every sequence over cp GPUs: each holds s/cp of its
+    tokens, so every activation term (linear in the tokens a GPU holds, s·b) is that of
+    b/cp sequences: ÷ cp ("The activation memory footprint per GPU is also smaller by the
+    CP degree", NVIDIA/Megatron-LM@d98e8a64 docs/user-guide/features/context_parallel.md;
+    the attention scores of unfused attention, s/cp query rows × s keys, are ÷ cp too).
+    Weights, gradients and optimizer state are replicated over cp as over dp; ZeRO shards
+    them over ``shard``, which the layout makes dp·cp (Megatron's distributed optimizer
+    shards over the data-and-context-parallel group: :func:`.parallelism.resolve_layout`)."""
     f64 = np.float64
-    given = (tp, pp, shard, ep, zero, micro_batch, sp, recompute, first_in_flight, last_in_flight)
+    given = (
+        tp,
+        pp,
+        shard,
+        ep,
+        zero,
+        micro_batch,
+        sp,
+        recompute,
+        first_in_flight,
+        last_in_flight,
+        cp,
+    )
     n = max(int(np.size(x)) for x in given)
 
     def ints(x: npt.ArrayLike) -> IntArray:
@@ -428,7 +450,8 @@ def training_memory_arrays(
 
     tp_i, pp_i, ep_i, zero_i = ints(tp), ints(pp), ints(ep), ints(zero)
     rc_i = ints(recompute)
-    b_f = np.broadcast_to(np.asarray(micro_batch, dtype=f64), (n,))
+    cp_f = np.broadcast_to(np.asarray(cp, dtype=f64), (n,))
+    b_f = np.broadcast_to(np.asarray(micro_batch, dtype=f64), (n,)) / cp_f
     sp_b = np.broadcast_to(np.asarray(sp, dtype=bool), (n,))
     shard_f = np.broadcast_to(np.asarray(shard, dtype=f64), (n,))
     tp_f = tp_i.astype(f64)

@@ -299,8 +299,11 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
     Full training: every parameter is trained (:mod:`.optimizers` bytes per parameter).
     LoRA (Hu et al. 2021): the base is frozen in the recipe's weight dtype, only the
     adapters have gradients and optimizer state; QLoRA (Dettmers et al. 2023) stores the
-    base's layer matrices in NF4 with double-quantised constants. Linear in every count
-    of ``params``, so the layout search may price a stage as layers × share + outside.
+    base's layer matrices in NF4 with double-quantised constants. A low-precision recipe
+    (FP8, MXFP8, NVFP4: :func:`.optimizers._low_precision_recipes`) adds its quantized copies
+    of the layers' matrices (Transformer Engine keeps them across micro-batches). Linear in
+    every count of ``params``, so the layout search may price a stage as layers × share +
+    outside.
     """
     recipe = launched_precision(inputs.precision, inputs.stack)
     opt = get_optimizer(inputs.optimizer)
@@ -320,6 +323,10 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
         )
     else:
         weights = (base + trainable) * w_bytes
+    if not inputs.qlora:
+        # a low-precision recipe's quantized copies of the layers' matrices (row-wise and
+        # column-wise, with their scales), next to the 16-bit weights (:mod:`.optimizers`)
+        weights = weights + params.layer_matrix_params * recipe.low_precision_copy_bytes
     # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
     gradients = trainable * (
         recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param

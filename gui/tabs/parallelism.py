@@ -270,9 +270,11 @@ class ParallelismTab(Tab):
     def build_inputs(self) -> None:
         cluster = self.group("Cluster")
         self.per_node = self.input(cluster, "parallelism.gpus_per_node")
+        self.nvlink_domain = self.input(cluster, "parallelism.nvlink_domain")
         layout = self.group("Layout")
         self.tp = self.input(layout, "parallelism.tp")
         self.pp = self.input(layout, "parallelism.pp")
+        self.cp = self.input(layout, "parallelism.cp")
         self.dp = self.input(layout, "parallelism.dp")
         self.zero = self.combo(
             layout,

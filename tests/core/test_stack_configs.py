@@ -42,6 +42,13 @@ MEGATRON_LAYOUTS: list[dict[str, Any]] = [
         "parallelism.interleave_chunks": 4,
         "training.precision": "mixed_bf16_fp32_grads",
     },
+    # issue 27: context parallelism and Transformer Engine's recipes (Megatron-LM's
+    # --context-parallel-size, --fp8-format/--fp8-recipe, --fp4-format)
+    {"parallelism.cp": 2, "parallelism.tp": 2, "training.precision": "mxfp8"},
+    {"parallelism.zero_stage": 1, "training.precision": "fp8_current"},
+    {"parallelism.zero_stage": 1, "training.precision": "fp8_delayed"},
+    {"parallelism.zero_stage": 1, "training.precision": "fp8_blockwise"},
+    {"parallelism.cp": 4, "training.precision": "nvfp4"},
 ]
 TORCHTITAN_LAYOUTS: list[dict[str, Any]] = [
     {"parallelism.zero_stage": 0, "training.recompute": "none"},

@@ -21,6 +21,7 @@ import shlex
 from typing import Any
 
 from llm_planner.core.files.stack_configs.plan import (
+    MEGATRON_LOW_PRECISION_ARGS,
     ExportedConfig,
     ImportedConfig,
     LaunchPlan,
@@ -97,12 +98,14 @@ def _recompute_args(recompute: str) -> list[str]:
 
 def _precision_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
     args: list[str] = []
-    if plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "pure_bf16"}:
+    low = MEGATRON_LOW_PRECISION_ARGS.get(plan.precision)
+    if plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "pure_bf16"} or low:
         args.append("--bf16")
     elif plan.precision == "mixed_fp16":
         args.append("--fp16")
-    if plan.precision == "mixed_bf16_fp32_grads":
+    if plan.precision == "mixed_bf16_fp32_grads" or low:
         args.append("--accumulate-allreduce-grads-in-fp32")
+    args.extend(low or ())
     if plan.precision == "pure_bf16":
         notes.append("pure bf16 without fp32 master weights: Megatron keeps fp32 main params")
     if plan.optimizer in {"adam", "adamw"}:
@@ -123,7 +126,7 @@ def _parallel_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
         args.append(f"--num-layers-per-virtual-pipeline-stage {plan.layers_per_virtual_stage}")
     if plan.schedule == "gpipe":
         notes.append("the GPipe schedule: Megatron-LM runs 1F1B (or interleaved 1F1B)")
-    args.append("--context-parallel-size 1")
+    args.append(f"--context-parallel-size {plan.cp}")
     if plan.ep > 1:
         args.append(f"--expert-model-parallel-size {plan.ep}")
     if plan.sequence_parallel:
@@ -189,6 +192,10 @@ def _parser() -> argparse.ArgumentParser:
         "recompute-method",
         "data-parallel-sharding-strategy",
         "optimizer",
+        "fp8-format",
+        "fp8-recipe",
+        "fp4-format",
+        "fp4-recipe",
     ):
         p.add_argument(f"--{name}")
     for name in (
@@ -226,11 +233,6 @@ def tokens_of(text: str) -> list[str]:
 
 def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
     pp = args.pipeline_model_parallel_size or 1
-    if args.context_parallel_size not in (None, 1):
-        raise StackConfigError(
-            f"{source}: --context-parallel-size {args.context_parallel_size}: the planner "
-            "has no context-parallel degree yet"
-        )
     v = args.virtual_pipeline_model_parallel_size
     if args.num_layers_per_virtual_pipeline_stage and args.num_layers:
         v = args.num_layers // (pp * args.num_layers_per_virtual_pipeline_stage)
@@ -251,6 +253,7 @@ def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
     return {
         "parallelism.tp": args.tensor_model_parallel_size or 1,
         "parallelism.pp": pp,
+        "parallelism.cp": args.context_parallel_size or 1,
         "parallelism.sequence_parallel": bool(args.sequence_parallel),
         "parallelism.expert_parallel": args.expert_model_parallel_size or 1,
         "parallelism.schedule": "interleaved" if v and v > 1 else "1f1b",
@@ -283,6 +286,25 @@ def _full_recompute_covers_every_layer(args: argparse.Namespace, pp: int, source
     )
 
 
+def _low_precision_of(args: argparse.Namespace) -> str | None:
+    """The recipe that ``--fp8-format``/``--fp8-recipe`` or ``--fp4-format`` name (Megatron's
+    default FP8 recipe is delayed, its FP4 one nvfp4), or None."""
+    if args.fp4_format:
+        return "nvfp4"
+    if not args.fp8_format:
+        return None
+    recipe = args.fp8_recipe or "delayed"
+    known = {
+        "delayed": "fp8_delayed",
+        "tensorwise": "fp8_current",
+        "mxfp8": "mxfp8",
+        "blockwise": "fp8_blockwise",
+    }
+    if recipe not in known:
+        raise StackConfigError(f"--fp8-recipe {recipe!r} is not one of {', '.join(known)}")
+    return known[recipe]
+
+
 def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for value, path in (
@@ -292,7 +314,10 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if value:
             fields[path] = value
-    if args.fp16:
+    recipe = _low_precision_of(args)
+    if recipe is not None:
+        fields["training.precision"] = recipe
+    elif args.fp16:
         fields["training.precision"] = "mixed_fp16"
     elif args.bf16:
         grads = args.accumulate_allreduce_grads_in_fp32

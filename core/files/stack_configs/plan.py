@@ -57,6 +57,8 @@ class LaunchPlan:
     lora_rank: int | None
     qlora: bool
     problems: tuple[str, ...]
+    cp: int = 1
+    """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
 
     @property
     def nodes(self) -> int:
@@ -99,6 +101,7 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         lora_rank=tr.lora_rank,
         qlora=tr.qlora,
         problems=lay.problems,
+        cp=lay.cp,
     )
 
 
@@ -153,7 +156,32 @@ def common_unexpressed(plan: LaunchPlan) -> list[str]:
             "exported as selective recomputation"
         )
     notes.extend(f"the plan's layout has a problem: {p}" for p in plan.problems)
+    if plan.stack != "megatron":
+        if plan.cp > 1:
+            notes.append(
+                f"context parallelism cp = {plan.cp} is priced as Megatron-Core runs it "
+                "(--context-parallel-size); not stated in this stack's config"
+            )
+        if plan.precision in MEGATRON_LOW_PRECISION_ARGS:
+            notes.append(
+                f"precision {plan.precision} is Transformer Engine's recipe as Megatron-Core "
+                "launches it; not stated in this stack's config"
+            )
     return notes
+
+
+MEGATRON_LOW_PRECISION_ARGS: dict[str, tuple[str, ...]] = {
+    "fp8_delayed": ("--fp8-format hybrid", "--fp8-recipe delayed"),
+    "fp8_current": ("--fp8-format hybrid", "--fp8-recipe tensorwise"),
+    "mxfp8": ("--fp8-format e4m3", "--fp8-recipe mxfp8"),
+    "fp8_blockwise": ("--fp8-format e4m3", "--fp8-recipe blockwise"),
+    "nvfp4": ("--fp4-format e2m1", "--fp4-recipe nvfp4"),
+}
+"""The low-precision recipes (core/quantities/optimizers.py) as Megatron-LM's arguments
+(NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py lines 587-600
+and 673-679: ``--fp8-format`` e4m3 | hybrid, ``fp8_recipe`` tensorwise (current scaling) |
+delayed | mxfp8 | blockwise; ``--fp4-format e2m1``, ``fp4_recipe`` nvfp4), with ``--bf16``
+for everything else."""
 
 
 def export_recompute(plan: LaunchPlan) -> str:
@@ -239,6 +267,7 @@ def layout_of(scenario: Scenario) -> dict[str, Any]:
     return {
         "tp": plan.tp,
         "pp": plan.pp,
+        "cp": plan.cp,
         "dp": plan.dp,
         "ep": plan.ep,
         "zero_stage": plan.zero_stage,

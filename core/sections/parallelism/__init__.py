@@ -60,6 +60,7 @@ from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
     cluster_of,
+    nvlink_domain_of,
     workload_of,
 )
 from llm_planner.core.sections.training_memory import MemoryTerms, memory_terms
@@ -87,6 +88,7 @@ __all__ = [
     "microbatches_in_flight_last",
     "model_flops_per_token",
     "model_state_bytes_per_gpu",
+    "nvlink_domain_of",
     "parallelism_report",
     "pipeline_timeline",
     "resolve_layout",

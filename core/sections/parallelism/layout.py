@@ -53,6 +53,12 @@ class Layouts:
     sp: npt.NDArray[np.bool_]
     recompute: npt.NDArray[np.int64]
     """Index into RECOMPUTE_CODES."""
+    cp: npt.NDArray[np.int64] = None  # type: ignore[assignment]
+    """Context-parallel degree (each sequence split over cp GPUs); None: 1 everywhere."""
+
+    def __post_init__(self) -> None:
+        if self.__dict__.get("cp") is None:  # the callers that predate cp pass none
+            object.__setattr__(self, "cp", np.ones_like(self.tp))
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -76,6 +82,7 @@ class Layouts:
             pp=int(self.pp[i]),
             dp=int(self.dp[i]),
             ep=int(self.ep[i]),
+            cp=int(self.cp[i]),
             zero_stage=int(self.zero[i]),
             shard=int(self.shard[i]),
             micro_batch=int(self.micro_batch[i]),
@@ -100,6 +107,7 @@ LAYOUT_FIELDS: tuple[str, ...] = (
     "gpipe",
     "sp",
     "recompute",
+    "cp",
 )
 
 
@@ -123,10 +131,11 @@ class ResolvedLayout:
     recompute: str
     gradient_accumulation_steps: int
     problems: tuple[str, ...]
+    cp: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.pp * self.cp * self.dp
 
     def as_arrays(self) -> Layouts:
         def i(x: int) -> npt.NDArray[np.int64]:
@@ -145,6 +154,7 @@ class ResolvedLayout:
             gpipe=np.array([self.schedule == "gpipe"]),
             sp=np.array([self.sequence_parallel]),
             recompute=i(rc),
+            cp=i(self.cp),
         )
 
 
@@ -153,27 +163,41 @@ def resolve_layout(
 ) -> ResolvedLayout:
     """Decide dp, ZeRO stage, shard group, v and accumulation steps; list inconsistencies."""
     problems: list[str] = []
-    tp, pp = inputs.tp, inputs.pp
+    tp, pp, cp = inputs.tp, inputs.pp, inputs.cp
+    # Megatron-Core: "The total GPU count is TP × CP × PP × DP" (NVIDIA/Megatron-LM@d98e8a64
+    # docs/user-guide/features/context_parallel.md)
+    names, values = ("tp·cp·pp", f"{tp}·{cp}·{pp}") if cp > 1 else ("tp·pp", f"{tp}·{pp}")
     if inputs.dp is not None:
         dp = inputs.dp
-        if dp * tp * pp != num_gpus:
+        if dp * tp * cp * pp != num_gpus:
             problems.append(
-                f"dp·tp·pp = {dp}·{tp}·{pp} = {dp * tp * pp} GPUs, not the scenario's {num_gpus}"
+                f"dp·{names} = {dp}·{values} = {dp * tp * cp * pp} GPUs, not the "
+                f"scenario's {num_gpus}"
             )
     else:
-        dp = max(1, num_gpus // (tp * pp))
-        if num_gpus % (tp * pp):
-            problems.append(f"{num_gpus} GPUs are not a multiple of tp·pp = {tp * pp}")
+        dp = max(1, num_gpus // (tp * cp * pp))
+        if num_gpus % (tp * cp * pp):
+            problems.append(f"{num_gpus} GPUs are not a multiple of {names} = {tp * cp * pp}")
     zero: int = inputs.zero_stage
-    shard = dp
+    # Megatron-Core reduces gradients and shards its distributed optimizer over the data-
+    # and-context-parallel group (NVIDIA/Megatron-LM@d98e8a64 megatron/core/distributed/
+    # param_and_grad_buffer.py: get_data_and_context_parallel_group(with_context_parallel=
+    # True)): the weights are replicated over cp as over dp
+    shard = dp * cp
     if inputs.fsdp_strategy is not None:
         zero = FSDP_TO_ZERO[inputs.fsdp_strategy]
         if inputs.fsdp_strategy == "HYBRID_SHARD":
-            in_node = max(1, inputs.gpus_per_node // tp)
+            in_node = max(1, inputs.gpus_per_node // (tp * cp))
             shard = math.gcd(dp, in_node)
     ep = inputs.expert_parallel
-    if dp % ep:
-        problems.append(f"expert parallel {ep} does not divide dp = {dp}")
+    # Megatron-Core folds cp into the experts' data parallelism (expert order tp-ep-dp-pp
+    # over the same GPUs, parallel_state.py): ep divides dp·cp
+    if (dp * cp) % ep:
+        problems.append(
+            f"expert parallel {ep} does not divide dp = {dp}"
+            if cp == 1
+            else f"expert parallel {ep} does not divide dp·cp = {dp}·{cp}"
+        )
     per_step = dp * micro_batch
     accumulation = max(1, math.ceil(inputs.global_batch / per_step))
     if inputs.global_batch % per_step:
@@ -206,6 +230,7 @@ def resolve_layout(
         recompute=recompute,
         gradient_accumulation_steps=accumulation,
         problems=tuple(problems),
+        cp=cp,
     )
 
 
@@ -213,7 +238,8 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
     """Keyword arguments of ``estimate_training`` for a resolved layout: the ZeRO stage
     (FSDP names mapped), the shard group as dp (HYBRID_SHARD shards inside a node only),
     the micro-batches in flight of the schedule (None: the estimator's 1F1B default) and
-    the expert-parallel degree ep (routed experts ÷ ep, ZeRO-sharded over dp/ep)."""
+    the expert-parallel degree ep (routed experts ÷ ep, ZeRO-sharded over dp/ep) and the
+    context-parallel degree cp (activations ÷ cp)."""
     return {
         "tp": lay.tp,
         "pp": lay.pp,
@@ -227,6 +253,7 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
             )
         ),
         "ep": lay.ep,
+        "cp": lay.cp,
     }
 
 

@@ -87,6 +87,7 @@ def memory_screen(
         pp=lay.pp,
         shard=lay.as_float("shard"),
         ep=lay.ep,
+        cp=lay.cp,
         zero=lay.zero,
         micro_batch=lay.as_float("micro_batch"),
         sp=lay.sp,

@@ -14,6 +14,7 @@ from llm_planner.core.primitives.architecture import count_parameters as _count_
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.sections.parallelism.layout import resolve_layout
 from llm_planner.core.sections.parallelism.memory import training_memory
 from llm_planner.core.sections.parallelism.step_time import (
@@ -22,7 +23,12 @@ from llm_planner.core.sections.parallelism.step_time import (
     evaluate_layouts,
     step_inputs_of,
 )
-from llm_planner.core.sections.parallelism.workload import Workload, cluster_of, workload_of
+from llm_planner.core.sections.parallelism.workload import (
+    Workload,
+    cluster_of,
+    nvlink_domain_of,
+    workload_of,
+)
 from llm_planner.core.sections.training import TrainingReport
 from llm_planner.core.sections.training_memory import memory_terms
 
@@ -39,6 +45,8 @@ class ParallelismReport(BaseModel):
     tp: int
     pp: int
     ep: int
+    cp: int
+    """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
     zero_stage: int
     fsdp_strategy: str | None
     sequence_parallel: bool
@@ -247,6 +255,13 @@ def parallelism_report(
     problems = list(lay.problems)
     if out["mfu"] > 1.0:
         problems.append(mfu_above_one(out["mfu"], out["hfu"], work))
+    gemm_dtype = get_precision(training_inputs.precision).gemm_dtype
+    if gemm_dtype is not None and not gpu.peak_flops.for_dtype(gemm_dtype):
+        problems.append(
+            f"precision {training_inputs.precision}: the {gpu.name} has no {gemm_dtype} "
+            "tensor cores (Transformer Engine refuses the recipe there); priced with every "
+            f"GEMM at {compute_dtype}"
+        )
     exact = (
         training_report
         if training_report is not None
@@ -255,11 +270,16 @@ def parallelism_report(
     peak = float(exact.peak_bytes)
     fits = peak <= gpu.memory_bytes
     g = inputs.gpus_per_node
+    domain = nvlink_domain_of(gpu, inputs)  # a group inside one NVLink domain stays on it
     links = {
-        "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, g)),
-        "data_parallel": _link_name(comm.crosses_nodes(lay.tp, lay.dp, g)),
-        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.dp, lay.pp, g)),
+        "tensor_parallel": _link_name(comm.crosses_nodes(1, lay.tp, domain)),
+        "data_parallel": _link_name(comm.crosses_nodes(lay.tp, lay.dp, domain)),
+        "pipeline": _link_name(comm.crosses_nodes(lay.tp * lay.cp * lay.dp, lay.pp, domain)),
     }
+    if lay.cp > 1:
+        links["context_parallel"] = _link_name(comm.crosses_nodes(lay.tp, lay.cp, domain))
+    if lay.ep > 1:
+        links["expert_parallel"] = _link_name(comm.crosses_nodes(lay.tp, lay.ep, domain))
     return ParallelismReport(
         gpus=lay.gpus,
         nodes=math.ceil(lay.gpus / g),
@@ -268,6 +288,7 @@ def parallelism_report(
         tp=lay.tp,
         pp=lay.pp,
         ep=lay.ep,
+        cp=lay.cp,
         zero_stage=lay.zero_stage,
         fsdp_strategy=inputs.fsdp_strategy,
         sequence_parallel=lay.sequence_parallel,
@@ -287,6 +308,7 @@ def parallelism_report(
             "tensor_parallel": _num(out["comm_tp_bytes"]),
             "pipeline_p2p": _num(out["comm_pp_bytes"]),
             "expert_all_to_all": _num(out["comm_ep_bytes"]),
+            "context_parallel": _num(out["comm_cp_bytes"]),
             "data_parallel": _num(out["comm_dp_bytes"]),
         },
         time_breakdown_seconds={p: _num(out[f"time_{p}"]) for p in TIME_PARTS},
@@ -326,7 +348,13 @@ def _time_breakdown(out: dict[str, float]) -> dict[str, float | dict[str, float]
     """The step split into parts that add up to the step time (seconds per step)."""
     exposed = {
         kind: _num(out[f"time_{kind}"])
-        for kind in ("tensor_parallel", "pipeline_p2p", "expert_all_to_all", "data_parallel")
+        for kind in (
+            "tensor_parallel",
+            "pipeline_p2p",
+            "expert_all_to_all",
+            "context_parallel",
+            "data_parallel",
+        )
     }
     return {
         "compute": _num(out["time_gemm_attention"]),

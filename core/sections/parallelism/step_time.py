@@ -30,6 +30,7 @@ TIME_PARTS = (
     "tensor_parallel",
     "pipeline_p2p",
     "expert_all_to_all",
+    "context_parallel",
     "data_parallel",
     "overhead",
 )
@@ -110,6 +111,14 @@ class StepInputs:
     optimizer_extra_bytes_per_param: float = 0.0
     """HBM bytes per stepped parameter that a mixed-precision optimizer moves beyond Adam's
     own update (:func:`mixed_precision_optimizer_extra_bytes`)."""
+    kv_width: float = 0.0
+    """Elements of keys and values per token per layer, all heads (before tp): what context
+    parallelism passes round its ring (:func:`_context_parallel`)."""
+    gemm_dtype: str | None = None
+    """A low-precision recipe's dtype for the layers' linear GEMMs (None: the compute
+    dtype's peak for every GEMM; :class:`.optimizers.PrecisionRecipe`)."""
+    quantize_bytes_per_element: float = 0.0
+    """HBM bytes per GEMM operand element the recipe quantizes, per pass."""
 
 
 @cache
@@ -121,6 +130,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
     )
     targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
+    recipe = get_precision(ti.precision)
     return StepInputs(
         flash_attention=ti.flash_attention,
         heads=float(arch.heads),
@@ -132,7 +142,21 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         layers=float(arch.layers),
         dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
         optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(ti.precision),
+        kv_width=float(_kv_width(arch)),
+        gemm_dtype=recipe.gemm_dtype,
+        quantize_bytes_per_element=recipe.quantize_bytes_per_element,
     )
+
+
+def _kv_width(arch: Architecture) -> int:
+    """Keys and values per token per layer, all heads: 2 · kv_heads · head_dim; with MLA
+    the up-projected keys (nope + rope) and values of every head, which Megatron-Core's
+    context-parallel attention receives (the latent is expanded before the core
+    attention)."""
+    if arch.mla is not None:
+        m = arch.mla
+        return arch.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    return 2 * arch.kv_size
 
 
 def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
@@ -195,6 +219,9 @@ def evaluate_layouts(
         when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
         share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
         section 3.2.1);
+    - context parallelism (cp > 1): every per-GPU term above on s·b/cp tokens (each GPU
+      holds that share of every sequence; GPUs = tp·cp·pp·dp), plus the K/V ring's time
+      left over after the attention kernels it overlaps (:func:`_context_parallel`);
     - the host: a micro-batch cannot finish before the CPU has launched its kernels: the
       larger of ⌈L/(p·v)⌉·v layers × the stack's host seconds per layer and the launch
       floor, (those layers × the kernels each launches + the head's and embedding's) ×
@@ -239,11 +266,11 @@ def evaluate_layouts(
     b = lay.as_float("micro_batch")
     v = lay.as_float("v")
     tp_pp = tp * pp
-    gpus = tp_pp * dp
+    gpus = tp_pp * dp * lay.as_float("cp")
     # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
     dp_work = np.minimum(dp, np.maximum(1.0, np.floor(work.global_batch / b)))
     m = work.global_batch / (dp_work * b)
-    tokens_mb = work.seq_len * b
+    tokens_mb = work.seq_len * b / lay.as_float("cp")  # this GPU's share of the sequences
     hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
@@ -283,7 +310,10 @@ def evaluate_layouts(
     t_host, t_launch = _host_floor(
         work, cluster, lay, chunk_layers * v, head_on_stage=fullest_head, si=si
     )
-    t_gpu = t_c + t_tp + t_pp + t_ep
+    cp_bytes_mb, t_cp = _context_parallel(
+        work, cluster, lay, tokens_mb, layers=chunk_layers * v, si=si
+    )
+    t_gpu = t_c + t_tp + t_pp + t_ep + t_cp
     # when the launches set the pace the backward lasts longer by the GPU's idle time
     hidden_by_compute = (
         cluster.dp_overlap * window_share * (t_c + np.maximum(t_launch - t_gpu, 0.0))
@@ -293,8 +323,7 @@ def evaluate_layouts(
     t_mb = np.maximum(t_gpu, t_host)
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
-    t_tied = _tied_embedding_sync_seconds(work, cluster, lay)
-    exposed_dp = exposed_dp + t_tied
+    exposed_dp = exposed_dp + _tied_embedding_sync_seconds(work, cluster, lay)
     step = slots * t_mb + exposed_dp + t_opt
     tokens_per_s = work.global_batch * work.seq_len / step
     mfu = work.mfu_flops_per_token * tokens_per_s / (gpus * peak)
@@ -313,6 +342,7 @@ def evaluate_layouts(
         "time_tensor_parallel": m * t_tp,
         "time_pipeline_p2p": m * t_pp,
         "time_expert_all_to_all": m * t_ep,
+        "time_context_parallel": m * t_cp,
         "time_data_parallel": exposed_dp,
         "time_data_parallel_total": t_dp,
         "time_overhead": m * (t_mb - t_gpu),
@@ -320,10 +350,15 @@ def evaluate_layouts(
         "comm_tp_bytes": m * tp_bytes_mb,
         "comm_pp_bytes": m * pp_bytes_mb,
         "comm_ep_bytes": m * ep_bytes_mb,
+        "comm_cp_bytes": m * cp_bytes_mb,
         "comm_dp_bytes": dp_bytes,
     }
     out["comm_bytes_per_step"] = (
-        out["comm_tp_bytes"] + out["comm_pp_bytes"] + out["comm_ep_bytes"] + dp_bytes
+        out["comm_tp_bytes"]
+        + out["comm_pp_bytes"]
+        + out["comm_ep_bytes"]
+        + out["comm_cp_bytes"]
+        + dp_bytes
     )
     if recipe is not None:
         out.update(memory_screen(work, lay, recipe, m=m))
@@ -342,8 +377,11 @@ def _pipeline_and_experts(
     links = cluster.links
     g = float(cluster.gpus_per_node)
     pp_bytes_mb = comm.pipeline_p2p_bytes_per_microbatch(pp, tp, tokens_mb, work.hidden, v)
-    pp_inside = tp * dp * pp <= g
-    pp_bw = np.where(pp_inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    stage_ranks = tp * lay.as_float("cp") * dp  # Megatron's rank order tp-cp-ep-dp-pp
+    pp_inside = stage_ranks * pp <= g
+    pp_bw = np.where(
+        pp_inside, links.intra_bytes_per_s, links.group_bandwidth(stage_ranks, 2.0, False)
+    )
     p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
     t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
     if work.moe_layers > 0:
@@ -356,6 +394,66 @@ def _pipeline_and_experts(
         t_ep = np.zeros_like(tp)
 
     return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+
+
+def _context_parallel(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    tokens_mb: FloatArray,
+    *,
+    layers: FloatArray,
+    si: StepInputs,
+) -> tuple[FloatArray, FloatArray]:
+    """(bytes, exposed seconds) per micro-batch of context parallelism's K/V ring on the
+    fullest stage (``layers`` layers; ``tokens_mb`` = s·b/cp, this GPU's tokens).
+
+    Megatron-Core's default ``cp_comm_type = "p2p"`` (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/transformer/transformer_config.py lines 1030-1044: "Exchange KV chunks with
+    P2P communications in ring topology. P2P is async and can be overlapped with attention
+    compute"; docs/user-guide/features/context_parallel.md: the all-gather of K/V in the
+    forward and the reduce-scatter of their gradients in the backward run as ring P2P, and
+    K/V are gathered again in the backward rather than stored). Per layer each GPU sends
+    cp − 1 chunks of its s·b/cp tokens' keys and values (``si.kv_width`` elements per token
+    ÷ tp: the K/V heads are split by tensor parallelism) in the forward, the same again in
+    the backward plus as many K/V gradients, and once more when full recomputation replays
+    the forward: (3, or 4) · (cp − 1) · s·b/cp · kv_width/tp · 2 bytes (16-bit K/V and
+    gradients: an assumption). The ring spans the cp group, ranks tp apart (Megatron-Core's
+    order tp-cp-ep-dp-pp, parallel_state.py line 617), on the link that group spans
+    (:meth:`.comm.Links.group_bandwidth`, point-to-point), each of the (cp − 1) steps a P2P
+    latency. Overlapped with the attention kernels of the same layers: exposed = max(0,
+    ring time − attention time) (the fused attention's FLOPs of this GPU's tokens at the
+    attention kernel's rate). Causal load balance as Megatron does it (each rank holds
+    chunks i and 2·cp − 1 − i of 2·cp) makes every rank's attention work 1/cp of the
+    sequence's, which the per-token attention FLOPs × s·b/cp tokens already price."""
+    tp = lay.as_float("tp")
+    cp = lay.as_float("cp")
+    if not np.any(cp > 1.0) or si.kv_width <= 0.0:
+        zero = np.zeros_like(tp)
+        return zero, zero
+    passes = np.where(lay.recompute == 2, 4.0, 3.0)
+    steps = passes * (cp - 1.0) * layers
+    bytes_mb = steps * tokens_mb * si.kv_width / tp * comm.COMM_BYTES_PER_ELEMENT
+    links = cluster.links
+    spans = tp * cp > float(cluster.gpus_per_node)
+    latency = cluster.base_latency + np.where(spans, cluster.inter_p2p_latency, 0.0)
+    t_ring = bytes_mb / links.group_bandwidth(tp, cp, False) + steps * latency
+    attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
+        work.stack.flash_attention_generation
+    ].get(cluster.generation, cluster.kernel_efficiency)
+    hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
+    attention = min(work.attention_flops_per_token, work.model_flops_per_token)
+    t_attention = (
+        layers
+        / work.layers
+        * tokens_mb
+        / tp
+        * attention
+        * hw
+        / (cluster.peak_flops * attention_eff)
+    )
+    exposed = np.where(cp > 1.0, np.maximum(t_ring - t_attention, 0.0), 0.0)
+    return np.where(cp > 1.0, bytes_mb, 0.0), exposed
 
 
 def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatArray) -> FloatArray:
@@ -372,7 +470,7 @@ def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatA
     if per_tp > 0.0:
         tp = lay.as_float("tp")
         pp = lay.as_float("pp")
-        gpus = tp * pp * lay.as_float("dp")
+        gpus = tp * pp * lay.as_float("dp") * lay.as_float("cp")
         spans_nodes = (pp > 1.0) & (gpus > float(cluster.gpus_per_node))
         host = host + np.where(spans_nodes, per_tp * tp, 0.0)
     return np.asarray(layers * host)
@@ -482,8 +580,9 @@ def _tied_embedding_sync_seconds(work: Workload, cluster: Cluster, lay: Layouts)
     g = float(cluster.gpus_per_node)
     links = cluster.links
     message = work.tied_embedding_params / tp * work.gradient_reduce_bytes
-    inside = tp * dp * pp <= g
-    bw = np.where(inside, links.intra_bytes_per_s, links.group_bandwidth(tp * dp, 2.0, False))
+    stage_ranks = tp * lay.as_float("cp") * dp  # Megatron's rank order tp-cp-ep-dp-pp
+    inside = stage_ranks * pp <= g
+    bw = np.where(inside, links.intra_bytes_per_s, links.group_bandwidth(stage_ranks, 2.0, False))
     nodes = np.where(inside, 1.0, 2.0)
     latency = comm.collective_latency_seconds(
         "all_reduce",
@@ -609,7 +708,11 @@ def _compute_seconds(
     attention = min(work.attention_flops_per_token, work.model_flops_per_token)
     head = work.head_flops_per_token
     layer_gemm = max(work.model_flops_per_token - attention - head, 0.0)
-    inverse, inverse_head = _gemm_inverse_efficiency(work, cluster, lay)
+    layer_peak = _layer_gemm_peak(cluster, si)
+    inverse, inverse_head = _gemm_inverse_efficiency(work, cluster, lay, layer_peak=layer_peak)
+    # a low-precision recipe runs the layers' GEMMs at its dtype's peak, the rest at the
+    # compute dtype's: the layer-GEMM term in units of the compute peak
+    inverse = inverse * (cluster.peak_flops / layer_peak)
     attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
         work.stack.flash_attention_generation
     ].get(cluster.generation, cluster.kernel_efficiency)
@@ -634,7 +737,9 @@ def _compute_seconds(
         )
         per_token = per_token + layers_share * adapter_flops * inverse_adapter
     t_gemm = tokens_mb / tp * per_token / cluster.peak_flops
-    t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens)
+    t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens) + _quantize_seconds(
+        work, cluster, stage_tokens, layer_gemm, si
+    )
     stack = work.stack
     if work.vocab:
         t_mem = t_mem + head_on_stage * tokens_mb * work.vocab * stack.loss_bytes_per_logit / (
@@ -748,59 +853,107 @@ def _adapter_inverse_efficiency(
     return np.asarray(passes / 3.0)
 
 
+def _layer_gemm_peak(cluster: Cluster, si: StepInputs) -> float:
+    """The peak the layers' linear GEMMs run at: a low-precision recipe's dtype where the
+    GPU has it (Transformer Engine's FP8 recipes need FP8 tensor cores, NVFP4 FP4 ones; a
+    GPU without them keeps the compute dtype's peak), else the compute dtype's."""
+    if si.gemm_dtype is None:
+        return cluster.peak_flops
+    return max(cluster.low_precision_peak_flops.get(si.gemm_dtype, 0.0), cluster.peak_flops)
+
+
+def _quantize_seconds(
+    work: Workload,
+    cluster: Cluster,
+    stage_tokens: FloatArray,
+    layer_gemm: float,
+    si: StepInputs,
+) -> FloatArray:
+    """A low-precision recipe's quantization kernels for one micro-batch on the fullest
+    stage, memory-bound: every layer GEMM's input (K values per token) in the forward and
+    its output gradient (N values) in the backward, each quantized once per pass
+    (``si.quantize_bytes_per_element``: the 16-bit read and the row-wise and column-wise
+    copies written, Transformer Engine's cast-transpose kernels), ÷ tp; the weights' copies
+    are made once per step and reused by the micro-batches (not counted). Values per token
+    from the GEMM list: a GEMM of share w of the layers' 6·Σ N·K·copies FLOPs per token
+    carries N·K·copies = w · layer_gemm / 6, so (N + K)·copies = w · layer_gemm/6 · (1/K +
+    1/N)."""
+    if si.quantize_bytes_per_element <= 0.0 or not work.gemms:
+        return np.zeros_like(stage_tokens)
+    per_token = sum(
+        share * layer_gemm / 6.0 * (1.0 / n_dim + 1.0 / k_dim)
+        for n_dim, k_dim, share, *_ in work.gemms
+    )
+    # stage_tokens = s·b·(stage layers ÷ L) ÷ tp; per_token counts all L layers
+    return np.asarray(
+        stage_tokens * per_token * si.quantize_bytes_per_element / cluster.memory_bytes_per_s
+    )
+
+
 def _gemm_inverse_efficiency(
-    work: Workload, cluster: Cluster, lay: Layouts
+    work: Workload, cluster: Cluster, lay: Layouts, *, layer_peak: float | None = None
 ) -> tuple[FloatArray, FloatArray]:
     """FLOP-weighted mean of 1 / efficiency over the layers' weight GEMMs, and 1 / the
-    output head's efficiency (N = V ÷ tp, K = h), per layout.
+    output head's efficiency (N = V ÷ tp, K = h), per layout. ``layer_peak``: the peak the
+    layers' GEMMs run at (a low-precision recipe's; the size term of
+    :func:`.comm.gemm_efficiency` is relative to it, so a small FP8 GEMM reaches a smaller
+    fraction of its peak than the same GEMM in BF16); the head runs at the compute dtype's.
 
     Forward (M×K·K×N), input gradient (M×N·N×K) and weight gradient (K×M·M×N) are priced with
-    :func:`.comm.gemm_efficiency` each, M = s·b tokens (the whole sequence: with sequence
-    parallelism the input is all-gathered before the column-parallel GEMM), N or K ÷ tp as
+    :func:`.comm.gemm_efficiency` each, M = s·b/cp tokens (the GPU's part of the sequence:
+    with sequence parallelism the input is all-gathered before the column-parallel GEMM;
+    context parallelism keeps s/cp of it), N or K ÷ tp as
     Megatron splits them, routed experts on k/E of the tokens of the ep ranks that dispatch
     to them (k/E · ep · s·b rows per local expert). Evaluated once per distinct (tokens, tp,
-    ep): the search's million layouts share a few hundred."""
+    ep, cp): the search's million layouts share a few hundred."""
     tp = lay.as_float("tp")
     if not work.gemms or cluster.sms <= 0:
         flat = np.full_like(tp, 1.0 / cluster.kernel_efficiency)
         return flat, flat
-    (b_values, b_code), (t_values, t_code), (e_values, e_code) = (
+    (b_values, b_code), (t_values, t_code), (e_values, e_code), (c_values, c_code) = (
         _distinct(lay.micro_batch),
         _distinct(lay.tp),
         _distinct(lay.ep),
+        _distinct(lay.cp),
     )
-    grid_b, grid_t, grid_e = np.meshgrid(b_values, t_values, e_values, indexing="ij")
-    tok = grid_b.reshape(-1).astype(np.float64) * work.seq_len
+    grid_b, grid_t, grid_e, grid_c = np.meshgrid(
+        b_values, t_values, e_values, c_values, indexing="ij"
+    )
+    # this GPU's tokens: context parallelism splits each sequence over cp GPUs
+    tok = grid_b.reshape(-1).astype(np.float64) * work.seq_len / grid_c.reshape(-1)
     t = grid_t.reshape(-1).astype(np.float64)
     e = grid_e.reshape(-1).astype(np.float64)
     inverse = np.zeros_like(tok)
 
-    def eff(m_: npt.ArrayLike, n_: npt.ArrayLike, k_: npt.ArrayLike) -> FloatArray:
+    def eff(
+        m_: npt.ArrayLike, n_: npt.ArrayLike, k_: npt.ArrayLike, peak: float = cluster.peak_flops
+    ) -> FloatArray:
         return comm.gemm_efficiency(
             m_,
             n_,
             k_,
             sms=cluster.sms,
             large_efficiency=cluster.kernel_efficiency,
-            peak_flops=cluster.peak_flops,
+            peak_flops=peak,
             ramp_seconds=cluster.gemm_ramp_seconds,
         )
 
+    lp = layer_peak or cluster.peak_flops
     for n_dim, k_dim, share, n_tp, k_tp, expert in work.gemms:
         rows = tok * work.moe_tokens_share * e if expert else tok
         n_ = n_dim / t if n_tp else np.full_like(t, n_dim)
         k_ = k_dim / t if k_tp else np.full_like(t, k_dim)
         passes = (
-            eff(rows, n_, k_),
-            eff(rows, k_, n_),
-            eff(k_, n_, rows),
+            eff(rows, n_, k_, lp),
+            eff(rows, k_, n_, lp),
+            eff(k_, n_, rows, lp),
         )
         inverse = inverse + share * sum(1.0 / e for e in passes) / 3.0
     h, v = float(work.hidden), float(work.vocab or 1)
     head_n = v / t
     head = (1.0 / eff(tok, head_n, h) + 1.0 / eff(tok, h, head_n) + 1.0 / eff(h, head_n, tok)) / 3.0
-    shape = (len(b_values), len(t_values), len(e_values))
-    flat_index = np.ravel_multi_index((b_code, t_code, e_code), shape)
+    shape = (len(b_values), len(t_values), len(e_values), len(c_values))
+    flat_index = np.ravel_multi_index((b_code, t_code, e_code, c_code), shape)
     return np.asarray(inverse[flat_index]), np.asarray(head[flat_index])
 
 
@@ -857,7 +1010,8 @@ def _optimizer_step_seconds(
     seconds = dense / (tp_pp * np.where(sharded, shard, 1.0))
     if work.params_expert > 0:
         ep = lay.as_float("ep")
-        expert_dp = np.minimum(np.maximum(lay.as_float("dp") / ep, 1.0), shard)
+        dp_cp = lay.as_float("dp") * lay.as_float("cp")
+        expert_dp = np.minimum(np.maximum(dp_cp / ep, 1.0), shard)
         expert = work.params_expert * per_param / (tp_pp * ep * np.where(sharded, expert_dp, 1.0))
         seconds = seconds + expert
     return np.asarray(seconds)
@@ -890,10 +1044,10 @@ def _data_parallel(
     links = cluster.links
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
-    dp = dp_work
+    dp = dp_work * lay.as_float("cp")  # gradients reduce over the dp·cp group (Megatron)
     ep = lay.as_float("ep")
     params_gpu_dense, params_gpu_expert = _trained_params_per_gpu(work, lay, si)
-    shard = np.minimum(lay.as_float("shard"), dp_work)
+    shard = np.minimum(lay.as_float("shard"), dp)
     replicas = dp / shard
     gbytes = work.gradient_reduce_bytes
     pbytes = comm.COMM_BYTES_PER_ELEMENT
@@ -1050,6 +1204,7 @@ def bottleneck_of(row: dict[str, float]) -> str:
         "tensor_parallel": "tensor-parallel all-reduce",
         "pipeline_p2p": "pipeline send/receive",
         "expert_all_to_all": "MoE all-to-all",
+        "context_parallel": "context-parallel K/V ring",
         "data_parallel": "data-parallel gradient sync",
         "overhead": "host (CPU) launch overhead",
     }

@@ -330,24 +330,45 @@ class Cluster:
     """Share of the MoE all-to-all hidden behind compute."""
     balance_pipeline_head: bool | None = None
     """Override of the stack's pipeline split (None: the stack's)."""
+    low_precision_peak_flops: dict[str, float] = field(default_factory=dict)
+    """The GPU's dense peaks in the low-precision GEMM dtypes it has (fp8, fp4), for a
+    low-precision training recipe's layer GEMMs (:class:`.step_time.StepInputs`)."""
+
+
+def nvlink_domain_of(gpu: GPU, inputs: ParallelInputs) -> int:
+    """GPUs one NVLink fabric joins: the input, else the GPU's (the catalog's NVL72 racks:
+    72, "72 GPUs in one NVLink domain; 4 GPUs per compute tray", NVIDIA's GB200/GB300 NVL72
+    specification tables), else a node; never less than a node."""
+    domain = inputs.nvlink_domain or gpu.nvlink_domain_gpus or inputs.gpus_per_node
+    return max(int(domain), inputs.gpus_per_node)
 
 
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
-    """The cluster of ``inputs`` built on ``gpu`` (intra-node link from the GPU catalog)."""
+    """The cluster of ``inputs`` built on ``gpu`` (intra-node link from the GPU catalog).
+
+    Communication sees the NVLink domain (:func:`nvlink_domain_of`) as its "node": a group
+    inside it runs on NVLink although it spans compute trays; the network a domain drives is
+    its nodes' together (the per-node input × nodes per domain), so each GPU keeps its own
+    NIC share."""
     flops = gpu.peak_flops
     peak = flops.for_dtype(compute_dtype) or flops.for_dtype("bf16") or flops.for_dtype("fp16")
     peak = peak or flops.for_dtype("fp32") or 1.0
     intra = inputs.intra_node_bandwidth_bytes_per_s or gpu.link_bandwidth_bytes_per_s
+    domain = nvlink_domain_of(gpu, inputs)
     return Cluster(
         gpu_id=gpu.id,
         memory_bytes=gpu.memory_bytes,
         peak_flops=float(peak),
-        gpus_per_node=inputs.gpus_per_node,
+        low_precision_peak_flops={
+            d: float(flops.for_dtype(d) or 0.0) for d in ("fp8", "fp4") if flops.for_dtype(d)
+        },
+        gpus_per_node=domain,
         links=comm.Links(
-            gpus_per_node=inputs.gpus_per_node,
+            gpus_per_node=domain,
             intra_bytes_per_s=intra * inputs.intra_node_efficiency,
             inter_bytes_per_s_per_node=inputs.inter_node_bandwidth_bytes_per_s
-            * inputs.inter_node_efficiency,
+            * inputs.inter_node_efficiency
+            * (domain / inputs.gpus_per_node),
         ),
         kernel_efficiency=inputs.kernel_efficiency,
         dp_overlap=inputs.dp_overlap,

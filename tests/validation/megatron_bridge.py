@@ -1,0 +1,275 @@
+"""NVIDIA's Megatron-Bridge performance recipes against the app's step-time model (issue 27).
+
+Data: ``/work/shared/data/megatron-bridge-4-models.json`` (or ``MEGATRON_BRIDGE_PATH``): 86
+published rows of NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary-archive.md
+(NeMo containers 25.09-26.06; each row's ``source`` gives the file and line): Llama 3 8B and
+70B, DeepSeek-V3 and Qwen3-30B-A3B on H100, B200, B300, GB200 and GB300, in BF16, FP8
+(tensor-wise current scaling), MXFP8 and NVFP4, with their layouts (tp, pp, vp, cp, ep; dp
+inferred as GPUs/(tp·pp·cp)), micro and global batch, sequence length and measured tokens/s
+per GPU. Releases re-measure the same setups: rows with one layout are repeats.
+
+Every row is stated as the scenario a user would type (:func:`scenario_of`) and priced by
+``estimate()``, the arithmetic ``llm-planner report`` prints:
+
+- model: the app's preset of the same architecture (Llama 3 8B/70B → the Llama 3.1 presets,
+  whose layers, widths and vocabulary are Llama 3's; DeepSeek-V3 and Qwen3-30B-A3B their own);
+- GPU: the catalog's entry for the row's system (``GPU_OF``); GPUs per node as the row
+  states (4 per GB200/GB300 compute tray, 8 per HGX board);
+- layout: the row's tp, pp, cp, ep, interleaved 1F1B with ``vp`` chunks where vp > 1, dp from the
+  GPU count; sequence parallelism wherever tp > 1 (Megatron-Bridge's recipes turn it on with
+  tensor parallelism); ZeRO-1 (Megatron's distributed optimizer, the recipes' default);
+- training: ``stack = "megatron"``, the row's sequence length and micro-batch, no
+  recomputation (not published in the table; assumed), LoRA rank 32 on every linear layer for
+  ``lora`` rows (Megatron-Bridge's LoRA defaults; as in ``fine_tuning.py``);
+- precision: the row's recipe as the app's precision choice (``PRECISION_OF``: FP8-CS →
+  ``fp8_current``, MXFP8 and the 25.09 "32x32 block" rows → ``mxfp8``, NVFP4 → ``nvfp4``,
+  BF16 → ``mixed_bf16``) at ``compute_dtype = "bf16"``: the recipe runs the layers' GEMMs at
+  the GPU's FP8/FP4 peak and the rest at BF16's. (Until issue 27 step 3 every FP8 row was
+  stated as ``compute_dtype = "fp8"``, every GEMM and attention at the FP8 peak, and NVFP4
+  was refused.)
+
+A row is refused when the scenario cannot be built or priced (the reason is kept). Error:
+predicted ÷ measured tokens/s per GPU − 1 (positive = optimistic), as on the rest of
+docs/ACCURACY.md.
+
+Used by ``test_megatron_bridge.py`` and ``scripts/gen_accuracy.py`` (the page's section).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from llm_planner.core.composition.estimate import estimate
+from llm_planner.core.composition.scenario import default_scenario
+from llm_planner.core.inputs.scenario import Scenario
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
+
+SHARED_PATH = Path("/work/shared/data/megatron-bridge-4-models.json")
+DEFAULT_PATH = Path(__file__).with_name("megatron-bridge-4-models.json")
+"""A copy of the shared file kept next to this module so CI has it."""
+
+PRESET_OF = {
+    "llama3_8b": "llama-3.1-8b",
+    "llama3_70b": "llama-3.1-70b",
+    "deepseekv3": "deepseek-v3",
+    "qwen3_30b_a3b": "qwen3-30b-a3b",
+}
+"""Table model name (its leading word, lower case: releases spell it differently) → preset."""
+
+GPU_OF = {
+    "H100-SXM": "h100-sxm",
+    "H100-SXM-80GB": "h100-sxm",
+    "B200": "b200",
+    "B300": "b300",
+    "GB200 (NVL72 rack)": "gb200",
+    "GB300 (NVL72 rack)": "gb300",
+}
+
+PRECISION_OF = {
+    "bf16": "mixed_bf16",
+    "fp8_cs": "fp8_current",
+    "mxfp8": "mxfp8",
+    "nvfp4": "nvfp4",
+}
+"""The table's recipe → the app's precision choice (core/quantities/optimizers.py):
+Transformer Engine's recipes by name; BF16 as mixed bf16, which Megatron launches with fp32
+main gradients."""
+
+LORA_RANK = 32
+"""Megatron-Bridge's LoRA default rank (as fine_tuning.py assumes for the same table)."""
+
+
+def data_path() -> Path:
+    env = os.environ.get("MEGATRON_BRIDGE_PATH")
+    if env:
+        return Path(env)
+    return DEFAULT_PATH if DEFAULT_PATH.exists() else SHARED_PATH
+
+
+@cache
+def load() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(data_path().read_text(encoding="utf-8"))
+    return data
+
+
+def recipe_of(precision: str) -> str:
+    """The table's precision label → one of bf16, fp8_cs (tensor-wise current scaling),
+    mxfp8 (MX / 32×32 block scales), nvfp4. The 25.09 table's plain "FP8" rows are the rows
+    25.11 labels FP8-CS (the data file's own note)."""
+    p = precision.upper()
+    if p.startswith("BF16"):
+        return "bf16"
+    if p.startswith("NVFP4"):
+        return "nvfp4"
+    if "MX" in p:
+        return "mxfp8"
+    if p.startswith("FP8"):
+        return "fp8_cs"
+    raise ValueError(f"unknown precision label {precision!r}")
+
+
+def model_key(name: str) -> str:
+    return name.split(maxsplit=1)[0].lower()
+
+
+def subgroups(row: dict[str, Any]) -> tuple[str, ...]:
+    """The issue's subgroups a row belongs to: one by model and precision, one by GPU."""
+    key = model_key(row["model"]["name"])
+    if key == "qwen3_30b_a3b":
+        kind = "fine-grained MoE"
+    elif key == "deepseekv3":
+        kind = "large MoE"
+    elif recipe_of(row["precision"]) == "bf16":
+        kind = "dense BF16"
+    else:
+        kind = "dense FP8/FP4"
+    era = "Hopper" if row["gpu"]["type"].startswith("H100") else "Blackwell"
+    return (kind, era)
+
+
+SUBGROUPS = ("dense BF16", "dense FP8/FP4", "fine-grained MoE", "large MoE", "Hopper", "Blackwell")
+
+
+def scenario_of(row: dict[str, Any]) -> Scenario:
+    """The row as a user would state it (the module docstring lists each choice)."""
+    recipe = recipe_of(row["precision"])
+    preset = PRESET_OF[model_key(row["model"]["name"])]
+    lay = row["layout"]
+    tp, pp, cp = int(lay["tp"]), int(lay["pp"]), int(lay["cp"] or 1)
+    ep = int(lay["ep"] or 1)
+    vp = int(lay["vp"] or 1)
+    sc = default_scenario()
+    training: dict[str, Any] = {
+        "seq_len": int(row["seq_len"]),
+        "micro_batch": int(row["micro_batch"]),
+        "recompute": "none",
+        "stack": "megatron",
+        "precision": PRECISION_OF[recipe],
+    }
+    if row["task"] == "lora":
+        training["lora_rank"] = LORA_RANK
+    schedule = {"schedule": "interleaved", "interleave_chunks": vp} if vp > 1 else {}
+    return sc.model_copy(
+        update={
+            "model": sc.model.model_copy(
+                update={"preset_id": preset, "architecture": get_preset(preset).architecture}
+            ),
+            "gpu": get_gpu(GPU_OF[row["gpu"]["type"]]),
+            "num_gpus": int(row["gpu"]["count"]),
+            "compute": sc.compute.model_copy(update={"compute_dtype": "bf16"}),
+            "training": sc.training.model_validate({**sc.training.model_dump(), **training}),
+            "parallelism": sc.parallelism.model_validate(
+                {
+                    **sc.parallelism.model_dump(),
+                    "gpus_per_node": int(row["gpu"]["per_node"]),
+                    "tp": tp,
+                    "pp": pp,
+                    "cp": cp,
+                    "dp": None,
+                    "expert_parallel": ep,
+                    "sequence_parallel": tp > 1,
+                    "zero_stage": 1,
+                    "global_batch": int(row["global_batch"]),
+                    **schedule,
+                }
+            ),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class BridgeRow:
+    """One published row with the app's price, or the reason it cannot be stated."""
+
+    id: str
+    model: str
+    gpu: str
+    recipe: str
+    layout: str
+    groups: tuple[str, ...]
+    measured: float
+    predicted: float | None
+    refused: str | None
+
+    @property
+    def error(self) -> float | None:
+        """Predicted ÷ measured tokens/s per GPU − 1: positive when optimistic."""
+        if self.predicted is None:
+            return None
+        return self.predicted / self.measured - 1.0
+
+
+def _layout(row: dict[str, Any]) -> str:
+    lay = row["layout"]
+    parts = [f"{k}{lay[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "dp") if lay.get(k)]
+    return " ".join(parts) + f" mb{row['micro_batch']} gb{row['global_batch']}"
+
+
+def price(row: dict[str, Any]) -> BridgeRow:
+    predicted: float | None = None
+    refused: str | None = None
+    try:
+        par = estimate(scenario_of(row), suggest=False).parallelism
+        predicted = par.tokens_per_s / par.gpus
+    except (ValueError, KeyError) as exc:
+        refused = str(exc).splitlines()[0]
+    return BridgeRow(
+        id=row["id"],
+        model=model_key(row["model"]["name"]),
+        gpu=GPU_OF.get(row["gpu"]["type"], row["gpu"]["type"]),
+        recipe=recipe_of(row["precision"]),
+        layout=_layout(row),
+        groups=subgroups(row),
+        measured=float(row["measured"]["tokens_per_s_per_gpu"]),
+        predicted=predicted,
+        refused=refused,
+    )
+
+
+@cache
+def bridge_rows() -> tuple[BridgeRow, ...]:
+    return tuple(price(r) for r in load()["rows"])
+
+
+@dataclass(frozen=True)
+class Stats:
+    rows: int
+    priced: int
+    median_abs_error: float | None
+    p90_abs_error: float | None
+    median_signed_error: float | None
+
+
+def _p90(values: list[float]) -> float:
+    """The 90th percentile, linear between order statistics (numpy's default)."""
+    xs = sorted(values)
+    k = 0.9 * (len(xs) - 1)
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def stats(rows: list[BridgeRow] | tuple[BridgeRow, ...]) -> Stats:
+    errs = [r.error for r in rows if r.error is not None]
+    if not errs:
+        return Stats(len(rows), 0, None, None, None)
+    absolute = [abs(e) for e in errs]
+    return Stats(
+        len(rows), len(errs), statistics.median(absolute), _p90(absolute), statistics.median(errs)
+    )
+
+
+def refusals(rows: tuple[BridgeRow, ...]) -> dict[str, int]:
+    """Refusal reason → rows refused for it."""
+    out: dict[str, int] = {}
+    for r in rows:
+        if r.refused is not None:
+            out[r.refused] = out.get(r.refused, 0) + 1
+    return out
