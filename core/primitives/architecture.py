@@ -17,6 +17,8 @@ estimator takes P from it (or from a user override that the scenario carries).
 
 from __future__ import annotations
 
+import functools
+
 from typing import Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -590,6 +592,17 @@ def mlp_params(arch: Architecture, ffn_size: int) -> int:
 
 
 def count_parameters(arch: Architecture) -> ParameterCount:
+    """Exact parameter count of ``arch`` (:func:`_count_parameters`), kept for the last
+    architectures counted: ``Architecture`` is frozen, so equal shapes count the same, and
+    one estimate asks for the count of the same shape a dozen times. The value is the
+    count's own (frozen) object."""
+    try:
+        return _count_parameters_cached(arch)
+    except TypeError:  # a field that is not hashable: count it afresh
+        return _count_parameters(arch)
+
+
+def _count_parameters(arch: Architecture) -> ParameterCount:
     """Exact parameter count of ``arch``, component by component.
 
     Per layer: attention (:func:`attention_params_per_layer`) or a recurrent mixer
@@ -644,3 +657,11 @@ def count_parameters(arch: Architecture) -> ParameterCount:
         active_compute=active - positions - (0 if arch.tied_embeddings else embedding),
         routed_experts_active=routed_active,
     )
+
+
+_count_parameters_cached = functools.lru_cache(maxsize=64)(_count_parameters)
+
+
+def clear_parameter_counts() -> None:
+    """Forget the kept counts (an estimate timed from scratch clears them)."""
+    _count_parameters_cached.cache_clear()
