@@ -321,6 +321,21 @@ def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> 
     )
 
 
+def _some_layout_fits(problem: _Problem, num_gpus: int, options: SearchOptions) -> bool:
+    """Whether :func:`_run` would find a row: some candidate's peak memory fits. Only the
+    memory screen is evaluated (:func:`.parallelism.memory.memory_screen`, the very array
+    :func:`.parallelism.evaluate_layouts` returns as ``peak_bytes``, with the same
+    micro-batches per step), not the step time that orders the rows."""
+    if options.max_tp is None:  # as _run: tensor parallelism inside a node
+        options = options.model_copy(update={"max_tp": problem.gpus_per_node})
+    lay = enumerate_layouts(problem.arch, num_gpus, problem.work.global_batch, options)
+    if not len(lay):
+        return False
+    m = par.microbatches_per_step(problem.work.global_batch, lay)
+    peak = par.memory_screen(problem.work, lay, problem.memory, m=m)["peak_bytes"]
+    return bool(np.any(peak <= problem.cluster.memory_bytes))
+
+
 def search(
     arch: Architecture,
     gpu: GPU,
@@ -437,7 +452,7 @@ def min_gpus_per_instance(
     while n <= max_gpus:
         batch = max(n, inputs.global_batch)
         batch = math.ceil(batch / n) * n
-        if _run(problem.with_batch(batch), n, opts, 1).rows:
+        if _some_layout_fits(problem.with_batch(batch), n, opts):
             return n
         n *= 2
     return None

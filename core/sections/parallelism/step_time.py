@@ -161,6 +161,21 @@ def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
     return copy + unscale + norm + 4.0
 
 
+def _replicas_at_work(
+    global_batch: float, dp: FloatArray, b: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The data-parallel replicas that hold work and each one's micro-batches per step:
+    replicas beyond the batch hold no sequence and sit out (at least one micro-batch each);
+    m = global batch ÷ (working replicas · micro-batch)."""
+    dp_work = np.minimum(dp, np.maximum(1.0, np.floor(global_batch / b)))
+    return dp_work, global_batch / (dp_work * b)
+
+
+def microbatches_per_step(global_batch: float, lay: Layouts) -> FloatArray:
+    """Micro-batches per step of each layout, as :func:`evaluate_layouts` counts them."""
+    return _replicas_at_work(global_batch, lay.as_float("dp"), lay.as_float("micro_batch"))[1]
+
+
 def evaluate_layouts(
     work: Workload,
     cluster: Cluster,
@@ -240,9 +255,7 @@ def evaluate_layouts(
     v = lay.as_float("v")
     tp_pp = tp * pp
     gpus = tp_pp * dp
-    # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
-    dp_work = np.minimum(dp, np.maximum(1.0, np.floor(work.global_batch / b)))
-    m = work.global_batch / (dp_work * b)
+    dp_work, m = _replicas_at_work(work.global_batch, dp, b)
     tokens_mb = work.seq_len * b
     hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
     peak = cluster.peak_flops
