@@ -18,7 +18,6 @@ estimator takes P from it (or from a user override that the scenario carries).
 from __future__ import annotations
 
 import functools
-
 from typing import Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator

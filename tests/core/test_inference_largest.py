@@ -22,8 +22,17 @@ from llm_planner.core.sections.inference import (
     memory_per_gpu,
 )
 
-MODELS = ["llama-2-7b", "llama-3.1-405b", "mistral-7b", "gemma-2-27b", "mixtral-8x7b",
-          "deepseek-v3", "jamba-v0.1", "mamba-130m", "gpt-3-175b"]
+MODELS = [
+    "llama-2-7b",
+    "llama-3.1-405b",
+    "mistral-7b",
+    "gemma-2-27b",
+    "mixtral-8x7b",
+    "deepseek-v3",
+    "jamba-v0.1",
+    "mamba-130m",
+    "gpt-3-175b",
+]
 CASES = [
     ("h100-sxm", {}),
     ("a100-40gb", {"weights_format": "int4", "num_gpus": 2}),
@@ -34,16 +43,16 @@ CASES = [
 
 def _bisected_batch(arch, total, gpu, inputs, context):  # the code before the change
     return _largest(
-        lambda b: b == 0
-        or memory_per_gpu(arch, total, inputs, b, context).total <= gpu.memory_bytes,
+        lambda b: (
+            b == 0 or memory_per_gpu(arch, total, inputs, b, context).total <= gpu.memory_bytes
+        ),
         MAX_BATCH_SEARCHED,
     )
 
 
 def _bisected_context(arch, total, gpu, inputs, batch):
     return _largest(
-        lambda c: c == 0
-        or memory_per_gpu(arch, total, inputs, batch, c).total <= gpu.memory_bytes,
+        lambda c: c == 0 or memory_per_gpu(arch, total, inputs, batch, c).total <= gpu.memory_bytes,
         arch.max_context,
     )
 
