@@ -32,7 +32,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.search import SearchRow, min_gpus_per_instance, search
+from llm_planner.core.composition.search import (
+    SearchResult,
+    SearchRow,
+    min_gpus_per_instance,
+    search_counts,
+)
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU, gpu_catalog
 from llm_planner.core.primitives.limits import MIN_PRICE_USD_PER_GPU_HOUR, bounds
@@ -329,21 +334,26 @@ def _layout_label(row: SearchRow) -> str:
     return " ".join(parts)
 
 
-def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict[str, Any]:
-    """One option's figures (before ranking)."""
-    inputs = scenario.parallelism
-    batch = inputs.global_batch if n <= inputs.global_batch else n
-    result = search(
+def _searched(scenario: Scenario, gpu: GPU, counts: list[int]) -> list[SearchResult]:
+    """The best layout at each count (:func:`.search.search_counts`: the global batch
+    raised to the count where it is smaller; the counts priced together)."""
+    return search_counts(
         scenario.model.architecture,
         gpu,
-        n,
-        inputs.model_copy(update={"global_batch": batch}),
+        counts,
+        scenario.parallelism,
         scenario.training,
         params_override=scenario.model.params_override,
         top=1,
         compute_dtype=scenario.compute.compute_dtype,
         include_attention_flops=scenario.compute.include_attention_flops,
     )
+
+
+def _evaluate(
+    scenario: Scenario, gpu: GPU, n: int, price: Price | None, result: SearchResult
+) -> dict[str, Any]:
+    """One option's figures (before ranking), from its count's search ``result``."""
     row = result.rows[0] if result.rows else None
     tokens = scenario.compute.tokens
     deadline = scenario.compute.deadline_seconds
@@ -445,8 +455,9 @@ def rank_hardware(
             raw.append(_evaluate_none(gpu, price, scenario.compute.deadline_seconds))
             continue
         own = scenario.num_gpus if gpu.id == scenario.gpu.id else None
-        for n in gpu_counts(first, max_gpus, max_counts, own if own and own <= max_gpus else None):
-            raw.append(_evaluate(scenario, gpu, n, price))
+        counts = gpu_counts(first, max_gpus, max_counts, own if own and own <= max_gpus else None)
+        for n, result in zip(counts, _searched(scenario, gpu, counts), strict=True):
+            raw.append(_evaluate(scenario, gpu, n, price, result))
     priced = [r for r in raw if r["cost_usd"] is not None and r["time_seconds"] is not None]
     front = pareto_front([(r["time_seconds"], r["cost_usd"]) for r in priced])
     for r, flag in zip(priced, front, strict=True):

@@ -11,8 +11,10 @@ estimator (the one source of truth for per-GPU memory), so a row reported as fit
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -210,7 +212,9 @@ def _empty_layouts() -> par.Layouts:
 
 
 class _Problem:
-    """Everything fixed during one search: workload, cluster, training-memory terms."""
+    """Everything fixed during one search: workload, cluster, training-memory terms. The
+    workload, cluster and step inputs are built on first use: the fewest-GPUs search reads
+    only the memory terms and the batch."""
 
     def __init__(
         self,
@@ -225,26 +229,44 @@ class _Problem:
     ) -> None:
         self.arch = arch
         self.gpu = gpu
+        self.inputs = inputs
         self.training_inputs = training_inputs
         self.params_override = params_override
+        self.compute_dtype = compute_dtype
+        self.include_attention_flops = include_attention_flops
         self.gpus_per_node = inputs.gpus_per_node
+        self.global_batch = inputs.global_batch
         self.params = params_override or float(count_parameters(arch).total)
-        self.work = par.workload_of(
-            arch,
-            int(training_inputs.seq_len),
-            inputs.global_batch,
-            self.params,
-            training_inputs=training_inputs,
-            include_attention_flops=include_attention_flops,
-        )
-        self.cluster = par.cluster_of(gpu, inputs, compute_dtype)
         self.memory = par.memory_terms(arch, training_inputs, self.params)
-        self.step_inputs = par.step_inputs_of(arch, training_inputs)
+
+    @functools.cached_property
+    def work(self) -> par.Workload:
+        work = par.workload_of(
+            self.arch,
+            int(self.training_inputs.seq_len),
+            self.inputs.global_batch,
+            self.params,
+            training_inputs=self.training_inputs,
+            include_attention_flops=self.include_attention_flops,
+        )
+        if self.global_batch == self.inputs.global_batch:
+            return work
+        return par.Workload(**{**work.__dict__, "global_batch": self.global_batch})
+
+    @functools.cached_property
+    def cluster(self) -> par.Cluster:
+        return par.cluster_of(self.gpu, self.inputs, self.compute_dtype)
+
+    @functools.cached_property
+    def step_inputs(self) -> par.StepInputs:
+        return par.step_inputs_of(self.arch, self.training_inputs)
 
     def with_batch(self, global_batch: int) -> _Problem:
         clone = object.__new__(_Problem)
         clone.__dict__.update(self.__dict__)
-        clone.work = par.Workload(**{**self.work.__dict__, "global_batch": global_batch})
+        clone.global_batch = global_batch
+        if "work" in self.__dict__:
+            clone.work = par.Workload(**{**self.work.__dict__, "global_batch": global_batch})
         return clone
 
 
@@ -279,46 +301,94 @@ def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int) -> SearchRow:
 
 
 def _run(problem: _Problem, num_gpus: int, options: SearchOptions, top: int) -> SearchResult:
+    return _run_counts(problem, [num_gpus], options, top)[0]
+
+
+def _run_counts(
+    problem: _Problem, counts: Sequence[int], options: SearchOptions, top: int
+) -> list[SearchResult]:
+    """:func:`_run` at each of ``counts``, their candidates priced in one evaluation: the
+    evaluation is element-wise (each layout's figures are its own), so one call spares the
+    fixed cost of pricing each count's layouts apart; and only the layouts whose memory
+    fits (:func:`.parallelism.memory_screen`, the ``peak_bytes`` the evaluation returns)
+    are priced for step time, since only those are ranked. Each result's ``seconds`` is
+    the whole evaluation's."""
     start = time.perf_counter()
     if options.max_tp is None:  # tensor parallelism inside a node (see SearchOptions.max_tp)
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    lay = enumerate_layouts(problem.arch, num_gpus, problem.work.global_batch, options)
-    candidates = len(lay)
-    rows: list[SearchRow] = []
-    fitting = 0
-    if candidates:
-        out = par.evaluate_layouts(
-            problem.work, problem.cluster, lay, problem.memory, problem.step_inputs
-        )
-        capacity = problem.cluster.memory_bytes
-        fit = np.flatnonzero(out["peak_bytes"] <= capacity)
-        fitting = int(fit.size)
-        # fastest first; among equals, less traffic (robust to the overlap model), then memory
-        keys = (out["peak_bytes"][fit], out["comm_bytes_per_step"][fit], -out["tokens_per_s"][fit])
-        order = fit[np.lexsort(keys)]
-        budget = max(top, 1) * MAX_CANDIDATES_PER_ROW
-        seen: set[tuple[Any, ...]] = set()
-        for i in order[:budget]:
-            if len(rows) >= top:
-                break
-            # policies that change nothing here (selective = none with flash attention) → one row
-            same = (
-                *(int(getattr(lay, name)[i]) for name in ("tp", "pp", "dp", "ep", "zero")),
-                *(int(getattr(lay, name)[i]) for name in ("micro_batch", "v", "sp")),
-                round(float(out["peak_bytes"][i])),
-                round(float(out["step_seconds"][i]), 9),
+    each = [enumerate_layouts(problem.arch, n, problem.global_batch, options) for n in counts]
+    lay = each[0] if len(each) == 1 else _concatenated(each)
+    fits = np.zeros(0, dtype=bool)
+    out: dict[str, Any] = {}
+    if len(lay):
+        m = par.microbatches_per_step(problem.global_batch, lay)
+        memory = par.memory_screen(None, lay, problem.memory, m=m)
+        fits = memory["peak_bytes"] <= problem.cluster.memory_bytes
+        kept = np.flatnonzero(fits)
+        if kept.size:
+            priced = lay if kept.size == len(lay) else lay.take(kept)
+            out = par.evaluate_layouts(
+                problem.work, problem.cluster, priced, None, problem.step_inputs
             )
-            if same in seen:
-                continue
-            seen.add(same)
-            rows.append(_row(len(rows) + 1, lay, out, int(i)))
-    return SearchResult(
-        num_gpus=num_gpus,
-        candidates=candidates,
-        fitting=fitting,
-        seconds=time.perf_counter() - start,
-        rows=rows,
+            out.update({k: v if kept.size == len(lay) else v[kept] for k, v in memory.items()})
+            lay = priced
+    ranked: list[tuple[int, int, int, list[SearchRow]]] = []
+    first = offset = 0  # where this count's priced rows, and its candidates, start
+    for n, part in zip(counts, each, strict=True):
+        size = len(part)
+        fitting = int(np.count_nonzero(fits[offset : offset + size]))
+        offset += size
+        rows: list[SearchRow] = []
+        if fitting:
+            piece = lay if fitting == len(lay) else lay.take(np.arange(first, first + fitting))
+            values = (
+                out
+                if fitting == len(lay)
+                else {k: v[first : first + fitting] for k, v in out.items()}
+            )
+            rows = _rank(problem, piece, values, top)[1]
+        ranked.append((n, size, fitting, rows))
+        first += fitting
+    seconds = time.perf_counter() - start
+    return [
+        SearchResult(num_gpus=n, candidates=size, fitting=fitting, seconds=seconds, rows=rows)
+        for n, size, fitting, rows in ranked
+    ]
+
+
+def _concatenated(parts: list[par.Layouts]) -> par.Layouts:
+    return par.Layouts(
+        **{name: np.concatenate([getattr(p, name) for p in parts]) for name in par.LAYOUT_FIELDS}
     )
+
+
+def _rank(
+    problem: _Problem, lay: par.Layouts, out: dict[str, Any], top: int
+) -> tuple[int, list[SearchRow]]:
+    """(layouts that fit, the ``top`` fastest of them as rows)."""
+    rows: list[SearchRow] = []
+    capacity = problem.cluster.memory_bytes
+    fit = np.flatnonzero(out["peak_bytes"] <= capacity)
+    # fastest first; among equals, less traffic (robust to the overlap model), then memory
+    keys = (out["peak_bytes"][fit], out["comm_bytes_per_step"][fit], -out["tokens_per_s"][fit])
+    order = fit[np.lexsort(keys)]
+    budget = max(top, 1) * MAX_CANDIDATES_PER_ROW
+    seen: set[tuple[Any, ...]] = set()
+    for i in order[:budget]:
+        if len(rows) >= top:
+            break
+        # policies that change nothing here (selective = none with flash attention) → one row
+        same = (
+            *(int(getattr(lay, name)[i]) for name in ("tp", "pp", "dp", "ep", "zero")),
+            *(int(getattr(lay, name)[i]) for name in ("micro_batch", "v", "sp")),
+            round(float(out["peak_bytes"][i])),
+            round(float(out["step_seconds"][i]), 9),
+        )
+        if same in seen:
+            continue
+        seen.add(same)
+        rows.append(_row(len(rows) + 1, lay, out, int(i)))
+    return int(fit.size), rows
 
 
 def _some_layout_fits(problem: _Problem, num_gpus: int, options: SearchOptions) -> bool:
@@ -328,11 +398,11 @@ def _some_layout_fits(problem: _Problem, num_gpus: int, options: SearchOptions) 
     micro-batches per step), not the step time that orders the rows."""
     if options.max_tp is None:  # as _run: tensor parallelism inside a node
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    lay = enumerate_layouts(problem.arch, num_gpus, problem.work.global_batch, options)
+    lay = enumerate_layouts(problem.arch, num_gpus, problem.global_batch, options)
     if not len(lay):
         return False
-    m = par.microbatches_per_step(problem.work.global_batch, lay)
-    peak = par.memory_screen(problem.work, lay, problem.memory, m=m)["peak_bytes"]
+    m = par.microbatches_per_step(problem.global_batch, lay)
+    peak = par.memory_screen(None, lay, problem.memory, m=m)["peak_bytes"]
     return bool(np.any(peak <= problem.cluster.memory_bytes))
 
 
@@ -364,6 +434,39 @@ def search(
         include_attention_flops=include_attention_flops,
     )
     return _run(problem, num_gpus, options or SearchOptions(), top)
+
+
+def search_counts(
+    arch: Architecture,
+    gpu: GPU,
+    counts: Sequence[int],
+    inputs: par.ParallelInputs,
+    training_inputs: TrainingInputs,
+    *,
+    params_override: float | None = None,
+    top: int = 10,
+    compute_dtype: str = "bf16",
+    include_attention_flops: bool = False,
+) -> list[SearchResult]:
+    """:func:`search` at each GPU count of ``counts`` (the same results, in that order), the
+    global batch raised to the count where it is below it (one sequence per GPU at least,
+    as the hardware ranking asks). The counts that share a batch are priced together
+    (:func:`_run_counts`)."""
+    batches = [inputs.global_batch if n <= inputs.global_batch else n for n in counts]
+    results: dict[int, SearchResult] = {}
+    for batch in dict.fromkeys(batches):
+        group = [n for n, b in zip(counts, batches, strict=True) if b == batch]
+        problem = _Problem(
+            arch,
+            gpu,
+            inputs.model_copy(update={"global_batch": batch}),
+            training_inputs,
+            params_override=params_override,
+            compute_dtype=compute_dtype,
+            include_attention_flops=include_attention_flops,
+        )
+        results.update(zip(group, _run_counts(problem, group, SearchOptions(), top), strict=True))
+    return [results[n] for n in counts]
 
 
 def search_scenario(

@@ -1,0 +1,91 @@
+"""The hardware ranking's searches, priced together and memory first, are the searches'.
+
+``search_counts`` prices several GPU counts' candidates in one evaluation, and ``_run_counts``
+prices step time only for the layouts whose memory fits. These tests hold both to what
+pricing every candidate of one count alone gives (``evaluate_layouts`` on all of them):
+the same candidates, the same number that fit, the same best row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_planner.core.composition.scenario import default_scenario
+from llm_planner.core.composition.search import (
+    SearchOptions,
+    _Problem,
+    enumerate_layouts,
+    search,
+    search_counts,
+)
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.sections import parallelism as par
+
+CASES = [
+    ("llama-3.1-8b", "h100-sxm", [1, 2, 8, 64, 512, 2048, 4096]),
+    ("llama-2-70b", "a100-40gb", [4, 16, 128, 1024, 1536]),
+    ("mixtral-8x7b", "h100-sxm", [2, 8, 32]),
+]
+
+
+def _scenario(model: str, gpu: str):
+    base = default_scenario()
+    return base.model_copy(
+        update={
+            "model": base.model.model_copy(
+                update={"preset": model, "architecture": get_preset(model).architecture}
+            ),
+            "gpu": get_gpu(gpu),
+        }
+    )
+
+
+@pytest.mark.parametrize(("model", "gpu", "counts"), CASES)
+def test_search_counts_is_each_counts_search(model, gpu, counts):
+    sc = _scenario(model, gpu)
+    together = search_counts(
+        sc.model.architecture, sc.gpu, counts, sc.parallelism, sc.training, top=3
+    )
+    for n, got in zip(counts, together, strict=True):
+        batch = sc.parallelism.global_batch if n <= sc.parallelism.global_batch else n
+        alone = search(
+            sc.model.architecture,
+            sc.gpu,
+            n,
+            sc.parallelism.model_copy(update={"global_batch": batch}),
+            sc.training,
+            top=3,
+        )
+        assert (got.num_gpus, got.candidates, got.fitting) == (
+            alone.num_gpus,
+            alone.candidates,
+            alone.fitting,
+        )
+        assert got.rows == alone.rows
+
+
+@pytest.mark.parametrize(("model", "gpu", "counts"), CASES)
+def test_best_row_is_the_fastest_of_every_fitting_candidate(model, gpu, counts):
+    """Against pricing every candidate, memory included, in one evaluate_layouts call."""
+    sc = _scenario(model, gpu)
+    for n in counts:
+        result = search(sc.model.architecture, sc.gpu, n, sc.parallelism, sc.training, top=1)
+        problem = _Problem(
+            sc.model.architecture, sc.gpu, sc.parallelism, sc.training, params_override=None
+        )
+        options = SearchOptions(max_tp=sc.parallelism.gpus_per_node)
+        lay = enumerate_layouts(sc.model.architecture, n, sc.parallelism.global_batch, options)
+        assert result.candidates == len(lay)
+        if not len(lay):
+            continue
+        out = par.evaluate_layouts(
+            problem.work, problem.cluster, lay, problem.memory, problem.step_inputs
+        )
+        fit = out["peak_bytes"] <= sc.gpu.memory_bytes
+        assert result.fitting == int(np.count_nonzero(fit))
+        if result.fitting:
+            assert result.rows[0].tokens_per_s == float(out["tokens_per_s"][fit].max())
+            assert result.rows[0].peak_bytes <= sc.gpu.memory_bytes
+        else:
+            assert result.rows == []
