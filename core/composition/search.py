@@ -340,7 +340,7 @@ def _run_counts(
         offset += size
         rows: list[SearchRow] = []
         if fitting:
-            piece = lay if fitting == len(lay) else lay.take(np.arange(first, first + fitting))
+            piece = lay if fitting == len(lay) else _sliced(lay, first, first + fitting)
             values = (
                 out
                 if fitting == len(lay)
@@ -356,10 +356,29 @@ def _run_counts(
     ]
 
 
+def _sliced(lay: par.Layouts, start: int, stop: int) -> par.Layouts:
+    return par.Layouts(**{name: getattr(lay, name)[start:stop] for name in par.LAYOUT_FIELDS})
+
+
 def _concatenated(parts: list[par.Layouts]) -> par.Layouts:
     return par.Layouts(
         **{name: np.concatenate([getattr(p, name) for p in parts]) for name in par.LAYOUT_FIELDS}
     )
+
+
+def _first_of_lexsort(index: npt.NDArray[np.int64], keys: tuple[par.FloatArray, ...]) -> int:
+    """``index[np.lexsort(keys)[0]]``, by narrowing to the least of the last key, then of
+    the one before, and so on (lexsort is stable: the earliest of the remaining ties);
+    O(n) where the sort is O(n log n). A NaN key (which lexsort puts last) takes the sort."""
+    if any(np.isnan(k).any() for k in keys):
+        return int(index[np.lexsort(keys)[0]])
+    at = np.arange(index.size)
+    for key in reversed(keys):
+        values = key[at]
+        at = at[values == values.min()]
+        if at.size == 1:
+            break
+    return int(index[at[0]])
 
 
 def _rank(
@@ -371,6 +390,8 @@ def _rank(
     fit = np.flatnonzero(out["peak_bytes"] <= capacity)
     # fastest first; among equals, less traffic (robust to the overlap model), then memory
     keys = (out["peak_bytes"][fit], out["comm_bytes_per_step"][fit], -out["tokens_per_s"][fit])
+    if top == 1 and fit.size:  # the first of the order below, without sorting every layout
+        return int(fit.size), [_row(1, lay, out, _first_of_lexsort(fit, keys))]
     order = fit[np.lexsort(keys)]
     budget = max(top, 1) * MAX_CANDIDATES_PER_ROW
     seen: set[tuple[Any, ...]] = set()

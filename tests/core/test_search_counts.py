@@ -89,3 +89,21 @@ def test_best_row_is_the_fastest_of_every_fitting_candidate(model, gpu, counts):
             assert result.rows[0].peak_bytes <= sc.gpu.memory_bytes
         else:
             assert result.rows == []
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ([3.0, 1.0, 2.0], [0.0, 0.0, 0.0], [5.0, 5.0, 5.0]),  # the last key ties everywhere
+        ([2.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 9.0], [-7.0, -7.0, -7.0, -6.0]),  # full ties
+        ([1.0, 2.0], [0.0, -0.0], [-1.0, -1.0]),  # -0.0 and 0.0 tie
+        ([1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [np.nan, -1.0, -1.0]),  # a NaN: the sort decides
+        ([4.0], [1.0], [2.0]),
+    ],
+)
+def test_first_of_lexsort_is_lexsorts_first(keys):
+    from llm_planner.core.composition.search import _first_of_lexsort
+
+    arrays = tuple(np.array(k) for k in keys)
+    index = np.arange(10, 10 + len(keys[0]))
+    assert _first_of_lexsort(index, arrays) == int(index[np.lexsort(arrays)[0]])
