@@ -316,13 +316,24 @@ def _run_counts(
     start = time.perf_counter()
     if options.max_tp is None:  # tensor parallelism inside a node (see SearchOptions.max_tp)
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    each = [enumerate_layouts(problem.arch, n, problem.global_batch, options) for n in counts]
+    screened = [
+        _screened(
+            problem.arch,
+            problem.training_inputs,
+            problem.params,
+            num_gpus=n,
+            global_batch=problem.global_batch,
+            options=options,
+        )
+        for n in counts
+    ]
+    each = [part for part, _ in screened]
     lay = each[0] if len(each) == 1 else _concatenated(each)
     fits = np.zeros(0, dtype=bool)
     out: dict[str, Any] = {}
     if len(lay):
-        m = par.microbatches_per_step(problem.global_batch, lay)
-        memory = par.memory_screen(None, lay, problem.memory, m=m)
+        parts = [values for part, values in screened if len(part)]
+        memory = parts[0] if len(parts) == 1 else _joined(parts)
         fits = memory["peak_bytes"] <= problem.cluster.memory_bytes
         kept = np.flatnonzero(fits)
         if kept.size:
@@ -354,6 +365,35 @@ def _run_counts(
         SearchResult(num_gpus=n, candidates=size, fitting=fitting, seconds=seconds, rows=rows)
         for n, size, fitting, rows in ranked
     ]
+
+
+@functools.lru_cache(maxsize=32)
+def _screened(
+    arch: Architecture,
+    training_inputs: TrainingInputs,
+    params: float,
+    *,
+    num_gpus: int,
+    global_batch: int,
+    options: SearchOptions,
+) -> tuple[par.Layouts, dict[str, par.FloatArray]]:
+    """One count's candidates and their memory (:func:`.parallelism.memory_screen` with the
+    micro-batches per step the evaluation counts), kept: neither depends on the GPU, whose
+    capacity is compared after, so the hardware ranking's GPU kinds share them. The arrays
+    are read-only (shared between calls)."""
+    lay = enumerate_layouts(arch, num_gpus, global_batch, options)
+    memory: dict[str, par.FloatArray] = {}
+    if len(lay):
+        m = par.microbatches_per_step(global_batch, lay)
+        terms = par.memory_terms(arch, training_inputs, params)
+        memory = par.memory_screen(None, lay, terms, m=m)
+    for array in (*(getattr(lay, name) for name in par.LAYOUT_FIELDS), *memory.values()):
+        array.flags.writeable = False
+    return lay, memory
+
+
+def _joined(parts: list[dict[str, par.FloatArray]]) -> dict[str, par.FloatArray]:
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _sliced(lay: par.Layouts, start: int, stop: int) -> par.Layouts:

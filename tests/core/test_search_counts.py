@@ -107,3 +107,37 @@ def test_first_of_lexsort_is_lexsorts_first(keys):
     arrays = tuple(np.array(k) for k in keys)
     index = np.arange(10, 10 + len(keys[0]))
     assert _first_of_lexsort(index, arrays) == int(index[np.lexsort(arrays)[0]])
+
+
+def test_screened_candidates_are_kept_and_read_only():
+    """The hardware ranking's GPU kinds share one count's candidates and memory screen: the
+    same frozen inputs give the very same arrays, which no caller can change."""
+    from llm_planner.core.composition.search import _screened
+
+    sc = _scenario("llama-3.1-8b", "h100-sxm")
+    options = SearchOptions(max_tp=8)
+    args = (sc.model.architecture, sc.training, 8.0e9)
+    one = _screened(*args, num_gpus=16, global_batch=1024, options=options)
+    again = _screened(*args, num_gpus=16, global_batch=1024, options=options)
+    assert one is again
+    assert len(one[0]) == len(enumerate_layouts(sc.model.architecture, 16, 1024, options))
+    with pytest.raises(ValueError, match="read-only"):
+        one[1]["peak_bytes"][0] = 0.0
+    with pytest.raises(ValueError, match="read-only"):
+        one[0].tp[0] = 3
+
+
+def test_parameter_counts_are_kept_per_architecture():
+    from llm_planner.core.primitives.architecture import (
+        _count_parameters,
+        clear_parameter_counts,
+        count_parameters,
+    )
+
+    arch = get_preset("llama-2-7b").architecture
+    clear_parameter_counts()
+    first = count_parameters(arch)
+    assert count_parameters(arch.model_copy()) is first  # an equal shape: the same count
+    assert first == _count_parameters(arch)
+    clear_parameter_counts()
+    assert count_parameters(arch) is not first
