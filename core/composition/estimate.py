@@ -49,10 +49,10 @@ from llm_planner.core.composition.whatif.report import WhatIfReport, estimate_wh
 from llm_planner.core.primitives.architecture import (
     Architecture,
     ParameterCount,
-    clear_parameter_counts,
     count_parameters,
 )
 from llm_planner.core.primitives.figures import Figure
+from llm_planner.core.primitives.kept import forget_all
 from llm_planner.core.sections.compute import (
     ComputeReport,
     MemoryNeed,
@@ -130,7 +130,7 @@ _COMPUTE = _Memo()
 
 def clear_memo() -> None:
     """Forget every kept value (benchmarks time the estimate from scratch with it)."""
-    clear_parameter_counts()
+    forget_all()  # the kept values of pure functions (parameter counts, training FLOPs)
     for memo in (_TRAINING, _GPUS_PER_INSTANCE, _PARALLELISM, _INFERENCE, _ZERO_STAGES, _COMPUTE):
         memo.clear()
 

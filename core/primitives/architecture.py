@@ -17,10 +17,11 @@ estimator takes P from it (or from a user override that the scenario carries).
 
 from __future__ import annotations
 
-import functools
 from typing import Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from llm_planner.core.primitives.kept import kept
 
 FFNKind = Literal["gelu_mlp", "swiglu", "geglu"]
 """``gelu_mlp``: two matrices (up, down) with GELU/ReLU between, as in GPT-2/3, BLOOM,
@@ -590,15 +591,13 @@ def mlp_params(arch: Architecture, ffn_size: int) -> int:
     return weights + bias
 
 
+@kept()
 def count_parameters(arch: Architecture) -> ParameterCount:
     """Exact parameter count of ``arch`` (:func:`_count_parameters`), kept for the last
-    architectures counted: ``Architecture`` is frozen, so equal shapes count the same, and
-    one estimate asks for the count of the same shape a dozen times. The value is the
-    count's own (frozen) object."""
-    try:
-        return _count_parameters_cached(arch)
-    except TypeError:  # a field that is not hashable: count it afresh
-        return _count_parameters(arch)
+    shapes counted (:func:`.kept.kept`: ``Architecture`` is frozen, so equal shapes count
+    the same, and one estimate asks for the count of one shape a dozen times). The value
+    is the count's own (frozen) object."""
+    return _count_parameters(arch)
 
 
 def _count_parameters(arch: Architecture) -> ParameterCount:
@@ -656,11 +655,3 @@ def _count_parameters(arch: Architecture) -> ParameterCount:
         active_compute=active - positions - (0 if arch.tied_embeddings else embedding),
         routed_experts_active=routed_active,
     )
-
-
-_count_parameters_cached = functools.lru_cache(maxsize=64)(_count_parameters)
-
-
-def clear_parameter_counts() -> None:
-    """Forget the kept counts (an estimate timed from scratch clears them)."""
-    _count_parameters_cached.cache_clear()

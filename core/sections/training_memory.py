@@ -381,11 +381,20 @@ def _fixed_temporaries(
     return bucket, gather, dequant
 
 
+_FILL_BELOW = 64
+"""Layouts up to which a scalar input is filled rather than broadcast (same values)."""
+
+
 def _spread(x: npt.ArrayLike, dtype: Any, n: int) -> npt.NDArray[Any]:
     """``x`` as ``n`` entries of ``dtype``: itself when it already is one per layout (the
     search's arrays: no view made), else broadcast (a scalar for every layout)."""
     a = np.asarray(x, dtype=dtype)
-    return a if a.shape == (n,) else np.broadcast_to(a, (n,))
+    if a.shape == (n,):
+        return a
+    # a few layouts (the report's): a filled array is cheaper than a broadcast view
+    return (
+        np.full(n, a, dtype=dtype) if a.ndim == 0 and n <= _FILL_BELOW else np.broadcast_to(a, (n,))
+    )
 
 
 _SCREENED = (

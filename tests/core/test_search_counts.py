@@ -128,16 +128,13 @@ def test_screened_candidates_are_kept_and_read_only():
 
 
 def test_parameter_counts_are_kept_per_architecture():
-    from llm_planner.core.primitives.architecture import (
-        _count_parameters,
-        clear_parameter_counts,
-        count_parameters,
-    )
+    from llm_planner.core.primitives.architecture import _count_parameters, count_parameters
+    from llm_planner.core.primitives.kept import forget_all
 
     arch = get_preset("llama-2-7b").architecture
-    clear_parameter_counts()
+    forget_all()
     first = count_parameters(arch)
     assert count_parameters(arch.model_copy()) is first  # an equal shape: the same count
     assert first == _count_parameters(arch)
-    clear_parameter_counts()
+    forget_all()
     assert count_parameters(arch) is not first
