@@ -452,19 +452,32 @@ def _rank(
     return int(fit.size), rows
 
 
-def _some_layout_fits(problem: _Problem, num_gpus: int, options: SearchOptions) -> bool:
-    """Whether :func:`_run` would find a row: some candidate's peak memory fits. Only the
-    memory screen is evaluated (:func:`.parallelism.memory.memory_screen`, the very array
+def _first_that_fits(
+    problem: _Problem, counts: list[tuple[int, int]], options: SearchOptions
+) -> int | None:
+    """The first GPU count of ``counts`` ((count, global batch) pairs) on which :func:`_run`
+    would find a row, i.e. some candidate's peak memory fits; None if none. Only the memory
+    screen is evaluated (:func:`.parallelism.memory.memory_screen`, the very array
     :func:`.parallelism.evaluate_layouts` returns as ``peak_bytes``, with the same
-    micro-batches per step), not the step time that orders the rows."""
+    micro-batches per step), not the step time that orders the rows; the counts' candidates
+    in one call (the screen is element-wise, each with its own batch's micro-batches)."""
     if options.max_tp is None:  # as _run: tensor parallelism inside a node
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    lay = enumerate_layouts(problem.arch, num_gpus, problem.global_batch, options)
-    if not len(lay):
-        return False
-    m = par.microbatches_per_step(problem.global_batch, lay)
-    peak = par.memory_screen(None, lay, problem.memory, m=m)["peak_bytes"]
-    return bool(np.any(peak <= problem.cluster.memory_bytes))
+    each = [enumerate_layouts(problem.arch, n, batch, options) for n, batch in counts]
+    parts = [(part, batch) for part, (_, batch) in zip(each, counts, strict=True) if len(part)]
+    if not parts:
+        return None
+    lay = parts[0][0] if len(parts) == 1 else _concatenated([part for part, _ in parts])
+    m = np.concatenate([par.microbatches_per_step(batch, part) for part, batch in parts])
+    fits = par.memory_screen(None, lay, problem.memory, m=m)["peak_bytes"] <= (
+        problem.cluster.memory_bytes
+    )
+    offset = 0
+    for (n, _), part in zip(counts, each, strict=True):
+        if np.any(fits[offset : offset + len(part)]):
+            return n
+        offset += len(part)
+    return None
 
 
 def search(
@@ -613,12 +626,13 @@ def min_gpus_per_instance(
     # replication only adds), so n ≥ state ÷ memory: start at the power of two above it
     state = problem.memory.model_state_bytes
     n = 1 << max(0, math.ceil(math.log2(max(1.0, state / gpu.memory_bytes))))
+    # two counts screened per call: the first fitting one is most often one of the first two
     while n <= max_gpus:
-        batch = max(n, inputs.global_batch)
-        batch = math.ceil(batch / n) * n
-        if _some_layout_fits(problem.with_batch(batch), n, opts):
-            return n
-        n *= 2
+        counts = [(c, math.ceil(max(c, inputs.global_batch) / c) * c) for c in (n, 2 * n)]
+        found = _first_that_fits(problem, counts if 2 * n <= max_gpus else counts[:1], opts)
+        if found is not None:
+            return found
+        n *= 4
     return None
 
 

@@ -138,3 +138,40 @@ def test_parameter_counts_are_kept_per_architecture():
     assert first == _count_parameters(arch)
     forget_all()
     assert count_parameters(arch) is not first
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu"),
+    [
+        ("llama-3.1-8b", "h100-sxm"),
+        ("llama-3.1-405b", "h100-sxm"),
+        ("llama-2-70b", "a100-40gb"),
+        ("mixtral-8x7b", "a100-80gb"),
+        ("gpt-3-175b", "h100-sxm"),
+        ("mamba-130m", "a100-40gb"),
+    ],
+)
+@pytest.mark.parametrize("max_gpus", [1, 8, 4096])
+def test_fewest_gpus_is_the_first_count_a_search_fills(model, gpu, max_gpus):
+    """Against searching each power of two in turn (the frugal options, the batch raised to
+    a multiple of the count), the first with a row."""
+    import math
+
+    from llm_planner.core.composition.search import FRUGAL_OPTIONS, min_gpus_per_instance
+
+    sc = _scenario(model, gpu)
+    want = None
+    n = 1
+    while n <= max_gpus:
+        batch = math.ceil(max(n, sc.parallelism.global_batch) / n) * n
+        inputs = sc.parallelism.model_copy(update={"global_batch": batch})
+        if search(
+            sc.model.architecture, sc.gpu, n, inputs, sc.training, options=FRUGAL_OPTIONS, top=1
+        ).rows:
+            want = n
+            break
+        n *= 2
+    got = min_gpus_per_instance(
+        sc.model.architecture, sc.gpu, sc.parallelism, sc.training, max_gpus=max_gpus
+    )
+    assert got == want
