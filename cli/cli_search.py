@@ -1,6 +1,8 @@
 """``llm-planner search [FILE] [options] [--top N] [--json|--csv]``: the ranked layouts that
 fit (JSON: a list of objects with the layout, ``peak_bytes``, ``step_seconds``,
-``tokens_per_s``, ``mfu``, ``bottleneck``)."""
+``tokens_per_s``, ``mfu``, ``bottleneck``, and the uncertainty the ranking accounts for:
+``ranked_tokens_per_s``, ``measured_ratio_low``/``high``, ``uncertainty_runs``,
+``uncertainty_basis``; core/composition/ranking.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ SEARCH_COLUMNS = (
     "bubble_fraction",
     "comm_bytes_per_step",
     "bottleneck",
+    "ranked_tokens_per_s",
+    "measured_ratio_low",
+    "measured_ratio_high",
+    "uncertainty_runs",
+    "uncertainty_basis",
 )
 
 
@@ -71,7 +78,7 @@ def format_search_text(scenario: Any, result: Any) -> str:
     header = (
         f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3} {'ep':>3} {'ZeRO':>4} {'b':>3} "
         f"{'recompute':<9} {'SP':<3} {'sched':<11} {'peak/GPU':>9} {'step':>8} "
-        f"{'tokens/s':>9} {'MFU':>6}  bottleneck"
+        f"{'tokens/s':>9} {'MFU':>6} {'measured÷model':>15}  bottleneck"
     )
     lines.append(header)
     for r in result.rows:
@@ -81,9 +88,24 @@ def format_search_text(scenario: Any, result: Any) -> str:
             f"{r.micro_batch:>3} {r.recompute:<9} {'yes' if r.sequence_parallel else 'no':<3} "
             f"{sched:<11} {units.format_gb(r.peak_bytes):>9} "
             f"{units.format_duration(r.step_seconds):>8} "
-            f"{units.format_count(r.tokens_per_s):>9} {100 * r.mfu:5.1f}%  {r.bottleneck}"
+            f"{units.format_count(r.tokens_per_s):>9} {100 * r.mfu:5.1f}% "
+            f"{_spread(r):>15}  {r.bottleneck}"
         )
+    if any(r.uncertainty_runs for r in result.rows):
+        lines += [
+            "",
+            "Ranked by tokens/s × the low end of measured÷model: the 25th-75th percentile of "
+            "measured ÷ modeled throughput over measured runs with the same mechanisms (ZeRO "
+            "stage, pipeline and TP inside or across nodes, node count), n runs.",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _spread(row: Any) -> str:
+    """'0.81-1.02 n=12', or '—' where no run of the row's mechanisms was measured."""
+    if row.measured_ratio_low is None or row.measured_ratio_high is None:
+        return "—"
+    return f"{row.measured_ratio_low:.2f}-{row.measured_ratio_high:.2f} n={row.uncertainty_runs}"
 
 
 def add_commands(commands: Any) -> None:

@@ -110,7 +110,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     from llm_planner.core.files.library import Library
 
     library = Library()
-    listing = library.listing()
+    try:
+        listing = library.listing()
+    except OSError as error:  # an unreadable library folder (its own name in the reason)
+        raise UsageError(
+            f"{shown(str(library.folder))}: cannot list ({os_reason(error)})"
+        ) from None
     entries = listing.entries
     if args.search:
         words = args.search.casefold().split()
@@ -185,13 +190,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_trash(args: argparse.Namespace) -> int:
     """List the library's trash (newest first), or empty it with ``--empty``."""
-    from llm_planner.core.files.library import Library
+    from llm_planner.core.files.library import Library, LibraryError
 
     library = Library()
-    if args.empty:
-        print(f"deleted {library.purge_trash()} scenario(s) for good")
-        return 0
-    items = library.trash()
+    try:
+        if args.empty:
+            print(f"deleted {library.purge_trash()} scenario(s) for good")
+            return 0
+        items = library.trash()
+    except LibraryError as error:
+        raise UsageError(shown(str(error), 400)) from None
+    except OSError as error:
+        folder = shown(str(library.trash_folder))
+        raise UsageError(f"{folder}: cannot read the trash ({os_reason(error)})") from None
     if args.json:
         rows = [
             {"id": i.id, "key": i.key, "name": i.name, "deleted": i.deleted.isoformat()}
@@ -216,7 +227,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     try:
         item = library.delete(library.find(args.name))
     except LibraryError as error:
-        raise UsageError(str(error)) from None
+        raise UsageError(shown(str(error), 400)) from None
     print(f"moved {item.name} to the trash (llm-planner restore {item.name!r} puts it back)")
     return 0
 
@@ -235,7 +246,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     try:
         saved = library.restore(chosen[0].id)
     except LibraryError as error:
-        raise UsageError(str(error)) from None
+        raise UsageError(shown(str(error), 400)) from None
     print(f"restored {saved.scenario.name} as {saved.key}")
     return 0
 

@@ -17,9 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QAbstractSpinBox,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QLineEdit,
+    QSpinBox,
+    QWidget,
+)
 
 from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
 from llm_planner.core.inputs.registry import FRACTION, input_at
@@ -245,6 +254,9 @@ class Binder(QObject):
         self.errors: dict[QWidget, str] = {}
         self._shown: dict[int, tuple[type, Any]] = {}
         """Per binding, the value its widget was last given by :meth:`refresh`."""
+        self._pending: dict[QWidget, Callable[[], None]] = {}
+        """Per field in error, its commit again (tried after another field's change)."""
+        self._retrying = False
         state.changed.connect(self.refresh)
 
     # -- model → widgets
@@ -290,8 +302,26 @@ class Binder(QObject):
             )
         except (ValidationError, ValueError) as error:
             self.mark_error(widget, f"{label}: {validation_message(error)}")
+            self._pending[widget] = lambda: self.commit(
+                widget, path, make_value, label, merge=merge, also=also
+            )
             return
+        self._pending.pop(widget, None)
         self.clear_error(widget)
+        self._retry_pending()
+
+    def _retry_pending(self) -> None:
+        """Fields refused only because of another field's value (2048 GPUs against an explicit
+        dp·tp·pp of 1024) are tried again once that field changed: clearing DP then takes
+        the 2048 GPUs that were typed, and the error goes."""
+        if self._retrying or not self._pending:
+            return
+        self._retrying = True
+        try:
+            for retry in list(self._pending.values()):
+                retry()
+        finally:
+            self._retrying = False
 
     def mark_error(self, widget: QWidget, message: str) -> None:
         self.errors[widget] = message
@@ -301,6 +331,7 @@ class Binder(QObject):
         self.error_changed.emit(message)
 
     def clear_error(self, widget: QWidget) -> None:
+        self._pending.pop(widget, None)
         if self.errors.pop(widget, None) is None:
             return
         widget.setStyleSheet("")
@@ -456,3 +487,45 @@ class Binder(QObject):
     ) -> None:
         box.toggled.connect(lambda on: self.commit(box, path, lambda: bool(on), label, merge=False))
         self._add(box, path, lambda current: box.setChecked(bool(current)), tooltip, unset)
+
+
+# ---------------------------------------------------------------- the mouse wheel
+
+
+class _WheelGuard(QObject):
+    """Passes a wheel over an unfocused picker or spin box to the form's scroll bar."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget):
+            return False
+        if watched.hasFocus():
+            return False
+        area = watched.parentWidget()
+        while area is not None and not isinstance(area, QAbstractScrollArea):
+            area = area.parentWidget()
+        if area is not None:  # the form scrolls, as if the pointer were over a label
+            QCoreApplication.sendEvent(area.verticalScrollBar(), event)
+        return True
+
+
+_WHEEL_GUARD: list[_WheelGuard] = []
+"""The one filter object (kept alive here) shared by every guarded widget."""
+
+
+def guard_wheel(root: QWidget) -> None:
+    """Pickers and spin boxes under ``root`` that the user has not clicked (or tabbed) into
+    ignore the mouse wheel, which scrolls the form instead: scrolling a long form otherwise
+    turns whatever passes under the pointer ("interleaved 1F1B" became "GPipe": 74 → 139 GB
+    per GPU). Once focused, the wheel changes them as usual. Applied once per form (a
+    filter on these widgets only, not on every event of the application)."""
+    if not _WHEEL_GUARD:
+        _WHEEL_GUARD.append(_WheelGuard())
+    guard = _WHEEL_GUARD[0]
+    for widget in (*root.findChildren(QComboBox), *root.findChildren(QAbstractSpinBox)):
+        if widget.property("wheelGuarded"):
+            continue
+        widget.setProperty("wheelGuarded", True)
+        # a wheel must not give focus either (Qt.WheelFocus is their default)
+        if widget.focusPolicy() == Qt.FocusPolicy.WheelFocus:
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        widget.installEventFilter(guard)

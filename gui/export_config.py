@@ -161,8 +161,27 @@ def import_dropped(window: Any, path: str) -> bool:
 
 
 def hook_search(search: Any, scenario: Callable[[], Scenario]) -> None:
-    """Put *Export for…* beside the search's button and on its rows' context menu."""
-    search.export_button = export_button(search, scenario)
+    """Put *Export for…* beside the search's button and on its rows' context menu. With a
+    row selected the button exports that row's layout (what the user is looking at), else
+    the scenario's."""
+    from llm_planner.core.files.stack_configs import apply_row
+
+    def shown() -> Scenario:
+        row = search.selected_row()
+        return scenario() if row is None else apply_row(scenario(), row)
+
+    search.export_button = export_button(search, shown)
+
+    def selection_changed(*_args: Any) -> None:
+        row = search.selected_row()
+        search.export_button.setToolTip(
+            "Write this layout as a DeepSpeed, Megatron-LM, torchtitan, accelerate or nanotron "
+            "config"
+            if row is None
+            else f"Write the selected row (#{row.get('rank')}) as a stack's config"
+        )
+
+    search.table.selectionModel().selectionChanged.connect(selection_changed)
     top = search.layout().itemAt(0).layout()
     top.addWidget(search.export_button)
     attach_row_menu(search.table, lambda: search.rows, scenario)

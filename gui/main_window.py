@@ -20,6 +20,8 @@ from PySide6.QtGui import (
     QGuiApplication,
     QKeySequence,
     QPaintEvent,
+    QResizeEvent,
+    QShortcut,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
@@ -36,9 +38,10 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.primitives import units
 from llm_planner.core.primitives.reading import FileReadError, check_regular
 from llm_planner.gui import export_config, settings
-from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.binding import Binder, ScenarioState, guard_wheel, validation_message
 from llm_planner.gui.compare import open_choose_window
 from llm_planner.gui.formatting import figure_text
 from llm_planner.gui.widgets.measurements import LOG_SUFFIXES, drop_log
@@ -55,6 +58,9 @@ DEFAULT_SIZE = (1366, 820)
 MIN_WIDTH, MIN_HEIGHT = 1024, 640
 LIBRARY_WIDTH = 290
 """The library's starting width: name, model, GPUs and date readable at 1366 px."""
+NARROW_WIDTH, NARROW_LIBRARY_WIDTH = 1200, 170
+"""Below this window width the library narrows to this (names elide; tooltips have them):
+at 1024 px the tabs' charts and tables need the room."""
 CHART_NAMES = (
     "bars",
     "time_chart",
@@ -90,6 +96,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self._starting = True  # the first page defers its charts until after the first paint
         self._painted = False
+        self._narrow = False
         self.setAcceptDrops(True)
         self.state = ScenarioState(scenario or default_scenario(), self)
         self.state.path = path
@@ -102,6 +109,7 @@ class MainWindow(QMainWindow):
         self._build_library()
         self._build_menus()
         self.statusBar()
+        guard_wheel(self)
 
         self.binder.error_changed.connect(self._show_input_error)
         self.binder.echoed.connect(lambda text: self.statusBar().showMessage(text, 6000))
@@ -183,14 +191,42 @@ class MainWindow(QMainWindow):
             tab.setObjectName(tab.section)
             holder = self.tabs.widget(index)
             holder.layout().addWidget(tab)
+            guard_wheel(tab)
             self.pages[index] = tab
+            self._chain_focus()
         return self.pages[index]
+
+    def _chain_focus(self) -> None:
+        """Tab order: the header's fields, the tab bar, then the inputs of the page shown
+        (hidden pages are skipped), then the library. A page is built on first use, so its
+        fields would otherwise come last, after the library and its notes."""
+        anchor: QWidget = self.bar.num_gpus
+        QWidget.setTabOrder(anchor, self.tabs.tabBar())
+        anchor = self.tabs.tabBar()
+        for page in self.pages:
+            if page is None:
+                continue
+            for widget in _focus_chain(page):
+                QWidget.setTabOrder(anchor, widget)
+                anchor = widget
 
     def build_all_tabs(self) -> list[Any]:
         pages = [self.page(i) for i in range(len(TAB_CLASSES))]
         for page in pages:
             page.ensure_charts()
         return pages
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        narrow = event.size().width() < NARROW_WIDTH
+        if narrow != self._narrow:  # on crossing only: a width the user dragged stays
+            self._narrow = narrow
+            if narrow and self.library_dock.width() > NARROW_LIBRARY_WIDTH:
+                self.resizeDocks(
+                    [self.library_dock], [NARROW_LIBRARY_WIDTH], Qt.Orientation.Horizontal
+                )
+            elif not narrow and self.library_dock.width() < LIBRARY_WIDTH:
+                self.resizeDocks([self.library_dock], [LIBRARY_WIDTH], Qt.Orientation.Horizontal)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt API)
         super().paintEvent(event)
@@ -200,7 +236,8 @@ class MainWindow(QMainWindow):
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
         if not self._painted and not self.settings.get("geometry"):  # the docks exist now
-            self.resizeDocks([self.library_dock], [LIBRARY_WIDTH], Qt.Orientation.Horizontal)
+            width = NARROW_LIBRARY_WIDTH if self._narrow else LIBRARY_WIDTH
+            self.resizeDocks([self.library_dock], [width], Qt.Orientation.Horizontal)
         if not self._painted:  # in case the frame itself gets no paint event
             QTimer.singleShot(100, self._after_first_paint)
 
@@ -410,7 +447,7 @@ class MainWindow(QMainWindow):
             )
         view.addSeparator()
         view.addAction(self.library_dock.toggleViewAction())
-        choose = lambda _=False: open_choose_window(self)  # noqa: E731 (one menu entry)
+        choose = lambda _=False: self.compare_and_choose()  # noqa: E731 (one menu entry)
         self._action(view, "Compare and &choose…", choose, "Ctrl+Shift+K", "compare")
 
         help_menu = bar.addMenu("&Help")
@@ -418,6 +455,15 @@ class MainWindow(QMainWindow):
             help_menu, "&Formulas and sources", self.show_formulas, S.HelpContents, "formulas"
         )
         self._action(help_menu, "&About LLM Planner", self.show_about, None, "about")
+
+    def compare_and_choose(self) -> Any:
+        """Open (or raise) Compare and choose; Esc closes it, as it does a dialog."""
+        window = open_choose_window(self)
+        if window.findChild(QShortcut, "close_on_escape") is None:
+            shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), window)
+            shortcut.setObjectName("close_on_escape")
+            shortcut.activated.connect(window.close)
+        return window
 
     # ------------------------------------------------------------ file actions
     def confirm_discard(self) -> bool:
@@ -635,7 +681,9 @@ class MainWindow(QMainWindow):
             written = image.save(path, "PNG")
         if written:
             self._remember_folder(path)
-            self.statusBar().showMessage(f"Exported {len(charts)} chart(s) to {path}", 10000)
+            self.statusBar().showMessage(
+                f"Exported {units.count_of(len(charts), 'chart')} to {path}", 10000
+            )
         else:
             self.show_message(f"Could not write {path}")
         return bool(written)
@@ -680,19 +728,33 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction("(none)").setEnabled(False)
 
     def _remember(self, path: str) -> None:
-        """A scenario file opened, saved, imported or exported: Open Recent lists it."""
+        """A scenario file opened, saved, imported or exported: Open Recent lists it. A
+        library entry opened from the panel is the library's business, not a recent file."""
+        if self._in_library(path):
+            return
         settings.add_recent(self.settings, str(Path(path).resolve()))
         self._remember_folder(path)
 
     def _remember_folder(self, path: str) -> None:
+        if self._in_library(path):
+            return
         self.settings["last_folder"] = str(Path(path).resolve().parent)
         settings.save(self.settings)
+
+    def _in_library(self, path: str | Path) -> bool:
+        """Whether ``path`` lies in the library's own data folder."""
+        if self.library is None:
+            return False
+        try:
+            return Path(path).resolve().parent == self.library.library.folder.resolve()
+        except OSError:
+            return False
 
     def _folder(self) -> str:
         """Where file dialogs start: the last folder used, else the documents folder (never
         the library's own data folder)."""
         last = self.settings.get("last_folder")
-        if isinstance(last, str) and Path(last).is_dir():
+        if isinstance(last, str) and Path(last).is_dir() and not self._in_library(Path(last) / "x"):
             return last
         from PySide6.QtCore import QStandardPaths
 
@@ -757,9 +819,34 @@ class MainWindow(QMainWindow):
             self.open_dropped(url.toLocalFile())
         event.acceptProposedAction()
 
+    def import_and_open(self, path: str) -> bool:
+        """A scenario file from elsewhere (a drop): copied into the library (as the library's
+        hint says) and the copy opened, so saving never writes back to the sender's file."""
+        if self.library is None:
+            return self.open_file(path)
+        if not self.confirm_discard():
+            return False
+        try:
+            result = self.library.library.import_files([Path(path)])
+        except (ValueError, OSError) as error:
+            self.show_message(str(error))
+            return False
+        if result.failed:
+            self.show_message("\n".join(message for _path, message in result.failed))
+            return False
+        saved = result.imported[0][1]
+        self.library.reload()
+        self.library.select_key(saved.key)
+        if not self.open_file(saved.path, confirm=False):
+            return False
+        self.statusBar().showMessage(
+            f"Imported {Path(path).name} into the library as “{saved.scenario.name}”", 8000
+        )
+        return True
+
     def open_dropped(self, path: str) -> bool:
-        """A dropped ``.llmplan.json`` opens; a ``config.json`` or a model folder (one with a
-        ``config.json``) imports a model."""
+        """A dropped ``.llmplan.json`` is imported into the library and opened; a
+        ``config.json`` or a model folder (one with a ``config.json``) imports a model."""
         if Path(path).is_dir():
             return self.bar.import_config(Path(path))
         try:  # a FIFO or a device named *.log would block or flood the reader
@@ -768,7 +855,7 @@ class MainWindow(QMainWindow):
             self.show_message(str(error))
             return False
         if path.endswith(SUFFIX):
-            return self.open_file(path)
+            return self.import_and_open(path)
         if path.endswith(LOG_SUFFIXES):  # a training log: a measured run (calibration)
             return drop_log(self, self.state, Path(path))
         if export_config.is_stack_config(path):  # a training stack's launch config
@@ -822,6 +909,19 @@ def _tab_class(index: int) -> Any:
     from llm_planner.gui.tabs.whatif import WhatIfTab
 
     return WhatIfTab
+
+
+def _focus_chain(root: QWidget) -> list[QWidget]:
+    """The widgets under ``root`` that take focus by Tab, in their present focus order."""
+    found: list[QWidget] = []
+    widget = root.nextInFocusChain()
+    seen = 0
+    while widget is not root and seen < 5000:
+        seen += 1
+        if root.isAncestorOf(widget) and widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
+            found.append(widget)
+        widget = widget.nextInFocusChain()
+    return found
 
 
 def _droppable(path: str) -> bool:

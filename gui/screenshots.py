@@ -1,7 +1,12 @@
-"""Render the window offscreen to PNG files: every tab, two sizes, light and dark.
+"""Render the window offscreen to PNG files: every tab of every state, each size, light and
+dark.
 
 ``python -m llm_planner.gui.screenshots OUT_DIR`` (sets ``QT_QPA_PLATFORM=offscreen``).
-Used to look at the window while developing and to refresh ``docs/screenshot.png``.
+Used to look at the window while developing and to refresh ``docs/screenshot.png``. Besides
+the default scenario it renders the heavy states where labels are long and charts busy (a
+70B run on 1,024 GPUs with an interleaved pipeline, every what-if part planned, a calibrated
+scenario, a model that does not fit) at the smallest sizes the window supports, since that
+is where text gets cut. ``SHOT_STATES=default,heavy`` and ``SHOT_THEMES=dark`` pick a subset.
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-SIZES = ((1366, 768), (1920, 1080))
+SIZES = ((1366, 768), (1024, 640), (1920, 1080))
+HEAVY_SIZES = ((1366, 768), (1024, 640))
+"""The heavy states at the laptop size and at the window's minimum."""
 
 
 def dark_palette() -> object:
@@ -69,6 +76,101 @@ def _sample_library() -> None:
     library.save_as(base.model_copy(update={"name": "8B fine-tune, 64 GPUs", "num_gpus": 64}))
 
 
+def heavy_states() -> list[tuple[str, object]]:
+    """(name, scenario) of the states that stress the layout: long figures, busy charts."""
+    from llm_planner.core.composition.scenario import default_scenario
+    from llm_planner.core.composition.whatif.mixed import preset_cluster
+    from llm_planner.core.inputs.calibration import Measurement
+    from llm_planner.core.inputs.whatif import (
+        CompressionInputs,
+        MultimodalInputs,
+        RLInputs,
+    )
+    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.primitives.presets import get_preset
+
+    base = default_scenario()
+    seventy = get_preset("llama-3.1-70b")
+    big = base.model_copy(
+        update={
+            "name": "Llama-3.1-70B, 1,024 H100, tp 4 · pp 8 interleaved",
+            "model": base.model.model_copy(
+                update={"preset": seventy.id, "architecture": seventy.architecture}
+            ),
+            "num_gpus": 1024,
+            "parallelism": base.parallelism.model_copy(
+                update={
+                    "tp": 4,
+                    "pp": 8,
+                    "dp": None,
+                    "schedule": "interleaved",
+                    "interleave_chunks": 2,
+                    "sequence_parallel": True,
+                    "zero_stage": 1,
+                    "global_batch": 256,  # 8 micro-batches: the timeline numbers them
+                }
+            ),
+        }
+    )
+    whatif = big.model_copy(
+        update={
+            "name": "70B with every what-if",
+            "whatif": big.whatif.model_copy(
+                update={
+                    "mixed_cluster": preset_cluster("h100-a100-mixed"),
+                    "rl": RLInputs(),
+                    "multimodal": MultimodalInputs(),
+                    "compression": CompressionInputs(),
+                }
+            ),
+        }
+    )
+    per_gpu = 1.1e6 / big.num_gpus  # a 70B run at 1.1M tokens/s over the cluster
+    calibrated = big.model_copy(
+        update={
+            "name": "70B calibrated by a measured run",
+            "measurements": [
+                Measurement(
+                    label="megatron_70b_1024.log",
+                    source="megatron_70b_1024.log:412",
+                    stack="megatron",
+                    gpus=big.num_gpus,
+                    tp=4,
+                    pp=8,
+                    tokens_per_s_per_gpu=per_gpu,
+                )
+            ],
+        }
+    )
+    gpu = get_gpu("rtx-4090")
+    eight = get_preset("llama-3.1-8b")
+    too_big = base.model_copy(
+        update={
+            "name": "8B full fine-tune on one RTX 4090",
+            "model": base.model.model_copy(
+                update={"preset": eight.id, "architecture": eight.architecture}
+            ),
+            "gpu": gpu,
+            "num_gpus": 1,
+            "parallelism": base.parallelism.model_copy(
+                update={"tp": 1, "pp": 1, "dp": None, "global_batch": 8}
+            ),
+        }
+    )
+    return [("big", big), ("whatif", whatif), ("calibrated", calibrated), ("nofit", too_big)]
+
+
+def _shoot(app: object, window: object, out: Path, prefix: str, sizes: object) -> None:
+    for width, height in sizes:  # type: ignore[attr-defined]
+        window.resize(width, height)  # type: ignore[attr-defined]
+        for index in range(window.tabs.count()):  # type: ignore[attr-defined]
+            window.tabs.setCurrentIndex(index)  # type: ignore[attr-defined]
+            app.processEvents()  # type: ignore[attr-defined]
+            window.flush()  # type: ignore[attr-defined]
+            app.processEvents()  # type: ignore[attr-defined]
+            window.grab().save(str(out / f"{prefix}-{width}x{height}-tab{index}.png"))  # type: ignore[attr-defined]
+
+
 def main(argv: list[str]) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     # a throwaway home: renders never touch the user's library, settings or recovery copies
@@ -93,15 +195,13 @@ def main(argv: list[str]) -> int:
         app.setPalette(palette)  # type: ignore[arg-type]
         window = MainWindow(restore=False)
         window.show()
-        for width, height in SIZES:
-            window.resize(width, height)
-            for index in range(window.tabs.count()):
-                window.tabs.setCurrentIndex(index)
-                app.processEvents()
-                window.flush()
-                app.processEvents()
-                name = f"{theme}-{width}x{height}-tab{index}.png"
-                window.grab().save(str(out / name))
+        states = os.environ.get("SHOT_STATES", "default,heavy").split(",")
+        if "default" in states:
+            _shoot(app, window, out, theme, SIZES)
+        if "heavy" in states:
+            for name, scenario in heavy_states():
+                window.state.load(scenario, None)  # type: ignore[arg-type]
+                _shoot(app, window, out, f"{theme}-{name}", HEAVY_SIZES)
         window.ask_before_discard = False
         window.close()
     print(f"screenshots in {out}")

@@ -438,6 +438,71 @@ def _memory(fid: ModuleType) -> list[str]:
     return [*out, ""]
 
 
+TORCHTITAN_PUBLISHED = (
+    ("8", "16", 82.4, "Table 1"),
+    ("128", "256", 67.0, "Table 3"),
+)
+"""pytorch/torchtitan@b5bcd76c benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1 8B,
+FSDP, local batch 2, seq 8192, selective (op-level) activation checkpointing, no compile:
+(GPUs, global batch, torchtitan's logged max reserved GiB, table)."""
+
+
+def _titan_peak_gib(gpus: str, batch: str, implementation: str) -> float:
+    import contextlib
+    import io
+    import json
+
+    from llm_planner.cli import main
+
+    out = io.StringIO()
+    args = ["report", "--json", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--seq-len",
+            "8192", "--micro-batch", "2", "--stack", "torchtitan", "--fsdp", "full_shard",
+            "--recompute", "selective", "--flash-attention", "--num-gpus", gpus,
+            "--global-batch", batch, "--implementation", implementation]  # fmt: skip
+    with contextlib.redirect_stdout(out):
+        assert main(args) == 0
+    return float(json.loads(out.getvalue())["training"]["peak_bytes"]) / 2**30
+
+
+def _recompute_by_stack() -> list[str]:
+    """Each stack's recomputation, checked where a run publishes its memory (issue 31)."""
+    out = [
+        "### Recomputation as each stack defines it",
+        "",
+        "'selective' is priced as the run's stack defines it (tests/core/"
+        "test_recompute_stacks.py checks each against a hand computation from the stack's "
+        "source): torchtitan's is op-level selective checkpointing, every block checkpointed "
+        "and only the outputs of every other matmul (wq, wv, w1, w2), the attention kernel's "
+        "output and log-sum-exp and the reduce-scatters kept (pytorch/torchtitan@b5bcd76c "
+        "torchtitan/distributed/activation_checkpoint.py `SelectiveAC`); Megatron-LM's is the "
+        "attention core, which drops nothing once flash attention is on; nanotron has none "
+        "(`recompute_layer` is whole-layer, `RecomputeGranularity` is never read). Imports "
+        "refuse what is not priced: torchtitan's layer-level `selective_ac_option` N > 1, "
+        "Megatron's `--recompute-method uniform` with N > 1 layers per unit or `block` "
+        "covering part of a stage. Where torchtitan publishes the peak (Llama 3.1 8B, FSDP, "
+        "local batch 2, seq 8192, H100; its logged max reserved memory):",
+        "",
+        "| GPUs | Published | Ours (op-level selective) | Error | Read as Megatron's selective "
+        "(before) | Error |",
+        "|---|---|---|---|---|---|",
+    ]
+    for gpus, batch, published, table in TORCHTITAN_PUBLISHED:
+        ours = _titan_peak_gib(gpus, batch, "torchtitan")
+        before = _titan_peak_gib(gpus, batch, "pytorch")
+        out.append(
+            f"| {gpus} ({table}) | {published:.1f} GiB | {ours:.1f} GiB | "
+            f"{_pct(ours / published - 1)} | {before:.1f} GiB | {_pct(before / published - 1)} |"
+        )
+    out += [
+        "",
+        "Both are under by about the same amount (the sharded state's difference between 8 "
+        "and 128 GPUs is priced within a GiB of the published one): a term of about 10 GiB the "
+        "ledger does not hold, left unfitted.",
+        "",
+    ]
+    return out
+
+
 def _defaults(runs: list[dict[str, Any]], sources: dict[str, str]) -> list[str]:
     out = [
         "## The step-time model's defaults and their justification",
@@ -694,7 +759,102 @@ def _nanotron() -> list[str]:
             f"({g.best_predicted.measured_tokens_per_s_per_gpu:,.0f}) | "
             f"{100 * g.best_shortfall:.1f}% | {rho_clean:.2f} |"
         )
+    return [*out, "", *_ranking(sw, rows)]
+
+
+def _ranking(sw: ModuleType, rows: Any) -> list[str]:
+    """The search's uncertainty-aware ranking on the sweep (issue 31, item 4)."""
+    from llm_planner.core.composition import ranking
+
+    ranked = sw.ranked_groups(rows)
+    within = sum(g.ranked_shortfall <= RANKING_TARGET for g in ranked)
+    worst = max(ranked, key=lambda g: g.ranked_shortfall)
+    out = [
+        "### The search's ranking: what the model is least sure of",
+        "",
+        "The search ranks layouts by modeled tokens/s × the 25th percentile of measured ÷ "
+        "modeled throughput over the measured runs with the same mechanisms "
+        "(core/composition/ranking.py: ZeRO stage, pipeline or not, pipeline across nodes, "
+        "TP across nodes, node count; `resources/ranking_uncertainty.json`, written by "
+        "`scripts/gen_ranking_uncertainty.py` from these rows), and shows the 25th-75th "
+        "percentile next to each row (`llm-planner search`, JSON and CSV). Nothing is "
+        "fitted: the percentiles are read off the runs. Checked here with each model's "
+        "groups ranked by the **other** model's runs only (its own held out), against the "
+        "target of issue 31: the layout ranked first measures within "
+        f"{100 * RANKING_TARGET:.0f}% of the best measured in every (model, node count) "
+        f"group. **{within} of {len(ranked)} groups** meet it; the worst is "
+        f"{worst.model} on {worst.nodes} nodes, {100 * worst.ranked_shortfall:.1f}% below "
+        f"(ranked by the modeled figure: {100 * worst.modeled_shortfall:.1f}%).",
+        "",
+        "| Model | Nodes | Best measured | First by the model | Shortfall | First by the "
+        "ranking | Its measured÷model (25-75%, runs) | Shortfall |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for g in ranked:
+        r = g.ranked_first
+        u = ranking.uncertainty(
+            "nanotron",
+            ranking.mechanism_class(r.tp, r.pp, r.zero, 8),
+            r.nodes,
+            exclude_model=g.model,
+        )
+        spread = "—" if u is None else f"{u.low:.2f}-{u.high:.2f} ({u.runs})"
+        out.append(
+            f"| {g.model} | {g.nodes} | {g.best_measured.label} "
+            f"({g.best_measured.measured_tokens_per_s_per_gpu:,.0f}) | {g.modeled_first.label} "
+            f"({g.modeled_first.measured_tokens_per_s_per_gpu:,.0f}) | "
+            f"{100 * g.modeled_shortfall:.1f}% | {r.label} "
+            f"({r.measured_tokens_per_s_per_gpu:,.0f}) | {spread} | "
+            f"{100 * g.ranked_shortfall:.1f}% |"
+        )
+    first, best = worst.ranked_first, worst.best_measured
+    same = ranking.mechanism_class(first.tp, first.pp, first.zero, 8) == (
+        ranking.mechanism_class(best.tp, best.pp, best.zero, 8)
+    )
+    modeled_gap = first.predicted_tokens_per_s_per_gpu / best.predicted_tokens_per_s_per_gpu
+    measured_gap = (best.measured_tokens_per_s_per_gpu or 0.0) / (
+        first.measured_tokens_per_s_per_gpu or 1.0
+    )
+    why = (
+        "its first-ranked and its best-measured layouts are in the same mechanism class "
+        f"({ranking.mechanism_class(best.tp, best.pp, best.zero, 8).describe()}), the model "
+        f"prices the first at {modeled_gap:.2f}× the best, and they measure "
+        f"{measured_gap:.1f}× apart; nothing in the layout the model sees separates them, so "
+        "a rule that did would be fitted to those rows"
+        if same
+        else f"the model prices its first-ranked layout at {modeled_gap:.2f}× the best-measured "
+        f"one and they measure {measured_gap:.1f}× apart"
+    )
+    out += [
+        "",
+        f"Why {worst.model} on {worst.nodes} nodes still misses: {why}.",
+        "",
+        "Each row's uncertainty, by mechanism class and node count (both models' runs: what "
+        "the search uses):",
+        "",
+        "| Class | Nodes | Runs | 25% | Median | 75% |",
+        "|---|---|---|---|---|---|",
+    ]
+    table = sw.uncertainty_table(rows)
+    pooled: dict[tuple[Any, ...], list[float]] = {}
+    for e in table["classes"]:
+        cls = ranking.MechanismClass(
+            e["zero"], e["pipelined"], e["pipeline_across_nodes"], e["tp_across_nodes"]
+        )
+        pooled.setdefault((cls.describe(), e["nodes"]), []).extend(e["ratios"])
+    for (name, nodes), values in sorted(pooled.items()):
+        q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else None
+        cells = (
+            f"{q[0]:.2f} | {statistics.median(values):.2f} | {q[2]:.2f}"
+            if q
+            else f"— | {values[0]:.2f} | —"
+        )
+        out.append(f"| {name} | {nodes} | {len(values)} | {cells} |")
     return [*out, ""]
+
+
+RANKING_TARGET = 0.15
+"""Issue 31: the layout ranked first within 15% of the best measured in every group."""
 
 
 VTRAIN_BEFORE = (0.339, 1.734, 0.866, 0.167)
@@ -1038,6 +1198,7 @@ def render() -> str:
         *_fine_tuning(),
         *_headline(),
         *_memory(fid),
+        *_recompute_by_stack(),
         *_defaults(runs, sources),
         *runpy.run_path(f"{VALIDATION}/calibration_report.py")["markdown_section"]().split("\n"),
         *_serving(),

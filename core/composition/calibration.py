@@ -19,6 +19,12 @@ and they add a new direction (rank of the Jacobian grows), never more than there
 one measurement fits one parameter per quantity. Uncertainty from the linearised
 covariance s²·(JᵀJ)⁻¹, s² = Σr²/(n − k) (Press et al., Numerical Recipes 3rd ed. §15.5),
 only when n > k; an exactly determined fit has none.
+
+Its parts: :mod:`.calibration_report` (the parameters a fit may move, the report),
+:mod:`.calibration_fit` (the least-squares steps and uncertainties) and
+:mod:`.calibration_checks` (sanity bands and rate checks); this module selects and prices
+the measured runs, drives the fit and applies it to a scenario, and keeps every public name
+of its parts importable.
 """
 
 from __future__ import annotations
@@ -31,15 +37,45 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
+from llm_planner.core.composition.calibration_checks import (
+    GIVEN_RATE_LABELS,
+    RATE_BANDS,
+    RateBand,
+    band_for,
+    likely_causes,
+    modeled_check,
+    plan_checks,
+    rate_check,
+    with_checks,
+)
+from llm_planner.core.composition.calibration_fit import (
+    UNDETERMINED_SIGMA,
+    FloatArray,
+    _choose,
+    _levenberg_marquardt,
+    _unit_sigma,
+    fun_of,
+)
+from llm_planner.core.composition.calibration_report import (
+    DEFAULT_MEMORY_PARAMETERS,
+    DEFAULT_TIME_PARAMETERS,
+    PARAMETERS,
+    CalibrationReport,
+    FittedParameter,
+    MeasurementResidual,
+    ParameterSpec,
+    RateCheck,
+    SetAside,
+    belongs_to,
+    parameter_spec,
+)
 from llm_planner.core.inputs.calibration import CalibrationInputs, FlopsFormula, Measurement
 from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.inputs.scenario import Scenario
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
-from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.parallelism.layout import (
     resolve_layout,
@@ -52,253 +88,42 @@ from llm_planner.core.sections.parallelism.step_time import (
 )
 from llm_planner.core.sections.parallelism.workload import cluster_of, workload_of
 
-FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class ParameterSpec:
-    """A fitted field: which inputs it lives on, its bounds, and why it is there."""
-
-    name: str
-    section: Literal["parallelism", "training"]
-    lower: float
-    upper: float
-    meaning: str
-
-
-PARAMETERS: dict[str, ParameterSpec] = {
-    spec.name: spec
-    for spec in (
-        ParameterSpec(
-            "kernel_efficiency", "parallelism", 0.05, 1.0, "achieved share of peak FLOP/s"
-        ),
-        ParameterSpec(
-            "inter_node_efficiency", "parallelism", 0.05, 1.0, "achieved share of the network"
-        ),
-        ParameterSpec(
-            "intra_node_efficiency", "parallelism", 0.05, 1.0, "achieved share of NVLink/PCIe"
-        ),
-        ParameterSpec("dp_overlap", "parallelism", 0.0, 1.0, "backward share hiding DP comm"),
-        ParameterSpec("tp_overlap", "parallelism", 0.0, 0.95, "share of TP comm hidden"),
-        ParameterSpec(
-            "fragmentation_fraction",
-            "training",
-            0.0,
-            1.0,
-            "allocator reserve above allocated bytes",
-        ),
-    )
-}
-"""Parameters the fit knows. Any other float field of ParallelInputs / TrainingInputs can be
-named too (:func:`parameter_spec` gives it bounds from the field's own constraints)."""
-
-DEFAULT_TIME_PARAMETERS: tuple[str, ...] = (
-    "kernel_efficiency",
-    "inter_node_efficiency",
-    "intra_node_efficiency",
-    "dp_overlap",
-    "tp_overlap",
-)
-"""Step-time parameters in the order they are taken: kernel efficiency first (it moves
-every step), then the network, NVLink and the overlaps, each only when the data move it."""
-
-DEFAULT_MEMORY_PARAMETERS: tuple[str, ...] = ("fragmentation_fraction",)
-"""Peak reserved − allocated is the allocator's share; allocated bytes have no free
-parameter in the ledger (a residual there is the ledger's error, shown, not fitted)."""
-
-
-def parameter_spec(name: str) -> ParameterSpec:
-    """The spec of ``name``: a known one, or bounds from the pydantic field's ge/gt/le."""
-    if name in PARAMETERS:
-        return PARAMETERS[name]
-    for section, model in (("parallelism", ParallelInputs), ("training", TrainingInputs)):
-        field = model.model_fields.get(name)
-        if field is None:
-            continue
-        lower, upper = 0.0, math.inf
-        for meta in field.metadata:
-            for attr in ("ge", "gt"):
-                if getattr(meta, attr, None) is not None:
-                    lower = float(getattr(meta, attr))
-            if getattr(meta, "le", None) is not None:
-                upper = float(meta.le)
-        default = field.default if isinstance(field.default, int | float) else 1.0
-        if not math.isfinite(upper):
-            upper = max(4.0 * float(default), lower + 1.0)
-        if lower == 0.0 and any(getattr(m, "gt", None) is not None for m in field.metadata):
-            lower = 1e-3 * upper
-        return ParameterSpec(name, section, lower, upper, field.description or name)  # type: ignore[arg-type]
-    raise ValueError(f"calibration: no parameter {name!r} on ParallelInputs or TrainingInputs")
-
-
-# ------------------------------------------------------------------ the report
-
-
-class FittedParameter(BaseModel):
-    """One fitted value, where it started, its 1-σ uncertainty when the data allow one."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    quantity: Literal["time", "memory"]
-    default: float
-    value: float
-    uncertainty: float | None
-    lower: float
-    upper: float
-    at_bound: bool
-    meaning: str
-
-
-class MeasurementResidual(BaseModel):
-    """One measured quantity against the model, before and after calibration."""
-
-    model_config = ConfigDict(frozen=True)
-
-    index: int
-    label: str
-    quantity: Literal["tokens_per_s_per_gpu", "peak_allocated_bytes", "peak_reserved_bytes"]
-    measured: float
-    model_before: float
-    model_after: float
-
-    @property
-    def error_before(self) -> float:
-        return self.model_before / self.measured - 1.0
-
-    @property
-    def error_after(self) -> float:
-        return self.model_after / self.measured - 1.0
-
-
-class RateCheck(BaseModel):
-    """A rate against the sanity band of its GPU generation, with the likely causes."""
-
-    model_config = ConfigDict(frozen=True)
-
-    what: str
-    flops_per_gpu_per_s: float
-    band_low: float
-    band_high: float
-    threshold: float
-    below: bool
-    above: bool = False
-    """Above the band's top: faster than the published runs (optimistic inputs?)."""
-    causes: list[str]
-    band_source: str
-    above_note: str = ""
-    """Why a plan on this generation prices above the band (the model's assumptions there)."""
-
-    def sentence(self) -> str:
-        """The check as one line: the rate, where it sits, the likely causes or the reason."""
-        rate = f"{self.what}: {self.flops_per_gpu_per_s / 1e12:.0f} TFLOP/s per GPU"
-        band = f"{self.band_low / 1e12:.0f}-{self.band_high / 1e12:.0f}"
-        causes = f"; likely: {'; '.join(self.causes)}" if self.causes else ""
-        if self.below and self.threshold > self.band_low:
-            return (
-                f"{rate}, below the {self.threshold / 1e12:.0f} TFLOP/s troubleshooting "
-                f"threshold (published band {band}){causes}"
-            )
-        if self.below:
-            return f"{rate}, below the {band} band{causes}"
-        note = self.above_note or "faster than the published runs (optimistic efficiencies?)"
-        return f"{rate}, above the {band} band: {note}"
-
-
-class SetAside(BaseModel):
-    """A measured run calibration did not use because it ran another model or GPU."""
-
-    model_config = ConfigDict(frozen=True)
-
-    index: int
-    reason: str
-
-
-def belongs_to(m: Measurement, arch: Architecture, gpu: GPU) -> str | None:
-    """Why ``m`` is not a run of this model on this GPU (one phrase), or None when it is.
-
-    A step time measured on one model says nothing about another one's kernels and
-    communication (the fitted efficiencies are per model and GPU), so a run of another model
-    or GPU is set aside rather than fitted."""
-    if m.model is not None and m.model != arch.name:
-        return f"measured on {m.model}, not this scenario's {arch.name}"
-    if m.gpu is not None and m.gpu != gpu.id:
-        return f"measured on GPU {m.gpu}, not this scenario's {gpu.id}"
-    return None
-
-
-class CalibrationReport(BaseModel):
-    """The ``calibration.*`` keys: parameters, residuals, which measurements, sanity checks."""
-
-    model_config = ConfigDict(frozen=True)
-
-    enabled: bool
-    applied: bool
-    measurements: list[str]
-    """One line per measurement (label, layout, what was measured)."""
-    used: list[int]
-    """Indices of the measurements the fit used."""
-    skipped: list[str]
-    """Measurements (or parts) left out, each with why."""
-    set_aside: list[SetAside] = Field(default_factory=list)
-    """Measurements of another model or GPU, by index, each with why."""
-    parameters: list[FittedParameter]
-    residuals: list[dict[str, Any]]
-    rms_error_before: float | None
-    rms_error_after: float | None
-    checks: list[RateCheck] = Field(default_factory=list)
-
-    def figures(self) -> list[Figure]:
-        """The calibration as report lines: state, each parameter, errors, band checks."""
-        src = "bounded least squares on ln(model ÷ measured) (core.composition.calibration)"
-        state = "off" if not self.enabled else ("applied" if self.applied else "nothing to fit")
-        out = [
-            Figure(
-                key="state",
-                label="Calibration",
-                value=f"{state}: {len(self.measurements)} measurement(s), {len(self.used)} used"
-                + (
-                    f", {len(self.set_aside)} set aside (another model or GPU)"
-                    if self.set_aside
-                    else ""
-                ),
-                unit="text",
-            )
-        ]
-        for p in self.parameters:
-            sigma = f" ± {p.uncertainty:.3g}" if p.uncertainty is not None else ""
-            out.append(
-                Figure(
-                    key=f"parameter_{p.name}",
-                    label=f"  {p.name}",
-                    value=f"{p.default:.3g} → {p.value:.3g}{sigma}",
-                    unit="text",
-                    formula=p.meaning,
-                    source=src,
-                )
-            )
-        for key, label, value in (
-            ("rms_error_before", "RMS error before", self.rms_error_before),
-            ("rms_error_after", "RMS error after", self.rms_error_after),
-        ):
-            if value is not None:
-                out.append(Figure(key=key, label=label, value=value, unit="percent", source=src))
-        out.extend(
-            Figure(
-                key="rate_check",
-                label="Achieved rate",
-                value=check.sentence(),
-                unit="text",
-                source=check.band_source,
-            )
-            for check in self.checks
-            if check.below or check.above
-        )
-        out.extend(
-            Figure(key="skipped", label="Not used", value=text, unit="text")
-            for text in self.skipped
-        )
-        return out
+__all__ = [
+    "DEFAULT_MEMORY_PARAMETERS",
+    "DEFAULT_TIME_PARAMETERS",
+    "GIVEN_RATE_LABELS",
+    "PARAMETERS",
+    "RATE_BANDS",
+    "UNDETERMINED_SIGMA",
+    "Calibration",
+    "CalibrationInputs",
+    "CalibrationReport",
+    "FittedParameter",
+    "FloatArray",
+    "FlopsFormula",
+    "Measurement",
+    "MeasurementResidual",
+    "ParameterSpec",
+    "RateBand",
+    "RateCheck",
+    "SetAside",
+    "all_measurements",
+    "band_for",
+    "belongs_to",
+    "calibrate",
+    "calibrate_scenario",
+    "describe",
+    "fun_of",
+    "likely_causes",
+    "measured_tokens_per_s_per_gpu",
+    "modeled_check",
+    "parameter_spec",
+    "plan_checks",
+    "predict_tokens_per_s_per_gpu",
+    "published_flops_per_token",
+    "rate_check",
+    "with_checks",
+]
 
 
 # ------------------------------------------------------------------ measured quantities
@@ -863,113 +688,6 @@ def _fit_quantity(
     return {specs[k].name: values[specs[k].name] for k in chosen}, out
 
 
-UNDETERMINED_SIGMA = 0.5
-"""A fitted parameter whose 1-σ exceeds half its range is held at its default instead."""
-
-
-def _unit_sigma(jac: FloatArray, r: FloatArray, dof: int) -> FloatArray | None:
-    """1-σ of each parameter in unit coordinates (its range = 1), from the Gauss–Newton
-    covariance s²·(JᵀJ)⁻¹ with s² = residual² ÷ degrees of freedom; None without them."""
-    if dof <= 0:
-        return None
-    s2 = float(r @ r) / dof
-    try:
-        cov = s2 * np.linalg.inv(jac.T @ jac)
-    except np.linalg.LinAlgError:
-        return None
-    return np.asarray(np.sqrt(np.maximum(np.diag(cov), 0.0)))
-
-
-def fun_of(
-    residuals: Callable[[dict[str, float]], FloatArray],
-    values_of: Callable[[FloatArray, list[int]], dict[str, float]],
-    chosen: list[int],
-) -> Callable[[FloatArray], FloatArray]:
-    """Residuals as a function of the chosen parameters' unit coordinates."""
-    return lambda u: residuals(values_of(u, chosen))
-
-
-def _choose(
-    specs: list[ParameterSpec],
-    u_base: FloatArray,
-    n: int,
-    fun: Callable[[FloatArray], FloatArray],
-) -> list[int]:
-    """In priority order, the parameters the data move across their range (secant from
-    u = 0.15 to 0.85, the others at their defaults) that add a new direction (the secant
-    matrix's smallest singular value stays above 1e-3 of the largest), at most n."""
-    columns = []
-    for k in range(len(specs)):
-        low, high = u_base.copy(), u_base.copy()
-        low[k], high[k] = 0.15, 0.85
-        columns.append(fun(high) - fun(low))
-    secants = np.array(columns).T
-    chosen: list[int] = []
-    for k in range(len(specs)):
-        if len(chosen) >= n:
-            break
-        if float(np.max(np.abs(secants[:, k]))) < 1e-3:
-            continue
-        singular = np.linalg.svd(secants[:, [*chosen, k]], compute_uv=False)
-        if singular[-1] > 1e-3 * singular[0]:
-            chosen.append(k)
-    return chosen
-
-
-def _jacobian(fun: Callable[[FloatArray], FloatArray], u: FloatArray, r: FloatArray) -> FloatArray:
-    """Forward differences in u ∈ [0, 1] (backward at the upper bound)."""
-    h = 1e-5
-    jac = np.zeros((len(r), len(u)))
-    for k in range(len(u)):
-        step = h if u[k] + h <= 1.0 else -h
-        v = u.copy()
-        v[k] += step
-        jac[:, k] = (fun(v) - r) / step
-    return jac
-
-
-def _levenberg_marquardt(
-    fun: Callable[[FloatArray], FloatArray], u0: FloatArray, iterations: int = 60
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Minimise ‖fun(u)‖² over the unit box; returns (u, Jacobian at u, residuals at u)."""
-    u = np.clip(u0.astype(np.float64), 0.0, 1.0)
-    r = fun(u)
-    cost = float(r @ r)
-    lam = 1e-3
-    jac = _jacobian(fun, u, r)
-    for _ in range(iterations):
-        g = jac.T @ r
-        free = ~(((u <= 0.0) & (g > 0)) | ((u >= 1.0) & (g < 0)))
-        if not np.any(free):
-            break
-        a = jac[:, free].T @ jac[:, free]
-        improved = False
-        for _ in range(12):
-            damp = a + lam * np.diag(np.diag(a) + 1e-12)
-            try:
-                step = np.linalg.solve(damp, -g[free])
-            except np.linalg.LinAlgError:
-                lam *= 10
-                continue
-            trial = u.copy()
-            trial[free] = np.clip(u[free] + step, 0.0, 1.0)
-            r_trial = fun(trial)
-            c_trial = float(r_trial @ r_trial)
-            if c_trial < cost:
-                done = cost - c_trial < 1e-12 * max(cost, 1e-30)
-                u, r, cost = trial, r_trial, c_trial
-                lam = max(lam / 3, 1e-9)
-                improved = True
-                break
-            lam *= 10
-        if not improved:
-            break
-        jac = _jacobian(fun, u, r)
-        if done or cost < 1e-20:
-            break
-    return u, jac, r
-
-
 def predict_tokens_per_s_per_gpu(
     arch: Architecture,
     gpu: GPU,
@@ -990,124 +708,6 @@ def predict_tokens_per_s_per_gpu(
         case = pricing.case(i, m.model_copy(update={"tokens_per_s": 1.0}), parallelism, training)
         out.append(None if isinstance(case, str) else pricing.tokens_per_gpu({}, case))
     return out
-
-
-# ------------------------------------------------------------------ sanity bands
-
-
-@dataclass(frozen=True)
-class RateBand:
-    """Achieved model FLOP/s per GPU that well-tuned runs reach on one GPU generation."""
-
-    prefixes: tuple[str, ...]
-    low: float
-    high: float
-    threshold: float
-    source: str
-    above_note: str = ""
-
-
-RATE_BANDS: tuple[RateBand, ...] = (
-    RateBand(
-        ("v100",),
-        30e12,
-        40e12,
-        30e12,
-        "seed talk: 30-40 TFLOP/s per V100; Shoeybi et al. 2019 (arXiv:1909.08053): 39 TFLOP/s "
-        "on one V100, 15.1 PFLOP/s on 512 (29.5 per GPU)",
-        "the step-time model prices V100 GEMMs at the large-size kernel efficiency and "
-        "attention at 0.45 of the fp16 tensor-core peak (assumptions made for Ampere and "
-        "Hopper kernels), where practitioners' 30-40 TFLOP/s is 24-32% of that peak "
-        "(Megatron-LM 2019's own single-GPU baseline: 30%, arXiv:1909.08053); a V100 plan is "
-        "optimistic by about that ratio until a measured run calibrates it",
-    ),
-    RateBand(
-        ("a100",),
-        100e12,
-        180e12,
-        115e12,
-        "seed talk: 100-180 TFLOP/s per A100, troubleshoot below 115; Narayanan et al. 2021 "
-        "(arXiv:2104.04473) Table 1: 135-163 TFLOP/s",
-    ),
-    RateBand(
-        ("h100", "h800", "h200"),
-        380e12,
-        430e12,
-        380e12,
-        "Llama 3 405B on 16k H100s: 380-430 BF16 TFLOP/s per GPU (arXiv:2407.21783 Table 4); "
-        "MosaicML MPT-7B on 8 H100s ≈ 430 (tests/validation/runs.json); H800/H200 assumed "
-        "the same (same dense BF16 peak)",
-        "the published H100 rates are 7-405B models with tensor and pipeline parallelism or "
-        "FSDP across nodes; a layout with less communication (pure data parallelism of a "
-        "small model) has none of their exposed traffic and bubble, so it can run above them "
-        "(docs/ACCURACY.md, 'MFU of the defaults')",
-    ),
-)
-"""Sanity bands by GPU generation (catalog id prefix). Rates counted as model FLOPs (the
-app's MFU count); the seed's and Megatron's figures count hardware FLOPs, which are higher
-with recomputation, so the band is lenient for recomputing runs."""
-
-
-def band_for(gpu: GPU) -> RateBand | None:
-    """The band of ``gpu``'s generation, or None (no published band)."""
-    for band in RATE_BANDS:
-        if gpu.id.startswith(band.prefixes):
-            return band
-    return None
-
-
-def likely_causes(breakdown: dict[str, float], kernel_efficiency: float) -> list[str]:
-    """What the model sees slowing a step: exposed communication, bubble, small kernels."""
-    total = sum(breakdown.values()) or 1.0
-    causes: list[tuple[float, str]] = []
-    comm_parts = {
-        "tensor_parallel": "tensor-parallel all-reduce",
-        "pipeline_p2p": "pipeline send/receive",
-        "expert_all_to_all": "MoE all-to-all",
-        "data_parallel": "data-parallel gradient sync",
-    }
-    for key, label in comm_parts.items():
-        share = breakdown.get(key, 0.0) / total
-        if share >= 0.05:
-            causes.append((share, f"exposed communication: {label} {100 * share:.0f}% of step"))
-    bubble = breakdown.get("bubble", 0.0) / total
-    if bubble >= 0.05:
-        causes.append((bubble, f"pipeline bubble {100 * bubble:.0f}% of step"))
-    if kernel_efficiency < 0.5:
-        causes.append(
-            (
-                1 - kernel_efficiency,
-                f"small or inefficient kernels: GEMMs at {100 * kernel_efficiency:.0f}% of peak "
-                "(micro-batch × sequence per GPU too small, or un-fused kernels)",
-            )
-        )
-    return [text for _, text in sorted(causes, reverse=True)]
-
-
-def rate_check(
-    gpu: GPU,
-    what: str,
-    flops_per_gpu_per_s: float,
-    breakdown: dict[str, float],
-    kernel_efficiency: float,
-) -> RateCheck | None:
-    """``flops_per_gpu_per_s`` against the GPU's band; causes when it is below."""
-    band = band_for(gpu)
-    if band is None:
-        return None
-    below = flops_per_gpu_per_s < band.threshold
-    return RateCheck(
-        what=what,
-        flops_per_gpu_per_s=flops_per_gpu_per_s,
-        band_low=band.low,
-        band_high=band.high,
-        threshold=band.threshold,
-        below=below,
-        above=flops_per_gpu_per_s > band.high,
-        causes=likely_causes(breakdown, kernel_efficiency) if below else [],
-        band_source=band.source,
-        above_note=band.above_note,
-    )
 
 
 def _measured_check(pricing: _Pricing, c: _Case, values: dict[str, float]) -> RateCheck | None:
@@ -1153,54 +753,3 @@ def calibrate_scenario(scenario: Scenario) -> tuple[Scenario, Calibration]:
         "calibration": cal_inputs.model_copy(update={"enabled": False}),
     }
     return scenario.model_copy(update=update), cal
-
-
-def modeled_check(gpu: GPU, parallelism_report: Any, kernel_efficiency: float) -> RateCheck | None:
-    """The scenario's modeled rate, model FLOPs/token · tokens/s ÷ GPUs, against its band."""
-    par = parallelism_report
-    rate = float(par.tokens_per_s) * float(par.mfu_flops_per_token) / max(int(par.gpus), 1)
-    return rate_check(
-        gpu,
-        "modeled: the scenario's layout",
-        rate,
-        dict(par.time_breakdown_seconds),
-        kernel_efficiency,
-    )
-
-
-GIVEN_RATE_LABELS: dict[str, str] = {
-    "assumed_mfu": "assumed: the MFU given",
-    "measured_tflops": "measured: the TFLOP/s given",
-    "measured_tokens_per_s": "measured: the tokens/s given",
-}
-"""How the rate checks name the one throughput when the user gave it (compute.throughput_source)."""
-
-
-def plan_checks(
-    gpu: GPU, compute_report: Any, parallelism_report: Any, kernel_efficiency: float
-) -> list[RateCheck | None]:
-    """The rules of thumb on every plan: the modeled rate (:func:`modeled_check`) and, when
-    the estimate's one throughput is the user's (a measured TFLOP/s or tokens/s, an assumed
-    MFU), that rate too, as model FLOP/s per GPU (``compute.flops_per_gpu_per_s``), against
-    the generation's band: an A100 run at 90 TFLOP/s is flagged as below the 115 TFLOP/s
-    troubleshooting threshold whichever way it was obtained."""
-    checks = [modeled_check(gpu, parallelism_report, kernel_efficiency)]
-    source = str(getattr(compute_report, "throughput_source", "modeled"))
-    rate = getattr(compute_report, "flops_per_gpu_per_s", None)
-    if source in GIVEN_RATE_LABELS and rate is not None and math.isfinite(float(rate)):
-        checks.append(
-            rate_check(
-                gpu,
-                GIVEN_RATE_LABELS[source],
-                float(rate),
-                dict(parallelism_report.time_breakdown_seconds),
-                kernel_efficiency,
-            )
-        )
-    return checks
-
-
-def with_checks(report: CalibrationReport, checks: Sequence[RateCheck | None]) -> CalibrationReport:
-    """The report with more sanity checks appended."""
-    extra = [c for c in checks if c is not None]
-    return report.model_copy(update={"checks": [*report.checks, *extra]})

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.composition.calibration import calibrate_scenario
+from llm_planner.core.composition.ranking import Uncertainty, layout_uncertainties, ranking_factor
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure
@@ -88,6 +89,24 @@ class SearchRow(BaseModel):
     memory_checked: bool = Field(
         description="peak_bytes from the training-memory function the report uses "
         "(always true: the search and the report share it)"
+    )
+    ranked_tokens_per_s: float = Field(
+        description="the figure the search ranks by: tokens_per_s × the low percentile of "
+        "measured ÷ modeled throughput over measured runs of the same mechanisms "
+        "(core/composition/ranking.py); = tokens_per_s where none were measured"
+    )
+    measured_ratio_low: float | None = Field(
+        default=None,
+        description="25th percentile of measured ÷ modeled tokens/s over the measured runs "
+        "of this layout's mechanism class (None: none measured)",
+    )
+    measured_ratio_high: float | None = Field(
+        default=None, description="75th percentile of the same ratio"
+    )
+    uncertainty_runs: int = Field(default=0, description="measured runs the spread rests on")
+    uncertainty_basis: str = Field(
+        default="no measured runs of these mechanisms: ranked by the modeled figure",
+        description="the mechanism class and node count the spread comes from",
     )
 
 
@@ -270,9 +289,19 @@ class _Problem:
         return clone
 
 
-def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int) -> SearchRow:
+def _row(
+    rank: int, lay: par.Layouts, out: dict[str, Any], i: int, u: Uncertainty | None
+) -> SearchRow:
     v = int(lay.v[i])
     values = {k: float(a[i]) for k, a in out.items()}
+    spread: dict[str, Any] = {}
+    if u is not None:
+        spread = {
+            "measured_ratio_low": u.low,
+            "measured_ratio_high": u.high,
+            "uncertainty_runs": u.runs,
+            "uncertainty_basis": u.basis,
+        }
     return SearchRow(
         rank=rank,
         dp=int(lay.dp[i]),
@@ -297,6 +326,8 @@ def _row(rank: int, lay: par.Layouts, out: dict[str, Any], i: int) -> SearchRow:
         comm_bytes_per_step=values["comm_bytes_per_step"],
         bottleneck=par.bottleneck_of(values),
         memory_checked=True,
+        ranked_tokens_per_s=values["tokens_per_s"] * ranking_factor(u),
+        **spread,
     )
 
 
@@ -424,20 +455,27 @@ def _first_of_lexsort(index: npt.NDArray[np.int64], keys: tuple[par.FloatArray, 
 def _rank(
     problem: _Problem, lay: par.Layouts, out: dict[str, Any], top: int
 ) -> tuple[int, list[SearchRow]]:
-    """(layouts that fit, the ``top`` fastest of them as rows)."""
+    """(layouts that fit, the ``top`` first of them as rows): fastest first by the ranking
+    figure (modeled tokens/s × what measured runs of the same mechanisms reached:
+    core/composition/ranking.py); among equals, less traffic (robust to the overlap
+    model), then memory."""
     rows: list[SearchRow] = []
     capacity = problem.cluster.memory_bytes
     fit = np.flatnonzero(out["peak_bytes"] <= capacity)
-    # fastest first; among equals, less traffic (robust to the overlap model), then memory
-    keys = (out["peak_bytes"][fit], out["comm_bytes_per_step"][fit], -out["tokens_per_s"][fit])
+    spreads, which = _uncertainties(problem, lay, fit)
+    factor = np.array([ranking_factor(u) for u in spreads], dtype=np.float64)[which]
+    ranked = out["tokens_per_s"][fit] * factor
+    keys = (out["peak_bytes"][fit], out["comm_bytes_per_step"][fit], -ranked)
     if top == 1 and fit.size:  # the first of the order below, without sorting every layout
-        return int(fit.size), [_row(1, lay, out, _first_of_lexsort(fit, keys))]
-    order = fit[np.lexsort(keys)]
+        best = _first_of_lexsort(np.arange(fit.size), keys)
+        return int(fit.size), [_row(1, lay, out, int(fit[best]), spreads[which[best]])]
+    order = np.lexsort(keys)  # positions in fit
     budget = max(top, 1) * MAX_CANDIDATES_PER_ROW
     seen: set[tuple[Any, ...]] = set()
-    for i in order[:budget]:
+    for at in order[:budget]:
         if len(rows) >= top:
             break
+        i = int(fit[at])
         # policies that change nothing here (selective = none with flash attention) → one row
         same = (
             *(int(getattr(lay, name)[i]) for name in ("tp", "pp", "dp", "ep", "zero")),
@@ -448,8 +486,29 @@ def _rank(
         if same in seen:
             continue
         seen.add(same)
-        rows.append(_row(len(rows) + 1, lay, out, int(i)))
+        rows.append(_row(len(rows) + 1, lay, out, i, spreads[which[at]]))
     return int(fit.size), rows
+
+
+def _uncertainties(
+    problem: _Problem, lay: par.Layouts, fit: npt.NDArray[np.int64]
+) -> tuple[list[Uncertainty | None], npt.NDArray[np.int64]]:
+    """(:func:`.ranking.layout_uncertainties` of each distinct (tp, pp, dp, ZeRO) among the
+    layouts ``fit``, each fitting layout's index among them): the spread depends on those
+    four alone, so the hardware ranking's hundreds of thousands of layouts look up a few
+    dozen."""
+    tp, pp, dp, zero = (getattr(lay, name)[fit] for name in ("tp", "pp", "dp", "zero"))
+    code = ((tp * (int(pp.max(initial=0)) + 1) + pp) * (int(dp.max(initial=0)) + 1) + dp) * 4
+    _, first, which = np.unique(code + zero, return_index=True, return_inverse=True)
+    spreads = layout_uncertainties(
+        problem.training_inputs.stack,
+        tp[first],
+        pp[first],
+        dp[first],
+        zero[first],
+        gpus_per_node=problem.gpus_per_node,
+    )
+    return spreads, which.reshape(-1)
 
 
 def _first_that_fits(
@@ -581,12 +640,16 @@ training's)."""
 def apply_row(scenario: Any, row: SearchRow) -> Any:
     """``scenario`` with a search row's layout: the parallelism inputs of :data:`ROW_FIELDS`,
     the micro-batch and the recomputation policy; an FSDP name is dropped, since the row
-    states its ZeRO stage. Validated as a whole (a row always applies to the scenario it
-    was searched for)."""
+    states its ZeRO stage. dp is left unset (GPUs ÷ (tp·pp)) where that is the row's.
+    Validated as a whole (a row always applies to the scenario it was searched for)."""
     data = scenario.model_dump()
     parallel = data["parallelism"]
     for key, name in ROW_FIELDS.items():
         parallel[name] = getattr(row, key)
+    if row.dp * row.tp * row.pp == scenario.num_gpus:
+        # dp is what the GPU count leaves: kept as "from the GPU count", it follows a later
+        # change of the count instead of contradicting it
+        parallel["dp"] = None
     parallel["fsdp_strategy"] = None
     data["training"]["micro_batch"] = row.micro_batch
     data["training"]["recompute"] = row.recompute

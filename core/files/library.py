@@ -28,21 +28,42 @@ thousands of scenarios reads only the files that changed.
 from __future__ import annotations
 
 import contextlib
-import errno
-import hashlib
 import json
 import os
 import re
-import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.files import paths
+from llm_planner.core.files import library_recovery, paths
+from llm_planner.core.files.library_index import (
+    IMPORT_INDEX_SLACK,
+    INDEX_FORMAT,
+    INDEX_NOTES_CHARS,
+    JOURNAL_FORMAT,
+    RECOVERY_FORMAT,
+    RECOVERY_SUFFIX,
+    STALE_TEMP_SECONDS,
+    ImportResult,
+    LibraryEntry,
+    LibraryError,
+    LibraryProblem,
+    Listing,
+    Recovery,
+    Saved,
+    TrashItem,
+    _entry_from_row,
+    _move_aside,
+    _process_lock,
+    _row_of,
+    _row_ok,
+    _stamp,
+    _valid_key,
+    disk_error,
+    slugify,
+)
 from llm_planner.core.files.store import (
     MAX_FILE_BYTES,
     SUFFIX,
@@ -53,275 +74,33 @@ from llm_planner.core.files.store import (
     fsync_dir,
     load_scenario_file,
     make_folders,
-    parse_document,
     save_scenario_file,
-    scenario_document,
-    scenario_from_document,
     stamped,
 )
 
-RECOVERY_SUFFIX = ".recovery.json"
-RECOVERY_FORMAT = "llm-planner-recovery"
-STALE_TEMP_SECONDS = 60.0
-"""Temporary files of interrupted writes older than this are removed on start (a write
-lasts milliseconds; a minute leaves room for a slow disk and a writer outside the lock)."""
-INDEX_FORMAT = "llm-planner-index"
-INDEX_NOTES_CHARS = 4000
-"""Notes longer than this are not cached in the index (the file is read instead)."""
-JOURNAL_FORMAT = "llm-planner-journal"
-IMPORT_INDEX_SLACK = 32
-"""An import rewrites the index once more than this many rows are missing from it (the
-rewrite costs about as much as reading 30 files; listing rewrites it anyway)."""
-
-_WINDOWS_RESERVED = {"con", "prn", "aux", "nul"} | {
-    f"{p}{i}" for p in ("com", "lpt") for i in range(1, 10)
-}
-_MAX_SLUG = 60
-
-
-class LibraryError(ValueError):
-    """A library operation was refused (unknown or ambiguous name, bad key...)."""
-
-
-@dataclass(frozen=True)
-class LibraryEntry:
-    """One readable scenario of the library (what a list row shows)."""
-
-    key: str
-    path: Path
-    name: str
-    notes: str
-    created: datetime
-    modified: datetime
-    model: str
-    gpu: str
-    num_gpus: int
-
-
-@dataclass(frozen=True)
-class LibraryProblem:
-    """A library file that could not be read; ``path`` is where it is now."""
-
-    original: Path
-    path: Path
-    message: str
-    set_aside: bool
-
-
-@dataclass(frozen=True)
-class Listing:
-    """The library's readable entries (sorted by name) and its problem files."""
-
-    entries: list[LibraryEntry]
-    problems: list[LibraryProblem]
-
-
-@dataclass(frozen=True)
-class Saved:
-    """Result of a save: the key, the file, and the scenario as written."""
-
-    key: str
-    path: Path
-    scenario: Scenario
-
-
-@dataclass(frozen=True)
-class TrashItem:
-    """A deleted scenario; ``id`` restores it."""
-
-    id: str
-    path: Path
-    key: str
-    name: str
-    deleted: datetime
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    """What an import did: (source, saved) per file copied in, (source, message) per refusal."""
-
-    imported: list[tuple[Path, Saved]]
-    failed: list[tuple[Path, str]]
-
-
-@dataclass(frozen=True)
-class Recovery:
-    """An autosaved copy of unsaved edits, offered on the next start."""
-
-    key: str
-    saved: datetime
-    scenario: Scenario
-    path: Path
-
-
-def slugify(name: str) -> str:
-    """A file-name-safe key from a scenario name: lowercase ASCII letters, digits and '-'."""
-    text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    text = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:_MAX_SLUG].strip("-")
-    if not text:
-        text = "scenario"
-    if text in _WINDOWS_RESERVED:
-        text += "-1"
-    return text
-
-
-_KEY_FORBIDDEN = frozenset("/\\\0:")
-
-
-def _valid_key(key: str) -> bool:
-    """A key is a file stem in the library folder: no separators, not hidden, not empty."""
-    return bool(key) and not key.startswith(".") and _KEY_FORBIDDEN.isdisjoint(key)
-
-
-def _stamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-
-
-def _move_aside(
-    source: Path, folder: Path, stem: str, journal: Callable[[Path], Path] | None = None
-) -> Path:
-    """Move ``source`` into ``folder`` as ``<stamp>--<stem>`` without replacing anything.
-
-    ``journal(target)`` records the move before it is made (and returns the entry, removed
-    once done), so a kill between the link and the unlink is finished on the next start.
-    """
-    make_folders(folder)
-    for attempt in range(1000):
-        suffix = "" if attempt == 0 else f"-{attempt}"
-        target = folder / f"{_stamp()}{suffix}--{stem}"
-        if target.exists():
-            continue
-        entry = journal(target) if journal is not None else None
-        try:
-            os.link(source, target)
-        except FileExistsError:
-            if entry is not None:
-                entry.unlink()
-            continue
-        except OSError:
-            os.replace(source, target)
-        else:
-            source.unlink()
-        fsync_dir(folder)
-        fsync_dir(source.parent)
-        if entry is not None:
-            entry.unlink()
-        return target
-    raise LibraryError(f"cannot find a free name in {folder}")
-
-
-def _row_of(entry: LibraryEntry, stamp: list[int]) -> dict[str, object] | None:
-    """The index row of ``entry`` (None when its notes are too long to cache)."""
-    if len(entry.notes) > INDEX_NOTES_CHARS:
-        return None
-    return {
-        "stamp": stamp,
-        "name": entry.name,
-        "notes": entry.notes,
-        "created": entry.created.isoformat(),
-        "modified": entry.modified.isoformat(),
-        "model": entry.model,
-        "gpu": entry.gpu,
-        "num_gpus": entry.num_gpus,
-    }
-
-
-def _row_ok(row: dict[str, object]) -> bool:
-    """A cached row has what a list row shows, with the types this app writes."""
-    return (
-        all(isinstance(row.get(k), str) for k in ("name", "notes", "model", "gpu", "created"))
-        and isinstance(row.get("modified"), str)
-        and type(row.get("num_gpus")) is int
-    )
-
-
-def _entry_from_row(key: str, path: Path, row: dict[str, object]) -> LibraryEntry | None:
-    """A cached row back to an entry; None for a row that is not what this app writes."""
-    try:
-        name, notes, model, gpu = (row[k] for k in ("name", "notes", "model", "gpu"))
-        num_gpus = row["num_gpus"]
-        if not all(isinstance(v, str) for v in (name, notes, model, gpu)):
-            return None
-        if not isinstance(num_gpus, int) or isinstance(num_gpus, bool):
-            return None
-        created = datetime.fromisoformat(str(row["created"]))
-        modified = datetime.fromisoformat(str(row["modified"]))
-    except (KeyError, ValueError, TypeError):
-        return None
-    return LibraryEntry(
-        key=key,
-        path=path,
-        name=str(name),
-        notes=str(notes),
-        created=created,
-        modified=modified,
-        model=str(model),
-        gpu=str(gpu),
-        num_gpus=num_gpus,
-    )
-
-
-class _ProcessLock:
-    """One exclusive ``flock`` per lock file per process, re-entrant across threads'
-    nested calls and across the Library objects of one process (two descriptors of the
-    same file in one process would block each other)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.mutex = threading.RLock()
-        self.depth = 0
-        self.fd: int | None = None
-
-    @contextlib.contextmanager
-    def held(self) -> Iterator[bool]:
-        """Hold the lock; yields True on the outermost entry."""
-        with self.mutex:
-            outermost = self.depth == 0
-            if outermost:
-                self._acquire()
-            self.depth += 1
-            try:
-                yield outermost
-            finally:
-                self.depth -= 1
-                if self.depth == 0:
-                    self._release()
-
-    def _acquire(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory locks here; writes stay atomic
-            return
-        make_folders(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            os.close(fd)
-            raise
-        self.fd = fd
-
-    def _release(self) -> None:
-        if self.fd is None:
-            return
-        import fcntl
-
-        with contextlib.suppress(OSError):
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-        self.fd = None
-
-
-_LOCKS: dict[str, _ProcessLock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _process_lock(path: Path) -> _ProcessLock:
-    with _LOCKS_GUARD:
-        key = os.path.abspath(path)
-        if key not in _LOCKS:
-            _LOCKS[key] = _ProcessLock(Path(key))
-        return _LOCKS[key]
+__all__ = [
+    "IMPORT_INDEX_SLACK",
+    "INDEX_FORMAT",
+    "INDEX_NOTES_CHARS",
+    "JOURNAL_FORMAT",
+    "RECOVERY_FORMAT",
+    "RECOVERY_SUFFIX",
+    "STALE_TEMP_SECONDS",
+    "ImportResult",
+    "Library",
+    "LibraryEntry",
+    "LibraryError",
+    "LibraryProblem",
+    "Listing",
+    "Recovery",
+    "Saved",
+    "TrashItem",
+    "discard_recovery",
+    "export_scenario",
+    "pending_recoveries",
+    "slugify",
+    "write_recovery",
+]
 
 
 class Library:
@@ -673,47 +452,84 @@ class Library:
     # -------------------------------------------------------------- writing
 
     def save(self, scenario: Scenario, key: str | None = None) -> Saved:
-        """Save over ``key`` (atomic), or as a new entry when ``key`` is None."""
+        """Save over ``key`` (atomic), or as a new entry when ``key`` is None. A name another
+        entry has (the window's name field edited, then saved over the entry) gets " (2)"...
+        as :meth:`rename` gives it, so no two entries share a name."""
         if key is None:
-            return self._write_new(scenario)
+            try:
+                return self._write_new(scenario)
+            except OSError as error:
+                raise disk_error(self.folder, f"save {scenario.name!r} there", error) from None
         path = self.path_of(key)
         with self.locked():
-            written = save_scenario_file(scenario, path)
+            unique = self._unique_name(scenario.name, ignore_key=key)
+            if unique != scenario.name:
+                scenario = scenario.model_copy(update={"name": unique})
+            try:
+                written = save_scenario_file(scenario, path)
+            except OSError as error:
+                raise disk_error(path, "save it", error) from None
         return Saved(key, path, written)
 
     def save_as(self, scenario: Scenario, name: str | None = None) -> Saved:
         """Save a copy under a new key (and a name no other entry has); replaces nothing."""
         with self.locked():
             new_name = self._unique_name(name if name is not None else scenario.name)
-            return self._write_new(scenario.model_copy(update={"name": new_name}))
+            try:
+                return self._write_new(scenario.model_copy(update={"name": new_name}))
+            except OSError as error:
+                raise disk_error(self.folder, f"save {new_name!r} there", error) from None
 
     def rename(self, key: str, new_name: str) -> Saved:
         """Give entry ``key`` a new name (and key): journaled, then the new file is written
         before the old is removed, so a kill at any moment leaves one of the two names
-        (finished on the next start)."""
+        (finished on the next start). A name another entry has gets " (2)"... as
+        :meth:`save_as` gives it, so no two entries share a name."""
         with self.locked():
             scenario = self.open(key)
             renamed = Scenario.model_validate(
                 {**scenario.model_dump(), "name": new_name}
             )  # name length, cleaning
-            if slugify(renamed.name) == slugify(scenario.name) or slugify(renamed.name) == key:
-                return self.save(renamed, key)
+            unique = self._unique_name(renamed.name, ignore_key=key)
+            if unique != renamed.name:
+                renamed = Scenario.model_validate({**renamed.model_dump(), "name": unique})
             old = self.path_of(key)
-            entries: list[Path] = []
+            try:
+                if slugify(renamed.name) == slugify(scenario.name) or slugify(renamed.name) == key:
+                    return self.save(renamed, key)
+                return self._replace("rename", old, renamed, touch=True)
+            except OSError as error:
+                raise disk_error(old, "rename it", error) from None
 
-            def journal(path: Path) -> None:
-                for stale in entries:
-                    stale.unlink()
-                entries[:] = [
-                    self._journal("rename", old=self._relative(old), new=self._relative(path))
-                ]
+    def _replace(self, op: str, old: Path, scenario: Scenario, *, touch: bool) -> Saved:
+        """Write ``scenario`` under a fresh key, then remove ``old`` (a rename or a restore):
+        journaled first, so a kill at any moment leaves one of the two (finished on the
+        next start). When the write fails (a full or read-only disk) ``old`` stays and so
+        does nothing else: the journal entry goes unless the new file was written whole,
+        and an entry naming a file that was never written would let a later file of that
+        name remove ``old`` on the next start."""
+        entries: list[Path] = []
+        targets: list[Path] = []
 
-            saved = self._write_new(renamed, before=journal)
-            old.unlink()
-            fsync_dir(self.folder)
-            for entry in entries:
-                entry.unlink()
-            return saved
+        def journal(path: Path) -> None:
+            for stale in entries:
+                stale.unlink()
+            entries[:] = [self._journal(op, old=self._relative(old), new=self._relative(path))]
+            targets[:] = [path]
+
+        try:
+            saved = self._write_new(scenario, touch=touch, before=journal)
+        except BaseException:
+            if not (targets and targets[0].exists()):
+                for entry in entries:
+                    with contextlib.suppress(OSError):
+                        entry.unlink()
+            raise
+        old.unlink()
+        fsync_dir(old.parent)
+        for entry in entries:
+            entry.unlink()
+        return saved
 
     def duplicate(self, key: str, name: str | None = None) -> Saved:
         """A copy of ``key`` as a new entry (default name: "<name> (copy)")."""
@@ -733,7 +549,10 @@ class Library:
             name = key
             with contextlib.suppress(ScenarioFileError):
                 name = load_scenario_file(path).name
-            moved = self._move(path, self.trash_folder)
+            try:
+                moved = self._move(path, self.trash_folder)
+            except OSError as error:
+                raise disk_error(path, "move it to the trash", error) from None
         return self._trash_item(moved, name)
 
     def _trash_item(self, path: Path, name: str | None = None) -> TrashItem:
@@ -770,25 +589,11 @@ class Library:
             if not path.is_file():
                 raise LibraryError(f"nothing called {trash_id!r} in the trash")
             scenario = load_scenario_file(path)
-            entries: list[Path] = []
-
-            def journal(new: Path) -> None:
-                for stale in entries:
-                    stale.unlink()
-                entries[:] = [
-                    self._journal("restore", old=self._relative(path), new=self._relative(new))
-                ]
-
-            saved = self._write_new(
-                scenario.model_copy(update={"name": self._unique_name(scenario.name)}),
-                touch=False,
-                before=journal,
-            )
-            path.unlink()
-            fsync_dir(self.trash_folder)
-            for entry in entries:
-                entry.unlink()
-            return saved
+            restored = scenario.model_copy(update={"name": self._unique_name(scenario.name)})
+            try:
+                return self._replace("restore", path, restored, touch=False)
+            except OSError as error:
+                raise disk_error(path, f"restore it into {self.folder}", error) from None
 
     def purge_trash(self, older_than_seconds: float = 0.0) -> int:
         """Delete for good the trash items deleted more than ``older_than_seconds`` ago."""
@@ -797,7 +602,10 @@ class Library:
         with self.locked():
             for item in self.trash():
                 if (now - item.deleted).total_seconds() >= older_than_seconds:
-                    item.path.unlink()
+                    try:
+                        item.path.unlink()
+                    except OSError as error:
+                        raise disk_error(item.path, "delete it for good", error) from None
                     count += 1
         return count
 
@@ -896,64 +704,20 @@ class Library:
 
     # -------------------------------------------------------------- autosave and recovery
 
-    def _recovery_path(self, key: str) -> Path:
-        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
-        return self.recovery_folder / f"{digest}{RECOVERY_SUFFIX}"
-
     def write_recovery(self, scenario: Scenario, key: str) -> Path:
         """Autosave unsaved edits of the editor session ``key`` (a library key or any id)."""
-        document = {
-            "format": RECOVERY_FORMAT,
-            "key": key,
-            "saved": datetime.now(UTC).isoformat(),
-            "scenario": scenario_document(scenario),
-        }
-        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-        data = text.encode("utf-8")
-        if len(data) > MAX_FILE_BYTES + 10_000:  # the limit it is read back with
-            raise OSError(errno.EFBIG, "the recovery copy would be over its read limit")
-        path = self._recovery_path(key)
-        atomic_write_bytes(path, data)
-        return path
+        return library_recovery.write_recovery(self.recovery_folder, scenario, key)
 
     def pending_recoveries(self) -> list[Recovery]:
         """Recovery copies left by a session that did not save or discard them (newest first).
 
         An unreadable copy is moved to ``quarantine/`` rather than offered or deleted.
         """
-        if not self.recovery_folder.is_dir():
-            return []
-        found: list[Recovery] = []
-        for path in sorted(self.recovery_folder.glob(f"*{RECOVERY_SUFFIX}")):
-            try:
-                found.append(self._read_recovery(path))
-            except ScenarioFileError:
-                with contextlib.suppress(OSError, LibraryError):
-                    _move_aside(path, self.quarantine_folder, path.name)
-        return sorted(found, key=lambda r: r.saved, reverse=True)
-
-    def _read_recovery(self, path: Path) -> Recovery:
-        from llm_planner.core.files.store import read_limited
-
-        source = str(path)
-        document = parse_document(read_limited(path, MAX_FILE_BYTES + 10_000), source)
-        key = document.get("key")
-        if document.get("format") != RECOVERY_FORMAT or not isinstance(key, str):
-            raise ScenarioFileError(source, "format", "not a recovery file")
-        try:
-            saved = datetime.fromisoformat(str(document.get("saved")))
-        except ValueError:
-            raise ScenarioFileError(source, "saved", "not a time") from None
-        inner = document.get("scenario")
-        if not isinstance(inner, dict):
-            raise ScenarioFileError(source, "scenario", "missing")
-        scenario = scenario_from_document(inner, source)
-        return Recovery(key=key, saved=saved, scenario=scenario, path=path)
+        return library_recovery.pending_recoveries(self.recovery_folder, self.quarantine_folder)
 
     def discard_recovery(self, key: str) -> None:
         """Forget the recovery copy of ``key`` (after a save, or when the user declines it)."""
-        with contextlib.suppress(FileNotFoundError):
-            self._recovery_path(key).unlink()
+        library_recovery.discard_recovery(self.recovery_folder, key)
 
 
 def export_scenario(scenario: Scenario, path: Path, *, overwrite: bool = False) -> Path:

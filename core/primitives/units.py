@@ -305,6 +305,11 @@ def format_count(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def count_of(number: int, noun: str, plural: str = "") -> str:
+    """``1 scenario``, ``3 scenarios``: the noun agrees with the count (never "scenario(s)")."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
 def format_flop(value: float, digits: int = 3) -> str:
     """``3.15e23`` → ``3.15e23 FLOP``."""
     if value == 0:

@@ -79,6 +79,14 @@ class ImplementationProfile(BaseModel):
         description="RoPE's cos and sin tables (b·s·d each, activation dtype) are saved by "
         "the multiplications that apply them; computed once per forward, shared by layers",
     )
+    selective: Literal["attention_core", "op_sac"] = Field(
+        default="attention_core",
+        description="what 'selective' recomputation means in this stack: Megatron's "
+        "recompute of the attention core (Korthikanti 2022 section 5; nothing once flash "
+        "attention is on), or torchtitan's op-level selective checkpointing (every block "
+        "checkpointed; the outputs of every other matmul, the attention kernel and the "
+        "reduce-scatters kept, everything else recomputed)",
+    )
     source: str
 
 
@@ -127,6 +135,35 @@ PROFILES: dict[str, ImplementationProfile] = {
             embedding_ids=True,
             source="PyTorch autograd formulas (derivatives.yaml), transformers "
             "modeling_llama/eager_attention_forward; measured in tests/validation",
+        ),
+        ImplementationProfile(
+            id="torchtitan",
+            name="torchtitan (PyTorch modules, op-level selective checkpointing)",
+            description=(
+                "As 'pytorch' without recomputation or with full recomputation. 'selective' "
+                "is torchtitan's op-level SAC: each transformer block is checkpointed and "
+                "only the block input, the outputs of the 1st, 3rd, 5th and 7th matmul of "
+                "the block (wq, wv, w1, w2; wk, wo and w3 are recomputed), the attention "
+                "kernel's output and log-sum-exp and the reduce-scatters' outputs are kept."
+            ),
+            norm_stats=True,
+            hf_rmsnorm=True,
+            softmax_fp32=True,
+            fused_swiglu=False,
+            flash_repeat_kv=False,
+            flash_output_copy=False,
+            rotary_tables=True,
+            hf_modules=True,
+            embedding_ids=True,
+            selective="op_sac",
+            source="pytorch/torchtitan@b5bcd76c: torchtitan/distributed/"
+            "activation_checkpoint.py (SelectiveAC._wrap_block: MUST_SAVE for "
+            "_get_default_save_ops, i.e. the partitioner's compute-intensive ops (mm, SDPA "
+            "flash/efficient), linear, max, topk, reduce_scatter_tensor, all_to_all_single; "
+            "'Save all compute/comm ops, except every second mm/linear', counted per block "
+            "forward; moe.router.gate force-recomputed), torchtitan/models/common/"
+            "attention.py (QKVLinear: wq, wk, wv in that order, then wo), "
+            "torchtitan/models/common/feed_forward.py (w2(silu(w1(x)) * w3(x)))",
         ),
         ImplementationProfile(
             id="nanotron",

@@ -56,6 +56,7 @@ from llm_planner.core.quantities.activation_tensors import (
     Num,
     RecomputeKind,
     SavedTensor,
+    Shard,
     dropout_mask,
     ledger_entry,
     lora_tensor,
@@ -417,6 +418,11 @@ def _recompute_split(
             cfg.s * cfg.b * arch.hidden_size * cfg.act / shard_divisor("sp", tp, sequence_parallel)
         )
         return kept, total, -1.0  # -1: the whole layer's forward (computed by the caller)
+    if recompute == "selective" and _op_sac_applies(cfg, arch):
+        sac = op_sac_tensors(arch, cfg, sequence_parallel, moe_layer=_is_moe_ledger(tensors))
+        kept = sum(tensor_bytes(t, tp, sequence_parallel) for t in sac)
+        fwd = layer_forward_flops(arch, cfg.s, cfg.b, _is_moe_ledger(tensors)) / tp
+        return kept, total, fwd - _op_sac_saved_flops(arch, cfg, _is_moe_ledger(tensors)) / tp
     if recompute == "selective":
         # Megatron recomputes the attention core (QK^T, softmax, dropout, P·V) from Q, K, V
         core = sum(x for x, t in zip(all_bytes, tensors, strict=True) if t.attention_core)
@@ -430,6 +436,91 @@ def _recompute_split(
         for x, t in zip(all_bytes, tensors, strict=True)
     )
     return total - dropped, dropped, flops
+
+
+def _op_sac_applies(cfg: LedgerConfig, arch: Architecture) -> bool:
+    """torchtitan's op-level SAC as :func:`op_sac_tensors` reads it: a profile that runs it
+    and a block of attention and MLP (recurrent mixers are not torchtitan models; MLA's
+    matmuls are counted as the standard block's, an approximation)."""
+    return cfg.profile.selective == "op_sac" and arch.recurrent is None
+
+
+def _is_moe_ledger(tensors: list[SavedTensor]) -> bool:
+    return any(t.block == "moe" for t in tensors)
+
+
+def _op_sac_mlp_widths(arch: Architecture, moe_layer: bool) -> tuple[int, bool]:
+    """(width of the MLP whose matmuls the policy counts, gated?): the dense MLP, or an MoE
+    layer's shared experts (routed experts run torch._grouped_mm, not in the save list)."""
+    if moe_layer and arch.moe is not None:
+        return arch.moe.expert_ffn_size * arch.moe.num_shared_experts, arch.gated
+    return arch.ffn_size, arch.gated
+
+
+def op_sac_tensors(
+    arch: Architecture, cfg: LedgerConfig, sequence_parallel: bool, *, moe_layer: bool
+) -> list[SavedTensor]:
+    """What torchtitan's op-level selective activation checkpointing keeps of one block.
+
+    pytorch/torchtitan@b5bcd76c torchtitan/distributed/activation_checkpoint.py,
+    SelectiveAC: the block is checkpointed (its input kept); the outputs of the ops in
+    ``_get_default_save_ops`` are MUST_SAVE, "except every second mm/linear" (a counter per
+    block forward, so the 1st, 3rd, 5th, 7th matmul are kept); everything else (norms,
+    RoPE, SiLU, products) is recomputed. Llama's block runs wq, wk, wv, wo
+    (models/common/attention.py QKVLinear) then w1, w3, w2 (feed_forward.py
+    ``w2(silu(w1(x)) * w3(x))``): kept are wq's and wv's outputs, the attention kernel's
+    output and fp32 log-sum-exp (the math kernel also returns its b·a·s² probabilities),
+    w1's output and w2's; with a 2-matrix MLP (w1, w2) the 6th matmul w2 is recomputed.
+    With tensor parallelism the row-parallel matmul's output is the full s·b·h partial
+    sum and, with sequence parallelism, reduce_scatter_tensor's output is kept too.
+    """
+    s, b, act = cfg.s, cfg.b, cfg.act
+    h, q, kv = arch.hidden_size, arch.q_size, arch.kv_size
+    f, gated = _op_sac_mlp_widths(arch, moe_layer)
+
+    def t(name: str, shape: str, elements: Num, bpe: float, shard: Shard) -> SavedTensor:
+        return SavedTensor(name, shape, cfg.act_dtype, elements, bpe, "checkpoint", shard)
+
+    out = [
+        t("block input (checkpoint)", "s·b·h", s * b * h, act, "sp"),
+        t("wq output (1st matmul)", "s·b·a·d", s * b * q, act, "tp"),
+        t("wv output (3rd matmul)", "s·b·kv", s * b * kv, act, "tp"),
+        t("attention kernel output", "s·b·a·d", s * b * q, act, "tp"),
+    ]
+    if cfg.flash:
+        out.append(
+            SavedTensor(
+                "attention log-sum-exp",
+                "b·a·s",
+                "fp32",
+                b * arch.heads * s,
+                FP32,
+                "checkpoint",
+                "tp",
+            )
+        )
+    else:
+        out.append(
+            t("attention probabilities (math kernel)", "b·a·s²", b * arch.heads * s * s, act, "tp")
+        )
+    if sequence_parallel:
+        out.append(t("wo reduce-scatter output", "s·b·h", s * b * h, act, "sp"))
+    if f > 0:
+        out.append(t("w1 output (5th matmul)", "s·b·f", s * b * f, act, "tp"))
+        if gated:
+            out.append(t("w2 output (7th matmul, partial sum)", "s·b·h", s * b * h, act, "none"))
+            if sequence_parallel:
+                out.append(t("w2 reduce-scatter output", "s·b·h", s * b * h, act, "sp"))
+    return out
+
+
+def _op_sac_saved_flops(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> Num:
+    """Forward FLOPs of the ops whose outputs :func:`op_sac_tensors` keeps (before tp):
+    wq, wv, the attention core (4·b·s²·a·d), w1 and, gated, w2."""
+    h, tokens = arch.hidden_size, cfg.s * cfg.b
+    f, gated = _op_sac_mlp_widths(arch, moe_layer)
+    mats = h * arch.q_size + h * arch.kv_size + h * f * (2 if gated else 1)
+    return 2.0 * tokens * mats + 4.0 * cfg.b * cfg.s * cfg.s * arch.q_size
 
 
 def layer_forward_flops(arch: Architecture, seq_len: Num, micro_batch: Num, moe_layer: bool) -> Num:
@@ -547,7 +638,11 @@ def layer_activations(
     )
     fwd = float(layer_forward_flops(arch, seq_len, micro_batch, moe)) / tp
 
+    op_sac = recompute == "selective" and _op_sac_applies(cfg, arch)
+
     def keeps(t: SavedTensor, size: float) -> bool:
+        if op_sac:
+            return False
         if recompute == "selective":
             return not t.attention_core
         if recompute == "threshold":
@@ -559,6 +654,11 @@ def layer_activations(
         ledger_entry(t, size, kept=keeps(t, size)) for t, size in zip(tensors, sizes, strict=True)
     ]
     saved = float(sum(e.bytes for e in ledger))
+    if op_sac:
+        ledger += [
+            ledger_entry(t, float(tensor_bytes(t, tp, sequence_parallel)))
+            for t in op_sac_tensors(arch, cfg, sequence_parallel, moe_layer=moe)
+        ]
     if recompute == "full":
         ledger.append(
             LedgerEntry(

@@ -308,7 +308,7 @@ STACKS: dict[str, StackProfile] = {
         StackProfile(
             id="torchtitan",
             name=STACK_NAMES["torchtitan"],
-            implementation="pytorch",
+            implementation="torchtitan",
             gradient_reduce_bytes=4.0,
             dp_bucket_bytes=None,
             zero3_prefetch_layers=1,

@@ -42,7 +42,7 @@ from llm_planner.core.primitives.architecture import Architecture, count_paramet
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.kept import kept
-from llm_planner.core.quantities.activations import LedgerEntry
+from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.training_memory import (
@@ -365,6 +365,8 @@ def training_flops(arch: Architecture, inputs: TrainingInputs) -> TrainingFlops:
       a GPT layer stack gets exactly 8/6 of 6·P·D and a whole model slightly less;
     - selective: the attention core (Q·Kᵀ, softmax, A·V), 4·L·H·Q·T, when the ledger
       drops it; with a fused (flash) kernel no s² tensor is saved, so nothing is dropped;
+      torchtitan's op-level selective (profile ``selective = "op_sac"``): each layer's
+      forward less the matmuls and attention it keeps (:func:`.activations.op_sac_tensors`);
     - threshold: the producers of every dropped tensor, from the ledger.
 
     LoRA adapters' own FLOPs (r·(d_in + d_out) per token per matrix) are neglected.
@@ -381,7 +383,8 @@ def training_flops(arch: Architecture, inputs: TrainingInputs) -> TrainingFlops:
             (n, layer_activations_for(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=m))
             for m, n in layer_kinds(arch)
         ]
-        if inputs.recompute == "selective":
+        op_sac = get_profile(inputs.implementation).selective == "op_sac" and arch.recurrent is None
+        if inputs.recompute == "selective" and not op_sac:
             dropped = any(la.recompute_working_bytes > 0 for _, la in kinds)
             recomputed = attention if dropped else 0.0
         else:

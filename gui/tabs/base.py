@@ -124,9 +124,20 @@ class FitPanel(QWidget):
         "that would make it fit appear here."
     )
 
-    def __init__(self, state: ScenarioState, parent: QWidget | None = None):
+    def __init__(
+        self,
+        state: ScenarioState,
+        verdict: Callable[[Report], tuple[Sequence[Any], bool]],
+        parent: QWidget | None = None,
+    ):
+        """``verdict(report)``: this tab's (fit suggestions, fits) in a report."""
         super().__init__(parent)
         self.state = state
+        self.verdict = verdict
+        self.final: Report | None = None
+        """The last report whose suggestions were worked out (``suggestions_ready``)."""
+        state.suggestions_ready.connect(self._ready)
+        state.fit_worker.failed.connect(self._failed)
         self._grid = QGridLayout(self)
         self._grid.setContentsMargins(4, 0, 2, 2)
         self._grid.setSpacing(4)
@@ -137,6 +148,7 @@ class FitPanel(QWidget):
         self.buttons: list[QPushButton] = []
         self.suggestions: list[FitSuggestion] = []
         self.over = False
+        self.pending = False
         self.beside = True
         self.setFixedWidth(self.WIDTH)
         self._place()
@@ -185,11 +197,34 @@ class FitPanel(QWidget):
         if not self.beside and event.size().width() != event.oldSize().width():
             self._rewrap()
 
-    def set_suggestions(self, suggestions: Sequence[FitSuggestion], over: bool) -> None:
+    def show_report(self, report: Report) -> None:
+        """The verdict of the report on screen, at once: a run that does not fit never sits
+        beside "Fits in memory." while its suggestions are still being worked out."""
+        suggestions, fits = self.verdict(report)
+        pending = not fits and not suggestions and report is not self.final
+        self.set_suggestions(suggestions, not fits, pending=pending)
+
+    def _ready(self, report: Report) -> None:
+        self.final = report
+        suggestions, fits = self.verdict(report)
+        self.set_suggestions(suggestions, not fits)
+
+    def _failed(self, _message: str) -> None:
+        if self.pending:
+            self.set_suggestions([], self.over)
+
+    def set_suggestions(
+        self, suggestions: Sequence[FitSuggestion], over: bool, pending: bool = False
+    ) -> None:
         key = [(s.label, s.peak_bytes) for s in suggestions]
-        if key == [(s.label, s.peak_bytes) for s in self.suggestions] and over == self.over:
+        if (
+            key == [(s.label, s.peak_bytes) for s in self.suggestions]
+            and over == self.over
+            and pending == self.pending
+        ):
             return  # nothing new: no relayout on every keystroke
         self.suggestions, self.over = (list(suggestions) if over else []), over
+        self.pending = pending
         columns = self._columns()
         while len(self.buttons) < len(self.suggestions):
             index = len(self.buttons)
@@ -223,6 +258,11 @@ class FitPanel(QWidget):
                 button.hide()
         if not over:
             self.title.setText(self.FITS_TEXT)
+        elif pending:
+            self.title.setText(
+                "<b style='color:#D62728'>Does not fit.</b> Looking for the smallest changes "
+                "that would make it fit…"
+            )
         elif self.suggestions:
             self.title.setText(
                 "<b style='color:#D62728'>Does not fit.</b> Any one of these would "
@@ -331,7 +371,18 @@ class Tab(QWidget):
         self.figures.setObjectName(f"{self.section}_figures")
         self.build_inputs()
         self.inputs_layout.addStretch(1)
-        splitter.setSizes([330, 1000])
+        # never narrower than the form's own minimum plus the scroll bar: with the horizontal
+        # bar off, a narrower column cuts the right edge of every field
+        scroll.ensurePolished()
+        needed = (
+            self.inputs.minimumSizeHint().width()
+            + scroll.verticalScrollBar().sizeHint().width()
+            + 2 * scroll.frameWidth()
+        )
+        scroll.setMinimumWidth(max(290, needed))
+        scroll.setMaximumWidth(max(380, needed))
+        splitter.setSizes([max(330, needed), 1000])
+        self._splitter, self._scroll, self._narrow = splitter, scroll, False
         self.charts_ready = False
         self.placeholder: QLabel | None = None
         if defer_charts:  # first paint without importing pyqtgraph; charts right after
@@ -340,6 +391,19 @@ class Tab(QWidget):
             self.right.addWidget(self.placeholder)
         else:
             self.ensure_charts()
+
+    NARROW = 900
+    """Below this width the inputs keep only their minimum: the charts need the room more."""
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        narrow = event.size().width() < self.NARROW
+        if narrow != self._narrow:  # only on crossing: a column the user dragged stays
+            self._narrow = narrow
+            inputs = self._scroll.minimumWidth()
+            if not narrow:
+                inputs = max(330, inputs)
+            self._splitter.setSizes([inputs, max(event.size().width() - inputs, 100)])
 
     def ensure_charts(self) -> None:
         """Build the charts (once) and draw them."""

@@ -106,13 +106,10 @@ class InferenceTab(Tab):
         )
         self.context_chart.add_hline("capacity", colors.CAPACITY, "capacity")
         self.context_chart.add_vline("max_context", colors.OK, "largest context that fits")
-        self.fit_panel = FitPanel(self.state)
-        self.fit_panel.setObjectName("inference_fit")
-        self.state.suggestions_ready.connect(
-            lambda r: self.fit_panel.set_suggestions(
-                r.inference_fit_suggestions, not r.inference.fits
-            )
+        self.fit_panel = FitPanel(
+            self.state, lambda r: (r.inference_fit_suggestions, r.inference.fits)
         )
+        self.fit_panel.setObjectName("inference_fit")
         row.addWidget(with_fit_panel(self.bars, self.fit_panel))
         row.addWidget(self.context_chart)
         row.addWidget(self._build_serving_chart())
@@ -169,8 +166,7 @@ class InferenceTab(Tab):
         rows, capacity = inference_rows(scenario, section)
         self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
         self._redraw_serving(report)
-        if section.fits or report.inference_fit_suggestions:
-            self.fit_panel.set_suggestions(report.inference_fit_suggestions, not section.fits)
+        self.fit_panel.show_report(report)
         limit = scenario.model.architecture.max_context
         self.set_warning(
             self.context_warning,

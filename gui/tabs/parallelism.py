@@ -71,6 +71,12 @@ COLUMNS = (
     ("step_seconds", "step", "Modeled step time"),
     ("tokens_per_s", "tok/s", "Tokens per second, whole cluster"),
     ("mfu", "MFU", "Model FLOPs utilisation"),
+    (
+        "measured_spread",
+        "meas.÷model",
+        "Measured ÷ modeled tokens/s over measured runs of the same mechanisms (25th-75th "
+        "percentile, runs); the ranking multiplies tok/s by the low end",
+    ),
     ("bottleneck", "bottleneck", "What limits the step"),
 )
 """(row key, short header, header tooltip) of the ranked table."""
@@ -92,6 +98,14 @@ def cell_text(key: str, value: Any) -> str:
     return str(value)
 
 
+def spread_text(row: dict[str, Any]) -> str | None:
+    """'0.56-0.84 (14)': a row's measured ÷ modeled spread, None where nothing was measured."""
+    low, high = row.get("measured_ratio_low"), row.get("measured_ratio_high")
+    if low is None or high is None:
+        return None
+    return f"{low:.2f}-{high:.2f} ({row.get('uncertainty_runs', 0)})"
+
+
 class SearchModel(RowsModel[dict[str, Any]]):
     """The ranked rows as a Qt model: one reset per search, no per-cell widgets."""
 
@@ -100,7 +114,7 @@ class SearchModel(RowsModel[dict[str, Any]]):
 
     def cell(self, row: dict[str, Any], column: int, role: int) -> Any:
         key = COLUMNS[column][0]
-        value = row.get(key)
+        value = spread_text(row) if key == "measured_spread" else row.get(key)
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             text = cell_text(key, value)
             if role == Qt.ItemDataRole.ToolTipRole:
@@ -116,7 +130,7 @@ class SearchModel(RowsModel[dict[str, Any]]):
         key = COLUMNS[column][0]
 
         def value(row: dict[str, Any]) -> tuple[int, Any]:
-            v = row.get(key)
+            v = row.get("measured_ratio_low" if key == "measured_spread" else key)
             return (1, 0) if v is None else (0, v if not isinstance(v, str) else v.casefold())
 
         self.layoutAboutToBeChanged.emit()
@@ -146,7 +160,10 @@ class SearchTable(QWidget):
         self.busy.hide()
         self.apply_button = QPushButton("Apply row")
         self.apply_button.setObjectName("apply_row")
-        self.apply_button.setToolTip("Apply the selected layout to the scenario (undoable)")
+        self.apply_button.setToolTip(
+            "Apply the selected layout to the scenario (undoable); a double-click on a row "
+            "does the same"
+        )
         self.apply_button.setEnabled(False)
         self.apply_button.clicked.connect(self._apply_selected)
         self.run_button = QPushButton("Search now")
@@ -169,8 +186,7 @@ class SearchTable(QWidget):
         self.table.setWordWrap(False)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.table.horizontalHeader()
-        # every column visible at 1366 px: each as wide as its text when there is room,
-        # narrower (elided, full text in the tooltip) when not; no horizontal scrolling
+        # every column as wide as its numbers; only the last (a sentence) elides
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setMinimumSectionSize(24)
         self.table.viewport().installEventFilter(self)
@@ -191,27 +207,29 @@ class SearchTable(QWidget):
         self.fit_columns()
 
     def fit_columns(self) -> None:
-        """Column widths from their texts (header and cells), scaled to the view's width."""
+        """Column widths from their texts (header and cells). Numbers are never cut: every
+        column but the last (what limits the step, a sentence) is as wide as its widest text;
+        the last takes the room left (elided, full text in the tooltip) down to a minimum,
+        and below that the table scrolls sideways."""
         metrics = self.table.fontMetrics()
         needed = []
-        for column, (key, header, _tip) in enumerate(COLUMNS):
+        for key, header, _tip in COLUMNS:
             texts = [header, *(cell_text(key, row.get(key)) for row in self.model.rows)]
             needed.append(max(metrics.horizontalAdvance(t) for t in texts) + 14)
-            del column
         available = self.table.viewport().width()
         if available <= 50:
             return
-        total = sum(needed)
-        if total <= available:  # the spare room goes to the last column
-            needed[-1] += available - total
-        else:  # squeeze the wide columns first, never below a minimum
-            excess = total - available
-            for column in sorted(range(len(needed)), key=lambda c: -needed[c]):
-                take = min(excess, max(needed[column] - 44, 0))
-                needed[column] -= take
-                excess -= take
-                if excess <= 0:
-                    break
+        last_min = metrics.horizontalAdvance("tensor-parallel") + 14
+        needed[-1] = max(min(needed[-1], available - sum(needed[:-1])), last_min)
+        if sum(needed) < available:  # the spare room goes to the last column
+            needed[-1] += available - sum(needed)
+        policy = (
+            Qt.ScrollBarPolicy.ScrollBarAsNeeded
+            if sum(needed) > available
+            else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )
+        if self.table.horizontalScrollBarPolicy() != policy:
+            self.table.setHorizontalScrollBarPolicy(policy)
         for column, width in enumerate(needed):
             if self.table.columnWidth(column) != width:
                 self.table.setColumnWidth(column, width)
@@ -330,6 +348,9 @@ class ParallelismTab(Tab):
         self.top.addWidget(self.timeline)
         self.top.addWidget(self.figures)
         self.top.setSizes([440, 300, 360])
+        # the charts' wrapped titles, axis names and legends need this much height at the
+        # window's narrowest; less, and the layout draws them over the plots
+        self.top.setMinimumHeight(320)
         self.search = SearchTable()
         self.search.apply_row.connect(self.apply_layout)
         self.search.run_button.clicked.connect(lambda _checked=False: self.run_search(force=True))
@@ -451,8 +472,7 @@ class ParallelismTab(Tab):
         where = f"{scenario.num_gpus:,} × {scenario.gpu.name}"
         if rows:
             self.search.title.setText(
-                f"<b>{len(rows)} best of {result.fitting:,} layouts that fit</b> on {where} "
-                "(double-click a row, or select it and Apply)"
+                f"<b>{len(rows)} best of {result.fitting:,} layouts that fit</b> on {where}"
             )
         else:
             self.search.title.setText(

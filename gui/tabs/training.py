@@ -165,13 +165,10 @@ class TrainingTab(Tab):
         for column in (1, 2, 3, 4):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
         self.ledger.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        self.fit_panel = FitPanel(self.state)
-        self.fit_panel.setObjectName("training_fit")
-        self.state.suggestions_ready.connect(
-            lambda r: self.fit_panel.set_suggestions(
-                r.training_fit_suggestions, not r.training.fits
-            )
+        self.fit_panel = FitPanel(
+            self.state, lambda r: (r.training_fit_suggestions, r.training.fits)
         )
+        self.fit_panel.setObjectName("training_fit")
         row.addWidget(with_fit_panel(self.bars, self.fit_panel))
         row.addWidget(self.ledger)
         self.right.addWidget(row)
@@ -197,8 +194,7 @@ class TrainingTab(Tab):
         )
         rows, capacity = training_rows(scenario, section)
         self.bars.set_rows(rows, capacity)
-        if section.fits or report.training_fit_suggestions:
-            self.fit_panel.set_suggestions(report.training_fit_suggestions, not section.fits)
+        self.fit_panel.show_report(report)
         self.fill_ledger(
             list(field(section, "ledger") or []) + list(field(section, "outside_ledger") or [])
         )

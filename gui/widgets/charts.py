@@ -17,6 +17,7 @@ from PySide6.QtGui import (
     QBrush,
     QColor,
     QFont,
+    QFontMetrics,
     QPainterPath,
     QPalette,
     QPen,
@@ -86,7 +87,13 @@ class ThemedPlot(pg.PlotWidget):
         self.getPlotItem().hideButtons()
         if not interactive:
             self.setMouseEnabled(x=False, y=False)
-        self.setMinimumHeight(150)
+        # low enough that at 1024×640 a tab's charts, titles and legends all fit their pane:
+        # a layout below its minimum draws its rows over each other (an x-axis name over the
+        # tick labels)
+        self.setMinimumHeight(100)
+        # a chart draws no focus frame and takes no keys: Tab passes it by, so the focus is
+        # always on something that shows it
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.apply_palette()
 
     def apply_palette(self) -> None:
@@ -132,6 +139,22 @@ def legend_row(entries: Sequence[tuple[str, str]]) -> QLabel:
     label.setWordWrap(True)
     label.setTextFormat(Qt.TextFormat.RichText)
     label.setContentsMargins(4, 0, 4, 0)
+    return label
+
+
+def chart_caption(text: str, *, title: bool = False) -> QLabel:
+    """A chart's title (above) or x-axis name (below) as a label that wraps when the chart is
+    narrow: pyqtgraph draws both centred on one line and cuts them at the plot's edges
+    ("…(peak) ur" at 1366 px with a pipeline chart beside it)."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+    label.setContentsMargins(4, 2, 4, 0)
+    label.setObjectName("chart_title" if title else "x_label")
+    if title:
+        font = label.font()
+        font.setPointSizeF(font.pointSizeF() * 1.25)
+        label.setFont(font)
     return label
 
 
@@ -218,9 +241,9 @@ class MemoryBars(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         self.plot = ThemedPlot()
-        self.plot.setTitle(title)
+        self.title = chart_caption(title, title=True)
+        self.x_label = chart_caption("GB per GPU (10⁹ bytes)")
         plot = self.plot.getPlotItem()
-        plot.setLabel("bottom", "GB per GPU (10⁹ bytes)")
         # no grid: pyqtgraph paints grid lines as part of the axis picture, replayed over the
         # whole view on every bar update (milliseconds per change); the capacity line is the
         # reference that matters
@@ -262,7 +285,9 @@ class MemoryBars(QWidget):
         )
         plot.addItem(self.capacity_line)
         self.labels: list[BarLabel] = []
+        layout.addWidget(self.title)
         layout.addWidget(self.plot, 1)
+        layout.addWidget(self.x_label)
         entries = [(colors.COMPONENT_LABEL[k], colors.COMPONENT_COLOR[k]) for k in self.components]
         layout.addWidget(legend_row(entries))
         self.rows: list[BarRow] = []
@@ -275,7 +300,7 @@ class MemoryBars(QWidget):
         self._resize_timer.setInterval(0)
         self._resize_timer.timeout.connect(self._redo_layout)
         self.plot.scene().sigMouseMoved.connect(self._hover)
-        self.plot.setMinimumHeight(130)
+        self.plot.setMinimumHeight(80)  # under the 1024×640 inference bars sit the fit buttons
 
     def set_rows(self, rows: Sequence[BarRow], capacity_bytes: float) -> None:
         """Redraw in place: ``rows`` top to bottom, capacity line at ``capacity_bytes``."""
@@ -309,6 +334,7 @@ class MemoryBars(QWidget):
         )
         if self._last.get("capacity") != capacity_bytes:
             self._last["capacity"] = capacity_bytes
+            self._last.pop("capacity_label", None)
             self.capacity_line.setValue(capacity_gb)
             self.capacity_line.label.setText(f"capacity {units.format_gb(capacity_bytes)}")
         self._draw_labels(left, totals, capacity_gb)
@@ -323,12 +349,17 @@ class MemoryBars(QWidget):
             self.plot.getPlotItem().getViewBox().addItem(text, ignoreBounds=True)
             self.labels.append(text)
         foreground = self.plot.foreground.name()
+        # a narrow chart prints "65.0 GB" (GiB in the tooltip) rather than a cut "65.0 GB (6"
+        view_px = self.plot.getPlotItem().getViewBox().width()
+        longest = max((self.total_text(i) for i in range(n)), key=len, default="")
+        short = 0 < view_px < 2.2 * self.fontMetrics().horizontalAdvance(longest)
         for index, label in enumerate(self.labels):
             if index >= n:
                 wanted: tuple[str, str] = ("", foreground)
             else:
                 over_capacity = totals[index] > capacity_gb
-                wanted = (self.total_text(index), colors.BAD if over_capacity else foreground)
+                text = self.total_text(index, short=short)
+                wanted = (text, colors.BAD if over_capacity else foreground)
                 at = (max(float(left[index]), float(totals[index])), float(index))
                 if self._label_pos.get(index) != at:
                     self._label_pos[index] = at
@@ -361,15 +392,46 @@ class MemoryBars(QWidget):
         kept = self._last.get("range")
         # the axis stays put while the bars still fit and fill at least a quarter of it: an edit
         # that moves a bar then repaints the bar, not the axis and the whole plot
-        if isinstance(kept, tuple) and kept[2] == n and STILL_SHARE * kept[1] <= needed <= kept[1]:
-            return
-        x_range = (0.0, nice_ceiling(needed), n)
-        if kept != x_range:
+        still = (
+            isinstance(kept, tuple) and kept[2] == n and STILL_SHARE * kept[1] <= needed <= kept[1]
+        )
+        x_range = kept if still else (0.0, nice_ceiling(needed), n)
+        if kept != x_range and isinstance(x_range, tuple):
             self._last["range"] = x_range
             # a band above the first bar keeps the capacity label off the bars and unclipped
             plot.getViewBox().setRange(
                 xRange=(x_range[0], x_range[1]), yRange=(-1.05, max(n - 0.4, 0.6)), padding=0
             )
+        self._place_capacity_label(capacity_gb, view_px)
+
+    def _place_capacity_label(self, capacity_gb: float, view_px: float) -> None:
+        """The capacity label right of its line, else left of it, else only the size: never
+        run off the plot ("capacity 8")."""
+        kept = self._last.get("range")
+        if not isinstance(kept, tuple) or kept[1] <= 0 or view_px <= 50:
+            return
+        full = f"capacity {units.format_gb(self.capacity)}"
+        metrics = self.fontMetrics()
+        right_px = (kept[1] - capacity_gb) / kept[1] * view_px
+        left_px = capacity_gb / kept[1] * view_px
+        text, anchor = full, (0.0, 0.0)
+        needed = metrics.horizontalAdvance(full) + 8
+        if right_px < needed:
+            if left_px >= needed:
+                anchor = (1.0, 0.0)
+            else:
+                text = units.format_gb(self.capacity)
+                short = metrics.horizontalAdvance(text) + 8
+                anchor = (0.0, 0.0) if right_px >= short or right_px >= left_px else (1.0, 0.0)
+        # 14 px below the top edge: the label (centred on its point) stays inside the plot
+        view_height = self.plot.getPlotItem().getViewBox().height()
+        position = min(0.45, 14.0 / view_height) if view_height > 0 else 0.04
+        wanted = (text, anchor, round(position, 3))
+        if self._last.get("capacity_label") != wanted:
+            self._last["capacity_label"] = wanted
+            self.capacity_line.label.setText(text)
+            self.capacity_line.label.setAnchor(anchor)
+            self.capacity_line.label.setPosition(position)
 
     @staticmethod
     def _set_bars(item: pg.BarGraphItem, **arrays: np.ndarray) -> None:
@@ -401,10 +463,12 @@ class MemoryBars(QWidget):
             self._label_state.clear()
             self.set_rows(self.rows, self.capacity)
 
-    def total_text(self, index: int) -> str:
+    def total_text(self, index: int, short: bool = False) -> str:
         total = self.rows[index].total
         if total is None:
             return ""
+        if short:
+            return f"{total / units.GB:,.1f} GB"
         return f"{total / units.GB:,.1f} GB ({total / units.GiB:,.1f} GiB)"
 
     def segment_at(self, x_gb: float, y: float) -> tuple[int, str] | None:
@@ -524,9 +588,9 @@ class SeriesChart(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.plot = ThemedPlot(y_format=y_format)
-        self.plot.setTitle(title)
+        self.title = chart_caption(title, title=True)
+        self.x_label = chart_caption(x_label)
         item = self.plot.getPlotItem()
-        item.setLabel("bottom", x_label)
         item.setLabel("left", y_label)
         item.setLogMode(x=log_x, y=log_y)
         for axis in ("left", "bottom"):
@@ -534,7 +598,7 @@ class SeriesChart(QWidget):
         item.showGrid(x=False, y=False)
         item.getViewBox().disableAutoRange()
         # the legend is a row under the plot, never over the data it explains
-        self.legend_entries: list[tuple[str, str, str]] = []
+        self.legend_entries: list[tuple[str, str, str, str]] = []
         self.legend = QLabel()
         self.legend.setObjectName("legend")
         self.legend.setWordWrap(True)
@@ -556,21 +620,43 @@ class SeriesChart(QWidget):
         self.info.setWordWrap(True)
         self.info.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         self.info.hide()
+        layout.addWidget(self.title)
         layout.addWidget(self.plot)
+        layout.addWidget(self.x_label)
         layout.addWidget(self.legend)
         layout.addWidget(self.info)
         self.right_axis: pg.ViewBox | None = None
 
-    def _legend(self, label: str, colour: str, glyph: str) -> None:
-        if not label:
-            return
-        self.legend_entries.append((label, colour, glyph))
-        self.legend.setText(
-            " &nbsp;&nbsp; ".join(
-                f'<span style="color:{c}; font-size: large;">{g}</span>&nbsp;{html.escape(t)}'
-                for t, c, g in self.legend_entries
-            )
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if self.log_x and event.size().width() != event.oldSize().width():
+            self._log_ticks()  # how many labels fit depends on the width
+
+    def _legend(self, key: str, label: str, colour: str, glyph: str) -> None:
+        if label:
+            self.legend_entries.append((key, label, colour, glyph))
+
+    def _update_legend(self) -> None:
+        """Name only what is drawn: a line whose values are all infinite (a rollout that
+        cannot run) or empty has no entry."""
+        text = " &nbsp;&nbsp; ".join(
+            f'<span style="color:{c}; font-size: large;">{g}</span>&nbsp;{html.escape(t)}'
+            for key, t, c, g in self.legend_entries
+            if self._drawn(key)
         )
+        if self.legend.text() != text:
+            self.legend.setText(text)
+
+    def _drawn(self, key: str) -> bool:
+        xs, ys = self._data.get(key, ((), ()))
+        return any(
+            math.isfinite(self._view(x, self.log_x)) and math.isfinite(self._view(y, self.log_y))
+            for x, y in zip(xs, ys, strict=False)
+        )
+
+    def legend_labels(self) -> list[str]:
+        """The names the legend shows now."""
+        return [t for key, t, _c, _g in self.legend_entries if self._drawn(key)]
 
     def add_line(
         self, key: str, label: str, colour: str, dashed: bool = False, symbol: str | None = None
@@ -591,7 +677,7 @@ class SeriesChart(QWidget):
         )
         self.lines[key] = line
         self._data[key] = ((), ())
-        self._legend(label, colour, "&#8211;&#8211;" if dashed else "&#9472;&#9472;")
+        self._legend(key, label, colour, "&#8211;&#8211;" if dashed else "&#9472;&#9472;")
 
     def add_markers(
         self, key: str, label: str, colour: str, symbol: str = "o", size: int = 10
@@ -606,7 +692,7 @@ class SeriesChart(QWidget):
         self.markers[key] = []
         self._data[key] = ((), ())
         glyph = {"star": "&#9733;", "d": "&#9670;", "s": "&#9632;"}.get(symbol, "&#9679;")
-        self._legend(label, colour, glyph)
+        self._legend(key, label, colour, glyph)
 
     def add_hline(self, key: str, colour: str, label: str = "") -> None:
         line = pg.InfiniteLine(
@@ -640,6 +726,7 @@ class SeriesChart(QWidget):
         self.lines[key].setData(np.asarray(data[0], dtype=float), np.asarray(data[1], dtype=float))
         self._log_ticks()
         self._fit_view()
+        self._update_legend()
 
     def _view(self, value: float, log: bool) -> float:
         if not log:
@@ -673,6 +760,7 @@ class SeriesChart(QWidget):
             else:
                 item.hide()
         self._fit_view()
+        self._update_legend()
 
     def data(self, key: str) -> tuple[list[float], list[float]]:
         """The (x, y) given to line or markers ``key``, before any log transform."""
@@ -740,7 +828,10 @@ class SeriesChart(QWidget):
         if self.log_x and xs:
             values = sorted(set(xs))
             if all(_power_of_two(v) for v in values):  # GPU counts, contexts: 1k = 1024
-                stride = max(1, math.ceil(len(values) / 7))
+                # at most 7 labels, fewer when the chart is narrow ("32 128512 2k" ran together)
+                label_px = self.fontMetrics().horizontalAdvance("128k") + 16
+                room = max(2, int((self.plot.width() - 60) / label_px))
+                stride = max(1, math.ceil(len(values) / min(7, room)))
                 ticks = [(math.log10(v), binary_count(v)) for v in values[::stride]]
             else:  # parameters, tokens: decades, 100M 1B 10B, never 268M 1.21B 5.5B
                 low = math.floor(math.log10(min(values)))
@@ -796,9 +887,9 @@ class TimelineChart(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         self.plot = ThemedPlot()
-        self.plot.setTitle(title)
+        self.title = chart_caption(title, title=True)
+        self.x_label = chart_caption("time (forward passes of one micro-batch)")
         item = self.plot.getPlotItem()
-        item.setLabel("bottom", "time (forward passes of one micro-batch)")
         item.getViewBox().invertY(True)
         self.items: dict[str, pg.BarGraphItem] = {}
         empty = np.zeros(0)
@@ -812,8 +903,10 @@ class TimelineChart(QWidget):
         self.info = QLabel()
         self.info.setWordWrap(True)
         self.info.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        layout.addWidget(self.title)
         layout.addWidget(self.info)
         layout.addWidget(self.plot, 1)
+        layout.addWidget(self.x_label)
         layout.addWidget(
             legend_row(
                 [
@@ -825,6 +918,13 @@ class TimelineChart(QWidget):
         )
         self.blocks: list[Block] = []
         self.max_labels = 200
+        self._end = 1.0
+        self._label_font = QFont()
+        self._label_font.setPointSizeF(max(self._label_font.pointSizeF() - 2, 6))
+        self._label_timer = QTimer(self)  # after a resize the view box has its new width
+        self._label_timer.setSingleShot(True)
+        self._label_timer.setInterval(0)
+        self._label_timer.timeout.connect(self._place_labels)
 
     def set_blocks(self, blocks: Sequence[Block], stages: int) -> None:
         self.blocks = list(blocks)
@@ -836,27 +936,42 @@ class TimelineChart(QWidget):
                 y0=np.array([b.stage - 0.4 for b in chosen], dtype=float),
                 height=np.full(len(chosen), 0.8),
             )
-        labelled = [b for b in self.blocks if b.label][: self.max_labels]
-        while len(self.texts) < len(labelled):
-            text = pg.TextItem(anchor=(0.5, 0.5))
-            font = QFont()
-            font.setPointSizeF(max(font.pointSizeF() - 2, 6))
-            text.setFont(font)
-            text.setZValue(5)
-            self.plot.addItem(text)
-            self.texts.append(text)
-        for index, text in enumerate(self.texts):
-            if index < len(labelled):
-                block = labelled[index]
-                text.setText(
-                    block.label, color="#FFFFFF" if block.kind == "backward" else "#000000"
-                )
-                text.setPos(block.start + block.duration / 2, block.stage)
-                text.show()
-            else:
-                text.hide()
         item = self.plot.getPlotItem()
         item.getAxis("left").setTicks([[(s, f"stage {s}") for s in range(stages)]])
         end = max((b.start + b.duration for b in self.blocks), default=1.0)
         item.setXRange(0, end, padding=0.01)
         item.setYRange(-0.6, max(stages - 0.4, 0.6), padding=0)
+        self._end = end
+        self._place_labels()
+
+    def _place_labels(self) -> None:
+        """Number a block only where its number fits inside it: narrow blocks side by side
+        otherwise print their digits over each other ("2222…")."""
+        labelled = [b for b in self.blocks if b.label][: self.max_labels]
+        while len(self.texts) < len(labelled):
+            text = pg.TextItem(anchor=(0.5, 0.5))
+            text.setFont(self._label_font)
+            text.setZValue(5)
+            self.plot.addItem(text)
+            self.texts.append(text)
+        view_px = self.plot.getPlotItem().getViewBox().width()
+        px_per_unit = view_px / (1.02 * self._end) if self._end > 0 else 0.0
+        metrics = QFontMetrics(self._label_font)
+        for index, text in enumerate(self.texts):
+            block = labelled[index] if index < len(labelled) else None
+            if block is None or block.duration * px_per_unit < (
+                metrics.horizontalAdvance(block.label) + 4
+            ):
+                text.hide()
+                continue
+            text.setText(block.label, color="#FFFFFF" if block.kind == "backward" else "#000000")
+            text.setPos(block.start + block.duration / 2, block.stage)
+            text.show()
+
+    def shown_labels(self) -> list[str]:
+        """The block numbers drawn now (tests)."""
+        return [t.toPlainText() for t in self.texts if t.isVisible()]
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._label_timer.start()

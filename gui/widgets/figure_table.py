@@ -32,7 +32,9 @@ class FigureTable(QTableWidget):
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setAlternatingRowColors(True)
-        self.setWordWrap(False)
+        # a narrow table wraps a label or value onto a second line rather than eliding it
+        # ("128 ×…nodes"): a figure is read, not guessed from its tooltip
+        self.setWordWrap(True)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.horizontalHeader()
@@ -48,6 +50,13 @@ class FigureTable(QTableWidget):
         self._trim.setSingleShot(True)
         self._trim.setInterval(TRIM_DELAY_MS)
         self._trim.timeout.connect(self._drop_blank_rows)
+        # a column's new width (the label column stretches with the table) re-wraps the
+        # texts: the rows take their new heights once the header has settled
+        self._rewrap = QTimer(self)
+        self._rewrap.setSingleShot(True)
+        self._rewrap.setInterval(0)
+        self._rewrap.timeout.connect(self.resizeRowsToContents)
+        header.sectionResized.connect(lambda *_: self._rewrap.start())
 
     def set_figures(self, figures: Sequence[Figure]) -> None:
         """Rewrite only the rows whose figure changed (a figure is a frozen value: equal
@@ -60,9 +69,11 @@ class FigureTable(QTableWidget):
             self.setRowCount(len(self.figures))
         self._blank(range(len(self.figures), min(len(old), self.rowCount())))
         widest = self._widest
+        changed: list[int] = []
         for row, figure in enumerate(self.figures):
             if row < len(old) and old[row] == figure and self.item(row, 1) is not None:
                 continue
+            changed.append(row)
             tip = figure_tooltip(figure)
             for column, text in enumerate((figure.label, figure_text(figure))):
                 item = self.item(row, column)
@@ -84,6 +95,8 @@ class FigureTable(QTableWidget):
         if widest > self._widest:
             self._widest = widest
             self._fit_columns()
+        for row in changed:  # a row's height follows its text (no change: no relayout)
+            self.resizeRowToContents(row)
 
     def _blank(self, rows: range) -> None:
         """Empty ``rows`` (past the figures); they are removed once typing pauses."""
@@ -102,10 +115,20 @@ class FigureTable(QTableWidget):
             self.setRowCount(len(self.figures))
 
     def _fit_columns(self) -> None:
-        """Labels first: the value column takes what its longest value needs, but at most
-        45% of the width (a long value elides; its tooltip has it all)."""
-        needed = self.sizeHintForColumn(1) + 12
-        cap = max(int(0.45 * self.viewport().width()), 80)
+        """The value column takes what its longest value needs on one line; the labels wrap
+        in the rest, which is never narrower than their longest word (nothing elides: a
+        long value wraps at its spaces instead)."""
+        fm = self.fontMetrics()
+        needed = max(
+            (fm.horizontalAdvance(figure_text(f)) for f in self.figures),
+            default=self.sizeHintForColumn(1),
+        )
+        needed = max(needed + 14, fm.horizontalAdvance("Value") + 14)
+        longest_word = max(
+            (fm.horizontalAdvance(w) for f in self.figures for w in f.label.split()),
+            default=60,
+        )
+        cap = max(self.viewport().width() - longest_word - 24, 80)
         width = min(needed, cap)
         if self.columnWidth(1) != width:
             self.setColumnWidth(1, width)
@@ -113,6 +136,7 @@ class FigureTable(QTableWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
         self._fit_columns()
+        self._rewrap.start()
 
     def value_text(self, key: str) -> str | None:
         """The text shown for figure ``key`` (for tests and copy)."""

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llm_planner.core.primitives import units
 from llm_planner.gui.table_model import RowsModel
 
 if TYPE_CHECKING:
@@ -235,7 +236,8 @@ class TrashDialog(QDialog):
         items = self.panel._guard(self.panel.library.trash) or []
         self.model.set_items(items)
         self.hint.setText(
-            f"{len(items)} deleted scenario(s). Restore puts one back in the library."
+            f"{units.count_of(len(items), 'deleted scenario')}. Restore puts one back in the "
+            "library."
             if items
             else "The trash is empty."
         )
@@ -259,7 +261,8 @@ class TrashDialog(QDialog):
         answer = QMessageBox.question(
             self,
             "Empty trash",
-            f"Delete the {len(self.model.items)} scenario(s) in the trash for good?",
+            f"Delete the {units.count_of(len(self.model.items), 'scenario')} in the trash for "
+            "good?",
         )
         if answer != QMessageBox.StandardButton.Yes:
             return
@@ -281,6 +284,15 @@ class _TrashModel(RowsModel[Any]):
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         return (item.name, f"{item.deleted.astimezone():%Y-%m-%d %H:%M}")[column]
+
+
+def _notes_editor() -> QPlainTextEdit:
+    notes = QPlainTextEdit()
+    notes.setObjectName("notes")
+    notes.setPlaceholderText("Assumptions, links, decisions…")
+    notes.setMaximumHeight(110)
+    notes.setTabChangesFocus(True)  # Tab moves on, as in every other field
+    return notes
 
 
 class LibraryPanel(QWidget):
@@ -322,10 +334,7 @@ class LibraryPanel(QWidget):
         layout.addWidget(self.empty_hint)
         layout.addLayout(self._buttons())
         layout.addWidget(QLabel("Notes (this scenario)"))
-        self.notes = QPlainTextEdit()
-        self.notes.setObjectName("notes")
-        self.notes.setPlaceholderText("Assumptions, links, decisions…")
-        self.notes.setMaximumHeight(110)
+        self.notes = _notes_editor()
         self._notes_timer = QTimer(self)
         self._notes_timer.setSingleShot(True)
         self._notes_timer.setInterval(400)
@@ -433,7 +442,7 @@ class LibraryPanel(QWidget):
             self.select_key(current)
         if listing.problems:
             self.problems.setText(
-                f"{len(listing.problems)} unreadable file(s) set aside: "
+                f"{units.count_of(len(listing.problems), 'unreadable file')} set aside: "
                 + "; ".join(p.message for p in listing.problems[:3])
             )
             self.problems.show()
@@ -512,11 +521,20 @@ class LibraryPanel(QWidget):
         key = self.selected_key()
         if key is None:
             return
-        text, ok = QInputDialog.getText(
-            self, "Rename scenario", "New name:", text=self.selected_name()
-        )
-        if ok and text.strip():
-            self.rename_key(key, text.strip())
+        dialog = QInputDialog(self)
+        dialog.setObjectName("rename_dialog")
+        dialog.setWindowTitle("Rename scenario")
+        dialog.setLabelText("New name:")
+        dialog.setTextValue(self.selected_name())
+        # the static getText is as narrow as its label: window managers then elide the
+        # title ("Renam… nario"); wide enough for the title and a long name
+        width = max(380, 3 * dialog.fontMetrics().horizontalAdvance("Rename scenario"))
+        edit = dialog.findChild(QLineEdit)
+        if edit is not None:
+            edit.setMinimumWidth(width)
+        dialog.resize(width, dialog.sizeHint().height())
+        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.textValue().strip():
+            self.rename_key(key, dialog.textValue().strip())
 
     def rename_key(self, key: str, new_name: str) -> Any:
         old_path = self.library.path_of(key)
@@ -532,12 +550,15 @@ class LibraryPanel(QWidget):
         return saved
 
     def duplicate_selected(self) -> None:
+        """Copy the selected entry and open the copy: what the user goes on to edit is the
+        duplicate, never the original."""
         key = self.selected_key()
         if key is not None:
             saved = self._guard(lambda: self.library.duplicate(key))
             self.reload()
             if saved is not None:
                 self.select_key(saved.key)
+                self.open_key(saved.key)
 
     def delete_selected(self) -> None:
         """Ask, then move the selected entry to the trash (Trash… restores it)."""

@@ -59,6 +59,39 @@ def preset_rows() -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _words(text: str) -> list[str]:
+    """Lower-case words, hyphens, dots and underscores counted as spaces: "Llama-3.1-8B" →
+    llama, 3, 1, 8b."""
+    for separator in "-._/,·()":
+        text = text.replace(separator, " ")
+    return text.casefold().split()
+
+
+class WordFilter(QSortFilterProxyModel):
+    """Rows with a word starting with each typed word, in any column and order, separators
+    ignored: "llama 3" finds Llama-3.1-8B and not Llama-2-13B (a fixed string would look for
+    "llama 3", space included, and find nothing)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._typed: list[str] = []
+
+    def set_typed(self, text: str) -> None:
+        self._typed = _words(text)
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, row: int, parent: Any) -> bool:  # noqa: N802 (Qt API)
+        if not self._typed:
+            return True
+        source = self.sourceModel()
+        words = [
+            word
+            for column in range(source.columnCount())
+            for word in _words(str(source.index(row, column, parent).data() or ""))
+        ]
+        return all(any(word.startswith(typed) for word in words) for typed in self._typed)
+
+
 class ModelFinder(QDialog):
     """Search the presets by name, kind or size; Enter or a double-click picks one."""
 
@@ -80,11 +113,9 @@ class ModelFinder(QDialog):
                 item.setData(preset_id, Qt.ItemDataRole.UserRole)
                 item.setEditable(False)
             source.appendRow(items)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = WordFilter(self)
         self.proxy.setSourceModel(source)
-        self.proxy.setFilterKeyColumn(-1)  # every column
-        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.search.textChanged.connect(self.proxy.setFilterFixedString)
+        self.search.textChanged.connect(self.proxy.set_typed)
         self.view = QTableView()
         self.view.setObjectName("model_list")
         self.view.setModel(self.proxy)
@@ -112,6 +143,12 @@ class ModelFinder(QDialog):
         index = rows[0] if rows else self.proxy.index(0, 0)
         value = index.data(Qt.ItemDataRole.UserRole) if index.isValid() else None
         return str(value) if value is not None else None
+
+
+def _text_width(edit: QLineEdit, sample: str) -> int:
+    """Pixels a line edit needs to show ``sample`` whole (text, margins and frame)."""
+    margins = edit.textMargins()
+    return edit.fontMetrics().horizontalAdvance(sample) + margins.left() + margins.right() + 14
 
 
 def _parse_name(text: str) -> str:
@@ -184,6 +221,10 @@ class ScenarioBar(QWidget):
         self.gpu_memory.setObjectName("gpu.memory_bytes")
         self.gpu_memory.setMaximumWidth(90)
         binder.described(self.gpu_memory, "gpu.memory_bytes")
+        # at the window's narrowest the layout squeezes the fields: never below their usual
+        # text ("memory .00 GB" at 1024 px)
+        for edit, sample in ((self.gpu_memory, "000.00 GB"), (self.num_gpus, "16384")):
+            edit.setMinimumWidth(_text_width(edit, sample))
         for text, widget in (
             ("Name", self.name),
             ("Model", self.model),

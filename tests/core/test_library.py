@@ -339,3 +339,139 @@ def test_the_library_folders_are_spelled_once(tmp_path: Path) -> None:
     assert library.quarantine_folder == tmp_path / "quarantine"
     assert library.recovery_folder == tmp_path / "recovery"
     assert library.journal_folder == tmp_path / "journal"
+
+
+# ---------------------------------------------------------------- issue 29 item 9: unique names
+
+
+def test_rename_to_a_name_another_entry_has_gives_a_fresh_one() -> None:
+    library = Library()
+    library.save_as(_scenario("Alpha"))
+    beta = library.save_as(_scenario("Beta"))
+    renamed = library.rename(beta.key, "alpha")  # another case of the same name
+    assert renamed.scenario.name == "alpha (2)"
+    names = sorted(e.name for e in library.listing().entries)
+    assert names == ["Alpha", "alpha (2)"]
+    assert library.find("Alpha") != library.find("alpha (2)")  # neither is ambiguous
+
+
+def test_rename_keeping_the_key_still_refuses_a_taken_name() -> None:
+    """'Alpha!' has the key 'alpha-2'; renamed to 'Alpha' its slug is not its key, and
+    'beta' renamed to 'BETA' keeps its key: neither may end up sharing a name."""
+    library = Library()
+    library.save_as(_scenario("Alpha"))
+    other = library.save_as(_scenario("Alpha!"))
+    assert other.key == "alpha-2"
+    assert library.rename(other.key, "Alpha").scenario.name == "Alpha (2)"
+    beta = library.save_as(_scenario("beta"))
+    assert library.rename(beta.key, "BETA").scenario.name == "BETA"  # its own name: no suffix
+    names = [e.name.casefold() for e in library.listing().entries]
+    assert len(names) == len(set(names)) == 3
+
+
+def test_the_command_line_finds_each_entry_after_a_rename_onto_a_taken_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    library = Library()
+    library.save_as(_scenario("Plan A", num_gpus=8))
+    second = library.save_as(_scenario("Plan B", num_gpus=16))
+    library.rename(second.key, "Plan A")
+    assert main(["export", "Plan A", "--to", str(tmp_path / "out")]) == 0
+    assert main(["delete", "Plan A"]) == 0
+    left = library.listing().entries
+    assert [(e.name, e.num_gpus) for e in left] == [("Plan A (2)", 16)]
+
+
+# ---------------------------------------------------------------- issue 29 item 7: a failed move
+
+
+def test_a_restore_whose_write_fails_leaves_no_journal_that_could_remove_it_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The journal entry of a restore names the file to be written; if the write fails
+    (a full disk) and the entry stayed, saving that name later and starting again would
+    remove the trashed file as if the restore had finished."""
+    import errno
+
+    import llm_planner.core.files.library as library_module
+
+    library = Library()
+    saved = library.save_as(_scenario("Precious", "only copy"))
+    library.delete(saved.key)
+    [item] = library.trash()
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(library_module, "save_scenario_file", full)
+        with pytest.raises(LibraryError, match="No space left on device") as raised:
+            library.restore(item.id)
+    assert item.id in str(raised.value)
+    assert _files(library.journal_folder) == []
+    library.save_as(_scenario("Precious", "a new plan of the same name"))
+    assert [i.id for i in Library().trash()] == [item.id]  # a fresh start removes nothing
+    assert Library().listing().entries[0].notes == "a new plan of the same name"
+    assert load_scenario_file(item.path).notes == "only copy"
+
+
+def test_a_delete_whose_move_fails_keeps_the_entry_and_no_journal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import errno
+
+    library = Library()
+    saved = library.save_as(_scenario("Kept", "still here"))
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "link", refuse)
+        patch.setattr(os, "replace", refuse)
+        with pytest.raises(LibraryError, match="Input/output error") as raised:
+            library.delete(saved.key)
+    assert str(saved.path) in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert _files(library.journal_folder) == []
+    assert library.open(saved.key).notes == "still here"
+    assert Library().trash() == []
+
+
+def test_a_save_on_a_full_disk_is_one_message_naming_the_file_and_keeps_the_old_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import errno
+
+    library = Library()
+    saved = library.save_as(_scenario("Kept", "the saved version"))
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", full)
+        with pytest.raises(LibraryError, match="No space left on device") as over:
+            library.save(_scenario("Kept", "an edit that did not fit"), saved.key)
+        with pytest.raises(LibraryError, match="No space left on device") as new:
+            library.save_as(_scenario("Another"))
+    assert str(over.value).startswith(f"{saved.path}: ")
+    assert str(new.value).startswith(f"{library.folder}: ")
+    assert "'Another'" in str(new.value)
+    assert library.open(saved.key).notes == "the saved version"
+    assert [e.name for e in library.listing().entries] == ["Kept"]
+    assert [p for p in _files(library.folder) if p.startswith(".")] == []  # no temp left
+
+
+def test_saving_over_an_entry_under_a_name_another_entry_has_gives_a_fresh_one() -> None:
+    """The window's name field edited to another entry's name, then Save over the entry:
+    the same duplicate a rename could make (issue 29 item 9)."""
+    library = Library()
+    library.save_as(_scenario("Alpha", num_gpus=8))
+    beta = library.save_as(_scenario("Beta", num_gpus=16))
+    saved = library.save(_scenario("ALPHA", num_gpus=16), beta.key)
+    assert saved.key == beta.key
+    assert saved.scenario.name == "ALPHA (2)"
+    assert sorted(e.name for e in library.listing().entries) == ["ALPHA (2)", "Alpha"]
+    again = library.save(_scenario("ALPHA (2)", num_gpus=32), beta.key)  # its own name
+    assert again.scenario.name == "ALPHA (2)"

@@ -2,7 +2,7 @@
 troubleshooting threshold or outside its published band is named in the report, whether the
 step-time model produced it or the user gave it.
 
-Bands and thresholds are the published figures in core/composition/calibration.py
+Bands and thresholds are the published figures in core/composition/calibration_checks.py
 RATE_BANDS (the seed talk: 100-180 TFLOP/s per A100, troubleshoot below 115; 30-40 per V100;
 Llama 3's 380-430 per H100).
 """

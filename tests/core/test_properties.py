@@ -51,7 +51,9 @@ COUNTS_FILE = os.environ.get("LLM_PLANNER_PROPERTY_COUNTS", "")
 FAILURES_FILE = os.environ.get("LLM_PLANNER_PROPERTY_FAILURES", "")
 """Measurement runs: append each failing example (one JSON line: the property, the reason,
 the input) to this file, so a failure found in a 20,000-example run can be replayed."""
-SECONDS_PER_ESTIMATE = 1.0
+SECONDS_PER_ESTIMATE = 3.0
+"""CPU seconds one estimate may take (a bound on work, not a speed test: wall time moves
+with the machine's load, and CI's 2 cores are shared)."""
 BYTES_PER_ESTIMATE = 500e6
 COUNTS: dict[str, Counter[str]] = {}
 
@@ -200,12 +202,12 @@ def _fractions(node: Any, path: str = "") -> list[tuple[str, float]]:
 
 def check_estimate(scenario: Scenario) -> None:
     """The estimate's invariants (raises AssertionError naming what broke)."""
-    start = time.perf_counter()
+    start = time.process_time()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     report = estimate(scenario)
     data = report_json(report)
     text = json.dumps(data, allow_nan=False)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
     assert elapsed < SECONDS_PER_ESTIMATE, f"estimate took {elapsed:.2f} s"
     assert grown < BYTES_PER_ESTIMATE, f"estimate grew the process by {grown / 1e6:.0f} MB"

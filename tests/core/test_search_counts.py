@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from llm_planner.core.composition.ranking import layout_uncertainties, ranking_factor
 from llm_planner.core.composition.scenario import default_scenario
 from llm_planner.core.composition.search import (
     SearchOptions,
@@ -67,7 +68,9 @@ def test_search_counts_is_each_counts_search(model, gpu, counts):
 
 @pytest.mark.parametrize(("model", "gpu", "counts"), CASES)
 def test_best_row_is_the_fastest_of_every_fitting_candidate(model, gpu, counts):
-    """Against pricing every candidate, memory included, in one evaluate_layouts call."""
+    """Against pricing every candidate, memory included, in one evaluate_layouts call, and
+    ranking each fitting one by its ranking figure (modeled tokens/s × its spread's factor,
+    looked up layout by layout)."""
     sc = _scenario(model, gpu)
     for n in counts:
         result = search(sc.model.architecture, sc.gpu, n, sc.parallelism, sc.training, top=1)
@@ -85,7 +88,17 @@ def test_best_row_is_the_fastest_of_every_fitting_candidate(model, gpu, counts):
         fit = out["peak_bytes"] <= sc.gpu.memory_bytes
         assert result.fitting == int(np.count_nonzero(fit))
         if result.fitting:
-            assert result.rows[0].tokens_per_s == float(out["tokens_per_s"][fit].max())
+            index = np.flatnonzero(fit)
+            spreads = layout_uncertainties(
+                sc.training.stack,
+                lay.tp[index],
+                lay.pp[index],
+                lay.dp[index],
+                lay.zero[index],
+                gpus_per_node=sc.parallelism.gpus_per_node,
+            )
+            ranked = out["tokens_per_s"][index] * np.array([ranking_factor(u) for u in spreads])
+            assert result.rows[0].ranked_tokens_per_s == float(ranked.max())
             assert result.rows[0].peak_bytes <= sc.gpu.memory_bytes
         else:
             assert result.rows == []

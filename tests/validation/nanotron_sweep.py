@@ -405,6 +405,102 @@ def median_abs_error_of(model: str, rows: tuple[SweepRow, ...] | None = None) ->
     return statistics.median(abs(r.error) for r in rows if r.model == model and r.error is not None)
 
 
+def uncertainty_table(rows: tuple[SweepRow, ...] | None = None) -> dict[str, Any]:
+    """The table ``resources/ranking_uncertainty.json`` holds (``scripts/
+    gen_ranking_uncertainty.py`` writes it): per model, node count and mechanism class
+    (:func:`llm_planner.core.composition.ranking.mechanism_class`), the ratio measured ÷
+    modeled tokens/s of every run that ran, rounded to 4 significant digits."""
+    from llm_planner.core.composition.ranking import mechanism_class
+
+    rows = sweep_rows() if rows is None else rows
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for r in rows:
+        if r.error is None:
+            continue
+        c = mechanism_class(r.tp, r.pp, r.zero, 8)
+        key = (r.model, r.nodes, c.zero, c.pipelined, c.pipeline_across_nodes, c.tp_across_nodes)
+        groups.setdefault(key, []).append(float(f"{1.0 / (1.0 + r.error):.4g}"))
+    names = ("model", "nodes", "zero", "pipelined", "pipeline_across_nodes", "tp_across_nodes")
+    return {
+        "what": "measured ÷ modeled tokens/s per GPU of every nanotron sweep run that ran, by "
+        "model, node count and mechanism class (core/composition/ranking.py); written by "
+        "scripts/gen_ranking_uncertainty.py from tests/validation/nanotron_sweep.py",
+        "source": load_sweep().get("source", "nanotron-sweep-1b-3b.json"),
+        "stack": "nanotron",
+        "gpus_per_node": 8,
+        "classes": [
+            {**dict(zip(names, key, strict=True)), "ratios": sorted(v)}
+            for key, v in sorted(groups.items())
+        ],
+    }
+
+
+def ranked_first(
+    group: list[SweepRow], *, exclude_model: str | None
+) -> tuple[SweepRow, float | None]:
+    """The row the search's ranking figure puts first in ``group`` (modeled tokens/s × the
+    low percentile of its class, :mod:`llm_planner.core.composition.ranking`), with the other
+    model's runs only (``exclude_model``: the group's own model, held out)."""
+    from llm_planner.core.composition.ranking import (
+        mechanism_class,
+        ranking_factor,
+        uncertainty,
+    )
+
+    def figure(r: SweepRow) -> float:
+        u = uncertainty(
+            "nanotron",
+            mechanism_class(r.tp, r.pp, r.zero, 8),
+            r.nodes,
+            exclude_model=exclude_model,
+        )
+        return r.predicted_tokens_per_s_per_gpu * ranking_factor(u)
+
+    best = max(group, key=figure)
+    return best, figure(best)
+
+
+@dataclass(frozen=True)
+class RankedGroup:
+    """Per (model, nodes): the shortfall of the layout the modeled figure ranks first and of
+    the one the uncertainty-aware figure ranks first (the other model's runs only)."""
+
+    model: str
+    nodes: int
+    runs: int
+    best_measured: SweepRow
+    modeled_first: SweepRow
+    ranked_first: SweepRow
+
+    @staticmethod
+    def _short(row: SweepRow, best: SweepRow) -> float:
+        return 1.0 - (row.measured_tokens_per_s_per_gpu or 0.0) / (
+            best.measured_tokens_per_s_per_gpu or 1.0
+        )
+
+    @property
+    def modeled_shortfall(self) -> float:
+        return self._short(self.modeled_first, self.best_measured)
+
+    @property
+    def ranked_shortfall(self) -> float:
+        return self._short(self.ranked_first, self.best_measured)
+
+
+def ranked_groups(rows: tuple[SweepRow, ...] | None = None) -> list[RankedGroup]:
+    rows = sweep_rows() if rows is None else rows
+    out = []
+    for key in sorted({(r.model, r.nodes) for r in rows}):
+        g = [r for r in rows if (r.model, r.nodes) == key and r.error is not None]
+        if len(g) < 3:
+            continue
+        best_m = max(g, key=lambda r: r.measured_tokens_per_s_per_gpu or 0.0)
+        best_p = max(g, key=lambda r: r.predicted_tokens_per_s_per_gpu)
+        ranked, _ = ranked_first(g, exclude_model=key[0])
+        out.append(RankedGroup(key[0], key[1], len(g), best_m, best_p, ranked))
+    return out
+
+
 FIT_GRID: dict[str, list[float]] = {
     "inter_node_efficiency": [0.3, 0.4, 0.5, 0.6],
     "inter_node_step_latency_seconds": [5e-5, 1e-4, 1.5e-4],

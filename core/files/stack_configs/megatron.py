@@ -246,6 +246,8 @@ def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
     granularity = args.recompute_granularity
     if granularity not in (None, "selective", "full"):
         raise StackConfigError(f"{source}: --recompute-granularity {granularity!r}")
+    if granularity == "full":
+        _full_recompute_covers_every_layer(args, pp, source)
     return {
         "parallelism.tp": args.tensor_model_parallel_size or 1,
         "parallelism.pp": pp,
@@ -257,6 +259,28 @@ def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
         "parallelism.fsdp_strategy": None,
         "training.recompute": granularity or "none",
     }
+
+
+def _full_recompute_covers_every_layer(args: argparse.Namespace, pp: int, source: str) -> None:
+    """The planner's 'full' is every layer checkpointed alone, its input kept. Megatron-LM
+    (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py,
+    recompute_method / recompute_num_layers): no method, or uniform with 1 layer per unit,
+    is that; uniform with N > 1 keeps one input per N-layer unit and replays N layers at
+    once; block recomputes N layers per pipeline stage and keeps the rest whole, which is
+    'full' only when N covers the stage. Other settings are refused, not mispriced."""
+    method, n = args.recompute_method, args.recompute_num_layers
+    if method is None or (method == "uniform" and n in (None, 1)):
+        return
+    stage = -(-args.num_layers // pp) if args.num_layers else None
+    if method == "block" and n is not None and stage is not None and n >= stage:
+        return
+    if method not in ("uniform", "block"):
+        raise StackConfigError(f"{source}: --recompute-method {method!r}")
+    raise StackConfigError(
+        f"{source}: --recompute-method {method} --recompute-num-layers {n}: the planner "
+        "prices full recomputation of every layer alone (uniform 1, or block covering the "
+        "stage's layers)"
+    )
 
 
 def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -252,6 +252,21 @@ def parse(text: str, source: str) -> ImportedConfig:
         raise r.fail(
             f"activation_checkpoint.mode {mode!r}: the planner knows none, selective, full"
         )
+    if mode == "selective":
+        # the TOML era (pytorch/torchtitan@169ba3bd7, torchtitan/distributed/
+        # activation_checkpoint.py): selective_ac_option "op" is op-level SAC (the planner's
+        # torchtitan 'selective'); digits N are _apply_layer_sac, every N-th block fully
+        # checkpointed and the others kept whole ("if not ac_freq or count % ac_freq == 0"):
+        # 0 and 1 checkpoint every block, i.e. full; other N are not a policy priced here
+        option = r.get("activation_checkpoint.selective_ac_option", str, "op")
+        if option.isdigit() and int(option) <= 1:
+            mode = "full"
+        elif option != "op":
+            raise r.fail(
+                f"activation_checkpoint.selective_ac_option {option!r}: layer-level "
+                "checkpointing of every N-th block is not modeled; the planner prices 'op' "
+                "(op-level selective), 0 or 1 (every block: full) or mode none/full"
+            )
     fields["training.recompute"] = mode
     opt = r.get("optimizer.name", str)
     if opt is not None and opt.lower() in {"adamw", "adam"}:

@@ -17,7 +17,7 @@ from llm_planner.core.primitives.architecture import (
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
-from llm_planner.core.quantities.activations import LedgerEntry
+from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
     mfu_flops_per_token,
@@ -140,7 +140,9 @@ def elementwise_bytes_of(
     - forward: read its input (≈ |X|) + write X = 2·|X| (ELEMENTWISE_PASSES_FORWARD);
     - backward: read dY, read the saved X, write dX = 3·|X| (ELEMENTWISE_PASSES_BACKWARD);
     - recomputation replays the forward, + 2·|X|: for every such tensor with full
-      recomputation, for the attention core's (softmax, dropout) with selective.
+      recomputation, for the attention core's (softmax, dropout) with selective, and for
+      every such tensor with torchtitan's op-level selective (its policy saves only matmul,
+      attention and collective outputs: :func:`.activations.op_sac_tensors`).
 
     Layers are averaged over dense and MoE layers as the memory screen does. Each total is
     split by the tensor's tp sharding (``tp``, ``sp``, ``none``) so the vectorised step time
@@ -151,6 +153,9 @@ def elementwise_bytes_of(
     fwd, bwd = comm.ELEMENTWISE_PASSES_FORWARD, comm.ELEMENTWISE_PASSES_BACKWARD
     totals = {"none": [0.0, 0.0, 0.0], "selective": [0.0, 0.0, 0.0], "full": [0.0, 0.0, 0.0]}
     column = {"tp": 0, "sp": 1, "none": 2}
+    op_sac = (
+        get_profile(training_inputs.implementation).selective == "op_sac" and arch.recurrent is None
+    )
     for moe, n in layer_kinds(arch):
         la = layer_activations_for(arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe)
         for e in la.ledger:
@@ -159,7 +164,8 @@ def elementwise_bytes_of(
             per_token = e.bytes / ti.seq_len * n / arch.layers
             k = column[e.shard]
             totals["none"][k] += (fwd + bwd) * per_token
-            totals["selective"][k] += (fwd + bwd + fwd * e.attention_core) * per_token
+            replayed = 1.0 if op_sac else float(e.attention_core)
+            totals["selective"][k] += (fwd + bwd + fwd * replayed) * per_token
             totals["full"][k] += (2.0 * fwd + bwd) * per_token
     none, sel, full = (tuple(totals[rc]) for rc in RECOMPUTE_CODES)
     return (
