@@ -290,8 +290,9 @@ def evaluate_layouts(
     pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
     dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work, si=si)
-    window_share = np.select(
-        [lay.zero <= 1, lay.zero == 2], [comm.BACKWARD_SHARE, comm.BACKWARD_SHARE * m], m
+    # (np.where nested: np.select's first true condition, without its per-call set-up)
+    window_share = np.where(
+        lay.zero <= 1, comm.BACKWARD_SHARE, np.where(lay.zero == 2, comm.BACKWARD_SHARE * m, m)
     )
     t_host, t_launch = _host_floor(
         work, cluster, lay, chunk_layers * v, head_on_stage=fullest_head, si=si
@@ -943,10 +944,18 @@ def _data_parallel(
         bucket_bytes = np.maximum(float(bucket), grows)
     buckets = np.maximum(1.0, np.ceil(grad_gpu / bucket_bytes))
     layers_gpu = np.ceil(work.layers / pp)
-    count_lat = np.select(
-        [lay.zero == 0, lay.zero == 1, lay.zero == 2],
-        [buckets * lat_ar, buckets * lat_g + lat_g, m * buckets * lat_g + lat_g],
-        m * (buckets + 2.0 * layers_gpu) * lat_g,
+    count_lat = np.where(
+        lay.zero == 0,
+        buckets * lat_ar,
+        np.where(
+            lay.zero == 1,
+            buckets * lat_g + lat_g,
+            np.where(
+                lay.zero == 2,
+                m * buckets * lat_g + lat_g,
+                m * (buckets + 2.0 * layers_gpu) * lat_g,
+            ),
+        ),
     )
     single = shard <= 1
     t_dp = np.where(single, 0.0, t_dp + count_lat)
