@@ -19,6 +19,7 @@ from llm_planner import (
     cli_compare,
     cli_launch,
     cli_search,
+    cli_serve_plan,
     cli_store,
     cli_whatif,
 )
@@ -29,6 +30,7 @@ from llm_planner.cli_window import QT_PROBE_FLAG, cmd_window, qt_probe
 COMMAND_GROUPS = (
     cli_catalog,
     cli_search,
+    cli_serve_plan,
     cli_store,
     cli_compare,
     cli_whatif,

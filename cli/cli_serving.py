@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from llm_planner.cli_common import LENGTH, input_type
+from llm_planner.cli_common import input_type
 from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.quantities.engines import ENGINE_IDS
 
@@ -31,6 +31,16 @@ def _batch(text: str) -> int | str:
     return value
 
 
+def _described(flag: str, path: str) -> tuple[str, dict[str, Any]]:
+    """An option read by the described input's parser (the window's row reads the same)."""
+    spec = input_at(path)
+    return flag, {
+        "type": input_type(spec),
+        "metavar": spec.unit.metavar if spec.unit else "N",
+        "help": spec.help,
+    }
+
+
 def add_options(parser: Any) -> None:
     """The serving option group of ``report``. An option a command already defines is left
     to it (``whatif --prompt-tokens`` is the RL rollouts' prompt, which is also the
@@ -47,9 +57,9 @@ def add_options(parser: Any) -> None:
                 "engine allow",
             },
         ),
-        ("--prompt-tokens", {"type": LENGTH, "metavar": "N", "help": "prompt tokens per request"}),
-        ("--output-tokens", {"type": LENGTH, "metavar": "N", "help": "output tokens per request"}),
-        ("--engine", {"choices": ENGINE_IDS, "help": "serving engine (batching and kernels)"}),
+        _described("--prompt-tokens", "inference.prompt_tokens"),
+        _described("--output-tokens", "inference.output_tokens"),
+        ("--engine", {"choices": ENGINE_IDS, "help": input_at("inference.engine").help}),
     ]
     for flag, spec in options:
         if flag not in taken:

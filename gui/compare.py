@@ -1,17 +1,21 @@
-"""Compare and choose: scenarios side by side, the cheapest hardware, the tornado chart.
+"""Compare and choose: scenarios side by side, the cheapest hardware, the tornado chart,
+the cheapest serving deployment.
 
 One window of its own (:class:`ChooseWindow`), opened from the main window's View menu; it
-follows the main window's scenario live. Three tabs:
+follows the main window's scenario live. Four tabs:
 
 - **Compare**: 2–4 scenarios (the current one, variants of it, library entries, files),
   the headline figures aligned with the differences highlighted, the input fields that
   differ, and the memory bars on one shared axis;
 - **Hardware**: every GPU kind × GPU counts with its best layout, ranked, as a table
   (a Qt model) and a cost-against-time chart with the Pareto front;
-- **Sensitivity**: the tornado chart of time or cost and its figures.
+- **Sensitivity**: the tornado chart of time or cost and its figures;
+- **Serving**: the cheapest GPU and replica size serving N users at a latency target
+  (``core.composition.serving_plan``, as ``llm-planner serve-plan``).
 
-No formulas here: the numbers come from ``core.composition.compare``, ``.hardware`` and
-``.sensitivity``, the same the ``compare``, ``hardware`` and ``sensitivity`` commands print.
+No formulas here: the numbers come from ``core.composition.compare``, ``.hardware``,
+``.sensitivity`` and ``.serving_plan``, the same the ``compare``, ``hardware``,
+``sensitivity`` and ``serve-plan`` commands print.
 The ranking and the sensitivity run off the UI thread (``QThreadPool``); a newer request
 supersedes an older one.
 """
@@ -44,6 +48,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QInputDialog,
     QLabel,
+    QLineEdit,
     QMainWindow,
     QMessageBox,
     QPushButton,
@@ -76,8 +81,16 @@ from llm_planner.core.composition.hardware import (
 )
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.sensitivity import Sensitivity, SensitivityBar, sensitivity
+from llm_planner.core.composition.serving_plan import (
+    ServingOption,
+    ServingPlan,
+    parse_latency,
+    parse_users,
+    plan_serving,
+)
 from llm_planner.core.primitives import units
 from llm_planner.core.primitives.figures import format_value
+from llm_planner.core.quantities.engines import get_engine
 from llm_planner.gui import colors
 from llm_planner.gui.table_model import RowsModel
 from llm_planner.gui.widgets.charts import BarRow, MemoryBars, SeriesChart, ThemedPlot
@@ -654,6 +667,172 @@ class HardwareView(QWidget):
         )
 
 
+# --------------------------------------------------------------------- serving
+
+SERVING_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("gpu_name", "GPU"),
+    ("gpus_per_replica", "GPUs/replica"),
+    ("status", "Status"),
+    ("concurrency_per_replica", "Users/replica"),
+    ("replicas", "Replicas"),
+    ("total_gpus", "GPUs"),
+    ("tpot_seconds", "TPOT"),
+    ("ttft_seconds", "TTFT"),
+    ("usd_per_hour", "$/hour"),
+    ("usd_per_million_output_tokens", "$/M output tokens"),
+)
+
+
+class ServingPlanModel(RowsModel[ServingOption]):
+    """The serving options, cheapest first (core's order), one row each."""
+
+    headers = tuple(title for _key, title in SERVING_COLUMNS)
+
+    def text(self, option: ServingOption, key: str) -> str:
+        value = getattr(option, key)
+        fits = option.status in ("ok", "no price")
+        if key in ("tpot_seconds", "ttft_seconds"):
+            return "—" if value is None else f"{1e3 * value:,.1f} ms"
+        if key == "usd_per_hour":
+            return "—" if value is None else f"${value:,.2f}"
+        if key == "usd_per_million_output_tokens":
+            return "—" if value is None else f"${value:,.3f}"
+        if key in ("concurrency_per_replica", "replicas", "total_gpus"):
+            return f"{value:,}" if fits else "—"
+        return str(value)
+
+    def cell(self, option: ServingOption, column: int, role: int) -> Any:
+        key = SERVING_COLUMNS[column][0]
+        if role == DISPLAY:
+            return self.text(option, key)
+        if role == Qt.ItemDataRole.ForegroundRole:
+            if option.status == "does not fit":
+                return QBrush(QColor(colors.BAD))
+            if option.status in ("misses latency", "no price"):
+                return QBrush(QColor(colors.WARN).darker(130))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{option.gpus_per_replica} × {option.gpu_name}: {option.status}<br>" + (
+                f"price: {option.price_source}" if option.price_source else "no price"
+            )
+        return None
+
+
+class ServingPlanView(QWidget):
+    """The cheapest GPU and replica size serving N users at a latency target
+    (``core.composition.serving_plan``, as ``llm-planner serve-plan``), on the scenario's
+    engine and workload (the Inference memory tab's serving inputs)."""
+
+    def __init__(self, host: ScenarioHost, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.host = host
+        self.plan: ServingPlan | None = None
+        self.runner = Runner(self)
+        self.runner.finished.connect(self._show)
+        self.runner.failed.connect(self._failed)
+        layout = QVBoxLayout(self)
+        controls = QHBoxLayout()
+        self.users = QLineEdit("100")
+        self.users.setObjectName("serving_users")
+        self.users.setToolTip("Concurrent users (requests), e.g. 100 or 2k")
+        self.tpot = QLineEdit("50 ms")
+        self.tpot.setObjectName("serving_tpot")
+        self.tpot.setToolTip("Time per output token at most, e.g. 50 ms")
+        self.ttft = QLineEdit("")
+        self.ttft.setObjectName("serving_ttft")
+        self.ttft.setPlaceholderText("(none)")
+        self.ttft.setToolTip("Time to first token at most, e.g. 2 s; empty: no target")
+        self.tier = QComboBox()
+        self.tier.setObjectName("serving_tier")
+        for t in TIERS:
+            self.tier.addItem(t.replace("_", "-"), t)
+        self.plan_button = _button(
+            "Plan serving",
+            "plan_serving",
+            self.start,
+            "Try every GPU kind at 1, 2, 4 and 8 GPUs per replica",
+        )
+        for label, widget in (
+            ("Users", self.users),
+            ("TPOT ≤", self.tpot),
+            ("TTFT ≤", self.ttft),
+            ("Prices", self.tier),
+        ):
+            controls.addWidget(QLabel(label))
+            controls.addWidget(widget)
+        controls.addWidget(self.plan_button)
+        controls.addStretch(1)
+        layout.addLayout(controls)
+        self.workload = QLabel()
+        self.workload.setObjectName("serving_workload")
+        self.workload.setWordWrap(True)
+        layout.addWidget(self.workload)
+        self.busy = QLabel("")
+        self.busy.setObjectName("serving_status")
+        self.busy.setWordWrap(True)
+        layout.addWidget(self.busy)
+        self.model = ServingPlanModel(self)
+        self.table = _table(self.model)
+        layout.addWidget(self.table, 1)
+        self.show_workload()
+        host.state.changed.connect(lambda *_: self.show_workload())
+
+    def show_workload(self) -> None:
+        inputs = self.host.state.scenario.inference
+        self.workload.setText(
+            f"Workload (Inference memory tab): {get_engine(inputs.engine).name}, "
+            f"{inputs.prompt_tokens:,} prompt + {inputs.output_tokens:,} output tokens per "
+            f"request, {inputs.weights_format} weights, {inputs.kv_dtype} KV cache."
+        )
+
+    def _targets(self) -> tuple[int, float, float | None] | None:
+        """The typed users and targets, or None with the field that does not read named."""
+        try:
+            users = parse_users(self.users.text())
+            tpot = parse_latency(self.tpot.text(), "TPOT")
+            ttft_text = self.ttft.text().strip()
+            ttft = parse_latency(ttft_text, "TTFT") if ttft_text else None
+        except ValueError as error:
+            self.busy.setText(f'<span style="color:{colors.BAD}">{error}</span>')
+            return None
+        return users, tpot, ttft
+
+    def start(self) -> None:
+        targets = self._targets()
+        if targets is None:
+            return
+        users, tpot, ttft = targets
+        scenario: Scenario = self.host.state.scenario
+        tier = self.tier.currentData()
+        self.busy.setText("planning…")
+        self.plan_button.setEnabled(False)
+        self.runner.start(
+            lambda: plan_serving(scenario, users, tpot, ttft_target_seconds=ttft, tier=tier)
+        )
+
+    def _failed(self, message: str) -> None:
+        self.busy.setText(f"failed: {message}")
+        self.plan_button.setEnabled(True)
+
+    def _show(self, plan: ServingPlan) -> None:
+        self.plan = plan
+        self.plan_button.setEnabled(True)
+        best = plan.best
+        self.busy.setText(
+            f"{len(plan.options)} options for {plan.users:,} users; cheapest: "
+            + (
+                f"{best.replicas:,} × {best.gpus_per_replica} {best.gpu_name}, "
+                f"${best.usd_per_hour:,.2f}/h, "
+                f"${best.usd_per_million_output_tokens:,.3f} per million output tokens"
+                if best is not None
+                and best.usd_per_hour is not None
+                and best.usd_per_million_output_tokens is not None
+                else "none meets the targets"
+            )
+        )
+        self.model.set_rows(plan.options)
+        self.table.resizeColumnsToContents()
+
+
 # --------------------------------------------------------------------- sensitivity
 
 
@@ -802,7 +981,7 @@ class SensitivityView(QWidget):
 
 
 class ChooseWindow(QMainWindow):
-    """Compare, Hardware and Sensitivity on the main window's scenario."""
+    """Compare, Hardware, Sensitivity and Serving on the main window's scenario."""
 
     def __init__(self, host: ScenarioHost, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -813,9 +992,11 @@ class ChooseWindow(QMainWindow):
         self.compare = CompareView(host)
         self.hardware = HardwareView(host)
         self.sensitivity = SensitivityView(host)
+        self.serving = ServingPlanView(host)
         self.tabs.addTab(self.compare, "Compare")
         self.tabs.addTab(self.hardware, "Cheapest hardware")
         self.tabs.addTab(self.sensitivity, "Sensitivity")
+        self.tabs.addTab(self.serving, "Cheapest serving")
         self.tabs.currentChanged.connect(self._tab_shown)
         self.setCentralWidget(self.tabs)
         self.resize(1280, 720)

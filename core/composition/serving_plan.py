@@ -28,6 +28,7 @@ from llm_planner.core.composition.hardware import (
     price_for,
 )
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.primitives import units
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.inference import serving_deployment
@@ -35,6 +36,32 @@ from llm_planner.core.sections.serving import Deployment, max_concurrency, opera
 
 REPLICA_SIZES = (1, 2, 4, 8)
 """GPUs per replica tried (tensor parallel inside one node)."""
+
+MAX_USERS = 1_000_000_000
+"""The most concurrent users a plan is asked about (a bound on the input: a billion users
+is beyond any deployment the catalog prices)."""
+
+MAX_LATENCY_SECONDS = 3600.0
+"""The longest latency target taken (an hour per token is no serving target)."""
+
+
+def parse_users(text: str) -> int:
+    """Concurrent users as typed on both faces: a whole number, decimal ``k`` (``2k`` =
+    2,000), 1 to :data:`MAX_USERS`; ValueError saying why."""
+    value = units.parse_int_count(text, "users")
+    if not 1 <= value <= MAX_USERS:
+        raise ValueError(f"users: {text.strip()!r} must be 1 to {MAX_USERS:,}")
+    return value
+
+
+def parse_latency(text: str, what: str = "latency") -> float:
+    """A latency target as typed on both faces: ``50ms``, ``2s`` or a bare number of
+    seconds, above 0 and at most an hour; ValueError saying why."""
+    value = units.parse_duration(text, what)
+    if not 0 < value <= MAX_LATENCY_SECONDS:
+        raise ValueError(f"{what}: {text.strip()!r} must be above 0 and at most 1 h")
+    return value
+
 
 ServingStatus = Literal["ok", "misses latency", "does not fit", "no price"]
 
@@ -68,6 +95,8 @@ class ServingPlan(BaseModel):
     tpot_target_seconds: float
     ttft_target_seconds: float | None
     engine: str
+    prompt_tokens: int
+    output_tokens: int
     options: list[ServingOption]
     best: ServingOption | None
 
@@ -188,6 +217,8 @@ def plan_serving(
         tpot_target_seconds=tpot_target_seconds,
         ttft_target_seconds=ttft_target_seconds,
         engine=scenario.inference.engine,
+        prompt_tokens=scenario.inference.prompt_tokens,
+        output_tokens=scenario.inference.output_tokens,
         options=options,
         best=best,
     )

@@ -33,6 +33,10 @@ Version history:
   on the scenario it was saved with, so the step fills ``model`` (the architecture's name),
   ``gpu`` (its id), a missing ``stack`` and the missing layout fields from that scenario;
   afterwards the run stays that model's when the scenario's model changes.
+- **v5**: the RL what-if's rollout engines are priced by the serving model (its engine
+  profiles' fitted bandwidth fractions), so ``whatif.rl.decode_bandwidth_efficiency`` no
+  longer exists; the v4 value changed no figure since the serving model took over (issue
+  30), and the step drops it.
 """
 
 from __future__ import annotations
@@ -221,11 +225,28 @@ def _v3_to_v4(data: JsonDict) -> JsonDict:
     return out
 
 
+def _v4_to_v5(data: JsonDict) -> JsonDict:
+    """v4 → v5: ``whatif.rl.decode_bandwidth_efficiency`` removed (rollouts are priced by the
+    serving model, whose engine profiles carry the achieved bandwidth; see the history)."""
+    out = {**data, "schema_version": 5}
+    whatif = data.get("whatif")
+    if not isinstance(whatif, dict):
+        return out
+    rl = whatif.get("rl")
+    if isinstance(rl, dict) and "decode_bandwidth_efficiency" in rl:
+        kept = {key: value for key, value in rl.items() if key != "decode_bandwidth_efficiency"}
+        out["whatif"] = {**whatif, "rl": kept}
+    return out
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(0, "inline model and GPU, rename title/description/gpus", _v0_to_v1),
     Migration(1, "new inputs with defaults: throughput source, training stack", _v1_to_v2),
     Migration(2, "pure bf16 precision renamed pure_bf16; bf16 means mixed bf16", _v2_to_v3),
     Migration(3, "measured runs record their model, GPU, stack and layout", _v3_to_v4),
+    Migration(
+        4, "RL rollouts' decode bandwidth share removed (the serving model prices them)", _v4_to_v5
+    ),
 )
 """Every step, in order: ``MIGRATIONS[i]`` takes version ``i`` to ``i + 1``."""
 

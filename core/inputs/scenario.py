@@ -28,7 +28,7 @@ from llm_planner.core.primitives.gpus import GPU, catalog_id, get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.primitives.units import clean_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of the scenario file format written by this app (see ``store`` migrations)."""
 
 DEFAULT_MODEL = "llama-3.1-8b"

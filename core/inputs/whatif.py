@@ -89,11 +89,6 @@ class RLInputs(BaseModel):
         default=False,
         description="separate pools run the next rollout while training (one step off-policy)",
     )
-    decode_bandwidth_efficiency: float = Field(
-        default=0.7,
-        description="achieved share of HBM bandwidth while decoding",
-        **limits.bounds("whatif.rl.decode_bandwidth_efficiency"),
-    )
     reshard_seconds: float | None = Field(
         default=None, ge=0, le=1e6, description="colocated: weight resharding per phase change"
     )

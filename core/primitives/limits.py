@@ -164,7 +164,6 @@ RANGES: dict[str, Range] = {
     "whatif.mixed_cluster.groups.memory_bytes": _r(1e6, 1e13, "bytes"),
     "whatif.mixed_cluster.groups.intra_node_bandwidth_bytes_per_s": _r(1e6, 1e14, "B/s"),
     "whatif.mixed_cluster.groups.inter_node_bandwidth_bytes_per_s": _r(1e6, 1e14, "B/s"),
-    "whatif.rl.decode_bandwidth_efficiency": _r(1e-3, 1),
     "whatif.multimodal.encoder_params": _r(1e3, 1e13, "parameters"),
     "whatif.compression.kernel_bytes_per_s": _r(1e6, 1e15, "B/s"),
     # the GPU carried inline (catalog entries and custom GPUs alike)

@@ -59,6 +59,10 @@ _BYTE_UNITS: dict[str, float] = {
 }
 
 _DURATION_UNITS: dict[str, float] = {
+    "ms": 1e-3,
+    "msec": 1e-3,
+    "millisecond": 1e-3,
+    "milliseconds": 1e-3,
     "s": 1.0,
     "sec": 1.0,
     "secs": 1.0,
@@ -234,7 +238,8 @@ def parse_bandwidth(text: str | float | int, what: str = "bandwidth") -> float:
 
 
 def parse_duration(text: str | float | int, what: str = "duration") -> float:
-    """Read a duration such as ``30 days``, ``12h``, ``90 min`` into seconds (bare number: s)."""
+    """Read a duration such as ``30 days``, ``12h``, ``90 min`` or ``50 ms`` (a serving latency)
+    into seconds (bare number: s)."""
     if isinstance(text, int | float) and not isinstance(text, bool):
         return parse_count(text, what)
     if not isinstance(text, str):
@@ -244,7 +249,9 @@ def parse_duration(text: str | float | int, what: str = "duration") -> float:
         raise UnitError(f"{what}: cannot read {text!r}; write e.g. 30 days, 12 h, 90 min")
     unit = match["unit"].lower() or "s"
     if unit not in _DURATION_UNITS:
-        raise UnitError(f"{what}: unknown unit {match['unit']!r} in {text!r}; use s, min, h, d, w")
+        raise UnitError(
+            f"{what}: unknown unit {match['unit']!r} in {text!r}; use ms, s, min, h, d, w"
+        )
     value = _number(match["num"], what, text) * _DURATION_UNITS[unit]
     return _check_sign(value, what, text, allow_negative=False)
 

@@ -8,11 +8,14 @@ from PySide6.QtCore import Qt
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives import units
 from llm_planner.core.primitives.dtypes import DTYPES
+from llm_planner.core.quantities.engines import ENGINE_IDS, get_engine
 from llm_planner.core.quantities.quantization import weight_formats
 from llm_planner.core.sections.inference import memory_vs_context
 from llm_planner.gui import colors
+from llm_planner.gui.binding import tooltip_of
 from llm_planner.gui.tabs.base import (
     FitPanel,
     Tab,
@@ -75,6 +78,23 @@ class InferenceTab(Tab):
             "Element type of the KV cache",
         )
         self.batch = self.input(form, "inference.batch")
+        # the serving workload (core.sections.serving): one description per input, as
+        # the command line's --batch max, --engine, --prompt-tokens, --output-tokens
+        self.batch_max = self.check(
+            form,
+            input_at("inference.batch_max").label,
+            "inference.batch_max",
+            tooltip_of(input_at("inference.batch_max").help),
+        )
+        self.engine = self.combo(
+            form,
+            input_at("inference.engine").label,
+            "inference.engine",
+            [(get_engine(engine).name, engine) for engine in ENGINE_IDS],
+            tooltip_of(input_at("inference.engine").help),
+        )
+        self.prompt_tokens = self.input(form, "inference.prompt_tokens")
+        self.output_tokens = self.input(form, "inference.output_tokens")
         self.context = self.input(form, "inference.context")
         self.gpus = self.input(form, "inference.num_gpus")
         overhead = self.group("Runtime overhead (per GPU)")

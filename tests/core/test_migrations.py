@@ -183,3 +183,45 @@ def test_every_schema_version_has_a_committed_fixture_that_loads() -> None:
         for path in found:
             assert json.loads(path.read_text("utf-8"))["schema_version"] == version
             assert load_scenario_file(path).schema_version == SCHEMA_VERSION
+
+
+def test_v4_rl_decode_efficiency_is_dropped_and_the_other_rl_inputs_kept() -> None:
+    """v4 → v5: the RL rollouts are priced by the serving model, so the fixture's
+    ``decode_bandwidth_efficiency: 0.55`` is dropped; its other RL inputs (64 GPUs, 512
+    prompts × 8 samples, 1024 + 2048 tokens, engines of 1 GPU, separate pools) stay."""
+    path = FIXTURES / "v4-rl-decode-efficiency.llmplan.json"
+    raw = json.loads(path.read_text("utf-8"))
+    assert raw["schema_version"] == 4
+    assert raw["whatif"]["rl"]["decode_bandwidth_efficiency"] == 0.55
+    migrated = migrate(raw, current=5)
+    assert migrated["schema_version"] == 5
+    rl = migrated["whatif"]["rl"]
+    assert "decode_bandwidth_efficiency" not in rl
+    assert rl == {
+        k: v for k, v in raw["whatif"]["rl"].items() if k != "decode_bandwidth_efficiency"
+    }
+    scenario = load_scenario_file(path)
+    assert scenario.whatif.rl is not None
+    loaded = scenario.whatif.rl
+    assert (loaded.num_gpus, loaded.prompts_per_step, loaded.samples_per_prompt) == (64, 512, 8)
+    assert (loaded.prompt_tokens, loaded.response_tokens, loaded.engine_gpus) == (1024, 2048, 1)
+    assert loaded.placement == "separate"
+    # a v4 file that plans no RL what-if (or none at all) is only re-versioned
+    for whatif in ({"rl": None}, None):
+        doc = {"schema_version": 4, "whatif": whatif}
+        assert migrate(doc, current=5, migrations=migrations.MIGRATIONS) == {
+            "schema_version": 5,
+            "whatif": whatif,
+        }
+
+
+def test_v5_refuses_the_removed_rl_field() -> None:
+    """The field is gone from the v5 format: a v5 file that still has it is refused,
+    naming it, rather than silently ignoring a value that no longer changes anything."""
+    from llm_planner.core.files.store import dumps_scenario, parse_scenario
+    from llm_planner.core.inputs.scenario import default_scenario, with_changes
+
+    document = json.loads(dumps_scenario(with_changes(default_scenario(), {"whatif.rl": {}})))
+    document["whatif"]["rl"]["decode_bandwidth_efficiency"] = 0.7
+    with pytest.raises(ScenarioFileError, match="decode_bandwidth_efficiency"):
+        parse_scenario(json.dumps(document).encode())

@@ -59,7 +59,14 @@ def test_parse_price(text: str, expected: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"), [("30 days", 30 * 86400), ("12h", 43200), ("90 min", 5400)]
+    ("text", "expected"),
+    [
+        ("30 days", 30 * 86400),
+        ("12h", 43200),
+        ("90 min", 5400),
+        ("50ms", 0.050),  # a serving latency target: 50 thousandths of a second
+        ("2.5 msec", 0.0025),
+    ],
 )
 def test_parse_duration(text: str, expected: float) -> None:
     assert units.parse_duration(text) == pytest.approx(expected)

@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPushButton
 
-from llm_planner.gui.compare import ChooseWindow
+from llm_planner.gui.compare import SERVING_COLUMNS, ChooseWindow
 
 
 def open_window(window: Any, qtbot: Any) -> ChooseWindow:
@@ -100,3 +100,45 @@ def test_sensitivity_tornado(window: Any, qtbot: Any) -> None:
     price = next(c for c in view.tornado.changes if c[0] == "Price per GPU-hour")
     assert price[1] == pytest.approx(0.0, abs=1e-9)
     assert view.model.rowCount() == len(view.result.bars)
+
+
+def _type(qtbot: Any, edit: Any, text: str) -> None:
+    edit.setFocus()
+    edit.selectAll()
+    qtbot.keyClick(edit, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(edit, text)
+
+
+def test_cheapest_serving_for_users_at_a_latency_target(window: Any, qtbot: Any) -> None:
+    """1,000 users at TPOT ≤ 50 ms, typed and planned with the button: each priced row
+    needs ⌈1000 ÷ users per replica⌉ replicas of its GPUs, shown in the table, cheapest
+    first; 0 users is refused with a line naming the users and nothing is planned."""
+    import math
+
+    choose = open_window(window, qtbot)
+    choose.tabs.setCurrentIndex(3)
+    view = choose.serving
+    assert "vLLM, 1,024 prompt + 256 output tokens" in view.workload.text()
+    _type(qtbot, view.users, "0")
+    click(view, "plan_serving")
+    assert "users" in view.busy.text()
+    assert view.plan is None
+    _type(qtbot, view.users, "1k")  # decimal: 1,000 users
+    _type(qtbot, view.tpot, "50 ms")
+    click(view, "plan_serving")
+    qtbot.waitUntil(lambda: view.plan is not None, timeout=60_000)
+    plan = view.plan
+    assert (plan.users, plan.tpot_target_seconds, plan.ttft_target_seconds) == (1000, 0.05, None)
+    model = view.model
+    assert model.rowCount() == len(plan.options)
+    ok = [o for o in plan.options if o.status == "ok"]
+    assert ok
+    assert plan.best == ok[0] == plan.options[0]
+    costs = [o.usd_per_hour for o in ok]
+    assert costs == sorted(costs)
+    replicas = [title for _, title in SERVING_COLUMNS].index("Replicas")
+    for row, option in enumerate(plan.options[: len(ok)]):
+        need = math.ceil(1000 / option.concurrency_per_replica)
+        assert option.replicas == need
+        assert model.data(model.index(row, replicas)) == f"{need:,}"
+    assert f"{ok[0].replicas:,} × {ok[0].gpus_per_replica} {ok[0].gpu_name}" in view.busy.text()

@@ -9,8 +9,9 @@ on the N sequences of prompt + response tokens. Model:
   decodes as many sequences b together as its KV pool and scheduler hold at prompt +
   response tokens (the KV cache inside the larger workflow), folding their prompts into the
   decode steps; a wave of b sequences takes b × response ÷ the engine's output tokens/s.
-  t_roll(n) = waves(n) × t_wave. (``decode_bandwidth_efficiency`` of older files no longer
-  applies: the serving model's fitted fractions replace it.)
+  t_roll(n) = waves(n) × t_wave. (v4 files' ``decode_bandwidth_efficiency`` is dropped on
+  loading, :mod:`llm_planner.core.files.migrations`: the serving model's fitted fractions
+  replace it.)
 - **Training** at the estimate's one throughput per GPU (modeled, measured or assumed),
   scaled to the pool's GPUs (perfect data-parallel scaling assumed across pool sizes):
   t_train(n) = N · (prompt + response) ÷ (n · tokens/s per GPU).
