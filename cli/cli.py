@@ -42,6 +42,7 @@ COMMAND_GROUPS = (
 COMMANDS_OF_GROUP: dict[str, tuple[str, ...]] = {
     "llm_planner.cli_catalog": ("presets", "model"),
     "llm_planner.cli_search": ("search",),
+    "llm_planner.cli_serve_plan": ("serve-plan",),
     "llm_planner.cli_store": ("list", "import", "export", "trash", "delete", "restore"),
     "llm_planner.cli_compare": ("compare", "hardware", "sensitivity", "prices"),
     "llm_planner.cli_whatif": ("whatif",),
@@ -111,7 +112,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     report.set_defaults(handler=cmd_report)
 
     for group in COMMAND_GROUPS:
-        if command is None or command in COMMANDS_OF_GROUP[group.__name__]:
+        names = COMMANDS_OF_GROUP.get(group.__name__)  # a group not listed: always built
+        if command is None or names is None or command in names:
             group.add_commands(commands)
     parser.set_defaults(command_names=tuple(commands.choices))
     return parser
@@ -123,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv == [QT_PROBE_FLAG]:
         return qt_probe()
     first = argv[0] if argv else None
-    parser = build_parser(first if first in COMMAND_NAMES else None)
-    known = set(COMMAND_NAMES)
+    alone = first in COMMAND_NAMES
+    parser = build_parser(first if alone else None)
+    known = set(COMMAND_NAMES) if alone else set(parser.get_default("command_names"))
     try:
         # `llm-planner FILE` (a path, not a command): open the window on that file
         positional = [a for a in argv if not a.startswith("-")]
