@@ -70,6 +70,7 @@ from llm_planner.core.composition.compare import (
     duplicate_as_variant,
 )
 from llm_planner.core.composition.hardware import (
+    DEFAULT_HORIZON_SECONDS,
     DEFAULT_MAX_GPUS,
     OBJECTIVES,
     TIERS,
@@ -461,7 +462,12 @@ class CompareView(QWidget):
             )
             for name, memory in zip(self.comparison.names, self.comparison.memory, strict=True)
         ]
-        self.bars.set_rows(rows, min(m.capacity_bytes for m in self.comparison.memory))
+        memory = self.comparison.memory
+        self.bars.set_rows(
+            rows,
+            min(m.capacity_bytes for m in memory),
+            capacities=[m.capacity_bytes for m in memory],  # each scenario's own GPU
+        )
 
 
 # --------------------------------------------------------------------- hardware
@@ -516,13 +522,14 @@ class HardwareModel(RowsModel[HardwareOption]):
                 return math.inf
             return value if isinstance(value, int | float | str) else str(value)
         if role == Qt.ItemDataRole.ForegroundRole:
-            if option.status == "does not fit":
+            if option.status in ("does not fit", "no datacenter interconnect"):
                 return QBrush(QColor(colors.BAD))
-            if option.status in ("misses deadline", "no price"):
+            if option.status in ("misses deadline", "beyond horizon", "no price"):
                 return QBrush(QColor(colors.WARN).darker(130))
         if role == Qt.ItemDataRole.ToolTipRole:
+            flags = "".join(f"<br>⚠ {flag}" for flag in option.flags)
             return (
-                f"{option.num_gpus:,} × {option.gpu_name}: {option.status}<br>"
+                f"{option.num_gpus:,} × {option.gpu_name}: {option.status}{flags}<br>"
                 f"layout {option.layout_label}<br>"
                 f"tokens/s {format_value(option.tokens_per_s, 'tokens/s')}<br>"
                 f"price: {option.price_source}"
@@ -586,7 +593,9 @@ class HardwareView(QWidget):
             log_y=True,
         )
         self.chart.add_markers("ok", "meets deadline", colors.SERIES[0], size=8)
-        self.chart.add_markers("late", "misses deadline", colors.WARN, symbol="t", size=8)
+        self.chart.add_markers(
+            "late", "misses deadline or horizon", colors.WARN, symbol="t", size=8
+        )
         self.chart.add_line("pareto", "Pareto front", colors.SERIES[2], symbol="o")
         self.chart.add_vline("deadline", colors.BAD, "deadline")
         self.chart.set_vline("deadline", None)
@@ -594,8 +603,16 @@ class HardwareView(QWidget):
         splitter.addWidget(self.chart)
         splitter.setSizes([720, 560])
         layout.addWidget(splitter, 1)
+        self.ranked_for: Scenario | None = None
         self.show_price_age()
-        host.state.changed.connect(lambda *_: self.show_price_age())
+        host.state.changed.connect(lambda *_: self._scenario_changed())
+
+    def _scenario_changed(self) -> None:
+        self.show_price_age()
+        if self.ranked_for is not None and self.ranked_for != self.host.state.scenario:
+            self.busy.setText(
+                "This ranking is for the scenario as it was: press Rank for the open one."
+            )
 
     def show_price_age(self) -> None:
         try:
@@ -608,8 +625,9 @@ class HardwareView(QWidget):
         text = (
             f"Deadline: {units.format_duration(deadline)}. "
             if deadline
-            else "No deadline (set one on the Compute budget tab to mark the options that "
-            "miss it). "
+            else f"No deadline: options are judged against a default horizon of "
+            f"{DEFAULT_HORIZON_SECONDS / 86_400:.0f} days (set a deadline on the Compute "
+            "budget tab to change it). "
         )
         text += f"Prices: resources/prices.json, updated {prices.updated.isoformat()}."
         if warning:
@@ -623,6 +641,7 @@ class HardwareView(QWidget):
         max_gpus = int(self.max_gpus.currentData())
         self.busy.setText("ranking…")
         self.rank_button.setEnabled(False)
+        self.ranked_for = scenario
         self.runner.start(
             lambda: rank_hardware(scenario, objective=objective, tier=tier, max_gpus=max_gpus)
         )
@@ -650,7 +669,7 @@ class HardwareView(QWidget):
         day = 86_400.0
         priced = [o for o in ranking.options if o.cost_usd is not None and o.time_seconds]
         ok = [o for o in priced if o.status == "ok"]
-        late = [o for o in priced if o.status == "misses deadline"]
+        late = [o for o in priced if o.status in ("misses deadline", "beyond horizon")]
         front = sorted((o for o in priced if o.pareto), key=lambda o: o.time_seconds or 0.0)
         self.chart.set_markers("ok", [o.time_seconds / day for o in ok], [o.cost_usd for o in ok])
         self.chart.set_markers(
@@ -925,6 +944,9 @@ class SensitivityView(QWidget):
         super().__init__(parent)
         self.host = host
         self.result: Sensitivity | None = None
+        self.result_for: Scenario | None = None
+        """The scenario ``result`` was computed for (a result of another is not shown)."""
+        self.running_for: Scenario | None = None
         self.runner = Runner(self)
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(self._failed)
@@ -960,10 +982,21 @@ class SensitivityView(QWidget):
     def start(self) -> None:
         scenario: Scenario = self.host.state.scenario
         self.status.setText("computing…")
+        self.running_for = scenario
         self.runner.start(lambda: sensitivity(scenario))
 
+    def stale(self) -> bool:
+        """The result shown (or being computed) is not the open scenario's."""
+        current = self.host.state.scenario
+        return current not in (self.result_for, self.running_for)
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if self.stale():  # another scenario was opened or edited while hidden
+            self.start()
+
     def _show(self, result: Sensitivity) -> None:
-        self.result = result
+        self.result, self.result_for = result, self.running_for
         self.status.setText(
             f"As is: {format_value(result.base_time_seconds, 'seconds')}, "
             f"{format_value(result.base_cost_usd, 'usd')} — {result.throughput_source}"
@@ -1002,7 +1035,7 @@ class ChooseWindow(QMainWindow):
         self.resize(1280, 720)
 
     def _tab_shown(self, index: int) -> None:
-        if index == 2 and self.sensitivity.result is None and not self.sensitivity.runner.busy:
+        if index == 2 and self.sensitivity.stale():
             self.sensitivity.start()
 
 
