@@ -46,8 +46,13 @@ from llm_planner.core.composition.fit import (
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
 from llm_planner.core.composition.whatif.report import WhatIfReport, estimate_whatif, whatif_json
-from llm_planner.core.primitives.architecture import Architecture, ParameterCount, count_parameters
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    ParameterCount,
+    count_parameters,
+)
 from llm_planner.core.primitives.figures import Figure
+from llm_planner.core.primitives.kept import forget_all
 from llm_planner.core.sections.compute import (
     ComputeReport,
     MemoryNeed,
@@ -125,6 +130,7 @@ _COMPUTE = _Memo()
 
 def clear_memo() -> None:
     """Forget every kept value (benchmarks time the estimate from scratch with it)."""
+    forget_all()  # the kept values of pure functions (parameter counts, training FLOPs)
     for memo in (_TRAINING, _GPUS_PER_INSTANCE, _PARALLELISM, _INFERENCE, _ZERO_STAGES, _COMPUTE):
         memo.clear()
 

@@ -32,7 +32,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.composition.calibration import calibrate_scenario
 from llm_planner.core.composition.scenario import Scenario
-from llm_planner.core.composition.search import SearchRow, min_gpus_per_instance, search
+from llm_planner.core.composition.search import (
+    SearchResult,
+    SearchRow,
+    min_gpus_per_instance,
+    search_counts,
+)
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU, gpu_catalog
 from llm_planner.core.primitives.prices import (
@@ -335,23 +340,28 @@ def _evaluate_scenario(scenario: Scenario, price: Price | None) -> dict[str, Any
     }
 
 
-def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict[str, Any]:
-    """One option's figures (before ranking); its status: does not fit, no price, misses
-    the deadline, beyond the default horizon (no deadline), no datacenter interconnect
-    (a consumer GPU on more than one node), else ok."""
-    inputs = scenario.parallelism
-    batch = inputs.global_batch if n <= inputs.global_batch else n
-    result = search(
+def _searched(scenario: Scenario, gpu: GPU, counts: list[int]) -> list[SearchResult]:
+    """The best layout at each count (:func:`.search.search_counts`: the global batch
+    raised to the count where it is smaller; the counts priced together)."""
+    return search_counts(
         scenario.model.architecture,
         gpu,
-        n,
-        inputs.model_copy(update={"global_batch": batch}),
+        counts,
+        scenario.parallelism,
         scenario.training,
         params_override=scenario.model.params_override,
         top=1,
         compute_dtype=scenario.compute.compute_dtype,
         include_attention_flops=scenario.compute.include_attention_flops,
     )
+
+
+def _evaluate(
+    scenario: Scenario, gpu: GPU, n: int, price: Price | None, result: SearchResult
+) -> dict[str, Any]:
+    """One option's figures (before ranking), from its count's search ``result``; its
+    status: does not fit, no price, misses the deadline, beyond the default horizon (no
+    deadline), no datacenter interconnect (a consumer GPU on more than one node), else ok."""
     row = result.rows[0] if result.rows else None
     tokens = scenario.compute.tokens
     rate = row.tokens_per_s if row else None
@@ -456,8 +466,9 @@ def rank_hardware(
             raw.append(_evaluate_none(gpu, price, scenario.compute.deadline_seconds))
             continue
         own = scenario.num_gpus if gpu.id == scenario.gpu.id else None
-        for n in gpu_counts(first, max_gpus, max_counts, own if own and own <= max_gpus else None):
-            raw.append(_evaluate(on_gpu, gpu, n, price))
+        counts = gpu_counts(first, max_gpus, max_counts, own if own and own <= max_gpus else None)
+        for n, result in zip(counts, _searched(on_gpu, gpu, counts), strict=True):
+            raw.append(_evaluate(on_gpu, gpu, n, price, result))
         if own is not None:
             raw.append(_evaluate_scenario(scenario, price))
     priced = [r for r in raw if r["cost_usd"] is not None and r["time_seconds"] is not None]

@@ -21,6 +21,8 @@ from typing import Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from llm_planner.core.primitives.kept import kept
+
 FFNKind = Literal["gelu_mlp", "swiglu", "geglu"]
 """``gelu_mlp``: two matrices (up, down) with GELU/ReLU between, as in GPT-2/3, BLOOM,
 NeoX, Falcon. ``swiglu`` / ``geglu``: three matrices (gate, up, down), as in Llama, Mistral,
@@ -589,7 +591,16 @@ def mlp_params(arch: Architecture, ffn_size: int) -> int:
     return weights + bias
 
 
+@kept()
 def count_parameters(arch: Architecture) -> ParameterCount:
+    """Exact parameter count of ``arch`` (:func:`_count_parameters`), kept for the last
+    shapes counted (:func:`.kept.kept`: ``Architecture`` is frozen, so equal shapes count
+    the same, and one estimate asks for the count of one shape a dozen times). The value
+    is the count's own (frozen) object."""
+    return _count_parameters(arch)
+
+
+def _count_parameters(arch: Architecture) -> ParameterCount:
     """Exact parameter count of ``arch``, component by component.
 
     Per layer: attention (:func:`attention_params_per_layer`) or a recurrent mixer

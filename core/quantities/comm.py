@@ -122,7 +122,9 @@ def data_parallel_bytes(
     zero1 = ring_gather_bytes(dp, g) + ring_gather_bytes(dp, p)
     zero2 = m * ring_gather_bytes(dp, g) + ring_gather_bytes(dp, p)
     zero3 = m * (ring_gather_bytes(dp, g) + 2.0 * ring_gather_bytes(dp, p))
-    return np.asarray(np.select([z == 0, z == 1, z == 2], [ddp, zero1, zero2], zero3))
+    return np.asarray(
+        np.where(z == 0, ddp, np.where(z == 1, zero1, np.where(z == 2, zero2, zero3)))
+    )
 
 
 def tensor_parallel_bytes_per_layer(

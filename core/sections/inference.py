@@ -208,15 +208,63 @@ def replica_weights_bytes(params_total: float, inputs: InferenceInputs) -> float
 
 def _largest(fits: Callable[[int], bool], upper: int) -> int:
     """Largest x in [0, upper] with fits(x), for fits true up to a point then false."""
-    check = fits
-    low, high = 0, upper
+    return _bisect(fits, 0, upper)
+
+
+def _bisect(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """Largest x in [low, high] with fits(x), given fits(low) and fits true up to a point."""
     while low < high:
         middle = (low + high + 1) // 2
-        if check(middle):
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
     return low
+
+
+def _largest_under(total: Callable[[int], float], capacity: float, upper: int, knee: int) -> int:
+    """Largest x in [0, upper] with x = 0 or total(x) ≤ capacity, for total non-decreasing:
+    the same x as :func:`_largest`'s bisection, found in a few evaluations.
+
+    Memory is affine in the batch (and in the context, without sliding windows) beyond
+    ``knee``, where the prefill chunk stops growing the activations: the line through
+    total(knee) and total(2·knee) (secant; Press et al., Numerical Recipes 3rd ed.,
+    section 9.2) guesses x, and a doubling search from the guess (Bentley and Yao 1976,
+    "An almost optimal algorithm for unbounded searching") brackets the true x, which the
+    bisection then pins down. The guess only saves evaluations: whatever it is, the
+    bracket and the bisection find the one x where fits turns false."""
+
+    def fits(x: int) -> bool:
+        return x == 0 or total(x) <= capacity
+
+    x1 = min(max(knee, 1), upper)
+    x2 = min(2 * x1, upper)
+    if x2 <= x1:
+        return _largest(fits, upper)
+    t1, t2 = total(x1), total(x2)
+    if not t2 > t1:
+        guess = upper if t2 <= capacity else x1
+    else:
+        guess = x1 + math.floor((capacity - t1) * (x2 - x1) / (t2 - t1))
+    guess = min(max(guess, 0), upper)
+    step = 1
+    if fits(guess):
+        low, high = guess, upper
+        while low + step <= upper:
+            if not fits(low + step):
+                high = low + step - 1
+                break
+            low += step
+            step *= 2
+    else:
+        low, high = 0, guess - 1
+        while high - step >= 1:
+            if fits(high - step + 1):
+                low = high - step + 1
+                break
+            high -= step
+            step *= 2
+    return _bisect(fits, low, high)
 
 
 MAX_BATCH_SEARCHED = 1 << 24
@@ -226,13 +274,12 @@ def max_batch(
     arch: Architecture, params_total: float, gpu: GPU, inputs: InferenceInputs, context: int
 ) -> int:
     """Largest batch whose per-GPU memory at ``context`` fits the GPU; 0 if none does.
-    Memory grows monotonically with the batch, so a bisection finds it."""
-    return _largest(
-        lambda b: (
-            b == 0
-            or memory_per_gpu(arch, params_total, inputs, b, context).total <= gpu.memory_bytes
-        ),
+    Memory grows monotonically with the batch (:func:`_largest_under`)."""
+    return _largest_under(
+        lambda b: memory_per_gpu(arch, params_total, inputs, b, context).total,
+        gpu.memory_bytes,
         MAX_BATCH_SEARCHED,
+        knee=-(-inputs.prefill_chunk_tokens // max(context, 1)),
     )
 
 
@@ -242,11 +289,11 @@ def max_context(
     """Largest context (up to the model's ``max_context``) that fits at ``batch``; 0 if
     none does. With sliding windows on every layer the cache stops growing, so the
     model's limit is often the answer."""
-    return _largest(
-        lambda c: (
-            c == 0 or memory_per_gpu(arch, params_total, inputs, batch, c).total <= gpu.memory_bytes
-        ),
+    return _largest_under(
+        lambda c: memory_per_gpu(arch, params_total, inputs, batch, c).total,
+        gpu.memory_bytes,
         arch.max_context,
+        knee=-(-inputs.prefill_chunk_tokens // max(batch, 1)),
     )
 
 

@@ -41,6 +41,7 @@ from llm_planner.core.inputs.training import (
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 from llm_planner.core.quantities.stacks import get_stack
@@ -349,6 +350,7 @@ class TrainingFlops(NamedTuple):
         return self.weight_passes * self.weights_forward + 3.0 * self.attention_forward
 
 
+@kept()
 def training_flops(arch: Architecture, inputs: TrainingInputs) -> TrainingFlops:
     """Model and recomputed FLOPs per token of one training step under ``inputs``.
 

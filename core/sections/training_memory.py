@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -381,6 +381,22 @@ def _fixed_temporaries(
     return bucket, gather, dequant
 
 
+_FILL_BELOW = 64
+"""Layouts up to which a scalar input is filled rather than broadcast (same values)."""
+
+
+def _spread(x: npt.ArrayLike, dtype: Any, n: int) -> npt.NDArray[Any]:
+    """``x`` as ``n`` entries of ``dtype``: itself when it already is one per layout (the
+    search's arrays: no view made), else broadcast (a scalar for every layout)."""
+    a = np.asarray(x, dtype=dtype)
+    if a.shape == (n,):
+        return a
+    # a few layouts (the report's): a filled array is cheaper than a broadcast view
+    return (
+        np.full(n, a, dtype=dtype) if a.ndim == 0 and n <= _FILL_BELOW else np.broadcast_to(a, (n,))
+    )
+
+
 _SCREENED = (
     "weights_bytes",
     "gradients_bytes",
@@ -446,14 +462,14 @@ def training_memory_arrays(
     n = max(int(np.size(x)) for x in given)
 
     def ints(x: npt.ArrayLike) -> IntArray:
-        return np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
+        return _spread(x, np.int64, n)
 
     tp_i, pp_i, ep_i, zero_i = ints(tp), ints(pp), ints(ep), ints(zero)
     rc_i = ints(recompute)
-    cp_f = np.broadcast_to(np.asarray(cp, dtype=f64), (n,))
-    b_f = np.broadcast_to(np.asarray(micro_batch, dtype=f64), (n,)) / cp_f
-    sp_b = np.broadcast_to(np.asarray(sp, dtype=bool), (n,))
-    shard_f = np.broadcast_to(np.asarray(shard, dtype=f64), (n,))
+    cp_f = _spread(cp, f64, n)
+    b_f = _spread(micro_batch, f64, n) / cp_f
+    sp_b = _spread(sp, bool, n)
+    shard_f = _spread(shard, f64, n)
     tp_f = tp_i.astype(f64)
     multi = pp_i > 1
 
@@ -509,8 +525,8 @@ def training_memory_arrays(
         fragmentation = terms.fragmentation_fraction * allocated
         return allocated + terms.cuda_context_bytes + fragmentation, fragmentation
 
-    first_flight = np.broadcast_to(np.asarray(first_in_flight, dtype=f64), (n,))
-    last_flight = np.broadcast_to(np.asarray(last_in_flight, dtype=f64), (n,))
+    first_flight = _spread(first_in_flight, f64, n)
+    last_flight = _spread(last_in_flight, f64, n)
     first = stage(
         terms.outside_first,
         counts[:, 0],

@@ -300,3 +300,22 @@ def test_unreachable_display_prints_report_instead_of_a_qt_abort(tmp_path):
     assert "Qt could not start on this display" in result.stderr
     assert "Traceback" not in result.stderr
     assert "Compute budget" in result.stdout
+
+
+def test_command_table_is_the_groups_own():
+    """``COMMANDS_OF_GROUP`` (which group to build for one command) lists exactly the
+    subcommands each group adds, and a parser built for one command parses it as the whole
+    parser does."""
+    from llm_planner import cli
+
+    for group in cli.COMMAND_GROUPS:
+        parser = argparse.ArgumentParser()
+        commands = parser.add_subparsers()
+        group.add_commands(commands)
+        assert tuple(commands.choices) == cli.COMMANDS_OF_GROUP[group.__name__]
+    assert sorted(cli.COMMAND_NAMES) == sorted(_command_names())
+    for argv in (["report", "--model", "llama-2-7b", "--json"], ["hardware", "--json"]):
+        whole = vars(build_parser().parse_args(argv))
+        alone = vars(build_parser(argv[0]).parse_args(argv))
+        whole.pop("command_names"), alone.pop("command_names")
+        assert alone == whole

@@ -35,6 +35,7 @@ from llm_planner.core.sections.parallelism.layout import (
     training_layout_kwargs,
 )
 from llm_planner.core.sections.parallelism.memory import (
+    memory_screen,
     model_state_bytes_per_gpu,
     training_memory,
     zero_stage_comparison,
@@ -53,6 +54,7 @@ from llm_planner.core.sections.parallelism.step_time import (
     StepInputs,
     bottleneck_of,
     evaluate_layouts,
+    microbatches_per_step,
     step_inputs_of,
 )
 from llm_planner.core.sections.parallelism.workload import (
@@ -83,9 +85,11 @@ __all__ = [
     "bottleneck_of",
     "cluster_of",
     "evaluate_layouts",
+    "memory_screen",
     "memory_terms",
     "microbatches_in_flight",
     "microbatches_in_flight_last",
+    "microbatches_per_step",
     "model_flops_per_token",
     "model_state_bytes_per_gpu",
     "nvlink_domain_of",

@@ -67,7 +67,7 @@ def model_state_bytes_per_gpu(
 
 
 def memory_screen(
-    work: Workload,
+    work: Workload | None,
     lay: Layouts,
     terms: MemoryTerms,
     *,

@@ -247,11 +247,15 @@ def parallelism_report(
         include_attention_flops=include_attention_flops,
     )
     cluster = cluster_of(gpu, inputs, compute_dtype)
-    recipe = memory_terms(arch, training_inputs, params)
+    # the training report at this layout already holds the ZeRO-3 gather (the one memory
+    # function, same terms, tp, shard group, ep and stage): the screen is priced only without it
+    recipe = memory_terms(arch, training_inputs, params) if training_report is None else None
     priced = evaluate_layouts(
         work, cluster, lay.as_arrays(), recipe, step_inputs_of(arch, training_inputs)
     )
     out = {k: float(v[0]) for k, v in priced.items()}
+    if training_report is not None:
+        out["zero3_gathered_bytes"] = float(training_report.zero3_gather_bytes)
     problems = list(lay.problems)
     if out["mfu"] > 1.0:
         problems.append(mfu_above_one(out["mfu"], out["hfu"], work))

@@ -185,6 +185,21 @@ def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
     return copy + unscale + norm + 4.0
 
 
+def _replicas_at_work(
+    global_batch: float, dp: FloatArray, b: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The data-parallel replicas that hold work and each one's micro-batches per step:
+    replicas beyond the batch hold no sequence and sit out (at least one micro-batch each);
+    m = global batch ÷ (working replicas · micro-batch)."""
+    dp_work = np.minimum(dp, np.maximum(1.0, np.floor(global_batch / b)))
+    return dp_work, global_batch / (dp_work * b)
+
+
+def microbatches_per_step(global_batch: float, lay: Layouts) -> FloatArray:
+    """Micro-batches per step of each layout, as :func:`evaluate_layouts` counts them."""
+    return _replicas_at_work(global_batch, lay.as_float("dp"), lay.as_float("micro_batch"))[1]
+
+
 def evaluate_layouts(
     work: Workload,
     cluster: Cluster,
@@ -268,8 +283,7 @@ def evaluate_layouts(
     tp_pp = tp * pp
     gpus = tp_pp * dp * lay.as_float("cp")
     # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
-    dp_work = np.minimum(dp, np.maximum(1.0, np.floor(work.global_batch / b)))
-    m = work.global_batch / (dp_work * b)
+    dp_work, m = _replicas_at_work(work.global_batch, dp, b)
     tokens_mb = work.seq_len * b / lay.as_float("cp")  # this GPU's share of the sequences
     hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
     peak = cluster.peak_flops
@@ -304,8 +318,9 @@ def evaluate_layouts(
     pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
 
     dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work, si=si)
-    window_share = np.select(
-        [lay.zero <= 1, lay.zero == 2], [comm.BACKWARD_SHARE, comm.BACKWARD_SHARE * m], m
+    # (np.where nested: np.select's first true condition, without its per-call set-up)
+    window_share = np.where(
+        lay.zero <= 1, comm.BACKWARD_SHARE, np.where(lay.zero == 2, comm.BACKWARD_SHARE * m, m)
     )
     t_host, t_launch = _host_floor(
         work, cluster, lay, chunk_layers * v, head_on_stage=fullest_head, si=si
@@ -1084,10 +1099,18 @@ def _data_parallel(
         bucket_bytes = np.maximum(float(bucket), grows)
     buckets = np.maximum(1.0, np.ceil(grad_gpu / bucket_bytes))
     layers_gpu = np.ceil(work.layers / pp)
-    count_lat = np.select(
-        [lay.zero == 0, lay.zero == 1, lay.zero == 2],
-        [buckets * lat_ar, buckets * lat_g + lat_g, m * buckets * lat_g + lat_g],
-        m * (buckets + 2.0 * layers_gpu) * lat_g,
+    count_lat = np.where(
+        lay.zero == 0,
+        buckets * lat_ar,
+        np.where(
+            lay.zero == 1,
+            buckets * lat_g + lat_g,
+            np.where(
+                lay.zero == 2,
+                m * buckets * lat_g + lat_g,
+                m * (buckets + 2.0 * layers_gpu) * lat_g,
+            ),
+        ),
     )
     single = shard <= 1
     t_dp = np.where(single, 0.0, t_dp + count_lat)

@@ -1,0 +1,48 @@
+"""Kept values of pure functions of frozen inputs (``Architecture``, the ``*Inputs``).
+
+An estimate asks for the same derived value of the same frozen input many times (the
+parameter count of one shape a dozen times, the training FLOPs of one recipe several
+times); :func:`kept` keeps the last few by their arguments. Equal frozen inputs give equal
+values, so a kept value is the value: the figures do not change. An argument that cannot
+be hashed (a model holding a list) is computed afresh. :func:`forget_all` clears every
+kept value (an estimate timed from scratch calls it).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_KEPT: list[Any] = []
+
+
+def kept(maxsize: int = 64) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Keep the last ``maxsize`` values of the decorated pure function by its arguments.
+    The value is shared between callers: it must be immutable (a frozen model, a tuple)."""
+
+    def wrap(function: Callable[P, R]) -> Callable[P, R]:
+        cached: Any = functools.lru_cache(maxsize=maxsize)(function)
+        _KEPT.append(cached)
+
+        @functools.wraps(function)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                hash((args, tuple(kwargs.items())))
+            except TypeError:  # an unhashable argument: compute it afresh
+                return function(*args, **kwargs)
+            value: R = cached(*args, **kwargs)
+            return value
+
+        return call
+
+    return wrap
+
+
+def forget_all() -> None:
+    """Clear every kept value."""
+    for cached in _KEPT:
+        cached.cache_clear()
