@@ -648,17 +648,18 @@ class HardwareView(QWidget):
         self.model.set_options(ranking.options)
         self.table.resizeColumnsToContents()
         day = 86_400.0
-        priced = [o for o in ranking.options if o.cost_usd is not None and o.time_seconds]
-        ok = [o for o in priced if o.status == "ok"]
-        late = [o for o in priced if o.status == "misses deadline"]
-        front = sorted((o for o in priced if o.pareto), key=lambda o: o.time_seconds or 0.0)
-        self.chart.set_markers("ok", [o.time_seconds / day for o in ok], [o.cost_usd for o in ok])
-        self.chart.set_markers(
-            "late", [o.time_seconds / day for o in late], [o.cost_usd for o in late]
-        )
-        self.chart.set_line(
-            "pareto", [o.time_seconds / day for o in front], [o.cost_usd for o in front]
-        )
+        # (option, days, cost) of each priced option: its time and cost known
+        priced = [
+            (o, o.time_seconds / day, o.cost_usd)
+            for o in ranking.options
+            if o.cost_usd is not None and o.time_seconds
+        ]
+        ok = [(d, c) for o, d, c in priced if o.status == "ok"]
+        late = [(d, c) for o, d, c in priced if o.status == "misses deadline"]
+        front = sorted(((d, c) for o, d, c in priced if o.pareto), key=lambda p: p[0])
+        self.chart.set_markers("ok", [d for d, _ in ok], [c for _, c in ok])
+        self.chart.set_markers("late", [d for d, _ in late], [c for _, c in late])
+        self.chart.set_line("pareto", [d for d, _ in front], [c for _, c in front])
         deadline = ranking.deadline_seconds
         self.chart.set_vline(
             "deadline",

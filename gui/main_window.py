@@ -8,7 +8,7 @@ import gc
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl
 from PySide6.QtGui import (
@@ -21,6 +21,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QPaintEvent,
     QResizeEvent,
+    QScreen,
     QShortcut,
     QShowEvent,
 )
@@ -47,6 +48,9 @@ from llm_planner.gui.formatting import figure_text
 from llm_planner.gui.widgets.measurements import LOG_SUFFIXES, drop_log
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
+
+if TYPE_CHECKING:
+    from llm_planner.gui.widgets.library_panel import LibraryPanel
 
 log = logging.getLogger(__name__)
 SUFFIX = ".llmplan.json"
@@ -105,7 +109,7 @@ class MainWindow(QMainWindow):
         self.ask_before_discard = True
 
         self.setCentralWidget(self._build_central())
-        self.library = None
+        self.library: LibraryPanel | None = None
         self._build_library()
         self._build_menus()
         self.statusBar()
@@ -140,7 +144,8 @@ class MainWindow(QMainWindow):
 
     def _fit_screen(self, only_if_larger: bool = False) -> None:
         """Size the window within the screen's available geometry (taskbars excluded)."""
-        screen = self.screen() or QGuiApplication.primaryScreen()
+        # Qt returns no screen while none is attached, whatever the stubs say
+        screen: QScreen | None = self.screen() or QGuiApplication.primaryScreen()
         if screen is None:
             if not only_if_larger:
                 self.resize(*DEFAULT_SIZE)
@@ -190,7 +195,9 @@ class MainWindow(QMainWindow):
             tab = _tab_class(index)(self.state, self.binder, defer_charts=self._starting)
             tab.setObjectName(tab.section)
             holder = self.tabs.widget(index)
-            holder.layout().addWidget(tab)
+            layout = holder.layout() if holder is not None else None
+            assert layout is not None, "every tab holder is built with a layout"
+            layout.addWidget(tab)
             guard_wheel(tab)
             self.pages[index] = tab
             self._chain_focus()
@@ -678,7 +685,8 @@ class MainWindow(QMainWindow):
                 self._paint_charts(painter, charts, width, caption_height)
             finally:
                 painter.end()
-            written = image.save(path, "PNG")
+            # the stubs type the format as bytes; this binding refuses bytes and takes a str
+            written = image.save(path, "PNG")  # type: ignore[call-overload]
         if written:
             self._remember_folder(path)
             self.statusBar().showMessage(
@@ -914,9 +922,9 @@ def _tab_class(index: int) -> Any:
 def _focus_chain(root: QWidget) -> list[QWidget]:
     """The widgets under ``root`` that take focus by Tab, in their present focus order."""
     found: list[QWidget] = []
-    widget = root.nextInFocusChain()
+    widget: QWidget | None = root.nextInFocusChain()
     seen = 0
-    while widget is not root and seen < 5000:
+    while widget is not None and widget is not root and seen < 5000:
         seen += 1
         if root.isAncestorOf(widget) and widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
             found.append(widget)

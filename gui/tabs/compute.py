@@ -20,10 +20,11 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report, estimate
 from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.scenario import with_changes
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.compute import chinchilla_tokens
 from llm_planner.gui import colors
-from llm_planner.gui.binding import validation_message, with_changes
+from llm_planner.gui.binding import validation_message
 from llm_planner.gui.tabs.base import (
     Tab,
     field,

@@ -181,10 +181,8 @@ class InferenceTab(Tab):
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
         section = report.inference
-        if section is None:
-            return
         rows, capacity = inference_rows(scenario, section)
-        self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
+        self.bars.set_rows(rows, capacity)
         self._redraw_serving(report)
         self.fit_panel.show_report(report)
         limit = scenario.model.architecture.max_context
@@ -217,8 +215,6 @@ class InferenceTab(Tab):
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
         """Per-GPU memory against context from ``core.inference.memory_vs_context``."""
         function = memory_vs_context
-        if report.inference is None:
-            return
         contexts = sorted({*CONTEXTS, scenario.inference.context})
         result = safe_call(
             function,

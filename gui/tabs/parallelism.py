@@ -398,7 +398,7 @@ class ParallelismTab(Tab):
         result = safe_call(zero_stages, scenario)
         if not result:
             return
-        rows = []
+        rows: list[BarRow] = []
         for entry in result:
             stage = int(entry.get("zero_stage", len(rows)))
             parts = {name: float(entry.get(key) or 0.0) for name, key in PARTS.items()}

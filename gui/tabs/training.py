@@ -177,8 +177,6 @@ class TrainingTab(Tab):
         super().redraw(scenario, report)
         self.threshold.setEnabled(scenario.training.recompute == "threshold")
         section = report.training
-        if section is None:
-            return
         par = report.parallelism
         self.layout_note.setText(
             f"Per GPU under the layout set on the <b>Parallelism</b> tab: "

@@ -345,9 +345,9 @@ class MemoryBars(QWidget):
         (``setText`` re-lays out the text)."""
         n = len(self.rows)
         while len(self.labels) < n:
-            text = BarLabel()
-            self.plot.getPlotItem().getViewBox().addItem(text, ignoreBounds=True)
-            self.labels.append(text)
+            bar_label = BarLabel()
+            self.plot.getPlotItem().getViewBox().addItem(bar_label, ignoreBounds=True)
+            self.labels.append(bar_label)
         foreground = self.plot.foreground.name()
         # a narrow chart prints "65.0 GB" (GiB in the tooltip) rather than a cut "65.0 GB (6"
         view_px = self.plot.getPlotItem().getViewBox().width()

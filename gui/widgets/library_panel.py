@@ -131,7 +131,12 @@ class LibraryModel(RowsModel[Any]):
 class EntryDelegate(QStyledItemDelegate):
     """Paints an entry as two lines: the name, then model · GPU × count · date (dimmed)."""
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         opt.text = ""
@@ -167,7 +172,9 @@ class EntryDelegate(QStyledItemDelegate):
         painter.drawText(rect.x(), rect.y() + line + 1, rect.width(), line, 0, small)
         painter.restore()
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # noqa: N802
+    def sizeHint(  # noqa: N802
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         del index
         height = QFontMetrics(option.font).height()
         return QSize(200, 2 * height + 10)
@@ -346,8 +353,8 @@ class LibraryPanel(QWidget):
         self.problems.setStyleSheet("color: #D62728;")
         self.problems.hide()
         layout.addWidget(self.problems)
-        window.state.changed.connect(self._scenario_changed)
-        self._scenario_changed(window.state.scenario)
+        self.window_.state.changed.connect(self._scenario_changed)
+        self._scenario_changed(self.window_.state.scenario)
         self.setMinimumWidth(190)  # listing: after the first paint (MainWindow)
         self._selection_changed()
 
