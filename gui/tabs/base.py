@@ -72,17 +72,6 @@ def safe_call(function: Callable[..., Any] | None, *args: Any, **kwargs: Any) ->
         return None
 
 
-def field(obj: Any, *names: str) -> Any:
-    """The first attribute (or dict key) of ``obj`` among ``names`` that is not None."""
-    if obj is None:
-        return None
-    for name in names:
-        value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-        if value is not None:
-            return value
-    return None
-
-
 # ---------------------------------------------------------------- what would fit
 
 

@@ -27,7 +27,6 @@ from llm_planner.gui import colors
 from llm_planner.gui.binding import validation_message
 from llm_planner.gui.tabs.base import (
     Tab,
-    field,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
@@ -180,9 +179,9 @@ class ComputeTab(Tab):
         scenario, compute = self.state.scenario, self.state.report.compute
         changes: dict[str, Any] = {"compute.throughput_mode": mode}
         if mode == "tflops" and scenario.compute.achieved_flops_per_gpu is None:
-            changes["compute.achieved_flops_per_gpu"] = field(compute, "flops_per_gpu_per_s")
+            changes["compute.achieved_flops_per_gpu"] = compute.flops_per_gpu_per_s
         if mode == "tokens_per_s" and scenario.compute.tokens_per_s_per_gpu is None:
-            changes["compute.tokens_per_s_per_gpu"] = field(compute, "tokens_per_s_per_gpu")
+            changes["compute.tokens_per_s_per_gpu"] = compute.tokens_per_s_per_gpu
         try:
             self.state.set_fields(changes, "Change throughput source")
         except ValueError as error:
@@ -247,8 +246,8 @@ class ComputeTab(Tab):
         self._enable_rate_fields()
         self.not_priced.show_report(report)
         section = report.compute
-        seconds = field(section, "wall_seconds")
-        cost = field(section, "cost_usd")
+        seconds = section.wall_seconds
+        cost = section.cost_usd
         self.time_chart.set_markers(
             "current",
             [scenario.num_gpus] if seconds else [],
@@ -268,10 +267,8 @@ class ComputeTab(Tab):
         """The D ≈ 20·P line (core.compute.chinchilla_tokens), this run and the optimum."""
         tokens_for = chinchilla_tokens
         section = report.compute
-        params = field(section, "params")
-        if params is None:
-            return
-        optimum_p = field(section, "chinchilla_params")
+        params = section.params
+        optimum_p = section.chinchilla_params
         # whole decades, two either side of the model and wider if the optimum lies beyond:
         # the line (and the axes) stay put while the tokens move the optimum, so an edit
         # repaints the two markers alone
@@ -332,11 +329,9 @@ class ComputeTab(Tab):
         scenario = with_changes(
             self.state.scenario, {"model.params_override": 175e9, "compute.tokens": 300e9}
         )
-        flops = field(estimate(scenario).compute, "flops_total")
+        flops = estimate(scenario).compute.flops_total
         text = (
-            "The compute estimator gave no total."
-            if flops is None
-            else f"C = 6 · P · D with P = 175e9, D = 300e9\n= {units.format_flop(flops)}\n"
+            f"C = 6 · P · D with P = 175e9, D = 300e9\n= {units.format_flop(flops)}\n"
             "Reported for GPT-3 (Brown et al. 2020, Table D.1): 3.14e23 FLOP"
         )
         QMessageBox.information(self, "GPT-3 sanity check", text)
