@@ -622,7 +622,7 @@ class MainWindow(QMainWindow):
         from llm_planner import __version__
 
         scenario, report = self.state.scenario, self.state.report
-        layout = getattr(report.parallelism, "layout_label", "") if report.parallelism else ""
+        layout = report.parallelism.layout_label
         return (
             f"{scenario.name} · {scenario.model.architecture.name} · "
             f"{scenario.num_gpus:,} × {scenario.gpu.name}"

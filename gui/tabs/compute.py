@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -29,6 +29,9 @@ from llm_planner.gui.tabs.base import (
     Tab,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
+
+if TYPE_CHECKING:
+    from llm_planner.gui.background import Latest
 
 
 def suggestion_figures(suggestion: FitSuggestion) -> str:
@@ -117,6 +120,8 @@ class NotPricedPanel(QWidget):
 class ComputeTab(Tab):
     title = "Compute budget"
     section = "compute"
+    scaling: Latest | None = None
+    """The scaling curve's worker, made on the first slow redraw."""
 
     def build_inputs(self) -> None:
         data = self.group("Training data")
@@ -289,16 +294,15 @@ class ComputeTab(Tab):
         from llm_planner.core.composition.scaling import time_vs_gpus
         from llm_planner.gui.background import Latest
 
-        if getattr(self, "scaling", None) is None:
+        if self.scaling is None:
             self.scaling = Latest(self)
             self.scaling.done.connect(self._draw_scaling)
             self.scaling.failed.connect(lambda _message: self._draw_scaling(None))
         self.scaling.submit(lambda: time_vs_gpus(scenario, report))
 
     def flush(self) -> None:
-        scaling = getattr(self, "scaling", None)
-        if scaling is not None:
-            scaling.wait()
+        if self.scaling is not None:
+            self.scaling.wait()
 
     def _draw_scaling(self, series: Any) -> None:
         if series is None:

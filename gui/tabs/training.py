@@ -182,7 +182,7 @@ class TrainingTab(Tab):
         par = report.parallelism
         self.layout_note.setText(
             f"Per GPU under the layout set on the <b>Parallelism</b> tab: "
-            f"{getattr(par, 'layout_label', '')} (ZeRO, TP, PP and DP are set there)."
+            f"{par.layout_label} (ZeRO, TP, PP and DP are set there)."
         )
         self.set_warning(
             self.context_warning,
