@@ -4,7 +4,7 @@ and button helpers, roles and the highlight colour."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -25,6 +25,10 @@ from PySide6.QtWidgets import (
 
 from llm_planner.gui import colors
 
+if TYPE_CHECKING:
+    from llm_planner.gui.binding import ScenarioState
+    from llm_planner.gui.widgets.library_panel import LibraryPanel
+
 Index = QModelIndex | QPersistentModelIndex
 DISPLAY = Qt.ItemDataRole.DisplayRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -35,8 +39,8 @@ HIGHLIGHT.setAlpha(70)
 class ScenarioHost(Protocol):
     """What the window needs of the main window: its scenario state and its library."""
 
-    state: Any
-    library: Any
+    state: ScenarioState
+    library: LibraryPanel | None
 
 
 # --------------------------------------------------------------------- background work

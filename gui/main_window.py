@@ -43,7 +43,7 @@ from llm_planner.gui.window_files import WindowFiles
 from llm_planner.gui.window_recovery import AUTOSAVE_DELAY_MS, WindowRecovery
 
 if TYPE_CHECKING:
-    pass
+    from llm_planner.gui.tabs.base import Tab
 
 log = logging.getLogger(__name__)
 DEFAULT_SIZE = (1366, 820)
@@ -148,7 +148,7 @@ class MainWindow(WindowFiles, WindowExport, WindowRecovery, QMainWindow):
         layout.addWidget(self.bar)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.pages: list[Any] = [None] * len(TAB_CLASSES)
+        self.pages: list[Tab | None] = [None] * len(TAB_CLASSES)
         for _module, _cls, title in TAB_CLASSES:
             holder = QWidget()
             QVBoxLayout(holder).setContentsMargins(0, 0, 0, 0)
@@ -163,19 +163,21 @@ class MainWindow(WindowFiles, WindowExport, WindowRecovery, QMainWindow):
         return central
 
     # ------------------------------------------------------------ tabs
-    def page(self, index: int) -> Any:
+    def page(self, index: int) -> Tab:
         """Tab ``index``'s page, built on first use (keeps the first paint cheap)."""
-        if self.pages[index] is None:
-            tab = _tab_class(index)(self.state, self.binder, defer_charts=self._starting)
-            tab.setObjectName(tab.section)
-            holder = self.tabs.widget(index)
-            layout = holder.layout() if holder is not None else None
-            assert layout is not None, "every tab holder is built with a layout"
-            layout.addWidget(tab)
-            guard_wheel(tab)
-            self.pages[index] = tab
-            self._chain_focus()
-        return self.pages[index]
+        built = self.pages[index]
+        if built is not None:
+            return built
+        tab = _tab_class(index)(self.state, self.binder, defer_charts=self._starting)
+        tab.setObjectName(tab.section)
+        holder = self.tabs.widget(index)
+        layout = holder.layout() if holder is not None else None
+        assert layout is not None, "every tab holder is built with a layout"
+        layout.addWidget(tab)
+        guard_wheel(tab)
+        self.pages[index] = tab
+        self._chain_focus()
+        return tab
 
     def _chain_focus(self) -> None:
         """Tab order: the header's fields, the tab bar, then the inputs of the page shown
@@ -191,7 +193,7 @@ class MainWindow(WindowFiles, WindowExport, WindowRecovery, QMainWindow):
                 QWidget.setTabOrder(anchor, widget)
                 anchor = widget
 
-    def build_all_tabs(self) -> list[Any]:
+    def build_all_tabs(self) -> list[Tab]:
         pages = [self.page(i) for i in range(len(TAB_CLASSES))]
         for page in pages:
             page.ensure_charts()
@@ -421,7 +423,7 @@ class MainWindow(WindowFiles, WindowExport, WindowRecovery, QMainWindow):
         event.accept()
 
 
-def _tab_class(index: int) -> Any:
+def _tab_class(index: int) -> type[Tab]:
     """Tab ``index``'s class, imported on first use (plain imports: bundlers see them)."""
     if index == 0:
         from llm_planner.gui.tabs.compute import ComputeTab

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import QMainWindow, QMenu, QTabWidget
 
     from llm_planner.gui.binding import ScenarioState
+    from llm_planner.gui.tabs.base import Tab
     from llm_planner.gui.widgets.library_panel import LibraryPanel
     from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
         _session_key: str
         _autosave_timer: QTimer
 
-        def page(self, index: int) -> Any:
+        def page(self, index: int) -> Tab:
             raise NotImplementedError
 
         def show_message(self, message: str) -> None:
