@@ -35,7 +35,7 @@ from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.gui import settings
 from llm_planner.gui.binding import Binder, ScenarioState, guard_wheel, validation_message
-from llm_planner.gui.compare import open_choose_window
+from llm_planner.gui.compare import ChooseWindow, open_choose_window
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
 from llm_planner.gui.window_export import WindowExport
@@ -388,7 +388,7 @@ class MainWindow(WindowFiles, WindowExport, WindowRecovery, QMainWindow):
         )
         self._action(help_menu, "&About LLM Planner", self.show_about, None, "about")
 
-    def compare_and_choose(self) -> Any:
+    def compare_and_choose(self) -> ChooseWindow:
         """Open (or raise) Compare and choose; Esc closes it, as it does a dialog."""
         window = open_choose_window(self)
         if window.findChild(QShortcut, "close_on_escape") is None:

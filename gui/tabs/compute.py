@@ -31,6 +31,7 @@ from llm_planner.gui.tabs.base import (
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 if TYPE_CHECKING:
+    from llm_planner.core.composition.scaling import TimeVsGpus
     from llm_planner.gui.background import Latest
 
 
@@ -304,7 +305,7 @@ class ComputeTab(Tab):
         if self.scaling is not None:
             self.scaling.wait()
 
-    def _draw_scaling(self, series: Any) -> None:
+    def _draw_scaling(self, series: TimeVsGpus | None) -> None:
         if series is None:
             for chart, name in ((self.time_chart, "time"), (self.cost_chart, "cost")):
                 chart.set_line(name, [], [])

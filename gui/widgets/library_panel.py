@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llm_planner.core.files.library_index import LibraryEntry
 from llm_planner.core.primitives import units
 from llm_planner.gui.table_model import RowsModel
 
@@ -83,19 +84,19 @@ def gpu_name(entry_gpu: str) -> str:
     return name
 
 
-class LibraryModel(RowsModel[Any]):
+class LibraryModel(RowsModel[LibraryEntry]):
     """Library entries as a Qt model (name, model, GPUs, modified); sorted by a proxy."""
 
     headers = ("Name", "Model", "GPUs", "Modified")
 
     @property
-    def entries(self) -> list[Any]:
+    def entries(self) -> list[LibraryEntry]:
         return self.rows
 
-    def set_entries(self, entries: list[Any]) -> None:
+    def set_entries(self, entries: list[LibraryEntry]) -> None:
         self.set_rows(entries)
 
-    def cell(self, entry: Any, column: int, role: int) -> Any:
+    def cell(self, entry: LibraryEntry, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
             return (
                 entry.name,
