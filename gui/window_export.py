@@ -4,11 +4,10 @@ PNG or SVG with a caption, the figures copied as text, the formulas and sources 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QVBoxLayout
+from PySide6.QtGui import QDesktopServices, QPainter
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QVBoxLayout, QWidget
 
 from llm_planner.core.primitives import units
 from llm_planner.gui.formatting import figure_text
@@ -37,18 +36,18 @@ SECTION_TITLES = {
 class WindowExport(WindowBase):
     """Chart export, copy figures, formulas and about (a part of :class:`.MainWindow`)."""
 
-    def charts(self) -> list[tuple[str, Any]]:
+    def charts(self) -> list[tuple[str, QWidget]]:
         """(name, widget) of every chart of the visible tab (hidden ones left out)."""
         page = self.page(self.tabs.currentIndex())
         page.ensure_charts()
-        found = []
-        for name in CHART_NAMES:
+        found: list[tuple[str, QWidget]] = []
+        for name in CHART_NAMES:  # the tabs' chart attributes: each tab has some of them
             chart = getattr(page, name, None)
-            if chart is not None and not chart.isHidden():
+            if isinstance(chart, QWidget) and not chart.isHidden():
                 found.append((name, chart))
         return found
 
-    def current_chart(self) -> Any:
+    def current_chart(self) -> QWidget | None:
         """The first chart of the visible tab."""
         charts = self.charts()
         return charts[0][1] if charts else None
@@ -135,7 +134,7 @@ class WindowExport(WindowBase):
         return bool(written)
 
     def _paint_charts(
-        self, painter: Any, charts: list[Any], width: int, caption_height: int
+        self, painter: QPainter, charts: list[QWidget], width: int, caption_height: int
     ) -> None:
         from PySide6.QtCore import QPoint, QRect
 
