@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from llm_planner.gui.window_base import WindowBase
 
-log = logging.getLogger("llm_planner.gui.main_window")
+log = logging.getLogger(__name__)
 AUTOSAVE_DELAY_MS = 2000
 """Unsaved edits are copied to the recovery folder this long after the last change."""
 
