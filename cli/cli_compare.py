@@ -157,6 +157,7 @@ def format_hardware_text(scenario: Any, ranking: Any, options: list[Any]) -> str
         f"{ranking.objective.replace('_', '-')} ({ranking.tier.replace('_', '-')} prices, "
         f"{ranking.seconds:.1f} s)",
         f"GPU counts: {ranking.gpu_counts_rule}.",
+        f"Horizon: {ranking.horizon_rule}.",
         f"Prices: resources/prices.json of {ranking.price_list_updated.isoformat()}"
         + (f" — OUT OF DATE: {ranking.price_list_warning}" if ranking.price_list_warning else ""),
         "",
@@ -170,7 +171,9 @@ def format_hardware_text(scenario: Any, ranking: Any, options: list[Any]) -> str
             f"{format_value(o.time_seconds, 'seconds'):>10} "
             f"{format_value(o.gpu_hours, 'count'):>11} {price:>8} "
             f"{format_value(o.cost_usd, 'usd'):>12} {'*' if o.pareto else ' '}  "
-            f"{o.status}: {o.layout_label}" + (" (price out of date)" if o.price_stale else "")
+            f"{o.status}: {o.layout_label}"
+            + (" (price out of date)" if o.price_stale else "")
+            + (f" [{'; '.join(o.flags)}]" if o.flags and o.status != "ok" else "")
         )
     lines.append("")
     lines.append("P: * on the Pareto front (no option both cheaper and faster).")

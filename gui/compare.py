@@ -340,7 +340,12 @@ class CompareView(QWidget):
             )
             for name, memory in zip(self.comparison.names, self.comparison.memory, strict=True)
         ]
-        self.bars.set_rows(rows, min(m.capacity_bytes for m in self.comparison.memory))
+        memory = self.comparison.memory
+        self.bars.set_rows(
+            rows,
+            min(m.capacity_bytes for m in memory),
+            capacities=[m.capacity_bytes for m in memory],  # each scenario's own GPU
+        )
 
 
 # --------------------------------------------------------------------- the window
@@ -368,7 +373,7 @@ class ChooseWindow(QMainWindow):
         self.resize(1280, 720)
 
     def _tab_shown(self, index: int) -> None:
-        if index == 2 and self.sensitivity.result is None and not self.sensitivity.runner.busy:
+        if index == 2 and self.sensitivity.stale():
             self.sensitivity.start()
 
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from llm_planner.core.composition.hardware import (
+    DEFAULT_HORIZON_SECONDS,
     DEFAULT_MAX_GPUS,
     OBJECTIVES,
     TIERS,
@@ -95,13 +96,14 @@ class HardwareModel(RowsModel[HardwareOption]):
                 return math.inf
             return value if isinstance(value, int | float | str) else str(value)
         if role == Qt.ItemDataRole.ForegroundRole:
-            if option.status == "does not fit":
+            if option.status in ("does not fit", "no datacenter interconnect"):
                 return QBrush(QColor(colors.BAD))
-            if option.status in ("misses deadline", "no price"):
+            if option.status in ("misses deadline", "beyond horizon", "no price"):
                 return QBrush(QColor(colors.WARN).darker(130))
         if role == Qt.ItemDataRole.ToolTipRole:
+            flags = "".join(f"<br>⚠ {flag}" for flag in option.flags)
             return (
-                f"{option.num_gpus:,} × {option.gpu_name}: {option.status}<br>"
+                f"{option.num_gpus:,} × {option.gpu_name}: {option.status}{flags}<br>"
                 f"layout {option.layout_label}<br>"
                 f"tokens/s {format_value(option.tokens_per_s, 'tokens/s')}<br>"
                 f"price: {option.price_source}"
@@ -165,7 +167,9 @@ class HardwareView(QWidget):
             log_y=True,
         )
         self.chart.add_markers("ok", "meets deadline", colors.SERIES[0], size=8)
-        self.chart.add_markers("late", "misses deadline", colors.WARN, symbol="t", size=8)
+        self.chart.add_markers(
+            "late", "misses deadline or horizon", colors.WARN, symbol="t", size=8
+        )
         self.chart.add_line("pareto", "Pareto front", colors.SERIES[2], symbol="o")
         self.chart.add_vline("deadline", colors.BAD, "deadline")
         self.chart.set_vline("deadline", None)
@@ -173,8 +177,16 @@ class HardwareView(QWidget):
         splitter.addWidget(self.chart)
         splitter.setSizes([720, 560])
         layout.addWidget(splitter, 1)
+        self.ranked_for: Scenario | None = None
         self.show_price_age()
-        host.state.changed.connect(lambda *_: self.show_price_age())
+        host.state.changed.connect(lambda *_: self._scenario_changed())
+
+    def _scenario_changed(self) -> None:
+        self.show_price_age()
+        if self.ranked_for is not None and self.ranked_for != self.host.state.scenario:
+            self.busy.setText(
+                "This ranking is for the scenario as it was: press Rank for the open one."
+            )
 
     def show_price_age(self) -> None:
         try:
@@ -187,8 +199,9 @@ class HardwareView(QWidget):
         text = (
             f"Deadline: {units.format_duration(deadline)}. "
             if deadline
-            else "No deadline (set one on the Compute budget tab to mark the options that "
-            "miss it). "
+            else f"No deadline: options are judged against a default horizon of "
+            f"{DEFAULT_HORIZON_SECONDS / 86_400:.0f} days (set a deadline on the Compute "
+            "budget tab to change it). "
         )
         text += f"Prices: resources/prices.json, updated {prices.updated.isoformat()}."
         if warning:
@@ -202,6 +215,7 @@ class HardwareView(QWidget):
         max_gpus = int(self.max_gpus.currentData())
         self.busy.setText("ranking…")
         self.rank_button.setEnabled(False)
+        self.ranked_for = scenario
         self.runner.start(
             lambda: rank_hardware(scenario, objective=objective, tier=tier, max_gpus=max_gpus)
         )
@@ -234,7 +248,7 @@ class HardwareView(QWidget):
             if o.cost_usd is not None and o.time_seconds
         ]
         ok = [(d, c) for o, d, c in priced if o.status == "ok"]
-        late = [(d, c) for o, d, c in priced if o.status == "misses deadline"]
+        late = [(d, c) for o, d, c in priced if o.status in ("misses deadline", "beyond horizon")]
         front = sorted(((d, c) for o, d, c in priced if o.pareto), key=lambda p: p[0])
         self.chart.set_markers("ok", [d for d, _ in ok], [c for _, c in ok])
         self.chart.set_markers("late", [d for d, _ in late], [c for _, c in late])

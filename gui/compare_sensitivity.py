@@ -125,6 +125,9 @@ class SensitivityView(QWidget):
         super().__init__(parent)
         self.host = host
         self.result: Sensitivity | None = None
+        self.result_for: Scenario | None = None
+        """The scenario ``result`` was computed for (a result of another is not shown)."""
+        self.running_for: Scenario | None = None
         self.runner = Runner(self)
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(self._failed)
@@ -160,10 +163,21 @@ class SensitivityView(QWidget):
     def start(self) -> None:
         scenario: Scenario = self.host.state.scenario
         self.status.setText("computing…")
+        self.running_for = scenario
         self.runner.start(lambda: sensitivity(scenario))
 
+    def stale(self) -> bool:
+        """The result shown (or being computed) is not the open scenario's."""
+        current = self.host.state.scenario
+        return current not in (self.result_for, self.running_for)
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if self.stale():  # another scenario was opened or edited while hidden
+            self.start()
+
     def _show(self, result: Sensitivity) -> None:
-        self.result = result
+        self.result, self.result_for = result, self.running_for
         self.status.setText(
             f"As is: {format_value(result.base_time_seconds, 'seconds')}, "
             f"{format_value(result.base_cost_usd, 'usd')} — {result.throughput_source}"

@@ -355,6 +355,10 @@ def _compute_section(
         peak_bytes=float(training_report.peak_bytes),
         capacity_bytes=float(training_report.capacity_bytes),
     )
+    # one HFU: the FLOPs the step executes (the parallelism section's count: matmuls of the
+    # parameters that multiply, attention, recomputation) per MFU's model FLOP, so the
+    # compute tab's HFU is the parallelism tab's for every throughput source
+    executed = parallelism.hfu / parallelism.mfu if parallelism.mfu > 0 else None
     modeled = ModeledThroughput(
         tokens_per_s=parallelism.tokens_per_s,
         gpus=parallelism.gpus,
@@ -371,7 +375,19 @@ def _compute_section(
         scenario.training,
     )
     return _COMPUTE.get(
-        (arch, active, total, gpu, num_gpus, inputs, training, gpus_per_instance, modeled, memory),
+        (
+            arch,
+            active,
+            total,
+            gpu,
+            num_gpus,
+            inputs,
+            training,
+            gpus_per_instance,
+            modeled,
+            memory,
+            executed,
+        ),
         lambda: estimate_compute(
             arch,
             active,
@@ -382,6 +398,7 @@ def _compute_section(
             seq_len=training.seq_len,
             recompute=training.recompute,
             training_inputs=training,
+            hardware_flops_factor=executed,
             gpus_per_instance=gpus_per_instance,
             modeled=modeled,
             memory=memory,

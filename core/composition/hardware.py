@@ -26,26 +26,45 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.composition.calibration import calibrate_scenario
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import SearchRow, min_gpus_per_instance, search
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU, gpu_catalog
-from llm_planner.core.primitives.limits import MIN_PRICE_USD_PER_GPU_HOUR, bounds
-from llm_planner.core.primitives.resources import read_json
+from llm_planner.core.primitives.prices import (
+    STALE_AFTER_DAYS,
+    TIERS,
+    PriceList,
+    PriceListError,
+    PriceOffer,
+    Tier,
+    load_price_list,
+)
 from llm_planner.core.sections.failures import estimate_failures
 
-Tier = Literal["on_demand", "reserved"]
+__all__ = [
+    "OBJECTIVES",
+    "STALE_AFTER_DAYS",
+    "TIERS",
+    "HardwareOption",
+    "HardwareRanking",
+    "Price",
+    "PriceList",
+    "PriceListError",
+    "PriceOffer",
+    "Tier",
+    "load_price_list",
+    "price_for",
+    "rank_hardware",
+]
+"""The ranking, and the price list it reads (defined in :mod:`.primitives.prices`)."""
+
 Objective = Literal["cost", "time", "gpu_hours"]
 OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "gpu_hours")
-TIERS: tuple[Tier, ...] = ("on_demand", "reserved")
-
-STALE_AFTER_DAYS = 365
-"""A price list (or one price) older than this, by today's date, is flagged out of date."""
 
 DEFAULT_MAX_GPUS = 16_384
 """Largest GPU count the ranking tries by default (16k GPUs: the Llama 3 405B cluster)."""
@@ -54,129 +73,6 @@ DEFAULT_MAX_COUNTS = 12
 """Most GPU counts tried per GPU kind by default (powers of two from one instance)."""
 
 SECONDS_PER_HOUR = 3600.0
-
-
-class PriceListError(ValueError):
-    """A price list that cannot be used; the message names the file and the field."""
-
-
-# --------------------------------------------------------------------- the price list
-
-
-class PriceOffer(BaseModel):
-    """One listed price: a provider's price per GPU-hour for one GPU kind and tier."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    gpu: str = Field(description="catalog GPU id (or a custom GPU's id)")
-    provider: str
-    product: str = ""
-    tier: Tier = "on_demand"
-    usd_per_gpu_hour: float = Field(**bounds("compute.price_usd_per_gpu_hour"))
-    date: dt.date = Field(description="day the price was read from (or published on) the source")
-    source: str = Field(min_length=1, description="the page the price is listed on")
-    via: str = Field(default="", description="the copy it was transcribed from, if not live")
-    notes: str = ""
-
-    @field_validator("usd_per_gpu_hour")
-    @classmethod
-    def _free_or_a_real_price(cls, value: float) -> float:
-        """0 or at least the smallest real price, as the scenario's own price
-        (:class:`~llm_planner.core.sections.compute.ComputeInputs`): 1e-300 $/h would price
-        a run at zero and rank it first."""
-        if 0 < value < MIN_PRICE_USD_PER_GPU_HOUR:
-            raise ValueError(
-                f"must be 0 (free) or at least {MIN_PRICE_USD_PER_GPU_HOUR} USD per GPU-hour"
-            )
-        return value
-
-    def is_stale(self, today: dt.date) -> bool:
-        """Older than :data:`STALE_AFTER_DAYS` days on ``today``."""
-        return (today - self.date).days > STALE_AFTER_DAYS
-
-
-class PriceList(BaseModel):
-    """Every listed price, the day the list was compiled, and GPUs with no price found."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    description: str = ""
-    updated: dt.date
-    conventions: dict[str, str] = Field(default_factory=dict)
-    offers: list[PriceOffer] = Field(default_factory=list)
-    unpriced: dict[str, str] = Field(default_factory=dict, description="GPU id → why no price")
-
-    def is_stale(self, today: dt.date) -> bool:
-        """The list itself is out of date: compiled more than a year before ``today``."""
-        return (today - self.updated).days > STALE_AFTER_DAYS
-
-    def stale_offers(self, today: dt.date) -> list[PriceOffer]:
-        return [offer for offer in self.offers if offer.is_stale(today)]
-
-    def best_offer(self, gpu_id: str, tier: Tier) -> PriceOffer | None:
-        """The cheapest offer of ``tier`` for ``gpu_id``; None if none is listed."""
-        offers = [o for o in self.offers if o.gpu == gpu_id and o.tier == tier]
-        return min(offers, key=lambda o: o.usd_per_gpu_hour) if offers else None
-
-    def staleness_message(self, today: dt.date) -> str:
-        """One line saying what is out of date ('' when nothing is)."""
-        parts = []
-        if self.is_stale(today):
-            parts.append(f"price list last updated {self.updated.isoformat()}, over a year ago")
-        old = self.stale_offers(today)
-        if old:
-            parts.append(
-                f"{len(old)} price{'s' if len(old) > 1 else ''} older than a year ("
-                + ", ".join(sorted({f"{o.gpu} {o.tier}" for o in old}))
-                + ")"
-            )
-        return "; ".join(parts)
-
-
-MAX_PRICE_LIST_BYTES = 1_000_000
-"""Largest price list read (the shipped one is about 20 kB)."""
-
-
-def load_price_list(path: Path | None = None) -> PriceList:
-    """The shipped ``resources/prices.json``, or the user's edited copy at ``path``.
-
-    The user's file is read as untrusted: a regular file of at most
-    :data:`MAX_PRICE_LIST_BYTES`, brackets and digit runs bounded before parsing, strict JSON
-    (no NaN or Infinity). Raises :class:`PriceListError` naming the file and the bad field.
-    """
-    import json
-
-    from llm_planner.core.primitives.reading import (
-        FileReadError,
-        check_structure,
-        read_text_bounded,
-    )
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"{constant} is not a price (JSON has no NaN or Infinity)")
-
-    name = str(path) if path is not None else "resources/prices.json"
-    try:
-        if path is None:
-            data = read_json("prices.json")
-        else:
-            text = read_text_bounded(path, MAX_PRICE_LIST_BYTES, "a price list")
-            check_structure(text, name)
-            data = json.loads(text, parse_constant=refuse)
-    except FileReadError as error:
-        raise PriceListError(str(error)) from None
-    except json.JSONDecodeError as error:
-        raise PriceListError(
-            f"{name}: not JSON ({error.msg} at line {error.lineno} column {error.colno})"
-        ) from None
-    except (OSError, ValueError, RecursionError) as error:
-        raise PriceListError(f"{name}: cannot read: {error}") from None
-    try:
-        return PriceList.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise PriceListError(f"{name}: {field}: {first['msg']}") from None
 
 
 class Price(BaseModel):
@@ -193,15 +89,16 @@ def price_for(
     gpu: GPU, scenario: Scenario, prices: PriceList, tier: Tier, today: dt.date
 ) -> Price | None:
     """The price of one GPU-hour of ``gpu``: in order, the scenario's ``price_overrides``,
-    the scenario's own price (``compute.price_usd_per_gpu_hour``) for its own GPU when that
-    GPU is custom (a custom GPU has no list price), then the cheapest list offer of ``tier``.
-    None when none applies."""
+    the scenario's own price for its own GPU (the price the window shows for it: the user's,
+    or the list's when it follows the GPU; a custom GPU has no list price), then the
+    cheapest list offer of ``tier``. None when none applies."""
     if gpu.id in scenario.price_overrides:
         return Price(
             usd_per_gpu_hour=scenario.price_overrides[gpu.id], source="scenario price override"
         )
     offer = prices.best_offer(gpu.id, tier)
-    if offer is None and gpu.custom and gpu.id == scenario.gpu.id:
+    own = gpu.id == scenario.gpu.id
+    if own and (gpu.custom or not scenario.compute.price_follows_gpu or offer is None):
         return Price(
             usd_per_gpu_hour=scenario.compute.price_usd_per_gpu_hour, source="scenario price"
         )
@@ -216,7 +113,32 @@ def price_for(
 
 # --------------------------------------------------------------------- the ranking
 
-Status = Literal["ok", "misses deadline", "no price", "does not fit"]
+Status = Literal[
+    "ok",
+    "misses deadline",
+    "beyond horizon",
+    "no datacenter interconnect",
+    "no price",
+    "does not fit",
+]
+
+DEFAULT_HORIZON_SECONDS = 90 * 86_400.0
+"""With no deadline, options are ranked against this horizon: 90 days, a quarter (the term
+of a short reserved-capacity contract), longer than Llama 3 405B's 54-day pre-training
+window (Dubey et al. 2024, arXiv:2407.21783, section 3.3.4). An option slower than it is
+"beyond horizon" and ranked after every option within it; a deadline replaces it."""
+
+CONSUMER_GPU_MARKERS = ("GeForce",)
+"""Names of GPUs sold without a datacenter interconnect: GeForce cards have no GPUDirect
+RDMA (NVIDIA, "GPUDirect RDMA" documentation: available on Tesla/datacenter and Quadro
+GPUs) and their driver licence excludes datacenter deployment (NVIDIA GeForce software
+licence, "No Datacenter Deployment"), so no provider rents them as a multi-node cluster."""
+
+
+def datacenter_interconnect(gpu: GPU) -> bool:
+    """Whether ``gpu`` can be networked across nodes as a training cluster (GPUDirect RDMA,
+    datacenter deployment): not a consumer card (:data:`CONSUMER_GPU_MARKERS`)."""
+    return not any(marker in gpu.name for marker in CONSUMER_GPU_MARKERS)
 
 
 class HardwareOption(BaseModel):
@@ -244,6 +166,15 @@ class HardwareOption(BaseModel):
     pareto: bool = Field(
         default=False, description="no other priced option is both cheaper and faster"
     )
+    is_scenario: bool = Field(
+        default=False,
+        description="the scenario's own plan (its layout): the window's time and cost",
+    )
+    flags: list[str] = Field(
+        default_factory=list,
+        description="why the option is ranked after those that are ok (beyond the horizon, "
+        "no datacenter interconnect at cluster scale)",
+    )
 
 
 class HardwareRanking(BaseModel):
@@ -255,6 +186,10 @@ class HardwareRanking(BaseModel):
     tier: Tier
     tokens: float
     deadline_seconds: float | None
+    horizon_seconds: float = Field(
+        description="time the options are judged against: the deadline, or the default horizon"
+    )
+    horizon_rule: str = Field(description="the horizon in words, shown with the ranking")
     max_gpus: int
     max_counts: int
     gpu_counts_rule: str
@@ -264,7 +199,8 @@ class HardwareRanking(BaseModel):
     options: list[HardwareOption]
 
     def cheapest(self) -> HardwareOption | None:
-        """The first option that fits, is priced and meets the deadline (if any)."""
+        """The first option that fits, is priced, meets the deadline (or the default
+        horizon) and can be rented as a cluster."""
         return next((o for o in self.options if o.status == "ok"), None)
 
     def figures(self) -> list[Figure]:
@@ -329,8 +265,80 @@ def _layout_label(row: SearchRow) -> str:
     return " ".join(parts)
 
 
+def _status(
+    scenario: Scenario, gpu: GPU, n: int, wall: float | None, *, fits: bool, priced: bool
+) -> tuple[Status, bool | None, list[str]]:
+    """(status, meets the deadline, flags) of ``n`` × ``gpu`` taking ``wall`` seconds: does
+    not fit, no price, no datacenter interconnect (a consumer GPU on more than one node),
+    misses the deadline, beyond the default horizon (no deadline), else ok."""
+    deadline = scenario.compute.deadline_seconds
+    meets = None if deadline is None else (wall is not None and wall <= deadline)
+    flags: list[str] = []
+    if deadline is None and wall is not None and wall > DEFAULT_HORIZON_SECONDS:
+        flags.append(f"longer than the {DEFAULT_HORIZON_SECONDS / 86_400:.0f}-day horizon")
+    per_node = scenario.parallelism.gpus_per_node
+    consumer_cluster = n > per_node and not datacenter_interconnect(gpu)
+    if consumer_cluster:
+        flags.append(
+            f"{gpu.name} has no datacenter interconnect (no GPUDirect RDMA, not licensed "
+            f"for datacenters): {n:,} GPUs are {-(-n // per_node):,} nodes"
+        )
+    status: Status
+    if not fits or wall is None:
+        status = "does not fit"
+    elif not priced:
+        status = "no price"
+    elif consumer_cluster:
+        status = "no datacenter interconnect"
+    elif meets is False:
+        status = "misses deadline"
+    elif flags:
+        status = "beyond horizon"
+    else:
+        status = "ok"
+    return status, meets, flags
+
+
+def _evaluate_scenario(scenario: Scenario, price: Price | None) -> dict[str, Any]:
+    """The scenario's own plan (its layout, calibration and price) as one option: the
+    figures the window shows for it, beside the best layout the search finds at that count."""
+    from llm_planner.core.composition.estimate import estimate
+
+    report = estimate(scenario, suggest=False)
+    c, gpu, n = report.compute, scenario.gpu, scenario.num_gpus
+    status, meets, flags = _status(
+        scenario, gpu, n, c.wall_seconds, fits=report.training.fits, priced=price is not None
+    )
+    return {
+        "flags": flags,
+        "gpu_id": gpu.id,
+        "gpu_name": gpu.name,
+        "num_gpus": n,
+        "status": status,
+        "fits": report.training.fits,
+        "meets_deadline": meets,
+        "layout": None,
+        "layout_label": f"this scenario: {report.parallelism.layout_label}",
+        "is_scenario": True,
+        "tokens_per_s": c.tokens_per_s,
+        "compute_seconds": c.compute_seconds,
+        "time_seconds": c.wall_seconds,
+        "gpu_hours": c.gpu_hours,
+        "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else None,
+        "price_source": price.source if price else "no price",
+        "price_stale": price.stale if price else False,
+        # the same GPU-hours at the price every row of this GPU uses (the scenario's own
+        # price unless an override names this GPU): the window's cost when none does
+        "cost_usd": c.gpu_hours * price.usd_per_gpu_hour
+        if c.gpu_hours is not None and price is not None
+        else None,
+    }
+
+
 def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict[str, Any]:
-    """One option's figures (before ranking)."""
+    """One option's figures (before ranking); its status: does not fit, no price, misses
+    the deadline, beyond the default horizon (no deadline), no datacenter interconnect
+    (a consumer GPU on more than one node), else ok."""
     inputs = scenario.parallelism
     batch = inputs.global_batch if n <= inputs.global_batch else n
     result = search(
@@ -346,7 +354,6 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
     )
     row = result.rows[0] if result.rows else None
     tokens = scenario.compute.tokens
-    deadline = scenario.compute.deadline_seconds
     rate = row.tokens_per_s if row else None
     compute_s = tokens / rate if rate else None
     wall = (
@@ -356,17 +363,9 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
     )
     hours = n * wall / SECONDS_PER_HOUR if wall is not None else None
     cost = hours * price.usd_per_gpu_hour if hours is not None and price is not None else None
-    meets = None if deadline is None else (wall is not None and wall <= deadline)
-    status: Status
-    if row is None or wall is None:
-        status = "does not fit"
-    elif price is None:
-        status = "no price"
-    elif meets is False:
-        status = "misses deadline"
-    else:
-        status = "ok"
+    status, meets, flags = _status(scenario, gpu, n, wall, fits=row is not None, priced=bool(price))
     return {
+        "flags": flags,
         "gpu_id": gpu.id,
         "gpu_name": gpu.name,
         "num_gpus": n,
@@ -388,7 +387,14 @@ def _evaluate(scenario: Scenario, gpu: GPU, n: int, price: Price | None) -> dict
     }
 
 
-_STATUS_ORDER = {"ok": 0, "misses deadline": 1, "no price": 2, "does not fit": 3}
+_STATUS_ORDER = {
+    "ok": 0,
+    "misses deadline": 1,
+    "beyond horizon": 1,
+    "no datacenter interconnect": 2,
+    "no price": 3,
+    "does not fit": 4,
+}
 _OBJECTIVE_KEY = {"cost": "cost_usd", "time": "time_seconds", "gpu_hours": "gpu_hours"}
 
 
@@ -420,9 +426,11 @@ def rank_hardware(
 ) -> HardwareRanking:
     """Every GPU kind × bounded GPU counts, best layout each, ranked by ``objective``.
 
-    Order: options that fit, are priced and meet the deadline (all of them when there is
-    none) by the objective, then those that miss the deadline (by the objective), then
-    those with no price (by time), then those where no layout fits. ``gpus`` replaces the
+    Order: options that fit, are priced, meet the deadline (with none: finish within
+    :data:`DEFAULT_HORIZON_SECONDS`) and can be rented as a cluster, by the objective; then
+    those that miss the deadline or horizon (by the objective); then consumer GPUs at
+    cluster scale (:func:`datacenter_interconnect`); then those with no price (by time),
+    then those where no layout fits. ``gpus`` replaces the
     candidate list (:func:`candidate_gpus`: the catalog, the scenario's custom GPU and
     ``extra_gpus``). ``today`` dates the staleness check (default: the system date).
     """
@@ -433,11 +441,14 @@ def rank_hardware(
     raw: list[dict[str, Any]] = []
     for gpu in kinds:
         price = price_for(gpu, scenario, prices, tier, today)
+        # the model calibrated by this GPU's measured runs of this model (runs of another GPU
+        # are set aside: .calibration.belongs_to), as the window's estimate is
+        on_gpu = calibrate_scenario(scenario.model_copy(update={"gpu": gpu}))[0]
         first = min_gpus_per_instance(
             scenario.model.architecture,
             gpu,
-            scenario.parallelism,
-            scenario.training,
+            on_gpu.parallelism,
+            on_gpu.training,
             params_override=scenario.model.params_override,
             max_gpus=max_gpus,
         )
@@ -446,7 +457,9 @@ def rank_hardware(
             continue
         own = scenario.num_gpus if gpu.id == scenario.gpu.id else None
         for n in gpu_counts(first, max_gpus, max_counts, own if own and own <= max_gpus else None):
-            raw.append(_evaluate(scenario, gpu, n, price))
+            raw.append(_evaluate(on_gpu, gpu, n, price))
+        if own is not None:
+            raw.append(_evaluate_scenario(scenario, price))
     priced = [r for r in raw if r["cost_usd"] is not None and r["time_seconds"] is not None]
     front = pareto_front([(r["time_seconds"], r["cost_usd"]) for r in priced])
     for r, flag in zip(priced, front, strict=True):
@@ -464,6 +477,13 @@ def rank_hardware(
         tier=tier,
         tokens=scenario.compute.tokens,
         deadline_seconds=scenario.compute.deadline_seconds,
+        horizon_seconds=scenario.compute.deadline_seconds or DEFAULT_HORIZON_SECONDS,
+        horizon_rule=(
+            "the deadline"
+            if scenario.compute.deadline_seconds
+            else f"no deadline: options are judged against a default horizon of "
+            f"{DEFAULT_HORIZON_SECONDS / 86_400:.0f} days (set a deadline to change it)"
+        ),
         max_gpus=max_gpus,
         max_counts=max_counts,
         gpu_counts_rule=(

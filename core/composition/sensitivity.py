@@ -197,7 +197,10 @@ def _ends(
     scenario: Scenario, path: str, value: float, cast: Callable[[float], Any]
 ) -> tuple[float | None, float | None, str]:
     try:
-        compute = estimate(with_changes(scenario, {path: cast(value)})).compute
+        changes: dict[str, Any] = {path: cast(value)}
+        if path == "compute.price_usd_per_gpu_hour":  # a price moved by hand is the user's
+            changes["compute.price_follows_gpu"] = False
+        compute = estimate(with_changes(scenario, changes)).compute
     except (ValidationError, ValueError) as error:
         return None, None, f"not estimated at {value:g}: {str(error).splitlines()[0]}"
     return compute.wall_seconds, compute.cost_usd, ""

@@ -84,6 +84,12 @@ class ComputeInputs(BaseModel):
     )
     compute_dtype: str = Field(default="bf16", description="dtype whose peak sets throughput")
     price_usd_per_gpu_hour: float = Field(default=2.0, **bounds("compute.price_usd_per_gpu_hour"))
+    price_follows_gpu: bool = Field(
+        default=False,
+        description="the price is the price list's for the scenario's GPU (its cheapest "
+        "on-demand offer, or the scenario's price_overrides entry) and follows when the GPU "
+        "changes; False: the price the user set",
+    )
     deadline_seconds: float | None = Field(default=None, **bounds("compute.deadline_seconds"))
     budget_usd: float | None = Field(default=None, **bounds("compute.budget_usd"))
     failures: FailureInputs = FailureInputs()

@@ -354,10 +354,12 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "compute.price_usd_per_gpu_hour",
         "$ per GPU-hour",
-        "price per GPU-hour (e.g. 2.5 or $2.50/h)",
+        "price per GPU-hour (e.g. 2.5 or $2.50/h); a price given is kept for any GPU "
+        "(without one it follows the GPU from the price list)",
         PRICE,
         flag="--price",
         group=COMPUTE,
+        also={"compute.price_follows_gpu": False},
     ),
     # inference memory
     Input(

@@ -26,6 +26,7 @@ from llm_planner.core.primitives import limits
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU, catalog_id, get_gpu
 from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.primitives.prices import list_price
 from llm_planner.core.primitives.units import clean_text
 
 SCHEMA_VERSION = 5
@@ -89,6 +90,24 @@ class Scenario(BaseModel):
     )
     calibration: CalibrationInputs = CalibrationInputs()
 
+    @model_validator(mode="after")
+    def _price_follows_gpu(self) -> Self:
+        """With ``compute.price_follows_gpu``, the price is the one for the scenario's GPU:
+        the scenario's ``price_overrides`` entry, else the shipped list's cheapest on-demand
+        offer (:func:`.prices.list_price`); a GPU with neither keeps the stored price."""
+        compute = self.compute
+        if not compute.price_follows_gpu:
+            return self
+        price = self.price_overrides.get(self.gpu.id)
+        if price is None:
+            price = list_price(self.gpu.id)
+        if price is not None and price != compute.price_usd_per_gpu_hour:
+            # still being built: the frozen value gets its derived price once, here
+            object.__setattr__(
+                self, "compute", compute.model_copy(update={"price_usd_per_gpu_hour": price})
+            )
+        return self
+
     @field_validator("price_overrides")
     @classmethod
     def _price_keys(cls, value: dict[str, float]) -> dict[str, float]:
@@ -124,12 +143,14 @@ class Scenario(BaseModel):
 
 
 def default_scenario() -> Scenario:
-    """The first-run scenario: Llama-3.1-8B pretraining on 512 H100s, 15T tokens."""
+    """The first-run scenario: Llama-3.1-8B pretraining on 512 H100s, 15T tokens, priced
+    from the price list (the price follows the GPU until the user sets one)."""
     preset = get_preset(DEFAULT_MODEL)
     return Scenario(
         name="Llama-3.1-8B pretraining",
         model=ModelChoice(preset=preset.id, architecture=preset.architecture),
         gpu=get_gpu(DEFAULT_GPU),
+        compute=ComputeInputs(price_follows_gpu=True),
     )
 
 

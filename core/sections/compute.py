@@ -8,8 +8,10 @@ Model FLOPs vs hardware FLOPs follow PaLM (Chowdhery et al. 2022, arXiv:2204.023
 Appendix B): *model* FLOPs are what the model needs per token whatever the
 implementation (MFU divides by them); *hardware* FLOPs add what the implementation
 recomputes (HFU divides by them). With full activation recomputation the forward pass is
-done twice, so hardware FLOPs ≈ 8·P·D. The ratio is defined once, with the recomputation
-policies, in :func:`llm_planner.core.sections.training.hardware_flops_factor`.
+done twice, so hardware FLOPs ≈ 8·P·D. ``estimate`` passes the parallelism section's
+executed-per-model ratio (matmuls, attention, recomputation), so "HFU (executed FLOPs)" is
+one figure on every tab; without it the ratio comes from the recomputation policies
+(:func:`llm_planner.core.sections.training.hardware_flops_factor`).
 """
 
 from __future__ import annotations
@@ -452,10 +454,11 @@ class ComputeReport(BaseModel):
             ),
             (
                 "hardware_flops",
-                "Hardware FLOPs (with recompute)",
+                "Hardware FLOPs (executed)",
                 "flop",
-                "model FLOPs × recompute factor (full: 8/6)",
-                PALM_SOURCE,
+                "model FLOPs × executed ÷ model FLOPs per token (matmuls, attention, "
+                "recomputation)",
+                f"{PALM_SOURCE}; Korthikanti et al. 2022, arXiv:2205.05198 section 6",
             ),
             ("peak_flops_per_gpu", "Peak per GPU", "flop/s", "catalog, dense", "GPU datasheet"),
             (
@@ -469,12 +472,12 @@ class ComputeReport(BaseModel):
             ("mfu", "MFU", "percent", "model FLOP/s ÷ peak", PALM_SOURCE),
             (
                 "hfu",
-                "HFU (6·P + recomputed)",
+                "HFU (executed FLOPs)",
                 "percent",
-                "MFU × (1 + recomputed FLOPs ÷ MFU's count): the budget's count plus what "
-                "recomputation re-runs, Megatron's 8·T·P convention for full recomputation; "
-                "the Parallelism tab's HFU counts the FLOPs the step executes",
-                NARAYANAN_SOURCE,
+                "MFU × executed ÷ model FLOPs per token: the FLOPs the step executes (the "
+                "matmuls of the parameters that multiply, attention, recomputation) ÷ peak, "
+                "the Parallelism tab's HFU for every throughput source",
+                f"{PALM_SOURCE}; Korthikanti et al. 2022, arXiv:2205.05198 section 6",
             ),
             ("tokens_per_s", "Training tokens/s", "tokens/s", "τ ÷ FLOPs per token", ""),
             (

@@ -6,10 +6,13 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QMessageBox,
     QPushButton,
     QSizePolicy,
@@ -20,6 +23,7 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report, estimate
 from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.inputs.scenario import with_changes
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.compute import chinchilla_tokens
@@ -27,12 +31,16 @@ from llm_planner.gui import colors
 from llm_planner.gui.binding import validation_message
 from llm_planner.gui.tabs.base import (
     Tab,
+    visible_indicator,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
 if TYPE_CHECKING:
     from llm_planner.core.composition.scaling import TimeVsGpus
     from llm_planner.gui.background import Latest
+
+TIME_TITLE = "Time to train against GPUs"
+COST_TITLE = "Cost against GPUs"
 
 
 def suggestion_figures(suggestion: FitSuggestion) -> str:
@@ -66,7 +74,7 @@ class NotPricedPanel(QWidget):
         self.nearest = QLabel()
         self.nearest.setObjectName("compute_nearest_fit")
         self.nearest.setWordWrap(True)
-        self.apply = QPushButton("Apply the nearest plan that fits")
+        self.apply = QPushButton("Apply it")
         self.apply.setObjectName("compute_apply_nearest")
         self.apply.clicked.connect(self._apply)
         words.addWidget(self.reason)
@@ -87,8 +95,8 @@ class NotPricedPanel(QWidget):
         label = report.compute.throughput_label
         why = label.rsplit(": ", 1)[-1] if ": needs " in label else label
         self.reason.setText(
-            f"<b style='color:{colors.BAD}'>Does not fit: no time, cost or MFU.</b> "
-            f"The plan {why.removesuffix('; not priced')}."
+            f"<b style='color:{colors.BAD}'>Does not fit</b> ({why.removesuffix('; not priced')}"
+            "): no time, cost or MFU."
         )
         found = report.training_fit_suggestions
         self.suggestion = found[0] if found else None
@@ -101,16 +109,30 @@ class NotPricedPanel(QWidget):
             self.apply.hide()
         else:
             self.nearest.setText(
-                f"Nearest plan that fits (the fastest small change that does): "
-                f"<b>{self.suggestion.label}</b>: "
+                f"Nearest plan that fits: <b>{self.suggestion.label}</b>: "
                 f"{suggestion_figures(self.suggestion)}."
             )
             self.apply.setToolTip(
-                f"Apply: {self.suggestion.label} (one undo step). The training tab lists "
-                "the other changes that fit."
+                f"Apply: {self.suggestion.label} (one undo step): the fastest of the small "
+                "changes that fit; the training tab lists the others."
             )
             self.apply.show()
         self.show()
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """Tall enough for the wrapped text at the current width (a splitter pane does not
+        ask its labels' height for their width)."""
+        layout = self.layout()
+        if layout is not None and self.width() > 0:
+            height = layout.heightForWidth(self.width())
+            if height > 0 and height != self.minimumHeight():
+                self.setMinimumHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._fit_height()
 
     def _apply(self) -> None:
         chosen = self.suggestion
@@ -155,7 +177,26 @@ class ComputeTab(Tab):
             "Whose catalog peak FLOP/s sets the throughput",
         )
         cost = self.group("Cost and schedule")
-        self.price = self.input(cost, "compute.price_usd_per_gpu_hour")
+        # the price, and beside it whether it follows the GPU from the price list (typing a
+        # price turns that off: the input's ``also``)
+        self.price = QLineEdit()
+        self.price.setObjectName("compute.price_usd_per_gpu_hour")
+        self.binder.described(self.price, "compute.price_usd_per_gpu_hour")
+        self.price_follows = QCheckBox("list")
+        self.price_follows.setObjectName("compute.price_follows_gpu")
+        visible_indicator(self.price_follows)
+        self.binder.check(
+            self.price_follows,
+            "compute.price_follows_gpu",
+            "Price from the list",
+            "The GPU's cheapest on-demand price in the price list (resources/prices.json), "
+            "following the GPU when it changes; off once you type a price",
+        )
+        price_row = QHBoxLayout()
+        price_row.setContentsMargins(0, 0, 0, 0)
+        price_row.addWidget(self.price, 1)
+        price_row.addWidget(self.price_follows)
+        cost.addRow(input_at("compute.price_usd_per_gpu_hour").label, price_row)
         self.deadline = self.input(cost, "compute.deadline_seconds")
         self.budget = self.input(cost, "compute.budget_usd")
         failures = self.group("Failures and checkpoints")
@@ -214,16 +255,15 @@ class ComputeTab(Tab):
             lambda report: self.not_priced.show_report(report, searched=True)
         )
         row = StillSplitter(Qt.Orientation.Horizontal)
-        self.time_chart = SeriesChart(
-            "Time to train against GPUs", "GPUs", "days", log_x=True, log_y=True
-        )
+        self.charts_priced = True
+        self.time_chart = SeriesChart(TIME_TITLE, "GPUs", "days", log_x=True, log_y=True)
         self.time_chart.add_line("time", "perfect scaling", colors.SERIES[0], symbol="o")
         self.time_chart.add_line("family", "this layout family", colors.SERIES[4], dashed=True)
         self.time_chart.add_markers("measured", "your measurements", colors.SERIES[1], symbol="s")
         self.time_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
         self.time_chart.add_hline("deadline", colors.BAD, "deadline")
         self.cost_chart = SeriesChart(
-            "Cost against GPUs", "GPUs", "US$", log_x=True, y_format=units.format_usd
+            COST_TITLE, "GPUs", "US$", log_x=True, y_format=units.format_usd
         )
         self.cost_chart.add_line("cost", "perfect scaling", colors.SERIES[2], symbol="o")
         self.cost_chart.add_markers("current", "this scenario", colors.BAD, symbol="star", size=16)
@@ -251,6 +291,11 @@ class ComputeTab(Tab):
         super().redraw(scenario, report)
         self._enable_rate_fields()
         self.not_priced.show_report(report)
+        priced = report.compute.wall_seconds is not None
+        if priced != self.charts_priced:  # an empty chart's title says why
+            self.charts_priced = priced
+            self.time_chart.plot.setTitle(TIME_TITLE if priced else "Time: not priced")
+            self.cost_chart.plot.setTitle(COST_TITLE if priced else "Cost: not priced")
         section = report.compute
         seconds = section.wall_seconds
         cost = section.cost_usd

@@ -127,6 +127,17 @@ class MemoryBars(QWidget):
             self.capacity_line, text="", position=0.04, anchor=(0, 0), color=colors.CAPACITY
         )
         plot.addItem(self.capacity_line)
+        # one capacity mark per row when the rows are on GPUs of different memory (Compare)
+        self.row_capacity = Bars(
+            x0=empty,
+            width=empty,
+            y0=empty,
+            height=empty,
+            brush=QColor(colors.CAPACITY),
+            pen=pg.mkPen(colors.CAPACITY, width=1),
+        )
+        self.row_capacity.setZValue(12)
+        plot.addItem(self.row_capacity)
         self.labels: list[BarLabel] = []
         layout.addWidget(self.title)
         layout.addWidget(self.plot, 1)
@@ -135,6 +146,7 @@ class MemoryBars(QWidget):
         layout.addWidget(legend_row(entries))
         self.rows: list[BarRow] = []
         self.capacity: float = 0.0
+        self.capacities: list[float] | None = None
         self._last: dict[str, object] = {}
         self._label_state: dict[int, tuple[str, str]] = {}
         self._label_pos: dict[int, tuple[float, float]] = {}
@@ -145,11 +157,24 @@ class MemoryBars(QWidget):
         self.plot.scene().sigMouseMoved.connect(self._hover)
         self.plot.setMinimumHeight(80)  # under the 1024×640 inference bars sit the fit buttons
 
-    def set_rows(self, rows: Sequence[BarRow], capacity_bytes: float) -> None:
-        """Redraw in place: ``rows`` top to bottom, capacity line at ``capacity_bytes``."""
+    def set_rows(
+        self,
+        rows: Sequence[BarRow],
+        capacity_bytes: float,
+        capacities: Sequence[float] | None = None,
+    ) -> None:
+        """Redraw in place: ``rows`` top to bottom, capacity line at ``capacity_bytes``;
+        ``capacities`` (one per row) when the rows' GPUs differ: a capacity mark on each
+        row instead of the one line, and each row's overflow against its own capacity."""
         self.rows = list(rows)
         self.capacity = capacity_bytes
+        self.capacities = list(capacities) if capacities is not None else None
         n = len(self.rows)
+        own = np.array(
+            list(capacities) if capacities is not None and len(capacities) == n else [],
+            dtype=float,
+        )
+        per_row = own.size > 0 and float(own.max() - own.min()) > 0
         y0 = np.arange(n, dtype=float) - 0.32
         height = np.full(n, 0.64)
         left = np.zeros(n)
@@ -167,23 +192,34 @@ class MemoryBars(QWidget):
             / units.GB
         )
         capacity_gb = capacity_bytes / units.GB
-        over = np.where(totals > capacity_gb)[0]
+        row_gb = own / units.GB if per_row else np.full(n, capacity_gb)
+        over = np.where(totals > row_gb)[0]
         self._set_bars(
             self.overflow,
-            x0=np.full(over.size, capacity_gb),
-            width=totals[over] - capacity_gb,
+            x0=row_gb[over],
+            width=totals[over] - row_gb[over],
             y0=y0[over] - 0.04,
             height=height[over] + 0.08,
         )
+        mark = max(float(row_gb.max()) if n else capacity_gb, 1.0) * 0.006
+        shown = row_gb if per_row else np.zeros(0)
+        self._set_bars(
+            self.row_capacity,
+            x0=shown - mark / 2,
+            width=np.full(shown.size, mark),
+            y0=y0[: shown.size] - 0.16,
+            height=np.full(shown.size, 0.96),
+        )
+        self.capacity_line.setVisible(not per_row)
         if self._last.get("capacity") != capacity_bytes:
             self._last["capacity"] = capacity_bytes
             self._last.pop("capacity_label", None)
             self.capacity_line.setValue(capacity_gb)
             self.capacity_line.label.setText(f"capacity {units.format_gb(capacity_bytes)}")
-        self._draw_labels(left, totals, capacity_gb)
-        self._fit_axes(left, totals, capacity_gb)
+        self._draw_labels(left, totals, row_gb)
+        self._fit_axes(left, totals, float(row_gb.max()) if n else capacity_gb)
 
-    def _draw_labels(self, left: np.ndarray, totals: np.ndarray, capacity_gb: float) -> None:
+    def _draw_labels(self, left: np.ndarray, totals: np.ndarray, capacity_gb: np.ndarray) -> None:
         """Each bar's total right of it; a text or position is set only when it changed
         (``setText`` re-lays out the text)."""
         n = len(self.rows)
@@ -200,7 +236,7 @@ class MemoryBars(QWidget):
             if index >= n:
                 wanted: tuple[str, str] = ("", foreground)
             else:
-                over_capacity = totals[index] > capacity_gb
+                over_capacity = totals[index] > capacity_gb[index]
                 text = self.total_text(index, short=short)
                 wanted = (text, colors.BAD if over_capacity else foreground)
                 at = (max(float(left[index]), float(totals[index])), float(index))
@@ -298,13 +334,13 @@ class MemoryBars(QWidget):
 
     def _redo_layout(self) -> None:
         if self.rows:
-            self.set_rows(self.rows, self.capacity)
+            self.set_rows(self.rows, self.capacity, self.capacities)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange and self.rows:
             self._label_state.clear()
-            self.set_rows(self.rows, self.capacity)
+            self.set_rows(self.rows, self.capacity, self.capacities)
 
     def total_text(self, index: int, short: bool = False) -> str:
         total = self.rows[index].total

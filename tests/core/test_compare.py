@@ -23,27 +23,35 @@ from llm_planner.core.composition.hardware import (
     pareto_front,
     rank_hardware,
 )
-from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.composition.scenario import ModelChoice, Scenario, default_scenario
 from llm_planner.core.composition.sensitivity import sensitivity
 from llm_planner.core.primitives.gpus import custom_gpu, get_gpu
+from llm_planner.core.primitives.shapes import propose_architecture
 
 H100_BF16 = 989.4e12  # NVIDIA H100 SXM5 datasheet: 1,979 TFLOPS bf16 with sparsity / 2
 
 
 def hand_scenario(tokens: float = 1e12, gpus: int = 8, price: float = 2.0) -> Scenario:
+    """P = 1e9 exactly (``--params 1B``: shapes proposed for it), assumed MFU 0.5, no
+    failures, the user's price."""
     base = default_scenario()
     return base.model_copy(
         update={
             "name": f"hand {tokens:g} {gpus}",
             "num_gpus": gpus,
             "gpu": get_gpu("h100-sxm"),
-            "model": base.model.model_copy(update={"params_override": 1e9}),
+            "model": ModelChoice(
+                preset=None,
+                architecture=propose_architecture(1e9).architecture,
+                params_override=1e9,
+            ),
             "compute": base.compute.model_copy(
                 update={
                     "tokens": tokens,
                     "throughput_mode": "mfu",
                     "mfu": 0.5,
                     "price_usd_per_gpu_hour": price,
+                    "price_follows_gpu": False,
                     "failures": base.compute.failures.model_copy(
                         update={"gpu_failures_per_hour": 0.0}
                     ),
@@ -203,7 +211,16 @@ def test_ranking_cheapest_known() -> None:
     assert first.tokens_per_s is not None
     hand = first.num_gpus * (1e12 / first.tokens_per_s) / 3600 * 1.0
     assert first.cost_usd == pytest.approx(hand, rel=1e-12)
-    assert [o.cost_usd for o in ranking.options] == sorted(o.cost_usd for o in ranking.options)
+    # no deadline: options within the default 90-day horizon first, by cost; then the rest
+    # 1e9 params × 6 × 1e12 tokens at 50% of 989.4 TFLOP/s on one GPU: 1.21e7 s = 140 days
+    statuses = [o.status for o in ranking.options]
+    assert statuses == sorted(statuses, key=lambda s: s != "ok")
+    for status in ("ok", "beyond horizon"):
+        costs = [o.cost_usd for o in ranking.options if o.status == status]
+        assert costs == sorted(costs)
+    assert ranking.horizon_seconds == 90 * 86_400
+    for option in ranking.options:
+        assert (option.status == "beyond horizon") == (option.time_seconds > 90 * 86_400)
 
 
 def test_ranking_marks_deadline_and_unfit() -> None:

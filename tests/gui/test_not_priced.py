@@ -66,3 +66,12 @@ def test_the_nearest_plan_that_fits_is_one_click_and_one_undo(
     undo.trigger()
     window.flush()
     assert window.state.scenario == before
+
+
+def test_the_empty_charts_say_why(qtbot: Any, window: MainWindow) -> None:
+    tab = _seventy_b_at_tp1(qtbot, window)
+    assert tab.time_chart.plot.getPlotItem().titleLabel.text == "Time: not priced"
+    assert tab.cost_chart.plot.getPlotItem().titleLabel.text == "Cost: not priced"
+    qtbot.mouseClick(tab.not_priced.apply, Qt.MouseButton.LeftButton)
+    window.flush()
+    assert tab.time_chart.plot.getPlotItem().titleLabel.text == "Time to train against GPUs"

@@ -438,10 +438,16 @@ def _arith_estimate_with(run: dict[str, Any], check: str, scenario_for: Any) -> 
         report = compute_report(scenario_for(run, compute={**base, **rate}, with_layout=False))
         return None if report.mfu is None else float(report.mfu)
     tokens = 1e12 if check == "wall_seconds_per_trillion_tokens" else pub["tokens"]
-    first = compute_report(
-        scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run)})
+    scenario = scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run)})
+    first = compute_report(scenario)
+    # Megatron's published rates count 8·T·P with full recomputation: the recomputation
+    # convention (1 + recomputed ÷ model FLOPs), not the executed count the report's HFU
+    # uses (that adds attention, which 8·T·P leaves out)
+    from llm_planner.core.sections.training import hardware_flops_factor
+
+    factor = hardware_flops_factor(
+        scenario.model.architecture, scenario.training, float(first.mfu_flops_per_token)
     )
-    factor = float(getattr(first, "hardware_flops_factor", 1.0) or 1.0)
     report = compute_report(
         scenario_for(run, compute={**base, "tokens": tokens, **_throughput_inputs(run, factor)})
     )
