@@ -195,7 +195,9 @@ def cmd_trash(args: argparse.Namespace) -> int:
     library = Library()
     try:
         if args.empty:
-            print(f"deleted {library.purge_trash()} scenario(s) for good")
+            from llm_planner.core.primitives.units import count_of
+
+            print(f"deleted {count_of(library.purge_trash(), 'scenario')} for good")
             return 0
         items = library.trash()
     except LibraryError as error:

@@ -18,6 +18,7 @@ from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.units import count_of
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,8 @@ class CalibrationReport(BaseModel):
             Figure(
                 key="state",
                 label="Calibration",
-                value=f"{state}: {len(self.measurements)} measurement(s), {len(self.used)} used"
+                value=f"{state}: {count_of(len(self.measurements), 'measurement')}, "
+                f"{len(self.used)} used"
                 + (
                     f", {len(self.set_aside)} set aside (another model or GPU)"
                     if self.set_aside

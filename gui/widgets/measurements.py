@@ -247,6 +247,6 @@ def calibration_text(report: Report) -> str:
     cal = report.calibration
     if cal is None:
         return ""
-    lines = [f"{f.label.strip()}: {f.value}" for f in cal.figures() if f.key != "skipped"]
+    lines = [f"{f.label.strip()}: {f.text()}" for f in cal.figures() if f.key != "skipped"]
     lines += [f"Set aside: {s.reason}" for s in cal.set_aside]
     return "\n".join(lines)

@@ -57,7 +57,8 @@ class ElidedLabel(QLabel):
         self._elide()
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
-        width = min(self.fontMetrics().horizontalAdvance(self.full_text) + 4, 90)
+        # a short stem ("Llama…") is enough: the figures beside it must not be cut at 1024 px
+        width = min(self.fontMetrics().horizontalAdvance(self.full_text) + 4, 56)
         return QSize(width, super().minimumSizeHint().height())
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)

@@ -26,8 +26,10 @@ def test_delete_list_trash_restore_and_empty(capsys: pytest.CaptureFixture[str])
     assert main(["trash"]) == 0
     assert "(the trash is empty)" in capsys.readouterr().out
     assert main(["delete", "Alpha plan"]) == 0
+    capsys.readouterr()
     assert main(["trash", "--empty"]) == 0
     assert library.trash() == []
+    assert capsys.readouterr().out == "deleted 1 scenario for good\n"  # not "scenario(s)"
 
 
 def test_restore_of_an_unknown_name_is_one_line_exit_2(

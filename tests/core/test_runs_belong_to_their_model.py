@@ -133,3 +133,13 @@ def test_a_v2_file_records_the_scenario_it_was_saved_with() -> None:
     assert calibration is not None
     assert calibration.used == []
     assert calibration.set_aside[0].index == 0
+
+
+def test_the_calibration_line_counts_its_runs_in_words() -> None:
+    """One run reads "1 measurement", never "1 measurement(s)" (issue 25, item 14)."""
+    scenario = _with_half_rate_run(preset_scenario("llama-3.1-8b", "h100-sxm", 64))
+    calibration = estimate(scenario).calibration
+    assert calibration is not None
+    state = next(f for f in calibration.figures() if f.key == "state")
+    assert ": 1 measurement, 1 used" in state.text()
+    assert "(s)" not in state.text()

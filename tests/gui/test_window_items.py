@@ -502,3 +502,20 @@ def test_readme_says_how_to_run_the_installed_command() -> None:
     between = text[setup : text.index("## What it answers")]
     assert "source .venv/bin/activate" in between
     assert ".venv/bin/llm-planner" in between
+
+
+@pytest.mark.parametrize("state", ["big", "nofit"])
+def test_the_header_keeps_every_figure_whole_at_1024(
+    qtbot: Any, window: MainWindow, tmp_path: Path, monkeypatch: Any, state: str
+) -> None:
+    """Only the model's name shortens ("Llama…", full in its tooltip); the figures beside it
+    and the status dot stay whole at 1024×640 ("training peak 40.7/80 G…" was cut)."""
+    window.resize(1024, 640)
+    open_heavy(window, tmp_path, monkeypatch, state)
+    QApplication.processEvents()
+    strip = window.summary
+    for key, label in strip.labels.items():
+        if key == "model" or not label.isVisible():
+            continue
+        assert label.width() >= label.sizeHint().width(), key
+    assert strip.dot.geometry().right() <= strip.contentsRect().right()
