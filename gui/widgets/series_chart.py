@@ -250,14 +250,16 @@ class SeriesChart(QWidget):
         self._levels[f"v:{key}"] = None
 
     @staticmethod
-    def _pair(xs: Sequence[float], ys: Sequence[float]) -> tuple[tuple[float, ...], ...]:
+    def _pair(
+        xs: Sequence[float], ys: Sequence[float]
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
         return tuple(map(float, xs)), tuple(map(float, ys))
 
     def set_line(self, key: str, xs: Sequence[float], ys: Sequence[float]) -> None:
         data = self._pair(xs, ys)
         if self._data[key] == data:
             return
-        self._data[key] = data  # type: ignore[assignment]
+        self._data[key] = data
         self.lines[key].setData(np.asarray(data[0], dtype=float), np.asarray(data[1], dtype=float))
         self._log_ticks()
         self._fit_view()
@@ -272,7 +274,7 @@ class SeriesChart(QWidget):
         data = self._pair(xs, ys)
         if self._data[key] == data:
             return
-        self._data[key] = data  # type: ignore[assignment]
+        self._data[key] = data
         viewed = (
             (self._view(x, self.log_x), self._view(y, self.log_y))
             for x, y in zip(*data, strict=False)
