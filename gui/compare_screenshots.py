@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     assert isinstance(app, QApplication)
     app.setStyle("Fusion")
     for theme, palette in (("light", app.palette()), ("dark", dark_palette())):
-        app.setPalette(palette)  # type: ignore[arg-type]
+        app.setPalette(palette)
         window = MainWindow(restore=False)
         window.show()
         choose = open_choose_window(window)

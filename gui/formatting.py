@@ -21,9 +21,10 @@ def figure_tooltip(figure: Figure) -> str:
     """Rich-text tooltip: label, value (GB and GiB for bytes, exact count), formula, source."""
     lines = [f"<b>{html.escape(figure.label)}</b>", html.escape(figure_text(figure))]
     value = figure.value
-    numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    if figure.unit in ("params", "tokens", "count") and numeric and abs(float(value)) >= 1000:
-        lines.append(f"= {float(value):,.0f}")
+    number = float(value) if isinstance(value, int | float) else None
+    numeric = number is not None and not isinstance(value, bool)
+    if figure.unit in ("params", "tokens", "count") and numeric and abs(number or 0.0) >= 1000:
+        lines.append(f"= {number:,.0f}")
     if figure.unit == "bytes" and isinstance(value, int | float) and not isinstance(value, bool):
         number = float(value)
         lines.append(

@@ -14,14 +14,23 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Qt is imported when a render starts, not on import
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from llm_planner.core.composition.scenario import Scenario
+    from llm_planner.gui.main_window import MainWindow
 
 SIZES = ((1366, 768), (1024, 640), (1920, 1080))
 HEAVY_SIZES = ((1366, 768), (1024, 640))
 """The heavy states at the laptop size and at the window's minimum."""
 
 
-def dark_palette() -> object:
+def dark_palette() -> QPalette:
     from PySide6.QtGui import QColor, QPalette
 
     palette = QPalette()
@@ -76,7 +85,7 @@ def _sample_library() -> None:
     library.save_as(base.model_copy(update={"name": "8B fine-tune, 64 GPUs", "num_gpus": 64}))
 
 
-def heavy_states() -> list[tuple[str, object]]:
+def heavy_states() -> list[tuple[str, Scenario]]:
     """(name, scenario) of the states that stress the layout: long figures, busy charts."""
     from llm_planner.core.composition.scenario import default_scenario
     from llm_planner.core.composition.whatif.mixed import preset_cluster
@@ -160,15 +169,21 @@ def heavy_states() -> list[tuple[str, object]]:
     return [("big", big), ("whatif", whatif), ("calibrated", calibrated), ("nofit", too_big)]
 
 
-def _shoot(app: object, window: object, out: Path, prefix: str, sizes: object) -> None:
-    for width, height in sizes:  # type: ignore[attr-defined]
-        window.resize(width, height)  # type: ignore[attr-defined]
-        for index in range(window.tabs.count()):  # type: ignore[attr-defined]
-            window.tabs.setCurrentIndex(index)  # type: ignore[attr-defined]
-            app.processEvents()  # type: ignore[attr-defined]
-            window.flush()  # type: ignore[attr-defined]
-            app.processEvents()  # type: ignore[attr-defined]
-            window.grab().save(str(out / f"{prefix}-{width}x{height}-tab{index}.png"))  # type: ignore[attr-defined]
+def _shoot(
+    app: QApplication,
+    window: MainWindow,
+    out: Path,
+    prefix: str,
+    sizes: Sequence[tuple[int, int]],
+) -> None:
+    for width, height in sizes:
+        window.resize(width, height)
+        for index in range(window.tabs.count()):
+            window.tabs.setCurrentIndex(index)
+            app.processEvents()
+            window.flush()
+            app.processEvents()
+            window.grab().save(str(out / f"{prefix}-{width}x{height}-tab{index}.png"))
 
 
 def main(argv: list[str]) -> int:
@@ -192,7 +207,7 @@ def main(argv: list[str]) -> int:
     for theme, palette in themes:
         if only and theme not in only.split(","):
             continue
-        app.setPalette(palette)  # type: ignore[arg-type]
+        app.setPalette(palette)
         window = MainWindow(restore=False)
         window.show()
         states = os.environ.get("SHOT_STATES", "default,heavy").split(",")
@@ -200,7 +215,7 @@ def main(argv: list[str]) -> int:
             _shoot(app, window, out, theme, SIZES)
         if "heavy" in states:
             for name, scenario in heavy_states():
-                window.state.load(scenario, None)  # type: ignore[arg-type]
+                window.state.load(scenario, None)
                 _shoot(app, window, out, f"{theme}-{name}", HEAVY_SIZES)
         window.ask_before_discard = False
         window.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPalette, QResizeEvent
@@ -29,6 +29,7 @@ from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives import units
+from llm_planner.core.primitives.figures import Figure
 from llm_planner.gui.binding import Binder, ScenarioState
 from llm_planner.gui.widgets.elided import ElidedCombo
 from llm_planner.gui.widgets.figure_table import FigureTable
@@ -46,6 +47,12 @@ def visible_indicator(box: QCheckBox) -> None:
         palette.setColor(QPalette.ColorRole.Window, QColor("#a8a8a8"))
         palette.setColor(QPalette.ColorRole.Base, QColor("#242424"))
         box.setPalette(palette)
+
+
+class HasFigures(Protocol):
+    """A report section: what the figures table reads of it."""
+
+    def figures(self) -> list[Figure]: ...
 
 
 # ---------------------------------------------------------------- catalogs and calls
@@ -70,17 +77,6 @@ def safe_call(function: Callable[..., Any] | None, *args: Any, **kwargs: Any) ->
     except Exception:
         log.exception("core call %s failed", getattr(function, "__name__", function))
         return None
-
-
-def field(obj: Any, *names: str) -> Any:
-    """The first attribute (or dict key) of ``obj`` among ``names`` that is not None."""
-    if obj is None:
-        return None
-    for name in names:
-        value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-        if value is not None:
-            return value
-    return None
 
 
 # ---------------------------------------------------------------- what would fit
@@ -508,8 +504,10 @@ class Tab(QWidget):
     def build_charts(self) -> None:
         """Add the charts to ``self.right`` (figures come after)."""
 
-    def section_of(self, report: Report) -> Any:
-        return getattr(report, self.section, None)
+    def section_of(self, report: Report) -> HasFigures | None:
+        """The report's section this tab shows (``Tab.section`` names it), if it has one."""
+        section: HasFigures | None = getattr(report, self.section, None)
+        return section
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         """Redraw charts and figures from the report (no formulas here)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QResizeEvent
@@ -24,16 +24,20 @@ from llm_planner.core.composition.estimate import Report, estimate
 from llm_planner.core.composition.fit import FitSuggestion
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.inputs.registry import input_at
+from llm_planner.core.inputs.scenario import with_changes
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.compute import chinchilla_tokens
 from llm_planner.gui import colors
-from llm_planner.gui.binding import validation_message, with_changes
+from llm_planner.gui.binding import validation_message
 from llm_planner.gui.tabs.base import (
     Tab,
-    field,
     visible_indicator,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
+
+if TYPE_CHECKING:
+    from llm_planner.core.composition.scaling import TimeVsGpus
+    from llm_planner.gui.background import Latest
 
 TIME_TITLE = "Time to train against GPUs"
 COST_TITLE = "Cost against GPUs"
@@ -139,6 +143,8 @@ class NotPricedPanel(QWidget):
 class ComputeTab(Tab):
     title = "Compute budget"
     section = "compute"
+    scaling: Latest | None = None
+    """The scaling curve's worker, made on the first slow redraw."""
 
     def build_inputs(self) -> None:
         data = self.group("Training data")
@@ -220,9 +226,9 @@ class ComputeTab(Tab):
         scenario, compute = self.state.scenario, self.state.report.compute
         changes: dict[str, Any] = {"compute.throughput_mode": mode}
         if mode == "tflops" and scenario.compute.achieved_flops_per_gpu is None:
-            changes["compute.achieved_flops_per_gpu"] = field(compute, "flops_per_gpu_per_s")
+            changes["compute.achieved_flops_per_gpu"] = compute.flops_per_gpu_per_s
         if mode == "tokens_per_s" and scenario.compute.tokens_per_s_per_gpu is None:
-            changes["compute.tokens_per_s_per_gpu"] = field(compute, "tokens_per_s_per_gpu")
+            changes["compute.tokens_per_s_per_gpu"] = compute.tokens_per_s_per_gpu
         try:
             self.state.set_fields(changes, "Change throughput source")
         except ValueError as error:
@@ -291,8 +297,8 @@ class ComputeTab(Tab):
             self.time_chart.plot.setTitle(TIME_TITLE if priced else "Time: not priced")
             self.cost_chart.plot.setTitle(COST_TITLE if priced else "Cost: not priced")
         section = report.compute
-        seconds = field(section, "wall_seconds")
-        cost = field(section, "cost_usd")
+        seconds = section.wall_seconds
+        cost = section.cost_usd
         self.time_chart.set_markers(
             "current",
             [scenario.num_gpus] if seconds else [],
@@ -312,10 +318,8 @@ class ComputeTab(Tab):
         """The D ≈ 20·P line (core.compute.chinchilla_tokens), this run and the optimum."""
         tokens_for = chinchilla_tokens
         section = report.compute
-        params = field(section, "params")
-        if params is None:
-            return
-        optimum_p = field(section, "chinchilla_params")
+        params = section.params
+        optimum_p = section.chinchilla_params
         # whole decades, two either side of the model and wider if the optimum lies beyond:
         # the line (and the axes) stay put while the tokens move the optimum, so an edit
         # repaints the two markers alone
@@ -336,18 +340,17 @@ class ComputeTab(Tab):
         from llm_planner.core.composition.scaling import time_vs_gpus
         from llm_planner.gui.background import Latest
 
-        if getattr(self, "scaling", None) is None:
+        if self.scaling is None:
             self.scaling = Latest(self)
             self.scaling.done.connect(self._draw_scaling)
             self.scaling.failed.connect(lambda _message: self._draw_scaling(None))
         self.scaling.submit(lambda: time_vs_gpus(scenario, report))
 
     def flush(self) -> None:
-        scaling = getattr(self, "scaling", None)
-        if scaling is not None:
-            scaling.wait()
+        if self.scaling is not None:
+            self.scaling.wait()
 
-    def _draw_scaling(self, series: Any) -> None:
+    def _draw_scaling(self, series: TimeVsGpus | None) -> None:
         if series is None:
             for chart, name in ((self.time_chart, "time"), (self.cost_chart, "cost")):
                 chart.set_line(name, [], [])
@@ -376,11 +379,9 @@ class ComputeTab(Tab):
         scenario = with_changes(
             self.state.scenario, {"model.params_override": 175e9, "compute.tokens": 300e9}
         )
-        flops = field(estimate(scenario).compute, "flops_total")
+        flops = estimate(scenario).compute.flops_total
         text = (
-            "The compute estimator gave no total."
-            if flops is None
-            else f"C = 6 · P · D with P = 175e9, D = 300e9\n= {units.format_flop(flops)}\n"
+            f"C = 6 · P · D with P = 175e9, D = 300e9\n= {units.format_flop(flops)}\n"
             "Reported for GPT-3 (Brown et al. 2020, Table D.1): 3.14e23 FLOP"
         )
         QMessageBox.information(self, "GPT-3 sanity check", text)

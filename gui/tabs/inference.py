@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 
@@ -13,25 +13,27 @@ from llm_planner.core.primitives import units
 from llm_planner.core.primitives.dtypes import DTYPES
 from llm_planner.core.quantities.engines import ENGINE_IDS, get_engine
 from llm_planner.core.quantities.quantization import weight_formats
-from llm_planner.core.sections.inference import memory_vs_context
+from llm_planner.core.sections.inference import InferenceReport, memory_vs_context
 from llm_planner.gui import colors
 from llm_planner.gui.binding import tooltip_of
 from llm_planner.gui.tabs.base import (
     FitPanel,
     Tab,
     context_warning,
-    field,
     named_items,
     safe_call,
     with_fit_panel,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
 
+if TYPE_CHECKING:
+    from llm_planner.gui.widgets.charts import BarRow
+
 CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths of the fallback sweep (only while core offers no series function)."""
 
 
-def inference_rows(scenario: Scenario, section: Any) -> tuple[list[Any], float]:
+def inference_rows(scenario: Scenario, section: InferenceReport) -> tuple[list[BarRow], float]:
     """One bar: memory of one GPU of the replica, from the report's per-GPU fields."""
     from llm_planner.gui.widgets.charts import BarRow
 
@@ -42,17 +44,14 @@ def inference_rows(scenario: Scenario, section: Any) -> tuple[list[Any], float]:
         "overhead": formulas.get("per_gpu_overhead_bytes") or formulas.get("overhead_bytes", ""),
     }
     parts = {
-        "weights": float(field(section, "per_gpu_weights_bytes") or 0.0),
-        "kv_cache": float(field(section, "per_gpu_kv_cache_bytes") or 0.0),
-        "overhead": float(field(section, "per_gpu_overhead_bytes") or 0.0),
+        "weights": section.per_gpu_weights_bytes,
+        "kv_cache": section.per_gpu_kv_cache_bytes,
+        "overhead": section.per_gpu_overhead_bytes,
     }
-    total = field(section, "per_gpu_total_bytes")
     gpus = scenario.inference.num_gpus
     label = f"each of {gpus} GPUs" if gpus > 1 else "one GPU"
-    capacity = field(section, "gpu_memory_bytes") or scenario.gpu.memory_bytes
-    return [BarRow(label, parts, float(total) if total is not None else None, explain)], float(
-        capacity
-    )
+    capacity = section.gpu_memory_bytes or scenario.gpu.memory_bytes
+    return [BarRow(label, parts, section.per_gpu_total_bytes, explain)], float(capacity)
 
 
 class InferenceTab(Tab):
@@ -181,10 +180,8 @@ class InferenceTab(Tab):
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
         section = report.inference
-        if section is None:
-            return
         rows, capacity = inference_rows(scenario, section)
-        self.bars.set_rows(rows, capacity)  # type: ignore[arg-type]
+        self.bars.set_rows(rows, capacity)
         self._redraw_serving(report)
         self.fit_panel.show_report(report)
         limit = scenario.model.architecture.max_context
@@ -195,18 +192,15 @@ class InferenceTab(Tab):
         self.context_chart.set_hline(
             "capacity", capacity / units.GB, f"capacity {units.format_gb(capacity)}"
         )
-        total = field(section, "per_gpu_total_bytes")
-        if total is not None:
-            self.context_chart.set_markers(
-                "current", [scenario.inference.context], [total / units.GB]
-            )
-        max_batch = field(section, "max_batch")
-        if max_batch is not None:
-            self.context_chart.info.setText(
-                f"Largest batch that fits at {scenario.inference.context:,} tokens: {max_batch:,}"
-            )
-            self.context_chart.info.show()
-        max_context = field(section, "max_context")
+        self.context_chart.set_markers(
+            "current", [scenario.inference.context], [section.per_gpu_total_bytes / units.GB]
+        )
+        max_batch = section.max_batch
+        self.context_chart.info.setText(
+            f"Largest batch that fits at {scenario.inference.context:,} tokens: {max_batch:,}"
+        )
+        self.context_chart.info.show()
+        max_context = section.max_context
         by = "the model's max_context" if max_context and max_context >= limit else "memory"
         self.context_chart.set_vline(
             "max_context",
@@ -217,8 +211,6 @@ class InferenceTab(Tab):
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:
         """Per-GPU memory against context from ``core.inference.memory_vs_context``."""
         function = memory_vs_context
-        if report.inference is None:
-            return
         contexts = sorted({*CONTEXTS, scenario.inference.context})
         result = safe_call(
             function,

@@ -36,7 +36,6 @@ from llm_planner.gui.background import Latest
 from llm_planner.gui.table_model import RowsModel
 from llm_planner.gui.tabs.base import (
     Tab,
-    field,
     safe_call,
 )
 from llm_planner.gui.tabs.training import PARTS
@@ -51,11 +50,6 @@ SEARCH_TOP = 50
 """Rows the ranked table shows."""
 MAX_DRAWN_MICROBATCHES = 32
 """The timeline draws at most this many micro-batches (readable; the bubble figure is exact)."""
-
-
-def report_stage(report: Report, scenario: Scenario) -> int:
-    stage = field(report.parallelism, "zero_stage")
-    return int(stage) if stage is not None else scenario.parallelism.zero_stage
 
 
 COLUMNS = (
@@ -400,11 +394,11 @@ class ParallelismTab(Tab):
         result = safe_call(zero_stages, scenario)
         if not result:
             return
-        rows = []
+        rows: list[BarRow] = []
         for entry in result:
             stage = int(entry.get("zero_stage", len(rows)))
             parts = {name: float(entry.get(key) or 0.0) for name, key in PARTS.items()}
-            mark = "  ◀" if stage == report_stage(report, scenario) else ""
+            mark = "  ◀" if stage == report.parallelism.zero_stage else ""
             rows.append(BarRow(f"ZeRO {stage}{mark}", parts, entry.get("peak_bytes")))
         self.zero_bars.set_rows(rows, scenario.gpu.memory_bytes)
 
@@ -414,16 +408,14 @@ class ParallelismTab(Tab):
         from llm_planner.gui.widgets.charts import Block
 
         del scenario
-        layout: Any = report.parallelism
-        if layout is None:
-            return
+        layout = report.parallelism
         pp = int(layout.pp)
         self.timeline.setVisible(pp > 1)
         if pp <= 1:
             return
         m = int(layout.gradient_accumulation_steps)
         shown = min(m, MAX_DRAWN_MICROBATCHES)
-        v = int(field(layout, "interleave_chunks", "v") or 1)
+        v = layout.interleave_chunks or 1
         events = safe_call(pipeline_timeline, pp, shown, str(layout.schedule), v)
         if not events:
             return
@@ -436,10 +428,10 @@ class ParallelismTab(Tab):
         ]
         self.timeline.set_blocks(blocks, pp)
         more = f" (first {shown} of {m})" if shown < m else ""
-        bubble = field(layout, "bubble_fraction")
+        bubble = layout.bubble_fraction
         self.timeline.info.setText(
             f"{pp} stages × {m} micro-batch{'es' if m > 1 else ''}{more}"
-            + (f" · bubble {100 * bubble:.1f}% of the step" if bubble is not None else "")
+            + f" · bubble {100 * bubble:.1f}% of the step"
         )
 
     def redraw_slow(self, scenario: Scenario, report: Report) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -15,17 +15,21 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
+from llm_planner.core.quantities.activation_tensors import LedgerEntry
 from llm_planner.core.quantities.activations import PROFILES
 from llm_planner.core.quantities.optimizers import OPTIMIZERS, PRECISIONS
+from llm_planner.core.sections.training import TrainingReport
 from llm_planner.gui.tabs.base import (
     FitPanel,
     Tab,
     context_warning,
-    field,
     named_items,
     with_fit_panel,
 )
 from llm_planner.gui.widgets.still_splitter import StillSplitter
+
+if TYPE_CHECKING:
+    from llm_planner.gui.widgets.charts import BarRow
 
 PARTS = {
     "weights": "weights_bytes",
@@ -38,29 +42,27 @@ PARTS = {
 PERSISTENT = ("weights", "gradients", "optimizer")
 
 
-def training_rows(scenario: Scenario, section: Any) -> tuple[list[Any], float]:
+def training_rows(scenario: Scenario, section: TrainingReport) -> tuple[list[BarRow], float]:
     """After-load and peak rows from the report's per-GPU fields (no arithmetic here)."""
     from llm_planner.gui.widgets.charts import BarRow
 
     formulas = {figure.key: figure.formula for figure in section.figures()}
-    values = {name: float(field(section, key) or 0.0) for name, key in PARTS.items()}
+    values = {
+        "weights": section.weights_bytes,
+        "gradients": section.gradients_bytes,
+        "optimizer": section.optimizer_bytes,
+        "activations": section.activations_bytes,
+        "temporaries": section.temporary_bytes,
+        "overhead": section.overhead_bytes,
+    }
     explain = {name: formulas.get(key, "") for name, key in PARTS.items()}
     after_parts = {k: values[k] for k in PERSISTENT}
-    context = field(section, "cuda_context_bytes")
-    if context is not None:
-        after_parts["overhead"] = float(context)
-    after_total = field(section, "after_load_bytes", "persistent_bytes")
+    after_parts["overhead"] = section.cuda_context_bytes
     after_explain = {**explain, "overhead": formulas.get("cuda_context_bytes", "CUDA context")}
-    peak = field(section, "peak_bytes")
-    capacity = field(section, "capacity_bytes") or scenario.gpu.memory_bytes
+    capacity = section.capacity_bytes or scenario.gpu.memory_bytes
     return [
-        BarRow(
-            "after load",
-            after_parts,
-            float(after_total) if after_total is not None else None,
-            after_explain,
-        ),
-        BarRow("peak", values, float(peak) if peak is not None else None, explain),
+        BarRow("after load", after_parts, section.after_load_bytes, after_explain),
+        BarRow("peak", values, section.peak_bytes, explain),
     ], float(capacity)
 
 
@@ -177,12 +179,10 @@ class TrainingTab(Tab):
         super().redraw(scenario, report)
         self.threshold.setEnabled(scenario.training.recompute == "threshold")
         section = report.training
-        if section is None:
-            return
         par = report.parallelism
         self.layout_note.setText(
             f"Per GPU under the layout set on the <b>Parallelism</b> tab: "
-            f"{getattr(par, 'layout_label', '')} (ZeRO, TP, PP and DP are set there)."
+            f"{par.layout_label} (ZeRO, TP, PP and DP are set there)."
         )
         self.set_warning(
             self.context_warning,
@@ -195,28 +195,24 @@ class TrainingTab(Tab):
         rows, capacity = training_rows(scenario, section)
         self.bars.set_rows(rows, capacity)
         self.fit_panel.show_report(report)
-        self.fill_ledger(
-            list(field(section, "ledger") or []) + list(field(section, "outside_ledger") or [])
-        )
+        self.fill_ledger([*section.ledger, *section.outside_ledger])
 
-    def fill_ledger(self, ledger: list[Any]) -> None:
+    def fill_ledger(self, ledger: list[LedgerEntry]) -> None:
         """One row per saved tensor, as the training estimator itemises it."""
         resize = self.ledger.rowCount() != len(ledger)
         self.ledger.setRowCount(len(ledger))
         for row, entry in enumerate(ledger):
-            size = field(entry, "bytes")
             texts = [
-                str(field(entry, "name") or ""),
-                str(field(entry, "block") or ""),
-                str(field(entry, "shape") or ""),
-                str(field(entry, "dtype") or ""),
-                units.format_bytes(float(size)) if size is not None else "—",
+                entry.name,
+                entry.block,
+                entry.shape,
+                entry.dtype,
+                units.format_bytes(entry.bytes),
             ]
-            dropped = field(entry, "attention_core")
             tip = (
                 f"{texts[0]}: {texts[2]} elements of {texts[3]}"
-                + (" (dropped by selective recomputation)" if dropped else "")
-                + (f" — sharded over {field(entry, 'shard')}" if field(entry, "shard") else "")
+                + (" (dropped by selective recomputation)" if entry.attention_core else "")
+                + (f" — sharded over {entry.shard}" if entry.shard else "")
             )
             for column, text in enumerate(texts):
                 item = self.ledger.item(row, column)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.whatif.mixed import cluster_presets, preset_cluster
+from llm_planner.core.composition.whatif.report import WhatIfReport
 from llm_planner.core.inputs.registry import format_count
 from llm_planner.core.inputs.whatif import (
     CompressionInputs,
@@ -246,7 +247,7 @@ class WhatIfTab(Tab):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.right.addWidget(self.empty)
         self.right.addWidget(self.rl_chart)
-        self.whatif: Any = None
+        self.whatif: WhatIfReport | None = None
 
     def _sync_boxes(self, scenario: Scenario) -> None:
         """Check the boxes of the parts the scenario plans (the fields follow the binder)."""

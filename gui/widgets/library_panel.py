@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llm_planner.core.files.library_index import LibraryEntry
 from llm_planner.core.primitives import units
 from llm_planner.gui.table_model import RowsModel
 
@@ -83,19 +84,19 @@ def gpu_name(entry_gpu: str) -> str:
     return name
 
 
-class LibraryModel(RowsModel[Any]):
+class LibraryModel(RowsModel[LibraryEntry]):
     """Library entries as a Qt model (name, model, GPUs, modified); sorted by a proxy."""
 
     headers = ("Name", "Model", "GPUs", "Modified")
 
     @property
-    def entries(self) -> list[Any]:
+    def entries(self) -> list[LibraryEntry]:
         return self.rows
 
-    def set_entries(self, entries: list[Any]) -> None:
+    def set_entries(self, entries: list[LibraryEntry]) -> None:
         self.set_rows(entries)
 
-    def cell(self, entry: Any, column: int, role: int) -> Any:
+    def cell(self, entry: LibraryEntry, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
             return (
                 entry.name,
@@ -131,7 +132,12 @@ class LibraryModel(RowsModel[Any]):
 class EntryDelegate(QStyledItemDelegate):
     """Paints an entry as two lines: the name, then model · GPU × count · date (dimmed)."""
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         opt.text = ""
@@ -167,7 +173,9 @@ class EntryDelegate(QStyledItemDelegate):
         painter.drawText(rect.x(), rect.y() + line + 1, rect.width(), line, 0, small)
         painter.restore()
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # noqa: N802
+    def sizeHint(  # noqa: N802
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         del index
         height = QFontMetrics(option.font).height()
         return QSize(200, 2 * height + 10)
@@ -346,8 +354,8 @@ class LibraryPanel(QWidget):
         self.problems.setStyleSheet("color: #D62728;")
         self.problems.hide()
         layout.addWidget(self.problems)
-        window.state.changed.connect(self._scenario_changed)
-        self._scenario_changed(window.state.scenario)
+        self.window_.state.changed.connect(self._scenario_changed)
+        self._scenario_changed(self.window_.state.scenario)
         self.setMinimumWidth(190)  # listing: after the first paint (MainWindow)
         self._selection_changed()
 

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.primitives import units
+from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import get_gpu, gpu_catalog
 from llm_planner.core.primitives.presets import get_preset, model_presets
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
@@ -35,13 +36,12 @@ FIND = "__find__"
 CUSTOM = "__custom__"
 
 
-def model_kind(arch: Any) -> str:
+def model_kind(arch: Architecture) -> str:
     """Dense, MoE, state-space (RWKV, Mamba) or hybrid, from the architecture's own fields."""
-    recurrent = getattr(arch, "recurrent", None)
+    recurrent = arch.recurrent
     if recurrent is not None:
-        hybrid = getattr(recurrent, "attention_period", None)
-        kind = str(getattr(recurrent, "kind", "recurrent"))
-        return f"hybrid {kind} + attention" if hybrid else kind
+        kind = str(recurrent.kind)
+        return f"hybrid {kind} + attention" if recurrent.attention_period else kind
     return "MoE" if arch.moe is not None else "dense"
 
 

@@ -20,7 +20,7 @@ class StillSplitter(QSplitter):
         self._laid_out: tuple[Any, ...] | None = None
 
     def _constraints(self) -> tuple[Any, ...]:
-        panes = (self.widget(i) for i in range(self.count()))
+        panes = (pane for i in range(self.count()) if (pane := self.widget(i)) is not None)
         return tuple(
             (
                 pane.isHidden(),

@@ -153,7 +153,7 @@ class SummaryStrip(QFrame):
             tokens_figure,
             "training tokens D (input)",
         )
-        flops = getattr(compute, "flops_total", None)
+        flops = compute.flops_total
         self._set(
             "flops", units.format_flop(flops) if flops else "", _figure(compute, "flops_total")
         )
@@ -178,14 +178,9 @@ class SummaryStrip(QFrame):
                 _figure(compute, "cost_usd"),
             )
         training = report.training
-        peak = getattr(training, "peak_bytes", None)
-        capacity = getattr(training, "capacity_bytes", None) or scenario.gpu.memory_bytes
-        if peak is None:
-            self._set("memory", "", None)
-            self.dot.setVisible(False)
-            return
-        fits = getattr(training, "fits", None)
-        over = (fits is False) or peak > capacity
+        peak = training.peak_bytes
+        capacity = training.capacity_bytes or scenario.gpu.memory_bytes
+        over = not training.fits or peak > capacity
         self.status = "bad" if over else ("warn" if peak > AMBER_SHARE * capacity else "ok")
         colour = {"ok": colors.OK, "warn": colors.WARN, "bad": colors.BAD}[self.status]
         text = f"training peak {peak / units.GB:.1f}/{capacity / units.GB:.0f} GB"
