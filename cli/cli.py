@@ -138,7 +138,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_window(None, smoke_test=args.smoke_test)
         return int(args.handler(args))
     except UsageError as error:
-        sys.stderr.write(f"llm-planner: error: {error}\n")
+        # a message may quote what the user typed or a file holds (a path with ESC or a
+        # bidi override): printed without control or format characters, on one line
+        from llm_planner.core.primitives.units import clean_text
+
+        sys.stderr.write(f"llm-planner: error: {clean_text(str(error))}\n")
         return EXIT_USAGE
     except BrokenPipeError:  # `llm-planner report | head`
         return 0

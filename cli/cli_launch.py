@@ -27,6 +27,7 @@ from llm_planner.cli_scenario import (
 )
 from llm_planner.cli_store import save_to
 from llm_planner.core.primitives import units
+from llm_planner.core.primitives.units import clean_text
 
 EXIT_FITS = 0
 EXIT_DOES_NOT_FIT = 1
@@ -71,7 +72,7 @@ def cmd_export_config(args: argparse.Namespace) -> int:
         except OSError as error:
             raise UsageError(f"argument --out: {error.strerror or error}") from None
         written = [str(out)] + [str(out.with_name(stem + s)) for s in exported.companions]
-        sys.stderr.write(f"wrote {', '.join(written)}\n")
+        sys.stderr.write(f"wrote {clean_text(', '.join(written))}\n")
     for note in exported.unexpressed:
         sys.stderr.write(f"not expressible in {exported.stack}: {note}\n")
     return 0
@@ -144,7 +145,7 @@ def cmd_import_config(args: argparse.Namespace) -> int:
         )
         return 0
     lines = [
-        f"{args.config}: {imported.stack} config; {model_note}",
+        f"{clean_text(str(args.config))}: {imported.stack} config; {model_note}",
         f"  read ({len(imported.read)}): {', '.join(imported.read) or '-'}",
         f"  ignored ({len(imported.ignored)}): {', '.join(imported.ignored) or '-'}",
         f"  layout: {_layout_text(scenario)}",
@@ -203,7 +204,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_FITS if fits else EXIT_DOES_NOT_FIT
     verdict = "fits" if fits else "DOES NOT FIT"
     lines = [
-        f"{args.config} ({imported.stack}) on {scenario.num_gpus} × {scenario.gpu.name}: {verdict}",
+        f"{clean_text(str(args.config))} ({imported.stack}) on {scenario.num_gpus} × "
+        f"{scenario.gpu.name}: {verdict}",
         f"  {model_note}",
         f"  layout: {_layout_text(scenario)}",
         f"  peak per GPU {units.format_gb(peak)} of {units.format_gb(capacity)}; headroom "

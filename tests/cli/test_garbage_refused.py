@@ -4,6 +4,8 @@ price)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from llm_planner.cli import main
@@ -47,3 +49,23 @@ def test_zero_still_means_none_and_the_least_value_is_accepted(path: str, least:
     assert with_changes(base, {path: least})
     with pytest.raises(ValueError, match=path):
         with_changes(base, {path: least / 10})
+
+
+def test_paths_with_escape_or_bidi_characters_are_echoed_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A path holding ESC (a terminal escape) or U+202E (right-to-left override) is printed
+    without them by export-config, check and import-config, and by every one-line error."""
+    hostile = tmp_path / "plan\x1b[2J\u202eredli.json"
+    assert main(["export-config", "--stack", "deepspeed", "--out", str(hostile)]) == 0
+    err = capsys.readouterr().err
+    assert "wrote" in err
+    assert "\x1b" not in err
+    assert "\u202e" not in err
+    for command in ("check", "import-config"):
+        main([command, str(hostile)])
+        out, err = capsys.readouterr()
+        assert "\x1b" not in out + err
+        assert "\u202e" not in out + err
+    assert main(["check", str(tmp_path / "missing\x1b[2J.json")]) == 2
+    assert "\x1b" not in capsys.readouterr().err
