@@ -337,7 +337,7 @@ HOST_SECONDS_PER_KERNEL_LAUNCH = 4.25e-5
 """Host (CPU) time per kernel an eager PyTorch training step launches: Python module code,
 the autograd engine and the CUDA launch together, per kernel of a transformer layer's
 forward, recomputed forward and backward (the kernel counts are
-:data:`llm_planner.core.sections.parallelism.step_time.LAYER_KERNELS_FORWARD` and its
+:data:`llm_planner.core.sections.parallelism.step_time_host.LAYER_KERNELS_FORWARD` and its
 neighbours, read from Megatron-LM's GPT layer). A micro-batch whose GPU work is shorter
 than its launches runs at the host's pace.
 

@@ -15,6 +15,10 @@ The modules, each importing only those above it:
 - :mod:`.workload`: the model's and the cluster's scalars that pricing needs;
 - :mod:`.memory`: per-GPU memory of layouts (the training-memory function with each
   schedule's micro-batches in flight);
+- :mod:`.step_time_inputs`: what pricing reads from the model and the training inputs;
+- :mod:`.step_time_host`: kernels launched per micro-batch, the host's launch floor;
+- :mod:`.step_time_compute`: compute and memory-bound time of a micro-batch;
+- :mod:`.step_time_comm`: exposed communication per micro-batch and per step;
 - :mod:`.step_time`: step time, its breakdown, tokens/s, MFU;
 - :mod:`.report`: the report section for the scenario's layout.
 

@@ -1,0 +1,303 @@
+"""One transformer layer's saved tensors outside the attention block: the dense MLP, the MoE
+FFN, recurrent mixers, and the whole layer's list (:mod:`.activations`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.quantities import recurrent
+from llm_planner.core.quantities.activation_attention import attention_tensors
+from llm_planner.core.quantities.activation_profiles import (
+    ACTIVATION_SAVED,
+)
+from llm_planner.core.quantities.activation_tensors import (
+    FP32,
+    INDEX_BYTES,
+    LedgerConfig,
+    Num,
+    SavedTensor,
+    dropout_mask,
+    lora_tensor,
+    module_traits,
+    norm_tensors,
+    trains_input,
+)
+
+
+def _mlp_tensors(
+    arch: Architecture, cfg: LedgerConfig, tokens: Num, f: int, *, label: str, tok: str
+) -> list[SavedTensor]:
+    """One MLP (dense, a shared expert or the routed experts) on ``tokens`` tokens."""
+    act, dt, p, h = cfg.act, cfg.act_dtype, cfg.profile, arch.hidden_size
+    out: list[SavedTensor] = []
+    up_flops = 2.0 * tokens * h * f
+    if arch.gated:
+        if p.fused_swiglu:
+            out.append(
+                SavedTensor(
+                    f"{label}fc1 output (gate ‖ up)",
+                    f"2·{tok}·f",
+                    dt,
+                    2 * tokens * f,
+                    act,
+                    "mlp",
+                    "tp",
+                    producer_flops=2 * up_flops,
+                )
+            )
+        else:
+            out.append(
+                SavedTensor(
+                    f"{label}gate (activation input)",
+                    f"{tok}·f",
+                    dt,
+                    tokens * f,
+                    act,
+                    "mlp",
+                    "tp",
+                    producer_flops=up_flops,
+                )
+            )
+            out.append(
+                SavedTensor(
+                    f"{label}activation output", f"{tok}·f", dt, tokens * f, act, "mlp", "tp"
+                )
+            )
+            out.append(
+                SavedTensor(
+                    f"{label}up",
+                    f"{tok}·f",
+                    dt,
+                    tokens * f,
+                    act,
+                    "mlp",
+                    "tp",
+                    producer_flops=up_flops,
+                )
+            )
+            more = module_traits(arch, cfg).glu_saved - 4
+            if more > 0:
+                out.append(
+                    SavedTensor(
+                        f"{label}gated activation's other saved tensors",
+                        f"{more}·{tok}·f",
+                        dt,
+                        more * tokens * f,
+                        act,
+                        "mlp",
+                        "tp",
+                    )
+                )
+    else:
+        out.append(
+            SavedTensor(
+                f"{label}GeLU input (fc1 output)",
+                f"{tok}·f",
+                dt,
+                tokens * f,
+                act,
+                "mlp",
+                "tp",
+                producer_flops=up_flops,
+            )
+        )
+        extra = ACTIVATION_SAVED.get(arch.hidden_act or "", 1) - 1 if p.hf_modules else 0
+        if extra:
+            out.append(
+                SavedTensor(
+                    f"{label}{arch.hidden_act} written out: its other saved tensors",
+                    f"{extra}·{tok}·f",
+                    dt,
+                    extra * tokens * f,
+                    act,
+                    "mlp",
+                    "tp",
+                )
+            )
+    if trains_input(cfg, "down"):
+        out.append(
+            SavedTensor(
+                f"{label}fc2 input (activation output)",
+                f"{tok}·f",
+                dt,
+                tokens * f,
+                act,
+                "mlp",
+                "tp",
+            )
+        )
+    out += lora_tensor(cfg, "down", tokens, "mlp")
+    return out
+
+
+def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list[SavedTensor]:
+    s, b, act, dt, h = cfg.s, cfg.b, cfg.act, cfg.act_dtype, arch.hidden_size
+    sd = s * b
+    out: list[SavedTensor] = []
+    fc1_trained = trains_input(cfg, "gate", "up")
+    if fc1_trained:
+        name = "router and fc1 input (norm output)" if moe_layer else "fc1 input (norm output)"
+        out.append(SavedTensor(name, "s·b·h", dt, sd * h, act, "mlp", "sp"))
+    for target in ("gate", "up"):
+        if target == "gate" and not arch.gated:
+            continue
+        out += lora_tensor(cfg, target, sd, "mlp")
+    if moe_layer and arch.moe is not None:
+        moe = arch.moe
+        k, e = moe.experts_per_token, moe.num_experts
+        out.append(SavedTensor("router probabilities", "s·b·E", "fp32", sd * e, FP32, "moe", "sp"))
+        if cfg.profile.hf_modules and module_traits(arch, cfg).experts_on_every_token:
+            out.append(
+                SavedTensor(
+                    "top-k indices (int64) and router scores",
+                    "k·s·b·8 + E·s·b·2 bytes",
+                    "int64/act",
+                    k * sd * INDEX_BYTES + e * sd * act,
+                    1.0,
+                    "moe",
+                    "sp",
+                )
+            )
+        elif cfg.profile.hf_modules:
+            # transformers' MoE blocks (v5.24.0, integrations/moe.py grouped_mm dispatch):
+            # top-k indices and three int64 index copies of the k·s·b assignments (sort,
+            # gather, scatter), the routing weights and their normalisation in fp32
+            out.append(
+                SavedTensor(
+                    "routing indices (int64) and weights (fp32)",
+                    "k·s·b·40 + 4·s·b bytes",
+                    "int64/fp32",
+                    k * sd * 40.0 + 4.0 * sd,
+                    1.0,
+                    "moe",
+                    "sp",
+                )
+            )
+            if module_traits(arch, cfg).router_fp32:
+                out.append(
+                    SavedTensor(
+                        "router input, fp32 copy", "s·b·h", "fp32", sd * h, FP32, "moe", "sp"
+                    )
+                )
+        copies, tok = (
+            (e, "E·s·b") if module_traits(arch, cfg).experts_on_every_token else (k, "k·s·b")
+        )
+        if fc1_trained:
+            out.append(
+                SavedTensor(
+                    f"routed tokens ({copies} copies, expert fc1 input)",
+                    f"{tok}·h",
+                    dt,
+                    copies * sd * h,
+                    act,
+                    "moe",
+                    "sp",
+                )
+            )
+        out += [
+            replace(t, block="moe")
+            for t in _mlp_tensors(
+                arch, cfg, copies * sd, moe.expert_ffn_size, label="routed experts: ", tok=tok
+            )
+        ]
+        out.append(
+            SavedTensor(
+                "expert outputs (before weighted combine)"
+                if copies == k
+                else "token copies before the router-score scaling",
+                f"{tok}·h",
+                dt,
+                copies * sd * h,
+                act,
+                "moe",
+                "sp",
+            )
+        )
+        if moe.num_shared_experts:
+            f_shared = moe.num_shared_experts * moe.expert_ffn_size
+            out += _mlp_tensors(arch, cfg, sd, f_shared, label="shared experts: ", tok="s·b")
+            if module_traits(arch, cfg).shared_expert_gate:
+                out.append(
+                    SavedTensor(
+                        "shared expert output (× its sigmoid gate)",
+                        "s·b·h",
+                        dt,
+                        sd * h,
+                        act,
+                        "moe",
+                        "sp",
+                    )
+                )
+    else:
+        out += _mlp_tensors(arch, cfg, sd, arch.ffn_size, label="", tok="s·b")
+    if cfg.dropout:
+        mb, md = dropout_mask(cfg)
+        out.append(SavedTensor("MLP residual dropout mask", "s·b·h", md, sd * h, mb, "mlp", "sp"))
+    return out
+
+
+def _attention_share(arch: Architecture, moe_layer: bool) -> float:
+    """Fraction of the model's MoE (or other) layers whose mixer is attention: 1 for a
+    transformer, 0 for Mamba / RWKV, Jamba's 1/8 of its non-MoE layers."""
+    kind = [i for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer]
+    return sum(arch.is_attention_layer(i) for i in kind) / len(kind) if kind else 1.0
+
+
+def _recurrent_layer_tensors(
+    arch: Architecture, cfg: LedgerConfig, moe_layer: bool
+) -> list[SavedTensor]:
+    """A layer of a model with recurrent mixers (:mod:`.recurrent`): its norms, the mean of
+    its kind's mixers (attention tensors × the attention share, recurrent × the rest) and
+    its FFN where the block has one (Jamba; not Mamba or RWKV)."""
+    share = _attention_share(arch, moe_layer)
+    tensors = norm_tensors(arch, cfg, "mixer norm")
+    if share > 0:
+        tensors += [replace(t, elements=t.elements * share) for t in attention_tensors(arch, cfg)]
+    for saved in recurrent.recurrent_saved_tensors(arch, cfg.s, cfg.b):
+        fp32 = saved.dtype == "fp32"
+        tensors.append(
+            SavedTensor(
+                saved.name if share == 0 else f"{saved.name} (× {1 - share:.3g} of layers)",
+                saved.shape,
+                "fp32" if fp32 else cfg.act_dtype,
+                saved.elements * (1 - share),
+                FP32 if fp32 else cfg.act,
+                "recurrent",
+                saved.shard,
+            )
+        )
+    if arch.recurrent is not None and (arch.recurrent.has_ffn or share > 0):
+        ffn_share = 1.0 if arch.recurrent.has_ffn else share
+        more = norm_tensors(arch, cfg, "MLP norm") if arch.norms_per_layer > 1 else []
+        more += _ffn_tensors(arch, cfg, moe_layer)
+        tensors += [replace(t, elements=t.elements * ffn_share) for t in more]
+    elif arch.norms_per_layer > 1:
+        tensors += norm_tensors(arch, cfg, "channel-mix norm")
+    return tensors
+
+
+def _layer_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list[SavedTensor]:
+    """Every tensor one layer saves, before recomputation."""
+    if arch.recurrent is not None:
+        return _recurrent_layer_tensors(arch, cfg, moe_layer)
+    tensors = norm_tensors(arch, cfg, "attention norm")
+    tensors += attention_tensors(arch, cfg)
+    tensors += norm_tensors(arch, cfg, "MLP norm")
+    tensors += _ffn_tensors(arch, cfg, moe_layer)
+    if arch.parallel_attention and arch.norms_per_layer < 2:
+        # GPT-J / Falcon: attention and MLP read one norm's output (a single saved tensor);
+        # NeoX has two norms on the same input, so two outputs
+        tensors = [
+            t
+            for t in tensors
+            if not t.name.startswith("MLP norm") and not t.name.startswith("fc1 input")
+        ]
+    elif arch.parallel_attention:
+        # NeoX / Falcon-40B: both norms read the same input, saved once (one storage)
+        tensors = [t for t in tensors if t.name != "MLP norm: input"]
+    if cfg.profile.hf_modules and arch.norms_per_layer > 2:
+        # Gemma-2/3: post-attention and post-MLP norms too; their outputs go to the residual
+        for i in range(arch.norms_per_layer - 2):
+            tensors += norm_tensors(arch, cfg, f"post-norm {i + 1}")
+    return tensors

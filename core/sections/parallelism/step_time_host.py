@@ -1,0 +1,166 @@
+"""The host's floor under a micro-batch: the kernels each part of the model launches and the
+launch time they take (:mod:`.step_time`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from llm_planner.core.quantities import comm
+from llm_planner.core.sections.parallelism.layout import Layouts
+from llm_planner.core.sections.parallelism.schedule import FloatArray
+from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
+from llm_planner.core.sections.parallelism.workload import (
+    Cluster,
+    Workload,
+)
+
+LAYER_KERNELS_FORWARD = 16.0
+"""Kernels one transformer layer's forward launches for one micro-batch (tp = 1), counted in
+Megatron-LM's GPT layer (NVIDIA/Megatron-LM@5c7968af megatron/legacy/model/transformer.py,
+the layer Megatron-DeepSpeed forked; ``ParallelTransformerLayer.forward``,
+``ParallelAttention``, ``CoreAttention``, ``ParallelMLP``): input LayerNorm (1), QKV GEMM
+and its bias add (2; megatron/core/tensor_parallel/layers.py
+``LinearWithGradAccumulationAndAsyncCommunication.forward``), the query's reshape copy (1),
+``baddbmm`` scores (1), fused scale-mask-softmax (1), attention dropout (1), ``bmm`` context
+(1), the context's ``permute(...).contiguous()`` (1), output-projection GEMM (1; bias
+skipped into the fused bias-dropout-add), bias-dropout-add (1, TorchScript-fused), post-
+attention LayerNorm (1), fc1 GEMM (1), fused bias-GeLU (1), fc2 GEMM (1), bias-dropout-add
+(1). Tensor-parallel collectives are counted apart (:func:`_layer_launches`)."""
+
+LAYER_KERNELS_BACKWARD = 44.0
+"""Kernels of the same layer's backward (same files): two GEMMs per linear (input and
+weight gradient, 8) and a bias-gradient reduction for each of the four biases (4), two per
+batched matmul (4), softmax, dropout, bias-GeLU and the two bias-dropout-adds (5), the
+permute and reshape copies (2), three per fused LayerNorm backward (6; apex
+``FusedLayerNormAffineFunction``: input gradient, partial and final γ/β reductions), the
+two residual-gradient sums (2), and the gradient accumulation into each of the layer's 12
+parameter tensors (12: every micro-batch after the first adds into ``.grad`` or
+``main_grad``, one kernel per tensor)."""
+
+HEAD_KERNELS = 61.0
+"""Kernels a micro-batch launches outside the layers on the last pipeline stage (forward and
+backward), counted in Megatron-LM's GPT training step (NVIDIA/Megatron-LM@fd443f26, the
+parent of the legacy model's removal: megatron/legacy/model/gpt_model.py
+``post_language_model_processing``, megatron/core/tensor_parallel/cross_entropy.py
+``_VocabParallelCrossEntropy``, pretrain_gpt.py ``get_batch`` and ``loss_func``): final
+LayerNorm (1 + 3), the logits GEMM (1 + 2), the labels' and the loss's transposed copies
+(3), the fp32 cast of the logits and its gradient (2), the unfused vocab-parallel
+cross-entropy (18 forward: max, subtract, target masking and gather, exp, sum, log, divide;
+6 backward), the loss mask's weighted mean and its gradient (8), the data-parallel loss
+average (3), and the batch itself (14: the tensor-parallel broadcast of the tokens, the
+labels' and tokens' slices, the causal mask, loss mask and position ids)."""
+
+EMBEDDING_KERNELS = 17.0
+"""Kernels of the input embedding on the first stage, forward and backward (megatron/legacy/
+model/language_model.py ``Embedding.forward``): word and position lookups, their sum, the
+transposed copy, dropout (5), and their backward, two embedding backward passes of ~5 kernels
+each (sort, count and segment-reduce of the token indices) with the dropout's and copy's
+(12)."""
+
+LAYER_KERNELS_ATTENTION_CORE = 4.0
+"""Kernels selective recomputation replays: the attention core's ``baddbmm``, softmax,
+dropout and ``bmm`` (Korthikanti et al. 2022 section 5; ``CoreAttention.forward``)."""
+
+
+def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatArray) -> FloatArray:
+    """The host's floor under one micro-batch on the fullest stage: ``layers`` (⌈L/(p·v)⌉·v)
+    × the stack's host seconds per layer (or the cluster's override), plus, when the
+    pipeline spans nodes (p > 1 and t·d·p > GPUs per node), tp × the stack's
+    ``pipeline_spanning_nodes_host_seconds_per_layer_per_tp`` per layer (nanotron's
+    host-synchronous pipeline: :data:`.stacks.PIPELINE_SPANNING_NODES_HOST_SECONDS_PER_
+    LAYER_PER_TP_NANOTRON`; 0 for the other stacks)."""
+    host: float | FloatArray = work.stack.host_seconds_per_layer
+    if cluster.host_seconds_per_layer is not None:
+        host = cluster.host_seconds_per_layer
+    per_tp = work.stack.pipeline_spanning_nodes_host_seconds_per_layer_per_tp
+    if per_tp > 0.0:
+        tp = lay.as_float("tp")
+        pp = lay.as_float("pp")
+        gpus = tp * pp * lay.as_float("dp") * lay.as_float("cp")
+        spans_nodes = (pp > 1.0) & (gpus > float(cluster.gpus_per_node))
+        host = host + np.where(spans_nodes, per_tp * tp, 0.0)
+    return np.asarray(layers * host)
+
+
+def _host_floor(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    layers: FloatArray,
+    *,
+    head_on_stage: FloatArray,
+    si: StepInputs,
+) -> tuple[FloatArray, FloatArray]:
+    """(the host's floor under a micro-batch, the launch floor where it is the larger): the
+    larger of the stack's host time (:func:`_host_seconds`) and the launch floor
+    (:func:`_launch_seconds`); the second value is 0 where the stack's host time is the
+    larger (a stack constant fitted with the compute-only DP overlap window, nanotron's,
+    keeps that window)."""
+    launch = _launch_seconds(cluster, lay, layers, head_on_stage, si)
+    stack_host = _host_seconds(work, cluster, lay, layers)
+    binding_launch = np.where(launch > stack_host, launch, 0.0)
+    return np.asarray(np.maximum(stack_host, launch)), np.asarray(binding_launch)
+
+
+def _layer_launches(lay: Layouts, si: StepInputs | None = None) -> FloatArray:
+    """Kernels one layer launches per micro-batch, forward, replay and backward.
+
+    :data:`LAYER_KERNELS_FORWARD` (twice under full recomputation: the backward replays the
+    forward, Megatron's ``CheckpointFunction``), + :data:`LAYER_KERNELS_ATTENTION_CORE`
+    under selective recomputation, + :data:`LAYER_KERNELS_BACKWARD`, + the tensor-parallel
+    collectives when tp > 1 (2 all-reduces forward, 2 backward, Shoeybi et al. 2019
+    section 3; with sequence parallelism 4 all-gathers/reduce-scatters each way,
+    Korthikanti et al. 2022 section 4.2.2; the replayed forward's again under full
+    recomputation). Fine-tuning (``si.frozen``): no weight-gradient GEMM for the 4 base
+    linears, + :data:`ADAPTER_KERNELS_FORWARD` per adapted matrix per forward pass and
+    :data:`ADAPTER_KERNELS_BACKWARD` in the backward; QLoRA one dequantisation kernel per
+    adapted matrix per use (forward, input gradient, replay)."""
+    rc = lay.recompute
+    forward_passes = np.where(rc == 2, 2.0, 1.0)
+    replay = np.where(rc == 1, LAYER_KERNELS_ATTENTION_CORE, 0.0)
+    collectives = np.where(lay.sp, 4.0, 2.0) * (forward_passes + 1.0)
+    collectives = np.where(lay.as_float("tp") > 1.0, collectives, 0.0)
+    launches = (
+        LAYER_KERNELS_FORWARD * forward_passes + replay + LAYER_KERNELS_BACKWARD + collectives
+    )
+    if si is not None and si.frozen:
+        adapted = si.adapted_matrices_per_layer
+        launches = (
+            launches
+            - 4.0
+            + adapted * (ADAPTER_KERNELS_FORWARD * forward_passes + ADAPTER_KERNELS_BACKWARD)
+        )
+        if si.dequantised_params > 0:
+            launches = launches + adapted * (forward_passes + 1.0)
+    return np.asarray(launches)
+
+
+ADAPTER_KERNELS_FORWARD = 4.0
+"""Kernels a LoRA adapter launches in the forward: A, B, the scale and the add to the base
+output (PEFT ``lora.Linear.forward``; dropout 0 is an identity)."""
+
+ADAPTER_KERNELS_BACKWARD = 6.0
+"""Kernels of its backward: input and weight gradients of A and B (4), the scale's gradient
+and the sum of the two branches' input gradients (2)."""
+
+
+def _launch_seconds(
+    cluster: Cluster,
+    lay: Layouts,
+    layers: FloatArray,
+    head_on_stage: FloatArray,
+    si: StepInputs | None = None,
+) -> FloatArray:
+    """The host's launch floor under one micro-batch on the fullest stage: (``layers``
+    (⌈L/(p·v)⌉·v) × :func:`_layer_launches` + :data:`HEAD_KERNELS` where the stage holds
+    the output head + :data:`EMBEDDING_KERNELS` where it also holds the embedding (p = 1))
+    × :data:`.comm.HOST_SECONDS_PER_KERNEL_LAUNCH`. A scenario that sets its host time per
+    layer (``ParallelInputs.host_seconds_per_layer``) replaces this floor as it replaces the
+    stack's."""
+    if cluster.host_seconds_per_layer is not None:
+        return np.zeros_like(layers)
+    outside = head_on_stage * HEAD_KERNELS + np.where(
+        lay.as_float("pp") <= 1.0, EMBEDDING_KERNELS, 0.0
+    )
+    kernels = layers * _layer_launches(lay, si) + outside
+    return np.asarray(kernels * comm.HOST_SECONDS_PER_KERNEL_LAUNCH)

@@ -1,0 +1,113 @@
+"""What the step time reads from the model and the training inputs beyond the layouts
+(:class:`StepInputs`), and the optimizer step's extra HBM bytes per parameter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from llm_planner.core.inputs.training import TrainingInputs
+from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.sections.training_params import stage_params
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """What the step time reads from the model and the training inputs beyond the
+    :class:`.workload.Workload` (issue 31): whether attention is fused, its head shape, and
+    what a fine-tuning method runs. Computed here from the architecture and the training
+    inputs (:func:`step_inputs_of`) while the workload module is being restructured; the
+    defaults price full training with FlashAttention, the step time before issue 31."""
+
+    flash_attention: bool = True
+    heads: float = 0.0
+    """Attention heads: an unfused attention's batched GEMMs per sequence and layer
+    (``baddbmm``/``bmm`` over b·heads ÷ tp)."""
+    head_dim: float = 0.0
+    """The query-key width per head (the scores GEMM's K)."""
+    frozen: bool = False
+    """The base weights are frozen (LoRA, QLoRA): no weight-gradient GEMM for them."""
+    adapter_params: float = 0.0
+    """LoRA adapter parameters of the whole model (:func:`.training.stage_params`)."""
+    lora_rank: float = 0.0
+    adapted_matrices_per_layer: float = 0.0
+    """Base matrices of one layer that carry an adapter (the LoRA targets present)."""
+    layers: float = 0.0
+    dequantised_params: float = 0.0
+    """QLoRA: the layers' matrix parameters stored in NF4 and dequantised per use."""
+    optimizer_extra_bytes_per_param: float = 0.0
+    """HBM bytes per stepped parameter that a mixed-precision optimizer moves beyond Adam's
+    own update (:func:`mixed_precision_optimizer_extra_bytes`)."""
+    kv_width: float = 0.0
+    """Elements of keys and values per token per layer, all heads (before tp): what context
+    parallelism passes round its ring (:func:`_context_parallel`)."""
+    gemm_dtype: str | None = None
+    """A low-precision recipe's dtype for the layers' linear GEMMs (None: the compute
+    dtype's peak for every GEMM; :class:`.optimizers.PrecisionRecipe`)."""
+    quantize_bytes_per_element: float = 0.0
+    """HBM bytes per GEMM operand element the recipe quantizes, per pass."""
+
+
+@cache
+def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepInputs:
+    """:class:`StepInputs` of a model trained with ``training_inputs``."""
+    ti = training_inputs
+    rank = ti.effective_lora_rank
+    whole = stage_params(
+        arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
+    )
+    targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
+    recipe = get_precision(ti.precision)
+    return StepInputs(
+        flash_attention=ti.flash_attention,
+        heads=float(arch.heads),
+        head_dim=float(arch.q_size // max(arch.heads, 1)),
+        frozen=rank is not None,
+        adapter_params=float(whole.lora_params) if rank is not None else 0.0,
+        lora_rank=float(rank or 0),
+        adapted_matrices_per_layer=float(len(targets)) if rank is not None else 0.0,
+        layers=float(arch.layers),
+        dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
+        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(ti.precision),
+        kv_width=float(_kv_width(arch)),
+        gemm_dtype=recipe.gemm_dtype,
+        quantize_bytes_per_element=recipe.quantize_bytes_per_element,
+    )
+
+
+def _kv_width(arch: Architecture) -> int:
+    """Keys and values per token per layer, all heads: 2 · kv_heads · head_dim; with MLA
+    the up-projected keys (nope + rope) and values of every head, which Megatron-Core's
+    context-parallel attention receives (the latent is expanded before the core
+    attention)."""
+    if arch.mla is not None:
+        m = arch.mla
+        return arch.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    return 2 * arch.kv_size
+
+
+def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
+    """HBM bytes per parameter a mixed-precision optimizer step moves besides Adam's update
+    of the fp32 master weights and moments (which :func:`.workload.
+    optimizer_step_bytes_per_param` prices: read the gradient, read and write 12 bytes of
+    state, write the 16-bit weight).
+
+    Megatron-LM's ``Float16OptimizerWithFloat16Params.step`` (NVIDIA/Megatron-LM@fd443f26
+    megatron/core/optimizer/optimizer.py; DeepSpeed's FP16_Optimizer does the same passes):
+    copy the 16-bit gradients into fp32 main gradients (read G, write 4) that Adam then reads
+    in fp32 (+4 − G), unscale them and check for inf/NaN with fp16 loss scaling
+    (``_amp_foreach_non_finite_check_and_unscale_``: read 4, write 4), the gradient norm
+    for clipping (``clip_grad_norm_fp32``: read 4), and copy the fp32 master weights back
+    into the 16-bit model weights (read 4, besides the write Adam's count has): 8 + 8 + 4 + 4
+    = 24 bytes for ``mixed_fp16``, 16 for ``mixed_bf16``, 8 with fp32 main gradients
+    (Megatron-Core's ``mixed_bf16_fp32_grads``: no copy), 4 (the norm) without a master
+    copy."""
+    recipe = get_precision(precision)
+    grad = recipe.gradients_bytes
+    norm = 4.0
+    if recipe.master_bytes <= 0:
+        return norm
+    copy = (grad + 4.0 + (4.0 - grad)) if grad < 4.0 else 0.0
+    unscale = 8.0 if recipe.weights_dtype == "fp16" else 0.0
+    return copy + unscale + norm + 4.0
