@@ -5,11 +5,14 @@ printed instead when no window can open."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from llm_planner.cli_common import format_report_text
 from llm_planner.cli_scenario import load_scenario_file
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 def _has_display() -> bool:
@@ -53,6 +56,8 @@ def _start_qt_probe() -> subprocess.Popen[str] | None:
         command = [sys.executable, QT_PROBE_FLAG]
     else:
         command = [sys.executable, "-c", _QT_PROBE_CODE]
+    import subprocess  # the window's path only: not on every command's
+
     try:
         return subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -65,6 +70,8 @@ def _qt_probe_problem(probe: subprocess.Popen[str] | None) -> str | None:
     """Why Qt cannot open a window here (from the probe child), or None if it can."""
     if probe is None:
         return None
+    import subprocess
+
     try:
         _, stderr = probe.communicate(timeout=30)
     except subprocess.TimeoutExpired:

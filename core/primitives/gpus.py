@@ -20,7 +20,6 @@ Conventions (``conventions`` in the data file says the same):
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from functools import cache
@@ -287,6 +286,8 @@ def _suggestions(key: str, limit: int = 3) -> list[str]:
     catalog = gpu_catalog()
     aliases = gpu_aliases()
     names = [*catalog, *aliases]
+    import difflib  # only when an id is unknown: not on the report's path
+
     close = difflib.get_close_matches(key, names, n=2 * limit, cutoff=0.6)
     prefixed = [i for i in catalog if key and (i.startswith(key) or key.startswith(i))]
     found: list[str] = []

@@ -11,7 +11,6 @@ Every byte count comes from :mod:`llm_planner.core.primitives.dtypes`.
 
 from __future__ import annotations
 
-import difflib
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -395,6 +394,8 @@ def resolve_precision(name: str) -> tuple[PrecisionRecipe, str | None]:
             note += "; pure bf16 is pure_bf16 (Lightning 'bf16-true')"
         return recipe, note
     names = [*PRECISIONS, *PRECISION_ALIASES]
+    import difflib  # only when an id is unknown: not on the report's path
+
     close = difflib.get_close_matches(key, [precision_key(n) for n in names], n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise ValueError(

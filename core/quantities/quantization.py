@@ -15,7 +15,6 @@ own quantize README measured on Llama 2 7B (``tools/quantize/README.md``, "Bits 
 
 from __future__ import annotations
 
-import difflib
 import re
 from functools import cache
 
@@ -320,6 +319,8 @@ def resolve_weight_format(name: str) -> tuple[WeightFormat, str | None]:
     if match:
         group = int(match["group"]) if match["group"] else None
         return grouped_int_format(int(match["bits"]), group, match["kind"] or "int"), None
+    import difflib  # only when an id is unknown: not on the report's path
+
     close = difflib.get_close_matches(key, [*formats, *WEIGHT_FORMAT_ALIASES], n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ";"
     raise ValueError(
