@@ -9,6 +9,7 @@ depend on them. Bad arguments exit with status 2 and a one-line message.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -120,8 +121,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``llm-planner``. Returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Entry point of ``llm-planner``. Returns the exit status.
+
+    Without ``argv`` (the program itself: the console script, ``python -m llm_planner``, the
+    frozen bundle), the process exits next, so every object is frozen on the way out:
+    the interpreter's exit then skips the full garbage collection over everything the
+    imports made (pydantic's model classes, numpy), about 0.03 s of a ``report``'s 0.26 s.
+    """
+    if argv is not None:
+        return _main(list(argv))
+    try:
+        return _main(sys.argv[1:])
+    finally:
+        gc.freeze()
+
+
+def _main(argv: list[str]) -> int:
     if argv == [QT_PROBE_FLAG]:
         return qt_probe()
     first = argv[0] if argv else None
