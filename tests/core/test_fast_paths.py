@@ -7,7 +7,12 @@ import math
 
 import numpy as np
 
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities import comm
+from llm_planner.core.sections import serving
+from llm_planner.core.sections.inference import InferenceInputs, serving_deployment
 
 
 def test_gemm_efficiency_of_one_gemm_equals_the_array_path() -> None:
@@ -40,3 +45,32 @@ def test_gemm_efficiency_edge_cases_keep_numpy_rules() -> None:
             one = comm.gemm_efficiency(np.array([m]), 4096.0, 4096.0, **kw)
             many = comm.gemm_efficiency(np.array([m, m]), 4096.0, 4096.0, **kw)
             np.testing.assert_array_equal(one, many[:1])
+
+
+def _deployment(engine: str, num_gpus: int) -> serving.Deployment:
+    arch = get_preset("llama-3.1-8b").architecture
+    counts = count_parameters(arch)
+    inputs = InferenceInputs(engine=engine, num_gpus=num_gpus)
+    return serving_deployment(arch, counts.total, counts.active, get_gpu("h100-sxm"), inputs)
+
+
+def test_serving_section_shares_its_curve_and_prefill_with_the_general_path() -> None:
+    """estimate_serving reuses the curve's last operation and one single-prompt prefill:
+    the same values as operate and serving_curve called afresh."""
+    for engine in ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "lmdeploy"):
+        for num_gpus, (prompt, output), asked in itertools.product(
+            (1, 2), ((128, 128), (2048, 256)), (None, 1, 7, 100_000)
+        ):
+            d = _deployment(engine, num_gpus)
+            report = serving.estimate_serving(d, prompt, output, asked, 2.0)
+            largest, _ = serving.max_concurrency(d, prompt, output)
+            ask = largest if asked is None else asked
+            op = serving.operate(d, max(1, ask), prompt, output, max(1, largest))
+            assert report.curve == serving.serving_curve(d, prompt, output, largest)
+            assert (report.concurrency, report.ttft_seconds, report.tpot_seconds) == (
+                op.concurrency,
+                op.ttft,
+                op.tpot,
+            )
+            assert report.output_tokens_per_s == op.output_tokens_per_s
+            assert report.prefill_seconds == serving.prefill_time(d, 1, prompt).seconds
