@@ -417,7 +417,7 @@ def gemm_efficiency(
     k_ = np.asarray(k, dtype=np.float64)
     count = np.asarray(batch, dtype=np.float64)
     if m_.size == n_.size == k_.size == count.size == 1:
-        one = _gemm_efficiency_one(
+        one = gemm_efficiency_one(
             float(m_.flat[0]),
             float(n_.flat[0]),
             float(k_.flat[0]),
@@ -441,7 +441,7 @@ def gemm_efficiency(
     return np.asarray(efficiency)
 
 
-def _gemm_efficiency_one(
+def gemm_efficiency_one(
     m: float,
     n: float,
     k: float,

@@ -6,13 +6,16 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 
+from llm_planner.core.composition.scenario import default_scenario
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities import comm
 from llm_planner.core.sections import serving
 from llm_planner.core.sections.inference import InferenceInputs, serving_deployment
+from llm_planner.core.sections.parallelism import parallelism_report, step_time_compute
 
 
 def test_gemm_efficiency_of_one_gemm_equals_the_array_path() -> None:
@@ -74,3 +77,46 @@ def test_serving_section_shares_its_curve_and_prefill_with_the_general_path() ->
             )
             assert report.output_tokens_per_s == op.output_tokens_per_s
             assert report.prefill_seconds == serving.prefill_time(d, 1, prompt).seconds
+
+
+def test_one_layout_gemm_efficiency_equals_the_array_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parallelism report priced with the one-layout GEMM efficiencies equals the same
+    report with the array path forced, on a grid of models, GPUs and layouts."""
+    cases = [
+        ("llama-3.1-8b", "h100-sxm", 8, {}, {}),
+        ("llama-3.1-8b", "a100-sxm-80gb", 16, {"tp": 2, "sequence_parallel": True}, {}),
+        ("llama-3.1-70b", "h100-sxm", 64, {"tp": 8, "pp": 4, "cp": 2}, {"micro_batch": 2}),
+        ("mixtral-8x7b", "h100-sxm", 32, {"tp": 2, "expert_parallel": 4}, {}),
+        ("deepseek-v3", "h200", 256, {"tp": 4, "pp": 8, "expert_parallel": 8}, {}),
+        ("llama-2-7b", "a100-sxm-80gb", 8, {}, {"precision": "fp8_delayed"}),
+    ]
+
+    def reports() -> list[dict[str, object]]:
+        out = []
+        for preset, gpu_id, num_gpus, par_update, train_update in cases:
+            s = default_scenario()
+            arch = get_preset(preset).architecture
+            training = s.training.model_copy(update=train_update)
+            inputs = s.parallelism.model_copy(update=par_update)
+            out.append(
+                parallelism_report(arch, get_gpu(gpu_id), num_gpus, inputs, training).model_dump()
+            )
+        return out
+
+    taken = []
+    one_layout = step_time_compute._one_gemm_inverse_efficiency
+
+    def counted(*args: object, **kwargs: object) -> tuple[float, float] | None:
+        value = one_layout(*args, **kwargs)  # type: ignore[arg-type]
+        taken.append(value is not None)
+        return value
+
+    monkeypatch.setattr(step_time_compute, "_one_gemm_inverse_efficiency", counted)
+    fast = reports()
+    assert taken == [True] * len(cases)
+
+    def declined(*_: object, **__: object) -> None:
+        return None
+
+    monkeypatch.setattr(step_time_compute, "_one_gemm_inverse_efficiency", declined)
+    assert fast == reports()
