@@ -13,7 +13,7 @@ from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities import comm
-from llm_planner.core.sections import serving
+from llm_planner.core.sections import serving, training_memory
 from llm_planner.core.sections.inference import InferenceInputs, serving_deployment
 from llm_planner.core.sections.parallelism import parallelism_report, step_time_compute
 
@@ -120,3 +120,10 @@ def test_one_layout_gemm_efficiency_equals_the_array_path(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(step_time_compute, "_one_gemm_inverse_efficiency", declined)
     assert fast == reports()
+
+
+def test_layout_count_of_the_memory_inputs_is_numpy_size() -> None:
+    for x in (1, 2.5, True, np.int64(3), np.float64(2.0), np.bool_(False), [1, 2, 3], (4, 5)):
+        assert training_memory._size(x) == np.size(x)
+    for a in (np.arange(5), np.array(7), np.zeros((0,)), np.array([True, False])):
+        assert training_memory._size(a) == np.size(a)
