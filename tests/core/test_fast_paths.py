@@ -11,6 +11,7 @@ import pytest
 from llm_planner.core.composition.scenario import default_scenario
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities import comm
 from llm_planner.core.sections import serving, training_memory
@@ -127,3 +128,23 @@ def test_layout_count_of_the_memory_inputs_is_numpy_size() -> None:
         assert training_memory._size(x) == np.size(x)
     for a in (np.arange(5), np.array(7), np.zeros((0,)), np.array([True, False])):
         assert training_memory._size(a) == np.size(a)
+
+
+def test_kept_values_hash_once_and_still_compute_unhashable_arguments_afresh() -> None:
+    calls: list[object] = []
+
+    @kept()
+    def double(x: object) -> object:
+        calls.append(x)
+        if isinstance(x, str):
+            raise TypeError("no strings")
+        return [x, x] if isinstance(x, list) else (x, x)
+
+    assert double(1) == (1, 1)
+    assert double(1) == (1, 1)
+    assert calls == [1]
+    assert double([2]) == [[2], [2]]
+    assert double([2]) == [[2], [2]]  # unhashable: computed each time
+    assert calls == [1, [2], [2]]
+    with pytest.raises(TypeError, match="no strings"):
+        double("a")
