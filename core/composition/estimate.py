@@ -76,16 +76,42 @@ MEMO_SIZE = 16
 """Values kept per step: the scenarios a user flips between (undo/redo, two tabs' inputs)."""
 
 
+_ATOMS = frozenset({int, float, str, bool, type(None)})
+
+
+class _Hashed:
+    """A key part with its hash worked out once: a pydantic model hashes its fields afresh
+    on every ``hash()``, and a key is hashed on each lookup and store. Equal when the parts
+    are (the hash first)."""
+
+    __slots__ = ("digest", "part")
+
+    def __init__(self, part: Hashable, digest: int) -> None:
+        self.part = part
+        self.digest = digest
+
+    def __hash__(self) -> int:
+        return self.digest
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Hashed) and self.digest == other.digest and self.part == other.part
+        )
+
+
 def _frozen(value: Any) -> Hashable:
     """A hashable key for a validated input: frozen models as themselves, else field by
     field (a model holding a list, as ``ParallelInputs.measured_points`` does). Types are
     part of the key, so ``1`` and ``1.0`` or ``True`` never share an entry."""
+    kind = type(value)
+    if kind in _ATOMS:  # most fields: no isinstance chain
+        return (kind, value)
     if isinstance(value, BaseModel):
         try:
-            hash(value)
+            digest = hash(value)
         except TypeError:
-            return (type(value), tuple((k, _frozen(v)) for k, v in value.__dict__.items()))
-        return (type(value), value)
+            return (kind, tuple((k, _frozen(v)) for k, v in value.__dict__.items()))
+        return _Hashed((kind, value), digest)
     if isinstance(value, list | tuple):
         return (type(value), tuple(_frozen(v) for v in value))
     if isinstance(value, dict):
@@ -103,6 +129,7 @@ class _Memo:
 
     def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         frozen = _frozen(key)
+        frozen = _Hashed(frozen, hash(frozen))  # hashed once for the lookup and the store
         with self._lock:
             if frozen in self._values:
                 self._values.move_to_end(frozen)

@@ -30,11 +30,10 @@ def kept(maxsize: int = 64) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
         @functools.wraps(function)
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                hash((args, tuple(kwargs.items())))
+            try:  # the cache hashes the arguments once (a frozen model rehashes its fields)
+                value: R = cached(*args, **kwargs)
             except TypeError:  # an unhashable argument: compute it afresh
                 return function(*args, **kwargs)
-            value: R = cached(*args, **kwargs)
             return value
 
         return call

@@ -416,6 +416,20 @@ def gemm_efficiency(
     n_ = np.asarray(n, dtype=np.float64)
     k_ = np.asarray(k, dtype=np.float64)
     count = np.asarray(batch, dtype=np.float64)
+    if m_.size == n_.size == k_.size == count.size == 1:
+        one = gemm_efficiency_one(
+            float(m_.flat[0]),
+            float(n_.flat[0]),
+            float(k_.flat[0]),
+            float(count.flat[0]),
+            sms=sms,
+            large_efficiency=large_efficiency,
+            peak_flops=peak_flops,
+            ramp_seconds=ramp_seconds,
+            memory_bytes_per_s=memory_bytes_per_s,
+        )
+        if one is not None:
+            return np.full((1,) * max(m_.ndim, n_.ndim, k_.ndim, count.ndim), one)
     tiles = np.ceil(m_ / GEMM_TILE_M) * np.ceil(n_ / GEMM_TILE_N) * count
     wave = tiles / (np.ceil(tiles / sms) * sms)
     flops = 2.0 * m_ * n_ * k_ * count
@@ -425,3 +439,40 @@ def gemm_efficiency(
         moved = COMM_BYTES_PER_ELEMENT * (m_ * k_ + k_ * n_ + m_ * n_) * count
         efficiency = np.minimum(efficiency, flops * memory_bytes_per_s / (moved * peak_flops))
     return np.asarray(efficiency)
+
+
+def gemm_efficiency_one(
+    m: float,
+    n: float,
+    k: float,
+    count: float,
+    *,
+    sms: int,
+    large_efficiency: float,
+    peak_flops: float,
+    ramp_seconds: float,
+    memory_bytes_per_s: float,
+) -> float | None:
+    """:func:`gemm_efficiency` of one GEMM in Python floats: the same operations in the same
+    order (IEEE double either way, so the same value), without a dozen numpy calls on
+    length-1 arrays (the scenario's one layout). None where numpy's inf/NaN rules would
+    matter (a zero or non-finite size, no SMs): the caller takes the array path."""
+    if not (
+        sms > 0
+        and peak_flops > 0
+        and large_efficiency > 0
+        and ramp_seconds >= 0
+        and all(0 < x < math.inf for x in (m, n, k, count, peak_flops, large_efficiency))
+        and not math.isnan(memory_bytes_per_s)
+        and memory_bytes_per_s > 0
+    ):
+        return None
+    tiles = float(math.ceil(m / GEMM_TILE_M)) * float(math.ceil(n / GEMM_TILE_N)) * count
+    wave = tiles / (float(math.ceil(tiles / sms)) * sms)
+    flops = 2.0 * m * n * k * count
+    size = flops / (flops + peak_flops * large_efficiency * ramp_seconds)
+    efficiency = large_efficiency * wave * size
+    if math.isfinite(memory_bytes_per_s):
+        moved = COMM_BYTES_PER_ELEMENT * (m * k + k * n + m * n) * count
+        efficiency = min(efficiency, flops * memory_bytes_per_s / (moved * peak_flops))
+    return efficiency

@@ -419,7 +419,15 @@ class Operating(NamedTuple):
     decode: StepTime
 
 
-def operate(d: Deployment, concurrency: int, prompt: int, output: int, capacity: int) -> Operating:
+def operate(
+    d: Deployment,
+    concurrency: int,
+    prompt: int,
+    output: int,
+    capacity: int,
+    *,
+    single_prefill: StepTime | None = None,
+) -> Operating:
     """The replica serving ``concurrency`` requests of ``prompt`` + ``output`` tokens.
 
     Continuous batching (vLLM, SGLang, TensorRT-LLM, llama.cpp): b = min(concurrency,
@@ -433,7 +441,8 @@ def operate(d: Deployment, concurrency: int, prompt: int, output: int, capacity:
     the end, and requests beyond the KV capacity wait for a whole wave; TTFT is the mean
     over requests of the wave's start plus its prefill.
 
-    Decode steps are priced at the mean context, prompt + output ÷ 2.
+    Decode steps are priced at the mean context, prompt + output ÷ 2. ``single_prefill``:
+    ``prefill_time(d, 1, prompt)`` when the caller already has it (a curve's levels share it).
     """
     b = max(1, min(concurrency, capacity))
     context = prompt + output / 2.0
@@ -445,7 +454,8 @@ def operate(d: Deployment, concurrency: int, prompt: int, output: int, capacity:
         attention = output * max(step.kv, step.attention) + max(prefill.kv, prefill.attention)
         fixed = output * (step.communication + step.overhead) + prefill.communication
         total = gemms + attention + fixed
-        ttft = prefill_time(d, 1, prompt).seconds + step.seconds
+        one = prefill_time(d, 1, prompt) if single_prefill is None else single_prefill
+        ttft = one.seconds + step.seconds
         return Operating(b, ttft, total / output, b * output / total, step)
     wave = prefill.seconds + output * step.seconds
     waves = max(1, math.ceil(concurrency / b))
@@ -560,20 +570,33 @@ def max_concurrency(d: Deployment, prompt: int, output: int) -> tuple[int, int]:
 def serving_curve(d: Deployment, prompt: int, output: int, largest: int) -> list[CurvePoint]:
     """Tokens/s per GPU and per user at each of :data:`CURVE_CONCURRENCIES` up to
     ``largest`` (and at ``largest``): the curve a deployment is chosen on."""
+    return _curve_points(
+        d, _curve_operations(d, prompt, output, largest, prefill_time(d, 1, prompt))
+    )
+
+
+def _curve_operations(
+    d: Deployment, prompt: int, output: int, largest: int, single_prefill: StepTime
+) -> list[Operating]:
+    """:func:`operate` at each level of :func:`serving_curve`, the last one at ``largest``."""
     levels = [c for c in CURVE_CONCURRENCIES if c < largest] + [max(1, largest)]
-    points = []
-    for c in levels:
-        op = operate(d, c, prompt, output, max(1, largest))
-        points.append(
-            CurvePoint(
-                concurrency=op.concurrency,
-                output_tokens_per_s_per_gpu=op.output_tokens_per_s / d.num_gpus,
-                output_tokens_per_s_per_user=1.0 / op.tpot,
-                ttft_seconds=op.ttft,
-                tpot_seconds=op.tpot,
-            )
+    return [
+        operate(d, c, prompt, output, max(1, largest), single_prefill=single_prefill)
+        for c in levels
+    ]
+
+
+def _curve_points(d: Deployment, ops: list[Operating]) -> list[CurvePoint]:
+    return [
+        CurvePoint(
+            concurrency=op.concurrency,
+            output_tokens_per_s_per_gpu=op.output_tokens_per_s / d.num_gpus,
+            output_tokens_per_s_per_user=1.0 / op.tpot,
+            ttft_seconds=op.ttft,
+            tpot_seconds=op.tpot,
         )
-    return points
+        for op in ops
+    ]
 
 
 def usd_per_million_tokens(
@@ -597,8 +620,14 @@ def estimate_serving(
     + ``output`` tokens on the replica ``d``."""
     largest, capacity = max_concurrency(d, prompt, output)
     asked = largest if concurrency is None else concurrency
-    op = operate(d, max(1, asked), prompt, output, max(1, largest))
     prefill = prefill_time(d, 1, prompt)
+    # the curve's last level is the largest concurrency, what is asked by default
+    ops = _curve_operations(d, prompt, output, largest, prefill)
+    op = (
+        ops[-1]
+        if max(1, asked) == max(1, largest)
+        else operate(d, max(1, asked), prompt, output, max(1, largest), single_prefill=prefill)
+    )
     return ServingReport(
         engine=d.engine.id,
         engine_name=d.engine.name,
@@ -621,5 +650,5 @@ def estimate_serving(
         decode_bytes_per_gpu=op.decode.bytes_per_gpu,
         decode_flops_per_gpu=op.decode.flops_per_gpu,
         prefill_seconds=prefill.seconds,
-        curve=serving_curve(d, prompt, output, largest),
+        curve=_curve_points(d, ops),
     )

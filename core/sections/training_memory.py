@@ -381,6 +381,16 @@ def _fixed_temporaries(
     return bucket, gather, dequant
 
 
+def _size(x: npt.ArrayLike) -> int:
+    """``np.size(x)``, without its array conversion for an array or a plain scalar (the
+    report's few layouts pass Python numbers and short lists)."""
+    if isinstance(x, np.ndarray):
+        return int(x.size)
+    if isinstance(x, int | float | bool | np.generic):
+        return 1
+    return int(np.size(x))
+
+
 _FILL_BELOW = 64
 """Layouts up to which a scalar input is filled rather than broadcast (same values)."""
 
@@ -459,7 +469,7 @@ def training_memory_arrays(
         last_in_flight,
         cp,
     )
-    n = max(int(np.size(x)) for x in given)
+    n = max(_size(x) for x in given)
 
     def ints(x: npt.ArrayLike) -> IntArray:
         return _spread(x, np.int64, n)

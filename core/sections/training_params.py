@@ -25,6 +25,7 @@ from llm_planner.core.primitives.architecture import (
     mlp_params,
     norm_params,
 )
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
@@ -369,6 +370,7 @@ def layer_temporaries(
 # ------------------------------------------------------------------ report
 
 
+@kept()
 def layer_activations_for(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -379,7 +381,11 @@ def layer_activations_for(
     moe_layer: bool,
 ) -> LayerActivations:
     """The activation ledger of one layer under ``inputs`` (recomputation, flash, profile,
-    dropout, the recipe's activation dtype, LoRA) at a micro-batch and tp/SP layout."""
+    dropout, the recipe's activation dtype, LoRA) at a micro-batch and tp/SP layout.
+
+    Kept by its (frozen) arguments: the training FLOPs' ledger at b = 1, tp = 1 is the
+    report's own for such a scenario, and the workload asks again. Shared: do not modify
+    the ledger list."""
     recipe = get_precision(inputs.precision)
     return layer_activations(
         arch,

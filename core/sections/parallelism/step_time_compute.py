@@ -3,6 +3,8 @@ efficiencies, elementwise kernels, quantization, the optimizer step (:mod:`.step
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -309,6 +311,16 @@ def _gemm_inverse_efficiency(
     tok = grid_b.reshape(-1).astype(np.float64) * work.seq_len / grid_c.reshape(-1)
     t = grid_t.reshape(-1).astype(np.float64)
     e = grid_e.reshape(-1).astype(np.float64)
+    one = (
+        _one_gemm_inverse_efficiency(work, cluster, tok, t, e, layer_peak=layer_peak)
+        if len(tok) == 1
+        else None
+    )
+    if one is not None:  # one (tokens, tp, ep, cp): the scenario's layout, in Python floats
+        inverse, head = np.array([one[0]]), np.array([one[1]])
+        shape = (len(b_values), len(t_values), len(e_values), len(c_values))
+        flat_index = np.ravel_multi_index((b_code, t_code, e_code, c_code), shape)
+        return np.asarray(inverse[flat_index]), np.asarray(head[flat_index])
     inverse = np.zeros_like(tok)
 
     def eff(
@@ -341,6 +353,55 @@ def _gemm_inverse_efficiency(
     shape = (len(b_values), len(t_values), len(e_values), len(c_values))
     flat_index = np.ravel_multi_index((b_code, t_code, e_code, c_code), shape)
     return np.asarray(inverse[flat_index]), np.asarray(head[flat_index])
+
+
+def _one_gemm_inverse_efficiency(
+    work: Workload,
+    cluster: Cluster,
+    tok: FloatArray,
+    t: FloatArray,
+    e: FloatArray,
+    *,
+    layer_peak: float | None,
+) -> tuple[float, float] | None:
+    """:func:`_gemm_inverse_efficiency`'s (layers, head) for one (tokens, tp, ep, cp), in
+    Python floats: the same operations in the same order as the array path (IEEE double
+    either way), each GEMM by :func:`.comm.gemm_efficiency`'s one-GEMM form. None where that
+    form declines (a zero or non-finite size): the array path keeps numpy's rules."""
+    tok0, t0, e0 = float(tok[0]), float(t[0]), float(e[0])
+
+    def eff(m_: float, n_: float, k_: float, peak: float) -> float | None:
+        return comm.gemm_efficiency_one(
+            m_,
+            n_,
+            k_,
+            1.0,
+            sms=cluster.sms,
+            large_efficiency=cluster.kernel_efficiency,
+            peak_flops=peak,
+            ramp_seconds=cluster.gemm_ramp_seconds,
+            memory_bytes_per_s=math.inf,
+        )
+
+    lp = layer_peak or cluster.peak_flops
+    inverse = 0.0
+    for n_dim, k_dim, share, n_tp, k_tp, expert in work.gemms:
+        rows = tok0 * work.moe_tokens_share * e0 if expert else tok0
+        n_ = n_dim / t0 if n_tp else float(n_dim)
+        k_ = k_dim / t0 if k_tp else float(k_dim)
+        passes = [eff(rows, n_, k_, lp), eff(rows, k_, n_, lp), eff(k_, n_, rows, lp)]
+        inverses = [1.0 / x for x in passes if x]
+        if len(inverses) < len(passes):
+            return None
+        inverse = inverse + share * (inverses[0] + inverses[1] + inverses[2]) / 3.0
+    h, v = float(work.hidden), float(work.vocab or 1)
+    head_n = v / t0
+    peak = cluster.peak_flops
+    heads = [eff(tok0, head_n, h, peak), eff(tok0, h, head_n, peak), eff(h, head_n, tok0, peak)]
+    head = [1.0 / x for x in heads if x]
+    if len(head) < len(heads):
+        return None
+    return inverse, (head[0] + head[1] + head[2]) / 3.0
 
 
 def _distinct(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

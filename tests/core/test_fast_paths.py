@@ -1,0 +1,150 @@
+"""The one-layout fast paths give the general (array) path's values exactly."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from llm_planner.core.composition.scenario import default_scenario
+from llm_planner.core.primitives.architecture import count_parameters
+from llm_planner.core.primitives.gpus import get_gpu
+from llm_planner.core.primitives.kept import kept
+from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.quantities import comm
+from llm_planner.core.sections import serving, training_memory
+from llm_planner.core.sections.inference import InferenceInputs, serving_deployment
+from llm_planner.core.sections.parallelism import parallelism_report, step_time_compute
+
+
+def test_gemm_efficiency_of_one_gemm_equals_the_array_path() -> None:
+    sizes = (1.0, 7.0, 64.0, 127.0, 128.0, 129.0, 4096.0, 14336.0 / 3, 1e6)
+    for m, n, k in itertools.product(sizes, repeat=3):
+        for sms, peak, bandwidth, batch in (
+            (132, 989e12, math.inf, 1.0),
+            (108, 312e12, 1.6e12, 1.0),
+            (132, 1979e12, 3.35e12, 32.0),
+        ):
+            kw = {
+                "sms": sms,
+                "large_efficiency": 0.8,
+                "peak_flops": peak,
+                "memory_bytes_per_s": bandwidth,
+            }
+            one = comm.gemm_efficiency(np.array([m]), n, k, batch=batch, **kw)
+            many = comm.gemm_efficiency(np.array([m, m]), n, k, batch=batch, **kw)
+            assert one.shape == (1,)
+            assert one[0] == many[0], (m, n, k, sms, peak, bandwidth, batch)
+            scalar = comm.gemm_efficiency(m, n, k, batch=batch, **kw)
+            assert scalar.shape == ()
+            assert float(scalar) == many[0]
+
+
+def test_gemm_efficiency_edge_cases_keep_numpy_rules() -> None:
+    kw = {"sms": 132, "large_efficiency": 0.8, "peak_flops": 989e12}
+    with np.errstate(all="ignore"):
+        for m in (0.0, math.inf, math.nan):
+            one = comm.gemm_efficiency(np.array([m]), 4096.0, 4096.0, **kw)
+            many = comm.gemm_efficiency(np.array([m, m]), 4096.0, 4096.0, **kw)
+            np.testing.assert_array_equal(one, many[:1])
+
+
+def _deployment(engine: str, num_gpus: int) -> serving.Deployment:
+    arch = get_preset("llama-3.1-8b").architecture
+    counts = count_parameters(arch)
+    inputs = InferenceInputs(engine=engine, num_gpus=num_gpus)
+    return serving_deployment(arch, counts.total, counts.active, get_gpu("h100-sxm"), inputs)
+
+
+def test_serving_section_shares_its_curve_and_prefill_with_the_general_path() -> None:
+    """estimate_serving reuses the curve's last operation and one single-prompt prefill:
+    the same values as operate and serving_curve called afresh."""
+    for engine in ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "lmdeploy"):
+        for num_gpus, (prompt, output), asked in itertools.product(
+            (1, 2), ((128, 128), (2048, 256)), (None, 1, 7, 100_000)
+        ):
+            d = _deployment(engine, num_gpus)
+            report = serving.estimate_serving(d, prompt, output, asked, 2.0)
+            largest, _ = serving.max_concurrency(d, prompt, output)
+            ask = largest if asked is None else asked
+            op = serving.operate(d, max(1, ask), prompt, output, max(1, largest))
+            assert report.curve == serving.serving_curve(d, prompt, output, largest)
+            assert (report.concurrency, report.ttft_seconds, report.tpot_seconds) == (
+                op.concurrency,
+                op.ttft,
+                op.tpot,
+            )
+            assert report.output_tokens_per_s == op.output_tokens_per_s
+            assert report.prefill_seconds == serving.prefill_time(d, 1, prompt).seconds
+
+
+def test_one_layout_gemm_efficiency_equals_the_array_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parallelism report priced with the one-layout GEMM efficiencies equals the same
+    report with the array path forced, on a grid of models, GPUs and layouts."""
+    cases = [
+        ("llama-3.1-8b", "h100-sxm", 8, {}, {}),
+        ("llama-3.1-8b", "a100-sxm-80gb", 16, {"tp": 2, "sequence_parallel": True}, {}),
+        ("llama-3.1-70b", "h100-sxm", 64, {"tp": 8, "pp": 4, "cp": 2}, {"micro_batch": 2}),
+        ("mixtral-8x7b", "h100-sxm", 32, {"tp": 2, "expert_parallel": 4}, {}),
+        ("deepseek-v3", "h200", 256, {"tp": 4, "pp": 8, "expert_parallel": 8}, {}),
+        ("llama-2-7b", "a100-sxm-80gb", 8, {}, {"precision": "fp8_delayed"}),
+    ]
+
+    def reports() -> list[dict[str, object]]:
+        out = []
+        for preset, gpu_id, num_gpus, par_update, train_update in cases:
+            s = default_scenario()
+            arch = get_preset(preset).architecture
+            training = s.training.model_copy(update=train_update)
+            inputs = s.parallelism.model_copy(update=par_update)
+            out.append(
+                parallelism_report(arch, get_gpu(gpu_id), num_gpus, inputs, training).model_dump()
+            )
+        return out
+
+    taken = []
+    one_layout = step_time_compute._one_gemm_inverse_efficiency
+
+    def counted(*args: object, **kwargs: object) -> tuple[float, float] | None:
+        value = one_layout(*args, **kwargs)  # type: ignore[arg-type]
+        taken.append(value is not None)
+        return value
+
+    monkeypatch.setattr(step_time_compute, "_one_gemm_inverse_efficiency", counted)
+    fast = reports()
+    assert taken == [True] * len(cases)
+
+    def declined(*_: object, **__: object) -> None:
+        return None
+
+    monkeypatch.setattr(step_time_compute, "_one_gemm_inverse_efficiency", declined)
+    assert fast == reports()
+
+
+def test_layout_count_of_the_memory_inputs_is_numpy_size() -> None:
+    for x in (1, 2.5, True, np.int64(3), np.float64(2.0), np.bool_(False), [1, 2, 3], (4, 5)):
+        assert training_memory._size(x) == np.size(x)
+    for a in (np.arange(5), np.array(7), np.zeros((0,)), np.array([True, False])):
+        assert training_memory._size(a) == np.size(a)
+
+
+def test_kept_values_hash_once_and_still_compute_unhashable_arguments_afresh() -> None:
+    calls: list[object] = []
+
+    @kept()
+    def double(x: object) -> object:
+        calls.append(x)
+        if isinstance(x, str):
+            raise TypeError("no strings")
+        return [x, x] if isinstance(x, list) else (x, x)
+
+    assert double(1) == (1, 1)
+    assert double(1) == (1, 1)
+    assert calls == [1]
+    assert double([2]) == [[2], [2]]
+    assert double([2]) == [[2], [2]]  # unhashable: computed each time
+    assert calls == [1, [2], [2]]
+    with pytest.raises(TypeError, match="no strings"):
+        double("a")
