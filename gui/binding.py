@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report, estimate, with_fit_suggestions
 from llm_planner.core.inputs.registry import FRACTION, input_at
-from llm_planner.core.inputs.scenario import Scenario, with_changes
+from llm_planner.core.inputs.scenario import Scenario, get_path, with_changes
 from llm_planner.core.primitives import limits, units
 from llm_planner.gui.background import Latest
 
@@ -41,14 +41,6 @@ log = logging.getLogger(__name__)
 FIT_DELAY_MS = 120
 """The fit suggestions (a few dozen more estimates) start once edits pause this long: while
 keys come, the bars get the processor."""
-
-
-def get_path(scenario: Scenario | dict[str, Any], path: str) -> Any:
-    """``scenario.a.b`` for ``path`` "a.b" (attributes or dict keys)."""
-    node: Any = scenario
-    for part in path.split("."):
-        node = node.get(part, None) if isinstance(node, dict) else getattr(node, part, None)
-    return node
 
 
 def validation_message(error: Exception) -> str:

@@ -32,69 +32,37 @@ VALIDATION = ROOT / "tests" / "validation"
 TORCH_TEST = VALIDATION / "test_torch_activations.py"
 
 
-def _fidelity() -> ModuleType:
-    name = "llm_planner_fidelity"
+def _validation_module(name: str, file: str) -> ModuleType:
+    """``tests/validation/<file>`` imported once under ``name`` (the folder is not a package)."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / "fidelity.py")
+    spec = importlib.util.spec_from_file_location(name, VALIDATION / file)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _fidelity() -> ModuleType:
+    return _validation_module("llm_planner_fidelity", "fidelity.py")
 
 
 def _sweep() -> ModuleType:
-    name = "llm_planner_nanotron_sweep"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / "nanotron_sweep.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _validation_module("llm_planner_nanotron_sweep", "nanotron_sweep.py")
 
 
 def _fine_tuning_module() -> ModuleType:
-    name = "llm_planner_fine_tuning_runs"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / "fine_tuning.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _validation_module("llm_planner_fine_tuning_runs", "fine_tuning.py")
 
 
 def _vtrain_module() -> ModuleType:
-    name = "llm_planner_vtrain"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / "vtrain.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _validation_module("llm_planner_vtrain", "vtrain.py")
 
 
 def _bridge_module() -> ModuleType:
-    name = "llm_planner_megatron_bridge"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / "megatron_bridge.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _validation_module("llm_planner_megatron_bridge", "megatron_bridge.py")
 
 
 # ------------------------------------------------------------------ formatting
@@ -1102,16 +1070,7 @@ def _headline() -> list[str]:
 
 
 def _serving_validation() -> ModuleType:
-    name = "llm_planner_serving_validation"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, VALIDATION / "serving_validation.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _validation_module("llm_planner_serving_validation", "serving_validation.py")
 
 
 def _serving() -> list[str]:

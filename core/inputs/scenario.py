@@ -210,15 +210,18 @@ def inline_range_problem(scenario: Scenario) -> str | None:
     return None
 
 
+def get_path(scenario: Scenario | Mapping[str, Any], path: str) -> Any:
+    """``scenario.a.b`` for ``path`` "a.b" (attributes or dict keys; None where absent): the
+    reading side of :func:`with_changes`."""
+    node: Any = scenario
+    for part in path.split("."):
+        node = node.get(part, None) if isinstance(node, Mapping) else getattr(node, part, None)
+    return node
+
+
 def _least_problem(scenario: Scenario) -> str | None:
     """A value above 0 but below the smallest that means something (limits' ``least``)."""
-    values: dict[str, object] = {}
-    for path in limits.least_paths():
-        node: object = scenario
-        for part in path.split("."):
-            node = getattr(node, part, None)
-        values[path] = node
-    return limits.least_problem(values)
+    return limits.least_problem({path: get_path(scenario, path) for path in limits.least_paths()})
 
 
 def layout_refusal(scenario: Scenario) -> str | None:
