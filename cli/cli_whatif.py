@@ -133,24 +133,13 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         )
     if args.save is not None:
         save_to(scenario, args.save)
-    report = estimate(scenario)
-    whatif = report.whatif  # priced by estimate() since the scenario plans one
+    whatif = estimate(scenario).whatif  # priced by estimate() since the scenario plans one
     if whatif is None:
         raise UsageError("nothing to plan")
-    # the RL loop needs the training throughput: a plan that is not priced (it does not
-    # fit, or its rate is impossible) plans no RL step, and says so instead of nothing
-    rl_unpriced = (
-        scenario.whatif.rl is not None and whatif.rl is None and report.compute.throughput_label
-    )
     if args.json:
-        data = whatif_json(whatif)
-        if rl_unpriced:
-            data["rl"] = {"not_computed": {"step_seconds": report.compute.throughput_label}}
-        print_json(data)
+        print_json(whatif_json(whatif))
     else:
         sys.stdout.write(format_whatif_text(whatif))
-        if rl_unpriced:
-            sys.stdout.write(f"RL step                  — ({report.compute.throughput_label})\n")
     return 0
 
 

@@ -91,3 +91,31 @@ def test_report_command_exports_include_whatif(
     assert main(["report", str(path), flag]) == 0
     out = capsys.readouterr().out
     assert ("## What if" if flag == "--markdown" else "\nwhatif,comp.kind,") in out
+
+
+def test_a_planned_rl_loop_on_a_plan_that_is_not_priced_says_why_on_every_face() -> None:
+    """The RL loop needs the training rate; a training plan that does not fit has none, so
+    the what-if report carries why (the window's figures and the JSON read the same)."""
+    from llm_planner.core.composition.estimate import estimate
+    from llm_planner.core.composition.scenario import default_scenario, with_changes
+    from llm_planner.core.composition.whatif.report import whatif_json
+    from llm_planner.core.inputs.whatif import RLInputs
+    from llm_planner.core.primitives.presets import get_preset
+
+    preset = get_preset("mixtral-8x7b")
+    scenario = with_changes(
+        default_scenario(),
+        {"model": {"preset": preset.id, "architecture": preset.architecture.model_dump()}},
+    )
+    scenario = scenario.model_copy(
+        update={"whatif": scenario.whatif.model_copy(update={"rl": RLInputs()})}
+    )
+    report = estimate(scenario)
+    assert not report.training.fits  # 46.7B at tp 1 on 80 GB
+    assert report.whatif is not None
+    assert report.whatif.rl is None
+    (step,) = [f for f in report.whatif.figures() if f.key == "rl.step"]
+    assert "not priced" in str(step.value)
+    data = whatif_json(report.whatif)
+    assert data["rl"]["step_seconds"] is None
+    assert "not priced" in data["rl"]["not_computed"]["step_seconds"]

@@ -29,6 +29,9 @@ class WhatIfReport(BaseModel):
     rl: RLPlan | None = None
     multimodal: MultimodalPlan | None = None
     compression: CompressionPlan | None = None
+    rl_not_priced: str | None = None
+    """Why a planned RL loop has no plan: it needs the training throughput, and a training
+    plan that is not priced (it does not fit, or its rate is impossible) has none."""
 
     def figures(self) -> list[Figure]:
         """Every planned part's figures, with formulas and sources, in display order."""
@@ -39,6 +42,8 @@ class WhatIfReport(BaseModel):
         ) -> None:
             out.append(Figure(key=key, label=label, value=value, unit=unit, formula=f, source=s))  # type: ignore[arg-type]
 
+        if self.rl is None and self.rl_not_priced:
+            add("rl.step", "RL step", f"— ({self.rl_not_priced})", "text")
         if (m := self.mixed_cluster) is not None:
             add("mixed.gpus", "Mixed cluster: GPUs", m.gpus, "count", f="Σ groups, whole replicas")
             add(
@@ -163,9 +168,15 @@ class WhatIfReport(BaseModel):
 def estimate_whatif(scenario: Scenario, report: Estimated) -> WhatIfReport:
     """Run the parts ``scenario.whatif`` plans (each a few estimator calls)."""
     w = scenario.whatif
+    rl = plan_rl(scenario, report, w.rl) if w.rl else None
     return WhatIfReport(
         mixed_cluster=plan_mixed_cluster(scenario, w.mixed_cluster) if w.mixed_cluster else None,
-        rl=plan_rl(scenario, report, w.rl) if w.rl else None,
+        rl=rl,
+        rl_not_priced=(
+            report.compute.throughput_label or "no training throughput"
+            if w.rl is not None and rl is None
+            else None
+        ),
         multimodal=plan_multimodal(scenario, report, w.multimodal) if w.multimodal else None,
         compression=(
             plan_compression(
@@ -184,6 +195,9 @@ def whatif_json(whatif: WhatIfReport) -> dict[str, Any]:
     sequence takes forever) is ``null``, and the part's ``not_computed`` maps its dotted
     path to the reason (the part's first problem), as the text report prints "—"."""
     data = whatif.model_dump(mode="json", exclude_none=True)
+    reason = data.pop("rl_not_priced", None)
+    if reason is not None:  # a planned loop with no plan: its step, null, and why
+        data["rl"] = {"step_seconds": None, "not_computed": {"step_seconds": reason}}
     for name, part in data.items():
         missing: list[str] = []
         data[name] = _finite_or_null(part, "", missing)
