@@ -249,6 +249,12 @@ class StackProfile(BaseModel):
         description="HBM bytes per parameter per micro-batch to accumulate its gradient "
         "(autograd adds into .grad: read 2 + read 2 + write 2 in bf16)",
     )
+    saves_quantized_gemm_inputs: bool = Field(
+        default=False,
+        description="under a low-precision recipe the linear layers save their inputs for the "
+        "backward in the recipe's dtype with its scales (Transformer Engine), instead of "
+        "the 16-bit input (torchao float8, which re-casts in the backward)",
+    )
     memory_figure: str = Field(
         default="torch.cuda.max_memory_reserved",
         description="what the stack's logs call peak memory (the app's peak includes the "
@@ -277,6 +283,7 @@ STACKS: dict[str, StackProfile] = {
             loss_bytes_per_logit=14.0,
             grad_accumulation_bytes_per_param=0.0,
             flash_attention_generation="fa3",
+            saves_quantized_gemm_inputs=True,
             memory_figure="torch.cuda.max_memory_allocated (Megatron's memory report prints "
             "both allocated and reserved)",
             source="NVIDIA/Megatron-LM@d98e8a64: megatron/core/distributed/"
@@ -288,7 +295,10 @@ STACKS: dict[str, StackProfile] = {
             "as DistributedDataParallelConfig.grad_reduce_in_fp32, so "
             "megatron/core/distributed/param_and_grad_buffer.py group_params_for_buffers "
             "allocates the main_grad buffer in torch.float: mixed_bf16 and bf16 run as "
-            "mixed_bf16_fp32_grads); TE fused attention",
+            "mixed_bf16_fp32_grads); TE fused attention; FP8/FP4 recipes through Transformer "
+            "Engine's linear layers, which save their inputs quantized "
+            "(NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/module/linear.py, "
+            "layernorm_linear.py, grouped_linear.py)",
         ),
         StackProfile(
             id="deepspeed",
@@ -318,7 +328,11 @@ STACKS: dict[str, StackProfile] = {
             "bfloat16, mixed_precision_reduce float32; training.dtype float32: the sharded "
             "parameters, their gradients and AdamW's moments stay fp32, 4 + 4 + 8 = 16 bytes "
             "per parameter, the same total per GPU as mixed_bf16's 2 + 2 + 12 under FSDP's "
-            "full sharding, split differently between weights, gradients and optimizer)",
+            "full sharding, split differently between weights, gradients and optimizer); "
+            "FP8 through torchao's Float8Linear, which saves the 16-bit input and weight and "
+            "casts them again in the backward (pytorch/ao@36027d82 torchao/float8/"
+            "float8_linear.py, matmul_with_hp_or_float8_args: save_for_backward(input_hp, "
+            "weight_hp_t)): activations stay 16-bit",
         ),
         StackProfile(
             id="hf",

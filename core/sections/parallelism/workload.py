@@ -157,7 +157,12 @@ def elementwise_bytes_of(
         get_profile(training_inputs.implementation).selective == "op_sac" and arch.recurrent is None
     )
     for moe, n in layer_kinds(arch):
-        la = layer_activations_for(arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe)
+        # at the 16-bit width: the norm and activation kernels write 16-bit outputs; a
+        # low-precision recipe's quantization of them is its own memory-bound term
+        # (PrecisionRecipe.quantize_bytes_per_element)
+        la = layer_activations_for(
+            arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe, quantized_inputs=False
+        )
         for e in la.ledger:
             if not _is_non_gemm(e):
                 continue
