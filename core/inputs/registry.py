@@ -463,6 +463,24 @@ INPUTS: tuple[Input, ...] = (
         optional=True,
     ),
     Input(
+        "training.moe_capacity_factor",
+        "MoE capacity factor",
+        "tokens an expert takes ÷ the mean, beyond which they are dropped and up to which "
+        "it is padded (none: dropless, Megatron-Core's default)",
+        FRACTION,
+        flag="--moe-capacity-factor",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
+        "training.moe_load_imbalance",
+        "MoE load imbalance",
+        "tokens of the busiest expert ÷ the mean (1: balanced); the slowest rank sets the step",
+        FRACTION,
+        flag="--moe-load-imbalance",
+        group=TRAINING,
+    ),
+    Input(
         "training.qlora",
         "QLoRA (4-bit frozen base)",
         "4-bit NF4 frozen base (QLoRA)",

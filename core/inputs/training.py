@@ -83,6 +83,20 @@ class TrainingInputs(BaseModel):
     lora_targets: tuple[str, ...] = Field(
         default=LORA_TARGETS, description="matrices LoRA adapts: q, k, v, o, gate, up, down"
     )
+    moe_capacity_factor: float | None = Field(
+        default=None,
+        **bounds("training.moe_capacity_factor"),
+        description="MoE expert capacity factor: tokens beyond c × the mean per expert are "
+        "dropped and every expert padded to it (Megatron-Core's moe_expert_capacity_factor "
+        "with moe_pad_expert_input_to_capacity); none: dropless, Megatron-Core's default",
+    )
+    moe_load_imbalance: float = Field(
+        default=1.0,
+        **bounds("training.moe_load_imbalance"),
+        description="MoE expert load imbalance: tokens of the busiest expert ÷ the mean; it "
+        "sets the step (the slowest rank). 1: balanced, what an auxiliary balancing loss or "
+        "forced balancing aims at (stated default, not fitted)",
+    )
     dropout: bool = Field(
         default=False,
         description="dropout on attention probabilities and residuals (GPT-3 style); modern "
