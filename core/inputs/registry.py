@@ -473,6 +473,16 @@ INPUTS: tuple[Input, ...] = (
         optional=True,
     ),
     Input(
+        "training.moe_dispatcher",
+        "MoE dispatcher",
+        "how MoE tokens reach their experts: alltoall or allgather (Megatron-Core's dispatchers)",
+        kind="choice",
+        flag="--moe-dispatcher",
+        group=TRAINING,
+        metavar="NAME",
+        names=_names("llm_planner.core.quantities.moe", "DISPATCHERS"),
+    ),
+    Input(
         "training.moe_load_imbalance",
         "MoE load imbalance",
         "tokens of the busiest expert ÷ the mean (1: balanced); the slowest rank sets the step",

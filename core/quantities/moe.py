@@ -25,6 +25,16 @@ MoE throughput tables run with) aims at; a run early in training, or without a b
 loss, sits above it and should say so (1.2-1.5 is a common early-training range)."""
 
 
+DISPATCHERS = {
+    "alltoall": "each token's k copies sent to the ranks of their experts and back "
+    "(MoEAlltoAllTokenDispatcher)",
+    "allgather": "every token gathered over the tp·ep group, the outputs reduce-scattered "
+    "(MoEAllGatherTokenDispatcher)",
+}
+"""Megatron-Core's token dispatchers the step time prices (``moe_token_dispatcher_type``;
+the flex/DeepEP dispatcher is not priced)."""
+
+
 def expert_load_factor(imbalance: float, capacity_factor: float | None) -> float:
     """Rows the busiest expert runs ÷ the mean rows per expert: it sets the step, as every
     rank waits for the slowest one at the next collective.
@@ -103,3 +113,25 @@ def all_to_all_seconds(
     t = np.maximum(sent * (1.0 - off) / links.intra_bytes_per_s, sent * off / nic)
     latency = base + np.where(off < 1.0, intra_step, 0.0) + np.where(off > 0.0, inter_step, 0.0)
     return np.asarray(np.where(n > 1.0, t + latency, 0.0))
+
+
+ALLGATHER_BYTES_PER_ELEMENT = 2.0 + 4.0 + 2.0 + 4.0
+"""Bytes per gathered element of the all-gather dispatcher's four collectives per MoE layer:
+the forward all-gather of the tokens (16-bit), the reduce-scatter of the expert outputs in
+the router probabilities' dtype (fp32: ``token_combine`` casts to ``local_probs.dtype``),
+and their backward, a reduce-scatter (16-bit) and an all-gather (fp32)."""
+
+
+def allgather_dispatch_bytes_per_layer(
+    group: npt.ArrayLike, tokens_per_rank: npt.ArrayLike, hidden: float
+) -> FloatArray:
+    """Bytes each rank sends per MoE layer per micro-batch with the all-gather dispatcher
+    (``MoEAllGatherTokenDispatcher.token_dispatch``: ``gather_from_sequence_parallel_region``
+    over the tp·ep group; ``token_combine``: ``reduce_scatter_to_sequence_parallel_region``):
+    a ring all-gather or reduce-scatter over n ranks sends (n − 1) × each rank's share, here
+    its tokens × h, in the bytes of :data:`ALLGATHER_BYTES_PER_ELEMENT`. Every token travels
+    once whatever its k experts (the all-to-all sends k copies), so with n > k ranks it moves
+    n ÷ k times the all-to-all's bytes. 0 for one rank."""
+    n = np.asarray(group, dtype=np.float64)
+    per = np.asarray(tokens_per_rank, dtype=np.float64) * hidden * ALLGATHER_BYTES_PER_ELEMENT
+    return np.asarray(np.maximum(n - 1.0, 0.0) * per)

@@ -135,3 +135,25 @@ def test_dense_models_ignore_the_moe_inputs() -> None:
     )
     assert _tokens_per_s(changed) == base
     assert math.isfinite(base)
+
+
+def test_allgather_dispatch_bytes_by_hand() -> None:
+    # 8 ranks, 4096 tokens each, h = 2048: each ring collective sends 7 × 4096 × 2048
+    # elements; all-gather 2 B + reduce-scatter in fp32 4 B, forward and backward: 12 B
+    sent = float(moe.allgather_dispatch_bytes_per_layer(8, 4096, 2048))
+    assert sent == 7 * 4096 * 2048 * 12
+    # the all-to-all sends k = 8 copies of 7/8 of the tokens, 4 times, in 16 bits
+    a2a = float(comm.moe_all_to_all_bytes_per_layer(8, 1, 4096, 2048, 8))
+    assert a2a == 4 * 8 * 4096 * 2048 * 2 * 7 / 8
+    assert float(moe.allgather_dispatch_bytes_per_layer(1, 4096, 2048)) == 0.0
+
+
+def test_allgather_dispatcher_is_priced_apart() -> None:
+    a2a = estimate(_qwen_on_b200(4), suggest=False).parallelism
+    gathered = estimate(_qwen_on_b200(4, moe_dispatcher="allgather"), suggest=False).parallelism
+    # per step: 48 layers × the bytes above at s·b = 16,384 tokens per rank, 16 micro-batches
+    per_layer = float(moe.allgather_dispatch_bytes_per_layer(8, 16384, 2048))
+    assert gathered.comm_bytes_breakdown["expert_all_to_all"] == pytest.approx(
+        16 * 48 * per_layer, rel=1e-9
+    )
+    assert gathered.step_seconds > a2a.step_seconds

@@ -84,6 +84,8 @@ class Workload:
     load imbalance, or the capacity factor when tokens are dropped and padded)."""
     moe_capacity_factor: float | None = None
     """The expert capacity factor (None: dropless)."""
+    moe_dispatcher: str = "alltoall"
+    """Megatron-Core's token dispatcher (:data:`.moe.DISPATCHERS`)."""
     moe_permute_bytes: tuple[float, float] = (0.0, 0.0)
     """HBM bytes per token per MoE layer of the token permutations (with, without the
     regrouping by local expert): :func:`.moe.permutation_bytes_per_token`."""
@@ -262,6 +264,7 @@ def workload_of(
             else 1.0
         ),
         moe_capacity_factor=ti.moe_capacity_factor,
+        moe_dispatcher=ti.moe_dispatcher,
         moe_permute_bytes=(
             (
                 moe_work.permutation_bytes_per_token(
