@@ -140,6 +140,7 @@ RANGES: dict[str, Range] = {
     "training.micro_batch": _r(1, 2**16, "sequences"),
     "training.recompute_threshold_bytes": _r(1, MAX_BYTES, "bytes", low_open=False),
     "training.lora_rank": _r(1, 2**16),
+    "training.recompute_layers": _r(1, 2**16, "layers"),
     "training.cuda_context_bytes": _r(0, MAX_BYTES, "bytes", least=1e6),
     "training.fragmentation_fraction": _r(0, 1, least=1e-6),
     # parallelism

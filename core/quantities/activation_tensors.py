@@ -114,6 +114,10 @@ class LedgerConfig:
     dropout: bool
     lora_rank: int | None
     lora_targets: frozenset[str]
+    recompute_modules: frozenset[str] = frozenset({"core_attn"})
+    """What 'selective' drops (Megatron's ``--recompute-modules``; :mod:`.activation_recompute`)."""
+    checkpoint_placement: str = "gpu"
+    """Where full recompute's layer inputs live (gpu, partitioned over tp, cpu)."""
 
 
 def dropout_mask(cfg: LedgerConfig) -> tuple[float, str]:

@@ -14,6 +14,7 @@ from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
+    layout_hw_factors,
 )
 
 
@@ -93,7 +94,7 @@ def _context_parallel(
     attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
         work.stack.flash_attention_generation
     ].get(cluster.generation, cluster.kernel_efficiency)
-    hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
+    hw = layout_hw_factors(work, lay)
     attention = min(work.attention_flops_per_token, work.model_flops_per_token)
     t_attention = (
         layers

@@ -18,6 +18,7 @@ from llm_planner.core.sections.parallelism.step_time_inputs import (
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
+    layout_hw_factors,
 )
 
 
@@ -90,7 +91,7 @@ def _compute_seconds(
     ``MatMul4Bit``): (NF4 bits ÷ 8 read + 2 written) bytes per parameter per use, per
     micro-batch, memory-bound. Accumulated gradients are the adapters' only."""
     si = step_inputs
-    hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
+    hw = layout_hw_factors(work, lay)
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     attention = min(work.attention_flops_per_token, work.model_flops_per_token)
