@@ -21,6 +21,7 @@ import pytest
 from llm_planner.cli import main
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.presets import get_preset
+from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.activation_recompute import (
     checkpointed_layers,
     partial_full_stage,
@@ -282,3 +283,14 @@ def test_deepspeed_partitioned_and_cpu_checkpoints() -> None:
     assert kept("partitioned")[0] == CHECKPOINT / 2
     assert kept("cpu")[0] == 0.0
     assert kept("gpu")[1] == kept("partitioned")[1] == kept("cpu")[1]
+
+
+def test_a_partial_replay_repeats_that_share_of_the_tensor_parallel_collectives() -> None:
+    """Megatron's layer does 2 all-reduces of s·b·h forward and 2 backward (Shoeybi et al.
+    2019 section 3), 2 more in a replayed forward. Block 2 of a stage's 8 layers replays a
+    quarter: 4 + 2/4 = 4.5 per layer on average. tp 2, s·b = 4096, h 4096, bf16: a ring
+    all-reduce over 2 GPUs sends 2·(2 − 1)/2 of the 33,554,432-byte message per GPU."""
+    message = 4096 * 4096 * 2
+    share = float(recomputed_fraction("block", 2, 8))
+    sent = comm.tensor_parallel_bytes_per_layer(2, 4096, 4096, full_recompute=share)
+    assert float(sent) == 4.5 * message == 150_994_944

@@ -36,6 +36,7 @@ from llm_planner.core.sections.parallelism.step_time_inputs import (
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
+    full_replay_share,
     layout_hw_factors,
 )
 from llm_planner.core.sections.training_memory import MemoryTerms
@@ -182,7 +183,7 @@ def evaluate_layouts(
 
     links = cluster.links
     layers_stage = work.layers / pp
-    full = lay.recompute == 2
+    full = full_replay_share(work, lay)
     regathers = lay.sp & work.stack.tp_backward_regathers_input
     tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
         tp, tokens_mb, work.hidden, full, regathers

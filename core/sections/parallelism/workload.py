@@ -415,6 +415,23 @@ def hardware_flops_factors(
     return (values[0], values[1], values[2])
 
 
+def full_replay_share(work: Workload, lay: Layouts) -> npt.NDArray[np.float64]:
+    """Share of the fullest stage's layers whose whole forward is replayed in backward, per
+    layout: 1 under full recomputation (and a stack's whole-layer 'selective',
+    ``StackProfile.selective_whole_layer``), the replayed share where full covers a stage
+    partly (:func:`layout_hw_factors`' share), else 0. What the replay repeats beyond its
+    FLOPs (tensor-parallel collectives, kernel launches, context-parallel ring passes,
+    adapters' GEMMs) scales with it."""
+    full = RECOMPUTE_CODES.index("full")
+    selective = 1.0 if work.stack.selective_whole_layer else 0.0
+    share = np.take(np.array([0.0, selective, 1.0]), lay.recompute)
+    if not is_partial(work.recompute_method, work.recompute_layers):
+        return np.asarray(share)
+    stage = np.ceil(work.layers / lay.as_float("pp"))
+    part = recomputed_fraction(work.recompute_method, work.recompute_layers, stage)
+    return np.asarray(np.where(lay.recompute == full, part, share))
+
+
 def layout_hw_factors(work: Workload, lay: Layouts) -> npt.NDArray[np.float64]:
     """Hardware ÷ model FLOPs of each layout's recompute policy
     (:attr:`Workload.hw_flops_factor`), where full covers a stage partly (Megatron block N,
