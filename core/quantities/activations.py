@@ -102,6 +102,7 @@ def _config(
     lora_targets: tuple[str, ...] | frozenset[str],
     recompute_modules: tuple[str, ...] | frozenset[str] = ("core_attn",),
     checkpoint_placement: str = "gpu",
+    gemm_input: tuple[str, float] | None = None,
 ) -> LedgerConfig:
     prof = profile if isinstance(profile, ImplementationProfile) else get_profile(profile)
     return LedgerConfig(
@@ -117,6 +118,7 @@ def _config(
         lora_targets=frozenset(lora_targets),
         recompute_modules=frozenset(recompute_modules),
         checkpoint_placement=checkpoint_placement,
+        gemm_input=gemm_input,
     )
 
 
@@ -310,6 +312,7 @@ def activation_bytes_per_layer(  # noqa: PLR0917 (positional order is the publis
     moe_layer: bool | None = None,
     lora_rank: int | None = None,
     lora_targets: tuple[str, ...] = ALL_LINEAR,
+    gemm_input: tuple[str, float] | None = None,
 ) -> Num:
     """Bytes one layer keeps for backward, per GPU, after recomputation.
 
@@ -330,6 +333,7 @@ def activation_bytes_per_layer(  # noqa: PLR0917 (positional order is the publis
         activation_dtype=activation_dtype,
         lora_rank=lora_rank,
         lora_targets=lora_targets,
+        gemm_input=gemm_input,
     )
     tensors = _layer_tensors(arch, cfg, moe)
     kept, _, _ = _recompute_split(
@@ -368,10 +372,16 @@ def layer_activations(
     lora_targets: tuple[str, ...] = ALL_LINEAR,
     recompute_modules: tuple[str, ...] = ("core_attn",),
     checkpoint_placement: str = "gpu",
+    gemm_input: tuple[str, float] | None = None,
 ) -> LayerActivations:
-    """The ledger of one layer (every saved tensor, bytes per GPU) and its recomputation;
+    """The ledger of one layer (every saved tensor, bytes per GPU) and its recomputation.
+
     ``recompute_modules``: what Megatron's selective drops; ``checkpoint_placement``: where
-    full recompute's layer inputs live (:mod:`.activation_recompute`)."""
+    full recompute's layer inputs live (:mod:`.activation_recompute`). ``gemm_input``: (dtype
+    label, bytes per element) of the copy each linear layer saves of its input for the
+    weight-gradient GEMM under a low-precision recipe whose stack saves it quantized
+    (:attr:`.stacks.StackProfile.saves_quantized_gemm_inputs`); None: in the activation
+    dtype."""
     moe = arch.moe is not None if moe_layer is None else moe_layer
     cfg = _config(
         seq_len=seq_len,
@@ -385,6 +395,7 @@ def layer_activations(
         lora_targets=lora_targets,
         recompute_modules=recompute_modules,
         checkpoint_placement=checkpoint_placement,
+        gemm_input=gemm_input,
     )
     tensors = _layer_tensors(arch, cfg, moe)
     x = float("inf") if threshold_bytes is None else threshold_bytes
