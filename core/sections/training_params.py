@@ -403,7 +403,7 @@ def layer_activations_for(
         micro_batch,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        recompute=inputs.recompute,
+        recompute=inputs.priced_recompute,
         threshold_bytes=inputs.recompute_threshold_bytes,
         flash=inputs.flash_attention,
         profile=inputs.implementation,
@@ -412,6 +412,8 @@ def layer_activations_for(
         moe_layer=moe_layer,
         lora_rank=inputs.effective_lora_rank,
         lora_targets=inputs.lora_targets,
+        recompute_modules=inputs.recompute_modules,
+        checkpoint_placement=inputs.recompute_checkpoint,
         gemm_input=(
             (f"{recipe.gemm_dtype} ({recipe.id})", recipe.saved_input_bytes_per_element)
             if quantized
@@ -443,6 +445,6 @@ def outside_ledger_for(
         first_stage=first,
         last_stage=last,
         lora=inputs.effective_lora_rank is not None,
-        recompute=inputs.recompute,
+        recompute=inputs.priced_recompute,
         flash=inputs.flash_attention,
     )
