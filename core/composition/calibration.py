@@ -77,6 +77,7 @@ from llm_planner.core.inputs.scenario import Scenario
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.sections.parallelism.layout import (
     resolve_layout,
 )
@@ -418,6 +419,7 @@ def calibrate(
     )
 
 
+@forgotten
 @lru_cache(maxsize=64)
 def _calibrate_cached(
     key: str,

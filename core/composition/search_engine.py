@@ -23,6 +23,7 @@ from llm_planner.core.composition.search_layouts import (
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.sections import parallelism as par
 
 # --------------------------------------------------------------------- the search
@@ -199,6 +200,7 @@ def _run_counts(
     ]
 
 
+@forgotten
 @functools.lru_cache(maxsize=32)
 def _screened(
     arch: Architecture,

@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
@@ -126,6 +127,7 @@ class MemoryTerms:
     """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
 
 
+@forgotten
 @lru_cache(maxsize=32)
 def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> MemoryTerms:
     """The :class:`MemoryTerms` of ``arch`` with ``params`` parameters under ``inputs``."""

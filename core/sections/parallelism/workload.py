@@ -16,6 +16,7 @@ from llm_planner.core.primitives.architecture import (
 )
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import (
@@ -124,6 +125,7 @@ def _is_non_gemm(entry: LedgerEntry) -> bool:
     return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
 
 
+@forgotten
 @cache
 def elementwise_bytes_of(
     arch: Architecture, training_inputs: TrainingInputs
@@ -175,6 +177,7 @@ def elementwise_bytes_of(
     )
 
 
+@forgotten
 @cache
 def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: TrainingInputs) -> float:
     """HBM bytes the optimizer step moves per parameter of the model, once per step.
@@ -256,6 +259,7 @@ def workload_of(
     )
 
 
+@forgotten
 @cache
 def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     """The weight GEMMs of one token's pass through the layers, with their FLOP shares, from
@@ -390,6 +394,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
     )
 
 
+@forgotten
 @cache
 def hardware_flops_factors(
     arch: Architecture, training_inputs: TrainingInputs, model_flops: float
