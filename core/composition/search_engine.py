@@ -320,24 +320,26 @@ def _first_that_fits(
 ) -> int | None:
     """The first GPU count of ``counts`` ((count, global batch) pairs) on which :func:`_run`
     would find a row, i.e. some candidate's peak memory fits; None if none. Only the memory
-    screen is evaluated (:func:`.parallelism.memory.memory_screen`, the very array
+    screen is evaluated (:func:`.parallelism.memory_screen`, the very array
     :func:`.parallelism.evaluate_layouts` returns as ``peak_bytes``, with the same
-    micro-batches per step), not the step time that orders the rows; the counts' candidates
-    in one call (the screen is element-wise, each with its own batch's micro-batches)."""
+    micro-batches per step), not the step time that orders the rows.
+
+    Count by count, each count's layouts without tensor parallelism first, then the rest:
+    every (tp, sequence parallel) pair prices its activations once
+    (:attr:`.training_memory.MemoryTerms.activations`), so a count that fits without tp
+    (most models on their first count that fits) never prices the larger tp degrees. The
+    screen is element-wise: a layout's peak is the same screened alone or among others."""
     if options.max_tp is None:  # as _run: tensor parallelism inside a node
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    each = [enumerate_layouts(problem.arch, n, batch, options) for n, batch in counts]
-    parts = [(part, batch) for part, (_, batch) in zip(each, counts, strict=True) if len(part)]
-    if not parts:
-        return None
-    lay = parts[0][0] if len(parts) == 1 else _concatenated([part for part, _ in parts])
-    m = np.concatenate([par.microbatches_per_step(batch, part) for part, batch in parts])
-    fits = par.memory_screen(None, lay, problem.memory, m=m)["peak_bytes"] <= (
-        problem.cluster.memory_bytes
-    )
-    offset = 0
-    for (n, _), part in zip(counts, each, strict=True):
-        if np.any(fits[offset : offset + len(part)]):
-            return n
-        offset += len(part)
+    capacity = problem.cluster.memory_bytes
+    for n, batch in counts:
+        lay = enumerate_layouts(problem.arch, n, batch, options)
+        if not len(lay):
+            continue
+        plain = lay.tp == 1
+        parts = [lay.take(plain), lay.take(~plain)] if 0 < plain.sum() < len(lay) else [lay]
+        for part in parts:
+            m = par.microbatches_per_step(batch, part)
+            if np.any(par.memory_screen(None, part, problem.memory, m=m)["peak_bytes"] <= capacity):
+                return n
     return None
