@@ -391,6 +391,10 @@ def calibrate(
         )
         for n in names
     }
+    if not entries:  # nothing measured: no pricing, no fit (the report lists the inputs alone)
+        pricing = _Pricing(arch, gpu, params_override, compute_dtype, include_attention_flops)
+        fit, report, rates = _calibrate(pricing, [], base, inputs)
+        return Calibration(parallelism=parallelism, training=training, report=report, rates=rates)
     # keyed on what each measurement is priced with, not on the scenario's own layout: an edit
     # elsewhere in the scenario does not refit
     key = json.dumps(
