@@ -80,7 +80,9 @@ __all__ = [
     "layer_activations",
     "layer_forward_flops",
     "logits_working_bytes",
+    "outside_layer_bytes",
     "outside_layer_ledger",
+    "outside_tensors",
 ]
 """The ledger's public API; the profiles (:mod:`.activation_profiles`) are re-exported for
 the faces that list them."""
@@ -415,6 +417,75 @@ def outside_layer_ledger(
     recompute: RecomputeKind = "none",
     flash: bool = True,
 ) -> list[LedgerEntry]:
+    """:func:`outside_tensors` as the report's ledger lines, bytes per GPU."""
+    tensors = outside_tensors(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        first_stage=first_stage,
+        last_stage=last_stage,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    return [ledger_entry(t, float(tensor_bytes(t, tp, sequence_parallel))) for t in tensors]
+
+
+def outside_layer_bytes(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    first_stage: bool = True,
+    last_stage: bool = True,
+    lora: bool = False,
+    recompute: RecomputeKind = "none",
+    flash: bool = True,
+) -> float:
+    """The sum of :func:`outside_layer_ledger`'s bytes, the same additions in the same
+    order, without building its lines (the memory terms price it for three kinds of stage
+    at two micro-batches per activation setting)."""
+    tensors = outside_tensors(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        first_stage=first_stage,
+        last_stage=last_stage,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    return float(sum(float(tensor_bytes(t, tp, sequence_parallel)) for t in tensors))
+
+
+def outside_tensors(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    tp: int = 1,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    first_stage: bool = True,
+    last_stage: bool = True,
+    lora: bool = False,
+    recompute: RecomputeKind = "none",
+    flash: bool = True,
+) -> list[SavedTensor]:
     """Tensors saved outside the layers (Korthikanti 2022 section 4.3, equation 5):
     embedding (its dropout mask; the int64 token ids in PyTorch), final norm, output
     projection input, and the cross-entropy's fp32 softmax of the logits, 4·s·b·V/t
@@ -552,7 +623,7 @@ def outside_layer_ledger(
                     "tp",
                 )
             )
-    return [ledger_entry(t, float(tensor_bytes(t, tp, sequence_parallel))) for t in tensors]
+    return tensors
 
 
 def logits_working_bytes(

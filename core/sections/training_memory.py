@@ -52,7 +52,7 @@ from llm_planner.core.sections.training_params import (
     layer_activations_for,
     layer_kinds,
     layer_temporaries,
-    outside_ledger_for,
+    outside_bytes_for,
     pipeline_stage_layers,
     routed_expert_params,
     stage_params,
@@ -146,10 +146,9 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         working = max(la.recompute_working_bytes for _, la in layers)
 
         def priced(first_stage: bool, last_stage: bool, n: int) -> float:
-            ledger = outside_ledger_for(
+            return outside_bytes_for(
                 arch, ti_rc, n, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
             )
-            return float(sum(e.bytes for e in ledger))
 
         def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
             """(part ∝ b at this b, part independent of b): linear in b, priced twice."""

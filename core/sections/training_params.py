@@ -30,6 +30,7 @@ from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
     layer_activations,
+    outside_layer_bytes,
     outside_layer_ledger,
 )
 from llm_planner.core.quantities.optimizers import (
@@ -433,6 +434,34 @@ def outside_ledger_for(
 ) -> list[LedgerEntry]:
     """Tensors saved outside the layers on a first and/or last pipeline stage."""
     return outside_layer_ledger(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=get_precision(inputs.precision).activations_dtype,
+        first_stage=first,
+        last_stage=last,
+        lora=inputs.effective_lora_rank is not None,
+        recompute=inputs.recompute,
+        flash=inputs.flash_attention,
+    )
+
+
+def outside_bytes_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    first: bool,
+    last: bool,
+) -> float:
+    """The bytes of :func:`outside_ledger_for`'s lines, summed (without building them)."""
+    return outside_layer_bytes(
         arch,
         inputs.seq_len,
         micro_batch,
