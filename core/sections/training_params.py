@@ -86,6 +86,7 @@ def _norm_params(arch: Architecture) -> int:
     return norm_params(arch)
 
 
+@kept()
 def _layer_params(arch: Architecture, moe_layer: bool) -> float:
     """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
     when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
@@ -178,6 +179,7 @@ def _routed_per_layer(arch: Architecture, inputs: TrainingInputs) -> _Routed:
     return _Routed(total, mat, factored, lora, lora_factored)
 
 
+@kept()
 def largest_local_layer(arch: Architecture, ep: int = 1) -> float:
     """Parameters of the largest layer as one expert-parallel rank holds it (E/ep of the
     routed experts of an MoE layer; unscaled): what a ZeRO-3 gather or a bucket holds."""
