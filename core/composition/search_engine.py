@@ -328,18 +328,40 @@ def _first_that_fits(
     every (tp, sequence parallel) pair prices its activations once
     (:attr:`.training_memory.MemoryTerms.activations`), so a count that fits without tp
     (most models on their first count that fits) never prices the larger tp degrees. The
-    screen is element-wise: a layout's peak is the same screened alone or among others."""
+    rest of one count and the next count's layouts without tp are screened in one call
+    (the screen is element-wise: a layout's peak is the same screened alone or among
+    others), and the answer is the first count, in order, with a layout that fits."""
     if options.max_tp is None:  # as _run: tensor parallelism inside a node
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    capacity = problem.cluster.memory_bytes
-    for n, batch in counts:
+    pieces: list[tuple[int, int, par.Layouts]] = []  # (count, its global batch, layouts)
+    for i, (n, batch) in enumerate(counts):
         lay = enumerate_layouts(problem.arch, n, batch, options)
-        if not len(lay):
-            continue
         plain = lay.tp == 1
-        parts = [lay.take(plain), lay.take(~plain)] if 0 < plain.sum() < len(lay) else [lay]
-        for part in parts:
-            m = par.microbatches_per_step(batch, part)
-            if np.any(par.memory_screen(None, part, problem.memory, m=m)["peak_bytes"] <= capacity):
-                return n
+        split = [lay.take(plain), lay.take(~plain)] if 0 < plain.sum() < len(lay) else [lay]
+        pieces += [(n, batch, part) for part in split if len(part)]
+        if i == 0 and pieces and _fitting_count(problem, pieces[:1]) is not None:
+            return n  # the first count's layouts without tp: no other count enumerated
+    # the rest two at a time: (rest of n, plain of 2n), ...
+    start = 1 if pieces and pieces[0][0] == counts[0][0] else 0
+    batches = [pieces[i : i + 2] for i in range(start, len(pieces), 2)]
+    for group in batches:
+        found = _fitting_count(problem, group)
+        if found is not None:
+            return found
+    return None
+
+
+def _fitting_count(problem: _Problem, group: list[tuple[int, int, par.Layouts]]) -> int | None:
+    """The first count of ``group`` ((count, global batch, layouts) pieces, screened in one
+    call) with a layout whose peak fits the GPU; None if none."""
+    lay = group[0][2] if len(group) == 1 else _concatenated([part for *_, part in group])
+    m = np.concatenate([par.microbatches_per_step(batch, part) for _, batch, part in group])
+    fits = par.memory_screen(None, lay, problem.memory, m=m)["peak_bytes"] <= (
+        problem.cluster.memory_bytes
+    )
+    offset = 0
+    for n, _, part in group:
+        if np.any(fits[offset : offset + len(part)]):
+            return n
+        offset += len(part)
     return None
