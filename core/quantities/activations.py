@@ -438,7 +438,7 @@ def outside_layer_ledger(
 def outside_layer_bytes(
     arch: Architecture,
     seq_len: int,
-    micro_batch: int,
+    micro_batch: Num,
     *,
     tp: int = 1,
     sequence_parallel: bool = False,
@@ -450,10 +450,11 @@ def outside_layer_bytes(
     lora: bool = False,
     recompute: RecomputeKind = "none",
     flash: bool = True,
-) -> float:
+) -> Num:
     """The sum of :func:`outside_layer_ledger`'s bytes, the same additions in the same
     order, without building its lines (the memory terms price it for three kinds of stage
-    at two micro-batches per activation setting)."""
+    at two micro-batches per activation setting). ``micro_batch`` may be an integer array:
+    one sum per entry, each the scalar's (the tensors' sizes are products in b)."""
     tensors = outside_tensors(
         arch,
         seq_len,
@@ -468,7 +469,7 @@ def outside_layer_bytes(
         recompute=recompute,
         flash=flash,
     )
-    return float(sum(float(tensor_bytes(t, tp, sequence_parallel)) for t in tensors))
+    return sum((tensor_bytes(t, tp, sequence_parallel) for t in tensors), 0.0 * micro_batch)
 
 
 def outside_tensors(

@@ -145,14 +145,14 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
         working = max(la.recompute_working_bytes for _, la in layers)
 
-        def priced(first_stage: bool, last_stage: bool, n: int) -> float:
-            return outside_bytes_for(
-                arch, ti_rc, n, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
-            )
-
         def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
-            """(part ∝ b at this b, part independent of b): linear in b, priced twice."""
-            one, two = priced(first_stage, last_stage, b), priced(first_stage, last_stage, 2 * b)
+            """(part ∝ b at this b, part independent of b): linear in b, priced at b and 2b
+            (one pricing of both: element-wise, each the scalar pricing's value)."""
+            bs = np.array([b, 2 * b])
+            at = outside_bytes_for(
+                arch, ti_rc, bs, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
+            )
+            one, two = float(at[0]), float(at[1])
             return two - one, 2 * one - two
 
         act_dtype = get_precision(ti.precision).activations_dtype

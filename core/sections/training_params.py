@@ -10,7 +10,7 @@ The memory arithmetic over layouts is :mod:`.training_memory`; the report,
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -455,13 +455,13 @@ def outside_ledger_for(
 def outside_bytes_for(
     arch: Architecture,
     inputs: TrainingInputs,
-    micro_batch: int,
+    micro_batch: Any,
     *,
     tp: int,
     sequence_parallel: bool,
     first: bool,
     last: bool,
-) -> float:
+) -> Any:
     """The bytes of :func:`outside_ledger_for`'s lines, summed (without building them)."""
     return outside_layer_bytes(
         arch,
