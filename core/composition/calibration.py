@@ -772,7 +772,13 @@ def calibrate_scenario(scenario: Scenario) -> tuple[Scenario, Calibration]:
         return scenario, cal
     points = list(scenario.parallelism.measured_points)
     extra = [(g, r) for g, r in cal.rates if (g, r) not in points]
-    par = cal.parallelism.model_copy(update={"measured_points": points + extra})
+    # no new point: the calibrated inputs as they are (the very object when nothing was
+    # fitted, so the estimate's memo keys it once)
+    par = (
+        cal.parallelism.model_copy(update={"measured_points": points + extra})
+        if extra
+        else cal.parallelism
+    )
     update: dict[str, Any] = {
         "parallelism": par,
         "training": cal.training,
