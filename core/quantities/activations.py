@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 
 from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities import recurrent
 from llm_planner.core.quantities.activation_layer import _attention_share, _layer_tensors
 from llm_planner.core.quantities.activation_profiles import (
@@ -322,6 +323,18 @@ class LayerActivations:
     forward_flops: float  # one layer's forward FLOPs per GPU
 
 
+@kept()
+def _kept_layer_tensors(
+    arch: Architecture, cfg: LedgerConfig, moe_layer: bool
+) -> tuple[SavedTensor, ...]:
+    """:func:`.activation_layer._layer_tensors`, kept by its arguments: the tensors do not
+    depend on the recomputation policy or sequence parallelism, and one estimate prices the
+    same layer under three policies (training, the fewest-GPUs screen, the step time's
+    element-wise traffic). Arrays in the configuration (the vectorised callers) cannot be
+    hashed: computed afresh."""
+    return tuple(_layer_tensors(arch, cfg, moe_layer))
+
+
 def layer_activations(
     arch: Architecture,
     seq_len: int,
@@ -352,7 +365,7 @@ def layer_activations(
         lora_rank=lora_rank,
         lora_targets=lora_targets,
     )
-    tensors = _layer_tensors(arch, cfg, moe)
+    tensors = list(_kept_layer_tensors(arch, cfg, moe))
     x = float("inf") if threshold_bytes is None else threshold_bytes
     kept, working, flops = _recompute_split(
         tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
