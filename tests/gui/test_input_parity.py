@@ -17,6 +17,7 @@ from llm_planner.core.inputs.registry import INPUTS, Input
 from llm_planner.core.inputs.scenario import default_scenario, with_changes
 from llm_planner.gui.binding import get_path
 from llm_planner.gui.main_window import MainWindow
+
 from .helpers import choose, type_into
 
 SAMPLES: dict[str, tuple[str, ...]] = {
