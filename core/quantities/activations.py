@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 
 from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities import recurrent
 from llm_planner.core.quantities.activation_layer import _attention_share, _layer_tensors
 from llm_planner.core.quantities.activation_profiles import (
@@ -83,7 +84,9 @@ __all__ = [
     "layer_activations",
     "layer_forward_flops",
     "logits_working_bytes",
+    "outside_layer_bytes",
     "outside_layer_ledger",
+    "outside_tensors",
 ]
 """The ledger's public API; the profiles (:mod:`.activation_profiles`) are re-exported for
 the faces that list them."""
@@ -354,6 +357,18 @@ class LayerActivations:
     forward_flops: float  # one layer's forward FLOPs per GPU
 
 
+@kept()
+def _kept_layer_tensors(
+    arch: Architecture, cfg: LedgerConfig, moe_layer: bool
+) -> tuple[SavedTensor, ...]:
+    """:func:`.activation_layer._layer_tensors`, kept by its arguments: the tensors do not
+    depend on the recomputation policy or sequence parallelism, and one estimate prices the
+    same layer under three policies (training, the fewest-GPUs screen, the step time's
+    element-wise traffic). Arrays in the configuration (the vectorised callers) cannot be
+    hashed: computed afresh."""
+    return tuple(_layer_tensors(arch, cfg, moe_layer))
+
+
 def layer_activations(
     arch: Architecture,
     seq_len: int,
@@ -397,7 +412,7 @@ def layer_activations(
         checkpoint_placement=checkpoint_placement,
         gemm_input=gemm_input,
     )
-    tensors = _layer_tensors(arch, cfg, moe)
+    tensors = list(_kept_layer_tensors(arch, cfg, moe))
     x = float("inf") if threshold_bytes is None else threshold_bytes
     kept, working, flops = _recompute_split(
         tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
@@ -464,6 +479,76 @@ def outside_layer_ledger(
     recompute: RecomputeKind = "none",
     flash: bool = True,
 ) -> list[LedgerEntry]:
+    """:func:`outside_tensors` as the report's ledger lines, bytes per GPU."""
+    tensors = outside_tensors(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        first_stage=first_stage,
+        last_stage=last_stage,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    return [ledger_entry(t, float(tensor_bytes(t, tp, sequence_parallel))) for t in tensors]
+
+
+def outside_layer_bytes(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: Num,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    first_stage: bool = True,
+    last_stage: bool = True,
+    lora: bool = False,
+    recompute: RecomputeKind = "none",
+    flash: bool = True,
+) -> Num:
+    """The sum of :func:`outside_layer_ledger`'s bytes, the same additions in the same
+    order, without building its lines (the memory terms price it for three kinds of stage
+    at two micro-batches per activation setting). ``micro_batch`` may be an integer array:
+    one sum per entry, each the scalar's (the tensors' sizes are products in b)."""
+    tensors = outside_tensors(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        first_stage=first_stage,
+        last_stage=last_stage,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    return sum((tensor_bytes(t, tp, sequence_parallel) for t in tensors), 0.0 * micro_batch)
+
+
+def outside_tensors(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    tp: int = 1,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    first_stage: bool = True,
+    last_stage: bool = True,
+    lora: bool = False,
+    recompute: RecomputeKind = "none",
+    flash: bool = True,
+) -> list[SavedTensor]:
     """Tensors saved outside the layers (Korthikanti 2022 section 4.3, equation 5):
     embedding (its dropout mask; the int64 token ids in PyTorch), final norm, output
     projection input, and the cross-entropy's fp32 softmax of the logits, 4·s·b·V/t
@@ -601,7 +686,7 @@ def outside_layer_ledger(
                     "tp",
                 )
             )
-    return [ledger_entry(t, float(tensor_bytes(t, tp, sequence_parallel))) for t in tensors]
+    return tensors
 
 
 def logits_working_bytes(

@@ -495,7 +495,7 @@ def estimate_training(
     last_flight = (last_stage_microbatches_in_flight or 1) if pp > 1 else first_flight
     code = RECOMPUTE_POLICIES.index(inputs.recompute)
 
-    def memory(b: npt.ArrayLike) -> dict[str, FloatArray]:
+    def memory(b: npt.ArrayLike, detail: bool = True) -> dict[str, FloatArray]:
         return training_memory_arrays(
             terms,
             tp=tp,
@@ -509,6 +509,7 @@ def estimate_training(
             recompute=code,
             first_in_flight=first_flight,
             last_in_flight=last_flight,
+            detail=detail,
         )
 
     # the scenario's micro-batch, and b = 1, 2 for the largest that fits, in one evaluation
@@ -598,7 +599,7 @@ bisecting below 2^21)."""
 
 
 def _largest_micro_batch(
-    memory: Callable[[npt.ArrayLike], dict[str, FloatArray]],
+    memory: Callable[[npt.ArrayLike, bool], dict[str, FloatArray]],
     capacity: float,
     peaks_at_1_2: tuple[float, float],
     *,
@@ -610,7 +611,7 @@ def _largest_micro_batch(
     doubling, then bisection."""
 
     def fits(bs: list[int]) -> list[bool]:
-        return [bool(x) for x in memory(bs)["peak_bytes"] <= capacity]
+        return [bool(x) for x in memory(bs, False)["peak_bytes"] <= capacity]
 
     p1, p2 = peaks_at_1_2
     if not p1 <= capacity:

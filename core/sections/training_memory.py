@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
@@ -52,7 +53,7 @@ from llm_planner.core.sections.training_params import (
     layer_activations_for,
     layer_kinds,
     layer_temporaries,
-    outside_ledger_for,
+    outside_bytes_for,
     pipeline_stage_layers,
     routed_expert_params,
     stage_params,
@@ -132,6 +133,7 @@ class MemoryTerms:
     """Its N (``TrainingInputs.recompute_layers``); None: every layer alone."""
 
 
+@forgotten
 @lru_cache(maxsize=32)
 def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> MemoryTerms:
     """The :class:`MemoryTerms` of ``arch`` with ``params`` parameters under ``inputs``."""
@@ -149,15 +151,14 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
         working = max(la.recompute_working_bytes for _, la in layers)
 
-        def priced(first_stage: bool, last_stage: bool, n: int) -> float:
-            ledger = outside_ledger_for(
-                arch, ti_rc, n, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
-            )
-            return float(sum(e.bytes for e in ledger))
-
         def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
-            """(part ∝ b at this b, part independent of b): linear in b, priced twice."""
-            one, two = priced(first_stage, last_stage, b), priced(first_stage, last_stage, 2 * b)
+            """(part ∝ b at this b, part independent of b): linear in b, priced at b and 2b
+            (one pricing of both: element-wise, each the scalar pricing's value)."""
+            bs = np.array([b, 2 * b])
+            at = outside_bytes_for(
+                arch, ti_rc, bs, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
+            )
+            one, two = float(at[0]), float(at[1])
             return two - one, 2 * one - two
 
         act_dtype = get_precision(ti.precision).activations_dtype

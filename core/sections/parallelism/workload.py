@@ -19,6 +19,7 @@ from llm_planner.core.primitives.architecture import (
 )
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities import moe as moe_work
 from llm_planner.core.quantities.activation_recompute import is_partial, recomputed_fraction
@@ -145,6 +146,7 @@ def _is_non_gemm(entry: LedgerEntry) -> bool:
     return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
 
 
+@forgotten
 @cache
 def elementwise_bytes_of(
     arch: Architecture, training_inputs: TrainingInputs
@@ -201,6 +203,7 @@ def elementwise_bytes_of(
     )
 
 
+@forgotten
 @cache
 def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: TrainingInputs) -> float:
     """HBM bytes the optimizer step moves per parameter of the model, once per step.
@@ -304,6 +307,7 @@ def workload_of(
     )
 
 
+@forgotten
 @cache
 def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     """The weight GEMMs of one token's pass through the layers, with their FLOP shares, from
@@ -450,6 +454,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
     )
 
 
+@forgotten
 @cache
 def hardware_flops_factors(
     arch: Architecture, training_inputs: TrainingInputs, model_flops: float
