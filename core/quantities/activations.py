@@ -33,6 +33,7 @@ no Python branch depends on their values), for the parallel-layout search to vec
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
@@ -83,9 +84,11 @@ __all__ = [
     "get_profile",
     "layer_activations",
     "layer_forward_flops",
+    "layer_kept_bytes",
     "logits_working_bytes",
     "outside_layer_bytes",
     "outside_layer_ledger",
+    "outside_stage_bytes",
     "outside_tensors",
 ]
 """The ledger's public API; the profiles (:mod:`.activation_profiles`) are re-exported for
@@ -397,26 +400,26 @@ def layer_activations(
     weight-gradient GEMM under a low-precision recipe whose stack saves it quantized
     (:attr:`.stacks.StackProfile.saves_quantized_gemm_inputs`); None: in the activation
     dtype."""
-    moe = arch.moe is not None if moe_layer is None else moe_layer
-    cfg = _config(
-        seq_len=seq_len,
-        micro_batch=micro_batch,
+    split = _layer_split(
+        arch,
+        seq_len,
+        micro_batch,
         tp=tp,
-        profile=profile,
+        sequence_parallel=sequence_parallel,
+        recompute=recompute,
+        threshold_bytes=threshold_bytes,
         flash=flash,
+        profile=profile,
         dropout=dropout,
         activation_dtype=activation_dtype,
+        moe_layer=moe_layer,
         lora_rank=lora_rank,
         lora_targets=lora_targets,
         recompute_modules=recompute_modules,
         checkpoint_placement=checkpoint_placement,
         gemm_input=gemm_input,
     )
-    tensors = list(_kept_layer_tensors(arch, cfg, moe))
-    x = float("inf") if threshold_bytes is None else threshold_bytes
-    kept, working, flops = _recompute_split(
-        tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
-    )
+    cfg, moe, tensors, x = split.cfg, split.moe, split.tensors, split.threshold
     fwd = float(layer_forward_flops(arch, seq_len, micro_batch, moe)) / tp
 
     op_sac = recompute == "selective" and _op_sac_applies(cfg, arch)
@@ -448,7 +451,7 @@ def layer_activations(
                 name="layer input (full-recomputation checkpoint)",
                 shape="s·b·h",
                 dtype=activation_dtype,
-                bytes=float(kept),
+                bytes=float(split.kept),
                 block="checkpoint",
                 shard="sp",
             )
@@ -456,11 +459,78 @@ def layer_activations(
     return LayerActivations(
         ledger=ledger,
         saved_bytes=saved,
-        kept_bytes=float(kept),
-        recompute_working_bytes=float(working),
-        recompute_flops=fwd if flops == -1.0 else float(flops),
+        kept_bytes=float(split.kept),
+        recompute_working_bytes=float(split.working),
+        recompute_flops=fwd if split.flops == -1.0 else float(split.flops),
         forward_flops=fwd,
     )
+
+
+def layer_kept_bytes(
+    arch: Architecture, seq_len: int, micro_batch: int, **options: Any
+) -> tuple[float, float]:
+    """(``kept_bytes``, ``recompute_working_bytes``) of :func:`layer_activations` with the
+    same arguments, the same arithmetic, without building its ledger lines: the memory
+    terms need only these two for each (b, tp, sequence parallel, policy) they price, and
+    the layout search prices several per estimate."""
+    split = _layer_split(arch, seq_len, micro_batch, **options)
+    return float(split.kept), float(split.working)
+
+
+class _LayerSplit(NamedTuple):
+    cfg: LedgerConfig
+    moe: bool
+    tensors: list[SavedTensor]
+    threshold: float
+    kept: Num
+    working: Num
+    flops: Num
+
+
+def _layer_split(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: RecomputeKind = "none",
+    threshold_bytes: float | None = None,
+    flash: bool = False,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    moe_layer: bool | None = None,
+    lora_rank: int | None = None,
+    lora_targets: tuple[str, ...] = ALL_LINEAR,
+    recompute_modules: tuple[str, ...] = ("core_attn",),
+    checkpoint_placement: str = "gpu",
+    gemm_input: tuple[str, float] | None = None,
+) -> _LayerSplit:
+    """The layer's saved tensors and their split under the recomputation policy
+    (:func:`_recompute_split`), shared by :func:`layer_activations` and
+    :func:`layer_kept_bytes` (the arguments are theirs)."""
+    moe = arch.moe is not None if moe_layer is None else moe_layer
+    cfg = _config(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        tp=tp,
+        profile=profile,
+        flash=flash,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        lora_rank=lora_rank,
+        lora_targets=lora_targets,
+        recompute_modules=recompute_modules,
+        checkpoint_placement=checkpoint_placement,
+        gemm_input=gemm_input,
+    )
+    tensors = list(_kept_layer_tensors(arch, cfg, moe))
+    x = float("inf") if threshold_bytes is None else threshold_bytes
+    kept, working, flops = _recompute_split(
+        tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
+    )
+    return _LayerSplit(cfg, moe, tensors, x, kept, working, flops)
 
 
 def outside_layer_ledger(
@@ -534,6 +604,43 @@ def outside_layer_bytes(
     return sum((tensor_bytes(t, tp, sequence_parallel) for t in tensors), 0.0 * micro_batch)
 
 
+def outside_stage_bytes(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: Num,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    lora: bool = False,
+    recompute: RecomputeKind = "none",
+    flash: bool = True,
+) -> tuple[Num, Num, Num]:
+    """:func:`outside_layer_bytes` of the first stage, the last and the only one (first and
+    last), from one list of the tensors: each sum the same additions in the same order (the
+    first stage's is a prefix of the only one's)."""
+    first, shared, last = _outside_parts(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    zero = 0.0 * micro_batch
+    shared_bytes = [tensor_bytes(t, tp, sequence_parallel) for t in shared]
+    last_bytes = [tensor_bytes(t, tp, sequence_parallel) for t in last]
+    on_first = sum((tensor_bytes(t, tp, sequence_parallel) for t in first), zero)
+    on_first = sum(shared_bytes, on_first)
+    return on_first, sum(shared_bytes + last_bytes, zero), sum(last_bytes, on_first)
+
+
 def outside_tensors(
     arch: Architecture,
     seq_len: int,
@@ -558,6 +665,36 @@ def outside_tensors(
     ``lora``: embedding, norms and head are frozen, so nothing upstream of the first
     adapter needs a gradient (no ids, masks), and the head saves no input. (The first
     layer's first norm then saves nothing either; that one norm is not subtracted.)"""
+    first, shared, last = _outside_parts(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    return (first if first_stage else []) + shared + (last if last_stage else [])
+
+
+def _outside_parts(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: Num,
+    *,
+    tp: Num,
+    profile: str | ImplementationProfile,
+    dropout: bool,
+    activation_dtype: str,
+    lora: bool,
+    recompute: RecomputeKind,
+    flash: bool,
+) -> tuple[list[SavedTensor], list[SavedTensor], list[SavedTensor]]:
+    """:func:`outside_tensors` in three parts, in its order: the first stage's alone, those
+    every stage holds, the last stage's alone."""
     cfg = _config(
         seq_len=seq_len,
         micro_batch=micro_batch,
@@ -571,15 +708,17 @@ def outside_tensors(
     )
     s, b, sd = seq_len, micro_batch, seq_len * micro_batch
     p = cfg.profile
-    tensors: list[SavedTensor] = []
-    if first_stage and not lora:
+    first: list[SavedTensor] = []
+    shared: list[SavedTensor] = []
+    last: list[SavedTensor] = []
+    if not lora:
         if p.embedding_ids:
-            tensors.append(
+            first.append(
                 SavedTensor("token ids (int64)", "s·b", "int64", sd, INDEX_BYTES, "outside", "none")
             )
         if dropout:
             mb, md = dropout_mask(cfg)
-            tensors.append(
+            first.append(
                 SavedTensor(
                     "embedding dropout mask",
                     "s·b·h",
@@ -590,15 +729,15 @@ def outside_tensors(
                     "sp",
                 )
             )
-    if first_stage and arch.positions == "learned" and p.embedding_ids and not lora:
-        tensors.append(
+    if arch.positions == "learned" and p.embedding_ids and not lora:
+        first.append(
             SavedTensor("position ids (int64)", "s", "int64", s, INDEX_BYTES, "outside", "none")
         )
     if arch.positions == "rotary" and p.rotary_tables:
         d = arch.head_dim
         # HF computes them from position_ids = cache_position[None]: one (1, s, d) table
         # each, broadcast over the batch (modeling_llama.py LlamaModel.forward)
-        tensors.append(
+        shared.append(
             SavedTensor(
                 "rotary cos and sin (shared by layers)",
                 "2·s·d",
@@ -621,7 +760,7 @@ def outside_tensors(
             or (every is not None and arch.layers >= every)
         )
         masks = 2 if mixed else 1
-        tensors.append(
+        shared.append(
             SavedTensor(
                 "causal mask(s) held by the layer checkpoints",
                 f"{masks}·b·s²",
@@ -632,61 +771,60 @@ def outside_tensors(
                 "none",
             )
         )
-    if last_stage:
-        tensors += [replace(t, block="outside") for t in norm_tensors(arch, cfg, "final norm")]
-        if not lora:
-            tensors.append(
-                SavedTensor(
-                    "output projection input",
-                    "s·b·h",
-                    cfg.act_dtype,
-                    sd * arch.hidden_size,
-                    cfg.act,
-                    "outside",
-                    "sp",
-                )
+    last += [replace(t, block="outside") for t in norm_tensors(arch, cfg, "final norm")]
+    if not lora:
+        last.append(
+            SavedTensor(
+                "output projection input",
+                "s·b·h",
+                cfg.act_dtype,
+                sd * arch.hidden_size,
+                cfg.act,
+                "outside",
+                "sp",
             )
-        if p.embedding_ids:
-            tensors.append(
-                SavedTensor(
-                    "cross-entropy targets (int64)",
-                    "s·b",
-                    "int64",
-                    sd,
-                    INDEX_BYTES,
-                    "outside",
-                    "none",
-                )
+        )
+    if p.embedding_ids:
+        last.append(
+            SavedTensor(
+                "cross-entropy targets (int64)",
+                "s·b",
+                "int64",
+                sd,
+                INDEX_BYTES,
+                "outside",
+                "none",
             )
-        if (
-            arch.hf_model_type
-            and p.hf_modules
-            and HF_MODULES.get(arch.hf_model_type, NO_TRAITS).final_softcap
-        ):
-            tensors.append(
-                SavedTensor(
-                    "logit soft-cap: tanh result",
-                    "s·b·V",
-                    cfg.act_dtype,
-                    s * b * arch.vocab_size,
-                    cfg.act,
-                    "outside",
-                    "tp",
-                )
+        )
+    if (
+        arch.hf_model_type
+        and p.hf_modules
+        and HF_MODULES.get(arch.hf_model_type, NO_TRAITS).final_softcap
+    ):
+        last.append(
+            SavedTensor(
+                "logit soft-cap: tanh result",
+                "s·b·V",
+                cfg.act_dtype,
+                s * b * arch.vocab_size,
+                cfg.act,
+                "outside",
+                "tp",
             )
-        if p.logits_fp32_saved:
-            tensors.append(
-                SavedTensor(
-                    "cross-entropy: fp32 softmax of logits",
-                    "s·b·V",
-                    "fp32",
-                    s * b * arch.vocab_size,
-                    FP32,
-                    "outside",
-                    "tp",
-                )
+        )
+    if p.logits_fp32_saved:
+        last.append(
+            SavedTensor(
+                "cross-entropy: fp32 softmax of logits",
+                "s·b·V",
+                "fp32",
+                s * b * arch.vocab_size,
+                FP32,
+                "outside",
+                "tp",
             )
-    return tensors
+        )
+    return first, shared, last
 
 
 def logits_working_bytes(

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.inputs.training import (
@@ -51,10 +50,9 @@ from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.training_memory import (
     RECOMPUTE_POLICIES,
-    FloatArray,
     memory_terms,
-    training_memory_arrays,
 )
+from llm_planner.core.sections.training_memory_one import training_memory_one
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,
@@ -495,8 +493,9 @@ def estimate_training(
     last_flight = (last_stage_microbatches_in_flight or 1) if pp > 1 else first_flight
     code = RECOMPUTE_POLICIES.index(inputs.recompute)
 
-    def memory(b: npt.ArrayLike, detail: bool = True) -> dict[str, FloatArray]:
-        return training_memory_arrays(
+    def memory(b: int, detail: bool = True) -> dict[str, float]:
+        # the array function at this one layout, in Python floats (the same values)
+        return training_memory_one(
             terms,
             tp=tp,
             pp=pp,
@@ -512,14 +511,17 @@ def estimate_training(
             detail=detail,
         )
 
-    # the scenario's micro-batch, and b = 1, 2 for the largest that fits, in one evaluation
-    at = memory([inputs.micro_batch, 1, 2])
-    out = {k: float(v[0]) for k, v in at.items()}
+    # the scenario's micro-batch, and b = 1, 2 for the largest that fits
+    out = memory(inputs.micro_batch)
     capacity = gpu.memory_bytes
+
+    def peak(b: int) -> float:
+        return out["peak_bytes"] if b == inputs.micro_batch else memory(b, False)["peak_bytes"]
+
     max_b = _largest_micro_batch(
-        memory,
+        peak,
         capacity,
-        (float(at["peak_bytes"][1]), float(at["peak_bytes"][2])),
+        (peak(1), peak(2)),
         linear=inputs.recompute != "threshold",
     )
     stage_name: Literal["only", "first", "last"] = (
@@ -599,19 +601,19 @@ bisecting below 2^21)."""
 
 
 def _largest_micro_batch(
-    memory: Callable[[npt.ArrayLike, bool], dict[str, FloatArray]],
+    peak: Callable[[int], float],
     capacity: float,
     peaks_at_1_2: tuple[float, float],
     *,
     linear: bool,
 ) -> int:
     """The largest b ≤ :data:`MAX_MICRO_BATCH_SEARCHED` whose peak fits ``capacity`` (0 if
-    none). Linear peak: b* = ⌊(capacity − c)/k⌋ from peak(b) = c + k·b at b = 1, 2
-    (``peaks_at_1_2``), then the peaks of the b next to it decide (rounding). Otherwise:
-    doubling, then bisection."""
+    none; ``peak``: the peak at b). Linear peak: b* = ⌊(capacity − c)/k⌋ from
+    peak(b) = c + k·b at b = 1, 2 (``peaks_at_1_2``), then the peaks of the b next to it
+    decide (rounding). Otherwise: doubling, then bisection."""
 
     def fits(bs: list[int]) -> list[bool]:
-        return [bool(x) for x in memory(bs, False)["peak_bytes"] <= capacity]
+        return [peak(b) <= capacity for b in bs]
 
     p1, p2 = peaks_at_1_2
     if not p1 <= capacity:

@@ -50,10 +50,10 @@ from llm_planner.core.sections.training_params import (
     StageParams,
     StateBytes,
     largest_local_layer,
-    layer_activations_for,
+    layer_kept_for,
     layer_kinds,
     layer_temporaries,
-    outside_bytes_for,
+    outside_stage_bytes_for,
     pipeline_stage_layers,
     routed_expert_params,
     stage_params,
@@ -145,25 +145,19 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
     def stage_acts(b: int, t: int, sp: bool, rc: str) -> StageActivations:
         ti_rc = ti.model_copy(update={"recompute": rc})
         layers = [
-            (n, layer_activations_for(arch, ti_rc, b, tp=t, sequence_parallel=sp, moe_layer=moe))
+            (n, layer_kept_for(arch, ti_rc, b, tp=t, sequence_parallel=sp, moe_layer=moe))
             for moe, n in layer_kinds(arch)
         ]
-        kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
-        working = max(la.recompute_working_bytes for _, la in layers)
-
-        def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
-            """(part ∝ b at this b, part independent of b): linear in b, priced at b and 2b
-            (one pricing of both: element-wise, each the scalar pricing's value)."""
-            bs = np.array([b, 2 * b])
-            at = outside_bytes_for(
-                arch, ti_rc, bs, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
-            )
-            one, two = float(at[0]), float(at[1])
-            return two - one, 2 * one - two
-
+        kept = sum(n * kept for n, (kept, _) in layers) / arch.layers
+        working = max(working for _, (_, working) in layers)
+        # (part ∝ b at this b, part independent of b) of each stage's tensors outside the
+        # layers: linear in b, priced at b and 2b (one pricing of both: element-wise, each
+        # the scalar pricing's value)
+        bs = np.array([b, 2 * b])
+        at = outside_stage_bytes_for(arch, ti_rc, bs, tp=t, sequence_parallel=sp)
+        first, last, only = (_linear_parts(float(x[0]), float(x[1])) for x in at)
         act_dtype = get_precision(ti.precision).activations_dtype
         logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
-        first, last, only = outside(True, False), outside(False, True), outside(True, True)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),
@@ -224,6 +218,12 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         recompute_method=ti.recompute_method,
         recompute_layers=ti.recompute_layers,
     )
+
+
+def _linear_parts(one: float, two: float) -> tuple[float, float]:
+    """(part ∝ b at b, part independent of b) of a term linear in b, from its values at b
+    and 2b."""
+    return two - one, 2 * one - two
 
 
 def zero_divisors(

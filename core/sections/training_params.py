@@ -30,8 +30,10 @@ from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
     layer_activations,
+    layer_kept_bytes,
     outside_layer_bytes,
     outside_layer_ledger,
+    outside_stage_bytes,
 )
 from llm_planner.core.quantities.optimizers import (
     factored_state_values,
@@ -410,35 +412,66 @@ def layer_activations_for(
     Kept by its (frozen) arguments: the training FLOPs' ledger at b = 1, tp = 1 is the
     report's own for such a scenario, and the workload asks again. Shared: do not modify
     the ledger list."""
-    recipe = get_precision(inputs.precision)
-    quantized = (
-        quantized_inputs
-        and recipe.saved_input_bytes_per_element > 0
-        and get_stack(inputs.stack).saves_quantized_gemm_inputs
-    )
     return layer_activations(
         arch,
         inputs.seq_len,
         micro_batch,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        recompute=inputs.priced_recompute,
-        threshold_bytes=inputs.recompute_threshold_bytes,
-        flash=inputs.flash_attention,
-        profile=inputs.implementation,
-        dropout=inputs.dropout,
-        activation_dtype=recipe.activations_dtype,
         moe_layer=moe_layer,
-        lora_rank=inputs.effective_lora_rank,
-        lora_targets=inputs.lora_targets,
-        recompute_modules=inputs.recompute_modules,
-        checkpoint_placement=inputs.recompute_checkpoint,
-        gemm_input=(
+        **_ledger_options(inputs, quantized_inputs),
+    )
+
+
+@kept()
+def layer_kept_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    moe_layer: bool,
+) -> tuple[float, float]:
+    """(kept bytes, recompute working set) of :func:`layer_activations_for`'s ledger, the
+    same arithmetic without its lines (:func:`.activations.layer_kept_bytes`): what the
+    memory terms read for each (b, tp, sequence parallel, policy) they price."""
+    return layer_kept_bytes(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        moe_layer=moe_layer,
+        **_ledger_options(inputs, True),
+    )
+
+
+def _ledger_options(inputs: TrainingInputs, quantized_inputs: bool) -> dict[str, Any]:
+    """The ledger's arguments the training inputs set (:func:`layer_activations_for`)."""
+    recipe = get_precision(inputs.precision)
+    quantized = (
+        quantized_inputs
+        and recipe.saved_input_bytes_per_element > 0
+        and get_stack(inputs.stack).saves_quantized_gemm_inputs
+    )
+    return {
+        "recompute": inputs.priced_recompute,
+        "threshold_bytes": inputs.recompute_threshold_bytes,
+        "flash": inputs.flash_attention,
+        "profile": inputs.implementation,
+        "dropout": inputs.dropout,
+        "activation_dtype": recipe.activations_dtype,
+        "lora_rank": inputs.effective_lora_rank,
+        "lora_targets": inputs.lora_targets,
+        "recompute_modules": inputs.recompute_modules,
+        "checkpoint_placement": inputs.recompute_checkpoint,
+        "gemm_input": (
             (f"{recipe.gemm_dtype} ({recipe.id})", recipe.saved_input_bytes_per_element)
             if quantized
             else None
         ),
-    )
+    }
 
 
 def outside_ledger_for(
@@ -491,6 +524,31 @@ def outside_bytes_for(
         activation_dtype=get_precision(inputs.precision).activations_dtype,
         first_stage=first,
         last_stage=last,
+        lora=inputs.effective_lora_rank is not None,
+        recompute=inputs.recompute,
+        flash=inputs.flash_attention,
+    )
+
+
+def outside_stage_bytes_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: Any,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+) -> tuple[Any, Any, Any]:
+    """:func:`outside_bytes_for` of the first, the last and the only stage, in one pass
+    (:func:`.activations.outside_stage_bytes`)."""
+    return outside_stage_bytes(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=get_precision(inputs.precision).activations_dtype,
         lora=inputs.effective_lora_rank is not None,
         recompute=inputs.recompute,
         flash=inputs.flash_attention,

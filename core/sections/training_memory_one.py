@@ -1,0 +1,224 @@
+"""Training memory per GPU of ONE layout, in plain Python floats.
+
+:func:`training_memory_one` is :func:`.training_memory.training_memory_arrays` at one
+layout: the same terms (the module docstring of :mod:`.training_memory` gives them and
+their sources), the same operations in the same order, so each component is the very float
+the array function returns for that layout. It exists for speed alone: the array function
+pays about 0.1 ms of numpy calls whatever its length, and the training report evaluates a
+handful of single layouts per estimate (the scenario's micro-batch, b = 1 and 2, the
+neighbours of the largest micro-batch that fits), where Python arithmetic takes a few
+microseconds. ``tests/core/test_training_memory_one.py`` checks it equal to the array
+function over random scenarios and layouts; a term added to one must be added to the other.
+"""
+
+from __future__ import annotations
+
+from llm_planner.core.inputs.training import DDP_BUCKET_BYTES
+from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
+from llm_planner.core.sections.training_memory import (
+    RECOMPUTE_POLICIES,
+    MemoryTerms,
+    StageActivations,
+)
+from llm_planner.core.sections.training_params import StateBytes
+
+_THRESHOLD = RECOMPUTE_POLICIES.index("threshold")
+_FULL = RECOMPUTE_POLICIES.index("full")
+
+
+def _zero_divisors(zero: int, dp: float) -> tuple[float, float, float]:
+    """:func:`.training_memory.zero_divisors` of one layout."""
+    return (dp if zero >= 3 else 1.0, dp if zero >= 2 else 1.0, dp if zero >= 1 else 1.0)
+
+
+def _activation_terms(terms: MemoryTerms, tp: int, sp: bool, rc: int, b: float) -> dict[str, float]:
+    """:func:`.training_memory._activation_terms` of one layout: priced at b = 1 and × b,
+    the threshold policy at its own b (× b / b)."""
+    if rc == _THRESHOLD:
+        a: StageActivations = terms.activations(int(b), tp, sp, RECOMPUTE_POLICIES[rc])
+        scale = b / b
+    else:
+        a = terms.activations(1, tp, sp, RECOMPUTE_POLICIES[rc])
+        scale = b
+    return {
+        "kept_per_layer": a.kept_per_layer * scale,
+        "recompute_working": a.recompute_working * scale,
+        "logits": a.logits * scale,
+        "outside_first": a.outside_first * scale + a.outside_first_fixed,
+        "outside_last": a.outside_last * scale + a.outside_last_fixed,
+        "outside_only": a.outside_only * scale + a.outside_only_fixed,
+    }
+
+
+def _fixed_temporaries(
+    terms: MemoryTerms, tp: float, zero: int, shard: float, ep: int
+) -> tuple[float, float, float]:
+    """:func:`.training_memory._fixed_temporaries` of one layout."""
+    experts = ep > 1 and any(terms.expert_state)
+    one_layer = terms.temporaries_for_ep(ep) if experts else terms.temporaries
+    sharded = shard > 1
+    if zero >= 2 and sharded:
+        bucket = one_layer.zero2_bucket / tp
+    else:
+        bucket = float(DDP_BUCKET_BYTES) if sharded and terms.ddp_bucket_temporary else 0.0
+    gather = one_layer.zero3_gather / tp if zero >= 3 and sharded else 0.0
+    dequant = terms.temporaries.dequant / tp if terms.temporaries.dequant else 0.0
+    return bucket, gather, dequant
+
+
+def _sharding(
+    terms: MemoryTerms, tp: float, zero: int, shard: float, ep: int
+) -> tuple[list[float], list[float] | None]:
+    """:func:`.training_memory._sharding` of one layout: (divisors, the routed experts'
+    divisors or None)."""
+    divisors = [tp * d for d in _zero_divisors(zero, shard)]
+    if not (any(terms.expert_state) and ep > 1):
+        return divisors, None
+    epf = float(ep)
+    expert_dp = max(shard / epf, 1.0)
+    return divisors, [tp * epf * d for d in _zero_divisors(zero, expert_dp)]
+
+
+def training_memory_one(
+    terms: MemoryTerms,
+    *,
+    tp: int,
+    pp: int,
+    shard: float,
+    ep: int,
+    zero: int,
+    micro_batch: float,
+    sp: bool,
+    recompute: int,
+    first_in_flight: float,
+    last_in_flight: float,
+    detail: bool = True,
+    cp: float = 1,
+) -> dict[str, float]:
+    """:func:`.training_memory.training_memory_arrays` at one layout (its arguments as
+    plain numbers): the same keys, each value that layout's float."""
+    tp, pp, ep, zero, rc = int(tp), int(pp), int(ep), int(zero), int(recompute)
+    cp_f = float(cp)
+    b = float(micro_batch) / cp_f
+    sp = bool(sp)
+    shard_f = float(shard)
+    tp_f = float(tp)
+    multi = pp > 1
+    first_layers, last_layers = (float(x) for x in terms.stage_layers(pp))
+
+    acts = _activation_terms(terms, tp, sp, rc, b)
+    logits = acts["logits"]
+    saved: float | None = None
+    if is_partial(terms.recompute_method, terms.recompute_layers) and rc == _FULL:
+        saved = _activation_terms(terms, tp, sp, 0, b)["kept_per_layer"]
+
+    bucket, gather, dequant = _fixed_temporaries(terms, tp_f, zero, shard_f, ep)
+    fixed_temporaries = bucket + gather + dequant if terms.temporaries.dequant else bucket + gather
+    divisors, expert_divisors = _sharding(terms, tp_f, zero, shard_f, ep)
+
+    def state(held: StateBytes, share: float) -> list[float]:
+        """:func:`.training_memory._state` of one layout."""
+        outside = held if multi else terms.outside_single
+        if expert_divisors is None:
+            return [
+                (share * in_layers + out) / div
+                for in_layers, out, div in zip(terms.layer_state, outside, divisors, strict=True)
+            ]
+        return [
+            (share * (whole - expert) + out) / div + share * expert / e_div
+            for whole, expert, out, div, e_div in zip(
+                terms.layer_state,
+                terms.expert_state,
+                outside,
+                divisors,
+                expert_divisors,
+                strict=True,
+            )
+        ]
+
+    def stage(
+        held: StateBytes, layers: float, flight: float, outside: float, last: bool
+    ) -> dict[str, float]:
+        w, g, o = state(held, layers / terms.layers)
+        outside_acts = outside * flight
+        in_layers, working = acts["kept_per_layer"] * layers, acts["recompute_working"]
+        if saved is not None:  # full recompute covering the stage partly
+            part_kept, part_working = partial_full_stage(
+                method=terms.recompute_method,
+                n=terms.recompute_layers,
+                layers_on_stage=layers,
+                checkpoint_bytes=acts["kept_per_layer"],
+                saved_bytes=saved,
+            )
+            in_layers, working = float(part_kept), float(part_working)
+        activ = in_layers * flight + outside_acts
+        lg = logits if last else (0.0 if multi else logits)
+        temp = fixed_temporaries + max(lg, working)
+        allocated = w + g + o + activ + temp
+        return {
+            "weights_bytes": w,
+            "gradients_bytes": g,
+            "optimizer_bytes": o,
+            "activations_bytes": activ,
+            "outside_activations_bytes": outside_acts,
+            "logits_bytes": lg,
+            "temporary_bytes": temp,
+            "allocated_bytes": allocated,
+            "layers_on_stage": layers,
+            "microbatches_in_flight": flight,
+            "recompute_working_bytes": working,
+            "layer_activations_bytes": in_layers,
+        }
+
+    def peak(allocated: float) -> tuple[float, float]:
+        fragmentation = terms.fragmentation_fraction * allocated
+        return allocated + terms.cuda_context_bytes + fragmentation, fragmentation
+
+    first = stage(
+        terms.outside_first,
+        first_layers,
+        float(first_in_flight),
+        acts["outside_first"] if multi else acts["outside_only"],
+        last=False,
+    )
+    last = stage(
+        terms.outside_last,
+        last_layers,
+        float(last_in_flight),
+        acts["outside_last"] if multi else acts["outside_only"],
+        last=True,
+    )
+    use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
+    chosen = last if use_last else first
+    out = dict(chosen) if detail else {k: chosen[k] for k in _SCREENED}
+    out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
+    if detail:
+        layers = out["layers_on_stage"]
+        out["activations_per_layer_bytes"] = (
+            out["layer_activations_bytes"] / max(layers, 1.0) if layers > 0 else 0.0
+        )
+    reserve = 1.0 + terms.fragmentation_fraction
+    logged = first["allocated_bytes"] if terms.logged_stage == "first" else out["allocated_bytes"]
+    out.update(
+        last_stage=float(use_last),
+        gradient_bucket_bytes=bucket,
+        zero3_gathered_bytes=gather,
+        dequant_bytes=dequant,
+        cuda_context_bytes=terms.cuda_context_bytes,
+        reserved_bytes=out["allocated_bytes"] * reserve,
+        logged_allocated_bytes=logged,
+        logged_reserved_bytes=logged * reserve,
+    )
+    return out
+
+
+_SCREENED = (
+    "weights_bytes",
+    "gradients_bytes",
+    "optimizer_bytes",
+    "activations_bytes",
+    "allocated_bytes",
+    "recompute_working_bytes",
+)
+"""The components :func:`training_memory_one` returns without ``detail`` (as the array
+function: its screened ones and the recompute working set)."""
