@@ -243,6 +243,12 @@ def zero_divisors(
 def _distinct(values: IntArray) -> tuple[IntArray, IntArray]:
     """(index of each value among the distinct ones, the distinct values), O(n) for small
     non-negative integers: what depends on one degree alone is priced once per value."""
+    if values.size <= _FILL_BELOW:  # a few layouts: Python's set is cheaper than the arrays
+        listed = values.tolist()
+        distinct = sorted(set(listed))
+        position = {v: i for i, v in enumerate(distinct)}
+        index = np.array([position[v] for v in listed], dtype=np.int64)
+        return index, np.array(distinct, dtype=np.int64)
     seen = np.zeros(int(values.max(initial=0)) + 1, dtype=bool)
     seen[values] = True
     return (np.cumsum(seen) - 1)[values], np.flatnonzero(seen)
@@ -257,7 +263,7 @@ def _activation_terms(
     n_rc = len(RECOMPUTE_POLICIES)
     threshold = rc == _THRESHOLD
     scale = b
-    if np.any(threshold):
+    if threshold.any():
         priced_b = np.where(threshold, b, 1.0)
         scale = b / priced_b
         keys = np.stack([priced_b.astype(np.int64), tp, sp.astype(np.int64), rc])
@@ -273,21 +279,36 @@ def _activation_terms(
             terms.activations(1, k // n_rc // 2, bool(k // n_rc % 2), RECOMPUTE_POLICIES[k % n_rc])
             for k in codes.tolist()
         ]
-    out: dict[str, FloatArray] = {}
-    for name in ("kept_per_layer", "recompute_working", "logits"):
-        out[name] = np.asarray(np.array([getattr(a, name) for a in acts])[inv] * scale)
-    for name in ("outside_first", "outside_last", "outside_only"):
-        per_b = np.array([getattr(a, name) for a in acts])[inv] * scale
-        fixed = np.array([getattr(a, name + "_fixed") for a in acts])[inv]
-        out[name] = np.asarray(per_b + fixed)
+    # one table of every term per distinct key (a row per term), each row gathered per layout
+    table = np.array([[getattr(a, name) for a in acts] for name in _ACTIVATION_COLUMNS])
+    out: dict[str, FloatArray] = {
+        name: table[i][inv] * scale for i, name in enumerate(_ACTIVATION_COLUMNS[:6])
+    }
+    for i, name in enumerate(("outside_first", "outside_last", "outside_only")):
+        out[name] = out[name] + table[6 + i][inv]
     return out
+
+
+_ACTIVATION_COLUMNS = (
+    "kept_per_layer",
+    "recompute_working",
+    "logits",
+    "outside_first",
+    "outside_last",
+    "outside_only",
+    "outside_first_fixed",
+    "outside_last_fixed",
+    "outside_only_fixed",
+)
+"""The :class:`StageActivations` fields :func:`_activation_terms` gathers: the first six
+scale with b, the last three are the outside terms' parts that do not."""
 
 
 def _saved_without_recompute(
     terms: MemoryTerms, tp: IntArray, sp: npt.NDArray[np.bool_], rc: IntArray, b: FloatArray
 ) -> FloatArray | None:
     """Each layer's bytes without recompute, only where full covers a stage partly."""
-    if not (is_partial(terms.recompute_method, terms.recompute_layers) and np.any(rc == _FULL)):
+    if not (is_partial(terms.recompute_method, terms.recompute_layers) and (rc == _FULL).any()):
         return None
     return _activation_terms(terms, tp, sp, np.zeros_like(rc), b)["kept_per_layer"]
 
@@ -338,7 +359,7 @@ def _sharding(
     the expert-data-parallel group shard/ep (at least 1), after tp·ep (DeepSpeed-MoE,
     Rajbhandari et al. 2022, arXiv:2201.05596, section 5)."""
     divisors = [tp * d for d in zero_divisors(zero, shard)]
-    if not (any(terms.expert_state) and np.any(ep > 1)):
+    if not (any(terms.expert_state) and (ep > 1).any()):
         return _Sharding(divisors, None, None)
     epf = ep.astype(np.float64)
     expert_dp = np.maximum(shard / epf, 1.0)
@@ -413,7 +434,7 @@ def _fixed_temporaries(
     weights with ZeRO-3 (the current and the prefetched one); independent of the stage."""
     zero2_bucket: FloatArray | float = terms.temporaries.zero2_bucket
     zero3_gather: FloatArray | float = terms.temporaries.zero3_gather
-    if np.any(ep > 1) and any(terms.expert_state):
+    if any(terms.expert_state) and (ep > 1).any():
         zero2_bucket, zero3_gather = _layer_temporaries_by_ep(terms, ep)
     sharded = shard > 1
     bucket = np.where(
@@ -617,8 +638,8 @@ def training_memory_arrays(
         last_stage=use_last.astype(f64),
         gradient_bucket_bytes=np.asarray(bucket),
         zero3_gathered_bytes=np.asarray(gather),
-        dequant_bytes=np.broadcast_to(dequant, (n,)),
-        cuda_context_bytes=np.broadcast_to(terms.cuda_context_bytes, (n,)),
+        dequant_bytes=np.full(n, dequant),
+        cuda_context_bytes=np.full(n, terms.cuda_context_bytes),
         reserved_bytes=out["allocated_bytes"] * reserve,
         logged_allocated_bytes=np.asarray(logged),
         logged_reserved_bytes=np.asarray(logged * reserve),

@@ -31,7 +31,6 @@ from llm_planner.core.quantities.activations import (
     LedgerEntry,
     layer_activations,
     layer_kept_bytes,
-    outside_layer_bytes,
     outside_layer_ledger,
     outside_stage_bytes,
 )
@@ -502,34 +501,6 @@ def outside_ledger_for(
     )
 
 
-def outside_bytes_for(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    micro_batch: Any,
-    *,
-    tp: int,
-    sequence_parallel: bool,
-    first: bool,
-    last: bool,
-) -> Any:
-    """The bytes of :func:`outside_ledger_for`'s lines, summed (without building them)."""
-    return outside_layer_bytes(
-        arch,
-        inputs.seq_len,
-        micro_batch,
-        tp=tp,
-        sequence_parallel=sequence_parallel,
-        profile=inputs.implementation,
-        dropout=inputs.dropout,
-        activation_dtype=get_precision(inputs.precision).activations_dtype,
-        first_stage=first,
-        last_stage=last,
-        lora=inputs.effective_lora_rank is not None,
-        recompute=inputs.recompute,
-        flash=inputs.flash_attention,
-    )
-
-
 def outside_stage_bytes_for(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -538,8 +509,9 @@ def outside_stage_bytes_for(
     tp: int,
     sequence_parallel: bool,
 ) -> tuple[Any, Any, Any]:
-    """:func:`outside_bytes_for` of the first, the last and the only stage, in one pass
-    (:func:`.activations.outside_stage_bytes`)."""
+    """The summed bytes of :func:`outside_ledger_for`'s lines on the first, the last and
+    the only stage, in one pass (:func:`.activations.outside_stage_bytes`); ``micro_batch``
+    may be an integer array (one sum per entry)."""
     return outside_stage_bytes(
         arch,
         inputs.seq_len,
