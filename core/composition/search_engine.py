@@ -356,9 +356,7 @@ def _fitting_count(problem: _Problem, group: list[tuple[int, int, par.Layouts]])
     call) with a layout whose peak fits the GPU; None if none."""
     lay = group[0][2] if len(group) == 1 else _concatenated([part for *_, part in group])
     m = np.concatenate([par.microbatches_per_step(batch, part) for _, batch, part in group])
-    fits = par.memory_screen(None, lay, problem.memory, m=m)["peak_bytes"] <= (
-        problem.cluster.memory_bytes
-    )
+    fits = par.screen_peaks(lay, problem.memory, m=m) <= problem.cluster.memory_bytes
     offset = 0
     for n, _, part in group:
         if np.any(fits[offset : offset + len(part)]):

@@ -182,3 +182,35 @@ def test_lean_pricings_equal_the_ledger() -> None:
                 arch, 2048, bs, first_stage=first, last_stage=last, lora=lora, **options
             )
             assert [float(x) for x in at] == [float(x) for x in alone]
+
+
+def test_screen_peaks_are_the_memory_screens() -> None:
+    """The fewest-GPUs search's peaks (:func:`.parallelism.screen_peaks`: a few layouts one
+    by one in floats) are the memory screen's, for enumerated layouts of random scenarios."""
+    from llm_planner.core.composition.scenario import default_scenario
+    from llm_planner.core.composition.search_engine import _Problem
+    from llm_planner.core.composition.search_layouts import SearchOptions, enumerate_layouts
+    from llm_planner.core.primitives.gpus import get_gpu
+    from llm_planner.core.sections import parallelism as par
+
+    rng = random.Random(12)
+    base = default_scenario()
+    screened = 0
+    while screened < 60:
+        arch = get_preset(rng.choice(MODELS)).architecture
+        ti = _inputs(rng)
+        if ti is None:
+            continue
+        inputs = base.parallelism.model_copy(update={"global_batch": rng.choice([64, 1024])})
+        problem = _Problem(arch, get_gpu("h100-sxm"), inputs, ti, params_override=None)
+        n = rng.choice([1, 2, 4, 8, 16, 64])
+        options = SearchOptions(micro_batches=(1, 2), interleave=(1, 2), max_tp=8)
+        lay = enumerate_layouts(arch, n, max(n, inputs.global_batch), options)
+        if not len(lay):
+            continue
+        pick = np.array(sorted(rng.sample(range(len(lay)), min(len(lay), rng.randint(1, 12)))))
+        few = lay.take(pick)
+        m = par.microbatches_per_step(max(n, inputs.global_batch), few)
+        expected = par.memory_screen(None, few, problem.memory, m=m)["peak_bytes"]
+        assert par.screen_peaks(few, problem.memory, m=m).tolist() == expected.tolist()
+        screened += 1

@@ -41,6 +41,7 @@ from llm_planner.core.sections.parallelism.layout import (
 from llm_planner.core.sections.parallelism.memory import (
     memory_screen,
     model_state_bytes_per_gpu,
+    screen_peaks,
     training_memory,
     zero_stage_comparison,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "pipeline_timeline",
     "resolve_layout",
     "scenario_layout",
+    "screen_peaks",
     "step_inputs_of",
     "training_in_flight",
     "training_in_flight_last",
