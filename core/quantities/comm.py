@@ -468,7 +468,12 @@ def gemm_efficiency_one(
         and peak_flops > 0
         and large_efficiency > 0
         and ramp_seconds >= 0
-        and all(0 < x < math.inf for x in (m, n, k, count, peak_flops, large_efficiency))
+        and 0 < m < math.inf
+        and 0 < n < math.inf
+        and 0 < k < math.inf
+        and 0 < count < math.inf
+        and 0 < peak_flops < math.inf
+        and 0 < large_efficiency < math.inf
         and not math.isnan(memory_bytes_per_s)
         and memory_bytes_per_s > 0
     ):

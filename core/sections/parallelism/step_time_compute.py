@@ -325,6 +325,13 @@ def _gemm_inverse_efficiency(
     if not work.gemms or cluster.sms <= 0:
         flat = np.full_like(tp, 1.0 / cluster.kernel_efficiency)
         return flat, flat
+    if len(tp) == 1:  # the scenario's one layout: no grouping (the same tokens as below)
+        tok = lay.as_float("micro_batch") * work.seq_len / lay.cp
+        one = _one_gemm_inverse_efficiency(
+            work, cluster, tok, tp, lay.as_float("ep"), layer_peak=layer_peak
+        )
+        if one is not None:
+            return np.array([one[0]]), np.array([one[1]])
     (b_values, b_code), (t_values, t_code), (e_values, e_code), (c_values, c_code) = (
         _distinct(lay.micro_batch),
         _distinct(lay.tp),
