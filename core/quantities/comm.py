@@ -281,6 +281,21 @@ def collective_latency_seconds(
     here for both (NCCL rates the tree's bus bandwidth 0.92 × 0.85 of the ring's on Hopper
     (same file), only worth it when latency dominates, which is when this minimum picks it).
     """
+    if (
+        isinstance(ranks, np.ndarray)
+        and isinstance(nodes, np.ndarray)
+        and ranks.shape == nodes.shape == (1,)
+    ):  # one layout: the same operations in Python floats (see _collective_latency_one)
+        one = _collective_latency_one(
+            kind,
+            float(ranks[0]),
+            float(nodes[0]),
+            intra_step=intra_step,
+            inter_step=inter_step,
+            base=base,
+        )
+        if one is not None:
+            return np.array([one])
     n = np.asarray(ranks, dtype=np.float64)
     k = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
     if kind == "all_reduce":
@@ -292,6 +307,27 @@ def collective_latency_seconds(
         steps, inter = n - 1.0, k - 1.0
         lat = (steps - inter) * intra_step + inter * inter_step
     return np.asarray(np.where(n > 1, base + lat, 0.0))
+
+
+def _collective_latency_one(
+    kind: str, n: float, nodes: float, *, intra_step: float, inter_step: float, base: float
+) -> float | None:
+    """:func:`collective_latency_seconds` of one group in Python floats: the same operations
+    in the same order (IEEE double either way; log2 by numpy's own), without a dozen numpy
+    calls on length-1 arrays. None where numpy's NaN rules would matter."""
+    if math.isnan(n) or math.isnan(nodes):
+        return None
+    k = max(nodes, 1.0)
+    if kind == "all_reduce":
+        steps, inter = 2.0 * (n - 1.0), 2.0 * (k - 1.0)
+        lat = (steps - inter) * intra_step + inter * inter_step
+        if k > 1:
+            tree = 2.0 * ((n / k - 1.0) * intra_step + float(np.log2(k)) * inter_step)
+            lat = min(lat, tree)
+    else:
+        steps, inter = n - 1.0, k - 1.0
+        lat = (steps - inter) * intra_step + inter * inter_step
+    return base + lat if n > 1 else 0.0
 
 
 def nodes_spanned(stride: npt.ArrayLike, size: npt.ArrayLike, gpus_per_node: int) -> FloatArray:

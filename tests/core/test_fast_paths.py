@@ -148,3 +148,25 @@ def test_kept_values_hash_once_and_still_compute_unhashable_arguments_afresh() -
     assert calls == [1, [2], [2]]
     with pytest.raises(TypeError, match="no strings"):
         double("a")
+
+
+def test_collective_latency_of_one_group_equals_the_array_path() -> None:
+    """One group (length-1 arrays, the scenario's layout: Python floats) and the same group
+    among others (numpy) give the same latency, for both kinds, inside and across nodes."""
+    rng = np.random.default_rng(5)
+    checked = 0
+    for kind in ("all_reduce", "all_gather", "reduce_scatter"):
+        for ranks in (1.0, 2.0, 3.0, 8.0, 16.0, 64.0, 96.0, 1024.0):
+            for nodes in (0.0, 1.0, 2.0, 3.0, 8.0, 12.0, 128.0):
+                intra, inter, base = rng.uniform(1e-6, 2e-5, 3)
+                kw = {"intra_step": intra, "inter_step": inter, "base": base}
+                one = comm.collective_latency_seconds(
+                    kind, np.array([ranks]), np.array([nodes]), **kw
+                )
+                many = comm.collective_latency_seconds(
+                    kind, np.array([ranks, 5.0]), np.array([nodes, 1.0]), **kw
+                )
+                assert one.shape == (1,)
+                assert one[0] == many[0], (kind, ranks, nodes)
+                checked += ranks > 1 and nodes > 1
+    assert checked > 50  # across nodes (the tree's log2 taken)
