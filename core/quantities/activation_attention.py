@@ -6,8 +6,6 @@ DeepSeek-V2 (arXiv:2405.04434) section 2.1. Assembled into a layer by :mod:`.act
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from llm_planner.core.primitives.architecture import Architecture
@@ -57,10 +55,7 @@ def _mla_attention_tensors(arch: Architecture, cfg: LedgerConfig) -> list[SavedT
     for name, rank in (("q", mla.q_lora_rank), ("kv", mla.kv_lora_rank)):
         if rank is None:
             continue
-        out += [
-            replace(t, block="attention")
-            for t in norm_tensors(arch, cfg, f"{name} latent norm", width=rank)
-        ]
+        out += norm_tensors(arch, cfg, f"{name} latent norm", width=rank, block="attention")
         out.append(
             SavedTensor(
                 f"{name} up-projection input (latent norm output)",

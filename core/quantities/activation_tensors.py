@@ -147,10 +147,11 @@ def norm_tensors(
     *,
     width: Num = None,
     stats_per_token: Num = 1,
+    block: str = "norm",
 ) -> list[SavedTensor]:
     """What one norm saves (its output is counted by the linear that reads it). ``width``:
     the normalised size (h, or a q/k norm's a·d); ``stats_per_token``: statistics per token
-    (a per-head q/k norm has one per head)."""
+    (a per-head q/k norm has one per head); ``block``: the ledger block its lines go to."""
     s, b, act = cfg.s, cfg.b, cfg.act
     w = arch.hidden_size if width is None else width
     p = cfg.profile
@@ -159,7 +160,7 @@ def norm_tensors(
     if arch.norm == "rmsnorm" and p.hf_rmsnorm:
         out.append(
             SavedTensor(
-                f"{where}: fp32 copy of input", "s·b·h", "fp32", s * b * w, FP32, "norm", "sp"
+                f"{where}: fp32 copy of input", "s·b·h", "fp32", s * b * w, FP32, block, "sp"
             )
         )
     if arch.norm == "rmsnorm" and p.hf_rmsnorm and cfg.lora_rank is None:
@@ -172,7 +173,7 @@ def norm_tensors(
                 x_dtype,
                 s * b * w,
                 x_bytes,
-                "norm",
+                block,
                 "sp",
             )
         )
@@ -184,14 +185,14 @@ def norm_tensors(
                 "fp32",
                 3 * s * b * w,
                 FP32,
-                "norm",
+                block,
                 "sp",
             )
         )
     elif not (arch.norm == "rmsnorm" and p.hf_rmsnorm):
         in_bytes, in_dtype = (FP32, "fp32") if traits.layernorm_fp32 else (act, cfg.act_dtype)
         out.append(
-            SavedTensor(f"{where}: input", "s·b·h", in_dtype, s * b * w, in_bytes, "norm", "sp")
+            SavedTensor(f"{where}: input", "s·b·h", in_dtype, s * b * w, in_bytes, block, "sp")
         )
     if p.norm_stats:
         fp32_stats = p.norm_stats_fp32 or arch.norm == "rmsnorm" or traits.layernorm_fp32
@@ -205,7 +206,7 @@ def norm_tensors(
                 stat_dtype,
                 stats * s * b * stats_per_token,
                 stat_bytes,
-                "norm",
+                block,
                 "sp",
             )
         )

@@ -32,7 +32,7 @@ no Python branch depends on their values), for the parallel-layout search to vec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
@@ -771,7 +771,7 @@ def _outside_parts(
                 "none",
             )
         )
-    last += [replace(t, block="outside") for t in norm_tensors(arch, cfg, "final norm")]
+    last += norm_tensors(arch, cfg, "final norm", block="outside")
     if not lora:
         last.append(
             SavedTensor(
