@@ -150,21 +150,32 @@ def selective_drops(
     """Whether Megatron's selective recompute with ``modules`` drops the saved tensor ``t``
     (:data:`MEGATRON_RECOMPUTE_MODULES` says what each module's checkpoint keeps: the
     checkpointed module's input stays, everything it saved inside goes)."""
+    return any(_drops(m, t, moe_layer, mla) for m in modules)
+
+
+def _drops(module: str, t: SavedTensor, moe_layer: bool, mla: bool) -> bool:
+    """Whether ``module``'s checkpoint drops ``t`` (:func:`selective_drops`, one module; an
+    unknown module drops nothing)."""
     name = t.name
-    shared = name.startswith(("shared experts: ", "shared expert output"))
-    rules = {
-        "core_attn": t.attention_core,
-        "mlp": not moe_layer
-        and t.block == "mlp"
-        and not name.startswith("fc1 input")
-        and "residual dropout mask" not in name,
-        "moe": moe_layer and (t.block == "moe" or shared),
-        "shared_experts": moe_layer and shared,
-        "moe_act": moe_layer and name.startswith("routed experts: fc2 input"),
-        "layernorm": moe_layer and name.startswith("router and fc1 input"),
-        "mla_up_proj": mla and name in MLA_UP_PROJECTION_OUTPUTS,
-    }
-    return any(rules.get(m, False) for m in modules)
+    if module == "core_attn":
+        return t.attention_core
+    if module == "mlp":
+        return (
+            not moe_layer
+            and t.block == "mlp"
+            and not name.startswith("fc1 input")
+            and "residual dropout mask" not in name
+        )
+    if module in ("moe", "shared_experts"):
+        shared = name.startswith(("shared experts: ", "shared expert output"))
+        return moe_layer and (shared or (module == "moe" and t.block == "moe"))
+    if module == "moe_act":
+        return moe_layer and name.startswith("routed experts: fc2 input")
+    if module == "layernorm":
+        return moe_layer and name.startswith("router and fc1 input")
+    if module == "mla_up_proj":
+        return mla and name in MLA_UP_PROJECTION_OUTPUTS
+    return False
 
 
 def selective_module_flops(
