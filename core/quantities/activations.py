@@ -85,6 +85,7 @@ __all__ = [
     "layer_activations",
     "layer_forward_flops",
     "layer_kept_bytes",
+    "layer_saved_tensors",
     "logits_working_bytes",
     "outside_layer_bytes",
     "outside_layer_ledger",
@@ -475,6 +476,15 @@ def layer_kept_bytes(
     the layout search prices several per estimate."""
     split = _layer_split(arch, seq_len, micro_batch, **options)
     return float(split.kept), float(split.working)
+
+
+def layer_saved_tensors(
+    arch: Architecture, seq_len: int, micro_batch: int, **options: Any
+) -> list[SavedTensor]:
+    """The tensors :func:`layer_activations` lists with the same arguments, before
+    recomputation, without building its ledger lines (each line is a tensor with its
+    :func:`tensor_bytes`)."""
+    return _layer_split(arch, seq_len, micro_batch, **options).tensors
 
 
 class _LayerSplit(NamedTuple):

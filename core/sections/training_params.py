@@ -26,11 +26,13 @@ from llm_planner.core.primitives.architecture import (
     norm_params,
 )
 from llm_planner.core.primitives.kept import kept
+from llm_planner.core.quantities.activation_tensors import SavedTensor
 from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
     layer_activations,
     layer_kept_bytes,
+    layer_saved_tensors,
     outside_layer_ledger,
     outside_stage_bytes,
 )
@@ -443,6 +445,28 @@ def layer_kept_for(
         sequence_parallel=sequence_parallel,
         moe_layer=moe_layer,
         **_ledger_options(inputs, True),
+    )
+
+
+def layer_saved_tensors_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: int,
+    *,
+    moe_layer: bool,
+    quantized_inputs: bool = True,
+) -> list[SavedTensor]:
+    """The tensors of :func:`layer_activations_for`'s ledger before recomputation
+    (:func:`.activations.layer_saved_tensors`), at tp = 1 without sequence parallelism:
+    each line's bytes are the tensor's :func:`.activation_tensors.tensor_bytes`."""
+    return layer_saved_tensors(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=1,
+        sequence_parallel=False,
+        moe_layer=moe_layer,
+        **_ledger_options(inputs, quantized_inputs),
     )
 
 

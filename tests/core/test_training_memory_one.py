@@ -19,9 +19,11 @@ from llm_planner.core.inputs import training as training_inputs
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.presets import get_preset, model_presets
 from llm_planner.core.quantities.activation_profiles import PROFILES
+from llm_planner.core.quantities.activation_tensors import tensor_bytes
 from llm_planner.core.quantities.activations import (
     layer_activations,
     layer_kept_bytes,
+    layer_saved_tensors,
     outside_layer_bytes,
     outside_stage_bytes,
 )
@@ -145,7 +147,8 @@ def test_one_layout_equals_the_array_function_over_random_scenarios() -> None:
 
 def test_lean_pricings_equal_the_ledger() -> None:
     """:func:`layer_kept_bytes` is :func:`layer_activations`' kept bytes and working set;
-    :func:`outside_stage_bytes` is :func:`outside_layer_bytes` of each kind of stage."""
+    :func:`layer_saved_tensors` its ledger's lines without recompute; :func:`outside_stage_
+    bytes` is :func:`outside_layer_bytes` of each kind of stage."""
     rng = random.Random(7)
     for _ in range(300):
         arch = get_preset(rng.choice(MODELS)).architecture
@@ -173,6 +176,12 @@ def test_lean_pricings_equal_the_ledger() -> None:
             la.kept_bytes,
             la.recompute_working_bytes,
         )
+        tensors = layer_saved_tensors(arch, 2048, b, **{**layer, "recompute": "none"})
+        ledger = layer_activations(arch, 2048, b, **{**layer, "recompute": "none"}).ledger
+        assert [(t.name, t.block, t.shard, t.attention_core) for t in tensors] == [
+            (e.name, e.block, e.shard, e.attention_core) for e in ledger
+        ]
+        assert [float(tensor_bytes(t, tp, sp)) for t in tensors] == [e.bytes for e in ledger]
         lora = layer["lora_rank"] is not None
         bs = np.array([b, 2 * b])
         stages = outside_stage_bytes(arch, 2048, bs, lora=lora, **options)

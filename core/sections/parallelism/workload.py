@@ -23,7 +23,8 @@ from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities import moe as moe_work
 from llm_planner.core.quantities.activation_recompute import is_partial, recomputed_fraction
-from llm_planner.core.quantities.activations import LedgerEntry, get_profile
+from llm_planner.core.quantities.activation_tensors import SavedTensor, tensor_bytes
+from llm_planner.core.quantities.activations import get_profile
 from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
     mfu_flops_per_token,
@@ -34,12 +35,12 @@ from llm_planner.core.quantities.stacks import StackProfile, get_stack
 from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, Layouts
 from llm_planner.core.sections.training import (
     hardware_flops_factor,
-    layer_activations_for,
     layer_kinds,
     one_layer_params,
     stage_params,
     state_bytes,
 )
+from llm_planner.core.sections.training_params import layer_saved_tensors_for
 
 # --------------------------------------------------------------------- the workload
 
@@ -142,7 +143,7 @@ and the router softmax. GEMM outputs (Q, K, V, fc1 output, flash attention's out
 log-sum-exp, expert outputs) are not: their traffic is part of the GEMM's time."""
 
 
-def _is_non_gemm(entry: LedgerEntry) -> bool:
+def _is_non_gemm(entry: SavedTensor) -> bool:
     return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
 
 
@@ -183,13 +184,11 @@ def elementwise_bytes_of(
         # at the 16-bit width: the norm and activation kernels write 16-bit outputs; a
         # low-precision recipe's quantization of them is its own memory-bound term
         # (PrecisionRecipe.quantize_bytes_per_element)
-        la = layer_activations_for(
-            arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe, quantized_inputs=False
-        )
-        for e in la.ledger:
+        # the ledger's lines under no recompute: each tensor at its bytes (tp = 1, no SP)
+        for e in layer_saved_tensors_for(arch, ti, 1, moe_layer=moe, quantized_inputs=False):
             if not _is_non_gemm(e):
                 continue
-            per_token = e.bytes / ti.seq_len * n / arch.layers
+            per_token = float(tensor_bytes(e, 1, False)) / ti.seq_len * n / arch.layers
             k = column[e.shard]
             totals["none"][k] += (fwd + bwd) * per_token
             replayed = 1.0 if op_sac else float(e.attention_core)
