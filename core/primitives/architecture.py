@@ -379,37 +379,7 @@ class Architecture(BaseModel):
         gate and up h→f (gated units only), down f→h; an MoE layer has E routed and S shared
         experts of f_expert and a router h→E. Recurrent mixers (Mamba, RWKV) are not listed:
         their parameters are counted by :func:`recurrent_params_per_layer`."""
-        h = self.hidden_size
-        mats: list[LayerMatrix] = []
-        if self.mla is not None:
-            m = self.mla
-            qk = self.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-            if m.q_lora_rank is None:
-                mats.append(LayerMatrix("q", "q", h, qk, 1, "columns", False, "q"))
-            else:
-                mats.append(LayerMatrix("q_a", "q", h, m.q_lora_rank, 1, "none", False, "q_a"))
-                mats.append(LayerMatrix("q_b", "q", m.q_lora_rank, qk, 1, "columns", False, "q_b"))
-            kv_a = m.kv_lora_rank + m.qk_rope_head_dim
-            kv_b = self.heads * (m.qk_nope_head_dim + m.v_head_dim)
-            mats.append(LayerMatrix("kv_a", "k", h, kv_a, 1, "none", False, "kv_a"))
-            mats.append(LayerMatrix("kv_b", "v", m.kv_lora_rank, kv_b, 1, "columns", False, "kv_b"))
-            mats.append(LayerMatrix("o", "o", self.heads * m.v_head_dim, h, 1, "rows", False, "o"))
-        else:
-            mats += [
-                LayerMatrix("q", "q", h, self.q_size, 1, "columns", False, "qkv"),
-                LayerMatrix("k", "k", h, self.kv_size, 1, "columns", False, "qkv"),
-                LayerMatrix("v", "v", h, self.kv_size, 1, "columns", False, "qkv"),
-                LayerMatrix("o", "o", self.q_size, h, 1, "rows", False, "o"),
-            ]
-        if moe_layer and self.moe is not None:
-            moe = self.moe
-            mats += self.mlp_matrices(moe.expert_ffn_size, moe.num_experts, routed=True)
-            if moe.num_shared_experts:
-                mats += self.mlp_matrices(moe.expert_ffn_size, moe.num_shared_experts)
-            mats.append(LayerMatrix("router", "", h, moe.num_experts, 1, "none", False, ""))
-        else:
-            mats += self.mlp_matrices(self.ffn_size)
-        return tuple(mats)
+        return _layer_matrices(self, moe_layer)
 
     def mlp_matrices(
         self, ffn_size: int, count: int = 1, *, routed: bool = False
@@ -424,6 +394,43 @@ class Architecture(BaseModel):
             up.insert(0, LayerMatrix("gate", "gate", h, ffn_size, count, "columns", routed, "fc1"))
         down = LayerMatrix("down", "down", ffn_size, h, count, "rows", routed, "fc2")
         return (*up, down)
+
+
+@kept()
+def _layer_matrices(arch: Architecture, moe_layer: bool) -> tuple[LayerMatrix, ...]:
+    """:meth:`Architecture.layer_matrices`, kept by its (frozen) arguments: one estimate
+    asks for the same shapes' matrices a few times (FLOPs per token, GEMM shapes, state)."""
+    h = arch.hidden_size
+    mats: list[LayerMatrix] = []
+    if arch.mla is not None:
+        m = arch.mla
+        qk = arch.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        if m.q_lora_rank is None:
+            mats.append(LayerMatrix("q", "q", h, qk, 1, "columns", False, "q"))
+        else:
+            mats.append(LayerMatrix("q_a", "q", h, m.q_lora_rank, 1, "none", False, "q_a"))
+            mats.append(LayerMatrix("q_b", "q", m.q_lora_rank, qk, 1, "columns", False, "q_b"))
+        kv_a = m.kv_lora_rank + m.qk_rope_head_dim
+        kv_b = arch.heads * (m.qk_nope_head_dim + m.v_head_dim)
+        mats.append(LayerMatrix("kv_a", "k", h, kv_a, 1, "none", False, "kv_a"))
+        mats.append(LayerMatrix("kv_b", "v", m.kv_lora_rank, kv_b, 1, "columns", False, "kv_b"))
+        mats.append(LayerMatrix("o", "o", arch.heads * m.v_head_dim, h, 1, "rows", False, "o"))
+    else:
+        mats += [
+            LayerMatrix("q", "q", h, arch.q_size, 1, "columns", False, "qkv"),
+            LayerMatrix("k", "k", h, arch.kv_size, 1, "columns", False, "qkv"),
+            LayerMatrix("v", "v", h, arch.kv_size, 1, "columns", False, "qkv"),
+            LayerMatrix("o", "o", arch.q_size, h, 1, "rows", False, "o"),
+        ]
+    if moe_layer and arch.moe is not None:
+        moe = arch.moe
+        mats += arch.mlp_matrices(moe.expert_ffn_size, moe.num_experts, routed=True)
+        if moe.num_shared_experts:
+            mats += arch.mlp_matrices(moe.expert_ffn_size, moe.num_shared_experts)
+        mats.append(LayerMatrix("router", "", h, moe.num_experts, 1, "none", False, ""))
+    else:
+        mats += arch.mlp_matrices(arch.ffn_size)
+    return tuple(mats)
 
 
 class ParameterCount(BaseModel):
