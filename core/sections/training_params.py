@@ -21,9 +21,12 @@ from llm_planner.core.primitives.architecture import (
     ParameterCount,
     attention_params_per_layer,
     count_parameters,
+    layer_groups,
+    layers_differ,
     mean_layer_params,
     mlp_params,
     norm_params,
+    per_layer_input_params,
 )
 from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.activations import (
@@ -58,10 +61,12 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
         return arch.layers, arch.layers
     if not get_stack(inputs.stack).pipeline_balances_head:
         return equal, equal
-    costs = [
-        float(sum(m.elements for m in arch.layer_matrices(arch.is_moe_layer(i))))
+    each = layers_differ(arch)  # a hybrid's layers cost their own matrices
+    layers = [
+        arch.layer_matrices(index=i) if each else arch.layer_matrices(arch.is_moe_layer(i))
         for i in range(arch.layers)
     ]
+    costs = [float(sum(m.elements for m in mats)) for mats in layers]
     costs.append(float(arch.vocab_size * arch.hidden_size))
     total = sum(costs)
     counts = [0] * pp
@@ -89,6 +94,8 @@ def _layer_params(arch: Architecture, moe_layer: bool) -> float:
     """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
     when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
     differs = arch.recurrent is not None or arch.qk_norm != "none" or arch.attention_sinks
+    differs = differs or arch.attention_output_gate or arch.per_layer_input_size > 0
+    differs = differs or arch.kv_shared_layers > 0 or arch.global_head_dim is not None
     if differs or (arch.moe is not None and arch.moe.shared_expert_gate):
         return mean_layer_params(arch, moe_layer)
     norm = _norm_params(arch) * arch.norms_per_layer
@@ -110,13 +117,15 @@ def outside_layer_params(
     arch: Architecture, counts: ParameterCount, *, first: bool, last: bool, pp: int
 ) -> int:
     """Parameters outside the layers on a pipeline stage (``counts``: the model's): the
-    first holds the embedding, learned positions and embedding norm; the last the final
+    first holds the embedding, learned positions and embedding norm (and Gemma 4's
+    per-layer embedding table, its projection and norm); the last the final
     norm and the output head (a tied head is a copy of the embedding when pp > 1, as in
     Megatron-LM; one stage holding both counts it once)."""
     outside = 0
     if first:
         outside += counts.embedding + counts.positions
         outside += _norm_params(arch) if arch.embedding_norm else 0
+        outside += per_layer_input_params(arch)[0]
     if last:
         outside += _head_params(counts, pp) + _norm_params(arch)
     return outside
@@ -240,30 +249,35 @@ def stage_params(
     largest = 0
     rank = inputs.effective_lora_rank
     for moe_layer, n in layer_kinds(arch):
-        mats = arch.layer_matrices(moe_layer)
         total = _layer_params(arch, moe_layer)
-        mat = sum(m.elements for m in mats)
         layer_params += n * share * total
-        matrix_params += n * share * mat
-        # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
-        per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
-        factored += n * share * (per_layer + (total - mat))
-        largest = max(largest, *(m.d_in * m.d_out for m in mats))
-        layer_lora = layer_lora_factored = 0.0
-        if rank is not None:
-            adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets]
-            layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
-            layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+        layer_lora = layer_lora_factored = 0.0  # the kind's n layers together
+        for mats, count in layer_groups(arch, moe_layer):
+            mat = sum(m.elements for m in mats)
+            matrix_params += count * share * mat
+            # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
+            per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
+            factored += count * share * (per_layer - mat)
+            largest = max(largest, *(m.d_in * m.d_out for m in mats))
+            if rank is not None:
+                adapted = [
+                    (m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets
+                ]
+                layer_lora += count * sum(rank * (r + c) * k for r, c, k in adapted)
+                layer_lora_factored += count * sum(
+                    2 * (rank + (r + c) / 2) * k for r, c, k in adapted
+                )
+        factored += n * share * total
         if moe_layer and routed is not None:  # other ranks hold (1 − 1/ep) of the experts
             away = 1.0 - 1.0 / ep
             layer_params -= n * share * routed.params * away
             matrix_params -= n * share * routed.matrix_params * away
             factored -= n * share * routed.factored_values * away
-            layer_lora -= routed.lora_params * away
-            layer_lora_factored -= routed.lora_factored_values * away
+            layer_lora -= n * routed.lora_params * away
+            layer_lora_factored -= n * routed.lora_factored_values * away
         if rank is not None:
-            lora += n * share * layer_lora
-            lora_factored += n * share * layer_lora_factored
+            lora += share * layer_lora
+            lora_factored += share * layer_lora_factored
     h = arch.hidden_size
     outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
     outside_factored = 0.0
