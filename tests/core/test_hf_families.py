@@ -42,6 +42,7 @@ REQUIRED_TYPES = {
     *("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo", "olmo2", "olmoe", "cohere"),
     *("cohere2", "starcoder2", "gpt_oss", "llama4", "gptj", "gpt_bigcode", "stablelm", "phi"),
     *("internlm2", "deepseek", "granite", "granitemoe", "mamba", "mamba2", "rwkv", "jamba"),
+    *("qwen3_5", "qwen3_5_moe", "nemotron_h", "gemma4"),
 }
 
 

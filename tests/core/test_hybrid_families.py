@@ -1,0 +1,155 @@
+"""The hybrid and per-layer-input families (issue 28): Qwen3.5 and Qwen3-Next with Gated
+DeltaNet layers, Nemotron-H's Mamba-2 / attention / MLP pattern, Gemma 4's per-layer
+inputs, shared KV layers and wider global heads.
+
+Whole-model counts are checked against transformers on the meta device
+(tests/core/test_hf_families.py for the real configs in tests/fixtures/hf; here for each
+configuration class's own defaults). The per-layer counts, KV caches and recurrent states
+below are written out by hand from the modelling files of transformers 5.24.0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_planner.core.files.hf_import import (
+    HFImportError,
+    architecture_from_config,
+    architecture_from_path,
+)
+from llm_planner.core.primitives.architecture import (
+    attention_params_per_layer,
+    count_parameters,
+    layer_params,
+    recurrent_params_per_layer,
+)
+from llm_planner.core.sections.inference import kv_cache_bytes, recurrent_state_bytes
+
+HF = Path(__file__).parent.parent / "fixtures" / "hf"
+
+
+def _config(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((HF / name / "config.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize(
+    "model_type", ["qwen3_5", "qwen3_5_moe", "qwen3_next", "nemotron_h", "gemma4"]
+)
+def test_each_class_default_config_is_exact_on_the_meta_device(model_type: str) -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(model_type)
+    data = config.to_dict()
+    text = getattr(config, "text_config", None)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(text or config)
+    theirs = sum(p.numel() for p in model.parameters())
+    ours = count_parameters(architecture_from_config(data)).total
+    # Nemotron-H's MoE routers keep a score-correction bias per expert as a buffer (stored
+    # in the checkpoint and counted here, as DeepSeek-V3's)
+    buffers = sum(
+        b.numel() for name, b in model.named_buffers() if name.endswith("e_score_correction_bias")
+    )
+    assert ours == theirs + buffers
+
+
+def test_nemotron_h_reads_each_layer_from_its_pattern() -> None:
+    arch = architecture_from_path(HF / "nemotron-nano-9b-v2").architecture
+    pattern = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"
+    assert arch.layers == len(pattern) == 56
+    assert (arch.attention_layers, arch.recurrent_layers) == (4, 27)
+    assert sum(arch.has_ffn(i) for i in range(56)) == 25
+    assert arch.moe_layers == 0
+    # one Mamba-2 mixer (NemotronHMamba2Mixer): h 4480, H 128 heads of P 80 (d 10240),
+    # G 8 groups of N 128, conv 4 with bias, no projection biases
+    h, d, heads, groups, n = 4480, 128 * 80, 128, 8, 128
+    conv_dim = d + 2 * groups * n  # 12288
+    in_proj = h * (d + conv_dim + heads)  # z, x·B·C, dt
+    conv = conv_dim * 4 + conv_dim
+    mixer = in_proj + conv + 3 * heads + d + d * h  # dt_bias, A_log, D, gated norm, out_proj
+    assert recurrent_params_per_layer(arch) == mixer
+    assert layer_params(arch, 0) == mixer + h  # "M": the mixer and one RMSNorm
+    assert layer_params(arch, 1) == 2 * h * 15680 + h  # "-": squared-ReLU up and down
+    assert layer_params(arch, 14) == 2 * h * 40 * 128 + 2 * h * 8 * 128 + h  # "*"
+
+
+def test_qwen3_5_gated_deltanet_and_gated_attention_by_hand() -> None:
+    arch = architecture_from_path(HF / "qwen3.5-27b").architecture
+    assert (arch.attention_layers, arch.recurrent_layers) == (16, 48)
+    assert [i for i in range(8) if arch.is_attention_layer(i)] == [3, 7]
+    # Qwen3_5GatedDeltaNet: 16 key heads of 128 (q and k), 48 value heads of 128
+    h, key, value, heads = 5120, 16 * 128, 48 * 128, 48
+    conv_dim = 2 * key + value
+    projections = h * conv_dim + h * value + 2 * h * heads  # in_proj_qkv, _z, _b, _a
+    mixer = projections + conv_dim * 4 + 2 * heads + 128 + value * h  # conv, dt_bias, A_log
+    assert recurrent_params_per_layer(arch) == mixer
+    # Qwen3_5Attention: q_proj emits queries and the output gate (24·256·2), k and v 4·256,
+    # per-head q and k norms of 256
+    attention = h * 24 * 256 * 2 + 2 * h * 4 * 256 + 24 * 256 * h + 2 * 256
+    assert attention_params_per_layer(arch, 3) == attention
+    mlp = 3 * h * 17408
+    assert layer_params(arch, 0) == mixer + mlp + 2 * h
+    assert layer_params(arch, 3) == attention + mlp + 2 * h
+
+
+def test_qwen3_5_caches_only_its_attention_layers_and_keeps_a_fixed_state() -> None:
+    arch = architecture_from_path(HF / "qwen3.5-27b").architecture
+    # 16 attention layers × K and V of 4 heads × 256 × 8192 tokens × 2 bytes
+    assert kv_cache_bytes(arch, 8192, 1, "bf16") == 16 * 2 * 4 * 256 * 8192 * 2
+    # 48 Gated DeltaNet layers: 48 heads × (128 × 128) state + (2·2048 + 6144) × 4 conv window
+    per_layer = 48 * 128 * 128 + 10240 * 4
+    assert recurrent_state_bytes(arch, 1, "bf16") == 48 * per_layer * 2
+
+
+def test_gemma4_e2b_per_layer_inputs_shared_kv_and_global_heads_by_hand() -> None:
+    arch = architecture_from_path(HF / "gemma-4-e2b-it").architecture
+    counts = count_parameters(arch)
+    h, layers, p = 1536, 35, 256
+    table = 262144 * layers * p
+    outside = table + h * layers * p + p  # embed_tokens_per_layer, projection, its norm
+    assert counts.per_layer_table == table
+    assert counts.per_layer_inputs == outside + layers * 2 * h * p
+    # a tied head multiplies by the token table; the per-layer table is only looked up
+    assert counts.active_compute == counts.active - table
+    # layer 4: global (every 5th), head width 512, one KV head; layer 15: shares layer
+    # 14's keys and values (the last 20 do), so it has no k/v projections, and a
+    # double-wide MLP (use_double_wide_mlp)
+    names = [m.name for m in arch.layer_matrices(index=4)]
+    assert names[:4] == ["q", "k", "v", "o"]
+    assert arch.layer_matrices(index=4)[0].d_out == 8 * 512
+    shared = {m.name: m for m in arch.layer_matrices(index=15)}
+    assert "k" not in shared
+    assert "v" not in shared
+    assert shared["gate"].d_out == 2 * 6144
+    assert attention_params_per_layer(arch, 15) == 2 * h * 8 * 256 + 256  # q, o, q_norm
+    # KV cache: layers 0..14 cache, 12 windowed (≤ 512 tokens, 1 head × 256) and 3 global
+    # (1 head × 512), K and V, 8192 tokens, bf16
+    expected = (12 * 2 * 256 * 512 + 3 * 2 * 512 * 8192) * 2
+    assert kv_cache_bytes(arch, 8192, 1, "bf16") == expected
+
+
+def test_gemma4_moe_block_is_refused_with_the_field_named() -> None:
+    data = _config("gemma-4-e2b-it")
+    data["text_config"] = {**data["text_config"], "enable_moe_block": True, "num_experts": 128}
+    with pytest.raises(HFImportError, match="enable_moe_block"):
+        architecture_from_config(data)
+
+
+def test_nemotron_h_pattern_with_unknown_letters_is_refused() -> None:
+    data = {**_config("nemotron-nano-9b-v2"), "hybrid_override_pattern": "M*X-"}
+    with pytest.raises(HFImportError, match="hybrid_override_pattern"):
+        architecture_from_config(data)
+
+
+def test_qwen3_5_layer_types_off_the_period_are_refused() -> None:
+    data = _config("qwen3.5-27b")
+    types = list(data["text_config"]["layer_types"])
+    types[3], types[4] = types[4], types[3]
+    data["text_config"] = {**data["text_config"], "layer_types": types}
+    with pytest.raises(HFImportError, match="layer_types"):
+        architecture_from_config(data)
