@@ -244,9 +244,14 @@ def _gemma4_text(c: _Config) -> Fields:
     projection there and ``num_global_key_value_heads`` KV heads; the last
     ``num_kv_shared_layers`` reuse earlier keys and values (no k/v projections or k norm)
     and, with ``use_double_wide_mlp``, have a twice-as-wide MLP; per-layer input
-    embeddings of ``hidden_size_per_layer_input`` (256) over ``vocab_size_per_layer_input``
-    rows, with a gate, a projection and one more norm in each layer. Tied. The MoE block
-    (``enable_moe_block``) is not representable yet."""
+    embeddings of ``hidden_size_per_layer_input`` (256; null: none) over
+    ``vocab_size_per_layer_input`` rows, with a gate, a projection and one more norm in
+    each layer. Tied. With ``enable_moe_block`` every layer adds ``num_experts`` GeGLU
+    experts of ``moe_intermediate_size`` (top ``top_k_experts``) beside its MLP, which
+    runs for every token as a shared expert does (counted as intermediate_size ÷
+    moe_intermediate_size shared experts, refused when that does not divide), a router
+    h → E with a per-channel and a per-expert scale, and three more norms."""
+    per_layer_raw = c.data.get("hidden_size_per_layer_input", 256)
     c = _with_defaults(
         c,
         {
@@ -258,14 +263,16 @@ def _gemma4_text(c: _Config) -> Fields:
             "num_key_value_heads": 4,
         },
     )
-    if c.bool_("enable_moe_block", default=False):
-        raise c.error("field 'enable_moe_block': Gemma 4's MoE block is not representable yet")
     fields = _gemma(c)
     layers = fields["layers"]
-    per_layer = c.int_("hidden_size_per_layer_input", default=256, minimum=0)
+    per_layer = 0
+    if per_layer_raw is not None:
+        per_layer = c.int_("hidden_size_per_layer_input", default=256, minimum=0)
     k_eq_v = c.bool_("attention_k_eq_v", default=False)
+    moe = c.bool_("enable_moe_block", default=False)
+    double_wide = c.bool_("use_double_wide_mlp", default=False)
     fields.update(
-        norms_per_layer=5 if per_layer else 4,
+        norms_per_layer=4 + (1 if per_layer else 0) + (3 if moe else 0),
         qk_norm="head",
         max_context=c.int_("max_position_embeddings", default=131072),
         sliding_window=c.int_("sliding_window", default=512),
@@ -273,7 +280,7 @@ def _gemma4_text(c: _Config) -> Fields:
         global_head_dim=c.int_("global_head_dim", default=512),
         global_values_are_keys=k_eq_v,
         kv_shared_layers=c.int_("num_kv_shared_layers", default=0, minimum=0),
-        kv_shared_ffn_multiplier=2 if c.bool_("use_double_wide_mlp", default=False) else 1,
+        kv_shared_ffn_multiplier=2 if double_wide else 1,
         per_layer_input_size=per_layer,
         per_layer_input_vocab=c.int_("vocab_size_per_layer_input", default=262144)
         if per_layer
@@ -281,4 +288,20 @@ def _gemma4_text(c: _Config) -> Fields:
     )
     if k_eq_v:
         fields["global_kv_heads"] = c.opt_int("num_global_key_value_heads")
+    if moe:
+        expert = c.int_("moe_intermediate_size")
+        dense = fields["ffn_size"]
+        if dense % expert or (double_wide and fields["kv_shared_layers"]):
+            raise c.error(
+                f"enable_moe_block: the MLP beside the experts (intermediate_size {dense}, "
+                f"double-wide {double_wide}) is not a whole number of experts of "
+                f"moe_intermediate_size {expert}; not representable"
+            )
+        fields["moe"] = {
+            "num_experts": c.int_("num_experts"),
+            "experts_per_token": c.int_("top_k_experts"),
+            "expert_ffn_size": expert,
+            "num_shared_experts": dense // expert,
+            "router_scales": True,
+        }
     return fields

@@ -632,6 +632,8 @@ def _moe_layer_params(arch: Architecture) -> tuple[int, int, int, int]:
     router = arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
     if moe.shared_expert_gate and moe.num_shared_experts:
         router += arch.hidden_size
+    if moe.router_scales:
+        router += arch.hidden_size + moe.num_experts
     return (
         moe.num_experts * one_expert,
         moe.experts_per_token * one_expert,

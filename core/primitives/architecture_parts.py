@@ -72,6 +72,11 @@ class MoEConfig(BaseModel):
     shared_expert_gate: bool = Field(
         default=False, description="a sigmoid gate h → 1 on the shared experts (Qwen2-MoE)"
     )
+    router_scales: bool = Field(
+        default=False,
+        description="the router scales its input per channel (h) and its weights per expert "
+        "(E) (Gemma 4's Gemma4TextRouter.scale and per_expert_scale)",
+    )
 
     @model_validator(mode="after")
     def _top_k_fits(self) -> Self:

@@ -133,9 +133,27 @@ def test_gemma4_e2b_per_layer_inputs_shared_kv_and_global_heads_by_hand() -> Non
     assert kv_cache_bytes(arch, 8192, 1, "bf16") == expected
 
 
-def test_gemma4_moe_block_is_refused_with_the_field_named() -> None:
-    data = _config("gemma-4-e2b-it")
-    data["text_config"] = {**data["text_config"], "enable_moe_block": True, "num_experts": 128}
+def test_gemma4_moe_layer_by_hand() -> None:
+    arch = architecture_from_path(HF / "gemma-4-26b-a4b-it").architecture
+    counts = count_parameters(arch)
+    h, experts, expert = 2816, 128, 704
+    # Gemma4TextExperts: gate_up_proj E × 2f × h and down_proj E × h × f
+    assert counts.experts == 30 * experts * 3 * h * expert
+    # the MLP beside the experts (intermediate_size 2112 = 3 × 704) runs for every token
+    assert counts.shared_experts == 30 * 3 * h * 2112
+    # Gemma4TextRouter: proj h → E, scale (h), per_expert_scale (E); its norm has no scale
+    assert counts.router == 30 * (h * experts + h + experts)
+    # every layer: 4 norms of Gemma 3, post_feedforward_layernorm_1/_2 and
+    # pre_feedforward_layernorm_2; the final norm (the q/k norms count as attention)
+    assert counts.norms == 30 * 7 * h + h
+    # global layers (5 of 30) keep 2 KV heads of 512 and no v projection (attention_k_eq_v)
+    assert [m.name for m in arch.attention_matrices(5)] == ["q", "k", "o"]
+    assert arch.attention_matrices(5)[1].d_out == 2 * 512
+
+
+def test_gemma4_moe_beside_an_mlp_that_is_not_whole_experts_is_refused() -> None:
+    data = _config("gemma-4-26b-a4b-it")
+    data["text_config"] = {**data["text_config"], "intermediate_size": 2000}
     with pytest.raises(HFImportError, match="enable_moe_block"):
         architecture_from_config(data)
 
