@@ -78,6 +78,18 @@ def test_nemotron_h_reads_each_layer_from_its_pattern() -> None:
     assert layer_params(arch, 14) == 2 * h * 40 * 128 + 2 * h * 8 * 128 + h  # "*"
 
 
+def test_nemotron_h_moe_layers_by_hand() -> None:
+    arch = architecture_from_path(HF / "nemotron-3-nano-30b-a3b").architecture
+    pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+    assert (arch.recurrent_layers, arch.moe_layers, arch.attention_layers) == (23, 23, 6)
+    assert [arch.is_moe_layer(i) for i in range(6)] == [c == "E" for c in pattern[:6]]
+    # NemotronHMoE: 128 squared-ReLU experts (up, down) of 1856, the shared MLP of 3712,
+    # the router h → 128 and its stored score-correction bias (128), one RMSNorm
+    h = 2688
+    moe = 128 * 2 * h * 1856 + 2 * h * 3712 + h * 128 + 128 + h
+    assert layer_params(arch, 1) == moe
+
+
 def test_qwen3_5_gated_deltanet_and_gated_attention_by_hand() -> None:
     arch = architecture_from_path(HF / "qwen3.5-27b").architecture
     assert (arch.attention_layers, arch.recurrent_layers) == (16, 48)
