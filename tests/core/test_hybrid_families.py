@@ -27,6 +27,7 @@ from llm_planner.core.primitives.architecture import (
     layer_params,
     recurrent_params_per_layer,
 )
+from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 from llm_planner.core.sections.inference import kv_cache_bytes, recurrent_state_bytes
 
 HF = Path(__file__).parent.parent / "fixtures" / "hf"
@@ -143,6 +144,15 @@ def test_gemma4_e2b_per_layer_inputs_shared_kv_and_global_heads_by_hand() -> Non
     # (1 head × 512), K and V, 8192 tokens, bf16
     expected = (12 * 2 * 256 * 512 + 3 * 2 * 512 * 8192) * 2
     assert kv_cache_bytes(arch, 8192, 1, "bf16") == expected
+
+
+def test_gemma4_attention_flops_use_each_layer_kind_s_width() -> None:
+    arch = architecture_from_path(HF / "gemma-4-e2b-it").architecture
+    # 28 local layers: Q·Kᵀ and A·V over 8 heads of 256 within 512 tokens; 7 global layers
+    # over 8 heads of 512 and the whole 8192-token context (not causal-averaged)
+    local = 28 * 2 * (8 * 256 + 8 * 256) * 512
+    global_ = 7 * 2 * (8 * 512 + 8 * 512) * 8192
+    assert attention_forward_flops_per_token(arch, 8192) == local + global_
 
 
 def test_gemma4_moe_layer_by_hand() -> None:
