@@ -8,7 +8,7 @@ from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
-from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.optimizers import get_precision, launched_precision
 from llm_planner.core.sections.training_params import stage_params
 
 
@@ -58,7 +58,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
     )
     targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
-    recipe = get_precision(ti.precision)
+    recipe = launched_precision(ti.precision, ti.stack)
     return StepInputs(
         flash_attention=ti.flash_attention,
         heads=float(arch.heads),
@@ -69,7 +69,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         adapted_matrices_per_layer=float(len(targets)) if rank is not None else 0.0,
         layers=float(arch.layers),
         dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
-        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(ti.precision),
+        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(recipe.id),
         kv_width=float(_kv_width(arch)),
         gemm_dtype=recipe.gemm_dtype,
         quantize_bytes_per_element=recipe.quantize_bytes_per_element,
