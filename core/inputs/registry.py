@@ -463,6 +463,34 @@ INPUTS: tuple[Input, ...] = (
         optional=True,
     ),
     Input(
+        "training.moe_capacity_factor",
+        "MoE capacity factor",
+        "tokens an expert takes ÷ the mean, beyond which they are dropped and up to which "
+        "it is padded (none: dropless, Megatron-Core's default)",
+        FRACTION,
+        flag="--moe-capacity-factor",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
+        "training.moe_dispatcher",
+        "MoE dispatcher",
+        "how MoE tokens reach their experts: alltoall or allgather (Megatron-Core's dispatchers)",
+        kind="choice",
+        flag="--moe-dispatcher",
+        group=TRAINING,
+        metavar="NAME",
+        names=_names("llm_planner.core.quantities.moe", "DISPATCHERS"),
+    ),
+    Input(
+        "training.moe_load_imbalance",
+        "MoE load imbalance",
+        "tokens of the busiest expert ÷ the mean (1: balanced); the slowest rank sets the step",
+        FRACTION,
+        flag="--moe-load-imbalance",
+        group=TRAINING,
+    ),
+    Input(
         "training.qlora",
         "QLoRA (4-bit frozen base)",
         "4-bit NF4 frozen base (QLoRA)",
@@ -586,10 +614,12 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "parallelism.inter_node_bandwidth_bytes_per_s",
         "Network per node",
-        "network per node, one direction (default 400GB/s = 8 × 400 Gb/s)",
+        "network per node, one direction (default: the GPU's network per GPU × GPUs per "
+        "node, 400 Gb/s per GPU unless its catalog entry says: 400GB/s on an 8-GPU node)",
         BANDWIDTH,
         flag="--inter-node-bandwidth",
         group=PARALLEL,
+        optional=True,
     ),
     Input(
         "parallelism.intra_node_bandwidth_bytes_per_s",

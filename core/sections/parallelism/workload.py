@@ -18,6 +18,7 @@ from llm_planner.core.primitives.architecture import (
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities import moe as moe_work
 from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
@@ -77,6 +78,18 @@ class Workload:
     run by the fused attention kernel at its own efficiency; part of model_flops_per_token."""
     moe_tokens_share: float = 1.0
     """Share of a micro-batch's tokens one routed expert's GEMM sees (k / E); 1 if dense."""
+    num_experts: int = 0
+    """Routed experts per MoE layer (0 if dense)."""
+    moe_load_factor: float = 1.0
+    """Rows the busiest routed expert runs ÷ the mean (:func:`.moe.expert_load_factor`: the
+    load imbalance, or the capacity factor when tokens are dropped and padded)."""
+    moe_capacity_factor: float | None = None
+    """The expert capacity factor (None: dropless)."""
+    moe_dispatcher: str = "alltoall"
+    """Megatron-Core's token dispatcher (:data:`.moe.DISPATCHERS`)."""
+    moe_permute_bytes: tuple[float, float] = (0.0, 0.0)
+    """HBM bytes per token per MoE layer of the token permutations (with, without the
+    regrouping by local expert): :func:`.moe.permutation_bytes_per_token`."""
     stack: StackProfile = field(default_factory=lambda: get_stack("megatron"))
     """The training stack's profile (buckets, reduce dtype, host overhead, attention kernel)."""
     gradient_reduce_bytes: float = comm.COMM_BYTES_PER_ELEMENT
@@ -158,7 +171,12 @@ def elementwise_bytes_of(
         get_profile(training_inputs.implementation).selective == "op_sac" and arch.recurrent is None
     )
     for moe, n in layer_kinds(arch):
-        la = layer_activations_for(arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe)
+        # at the 16-bit width: the norm and activation kernels write 16-bit outputs; a
+        # low-precision recipe's quantization of them is its own memory-bound term
+        # (PrecisionRecipe.quantize_bytes_per_element)
+        la = layer_activations_for(
+            arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe, quantized_inputs=False
+        )
         for e in la.ledger:
             if not _is_non_gemm(e):
                 continue
@@ -244,6 +262,26 @@ def workload_of(
         attention_flops_per_token=3.0 * attention_forward_flops_per_token(arch, seq_len),
         moe_tokens_share=(
             arch.moe.experts_per_token / arch.moe.num_experts if arch.moe is not None else 1.0
+        ),
+        num_experts=arch.moe.num_experts if arch.moe is not None else 0,
+        moe_load_factor=(
+            moe_work.expert_load_factor(ti.moe_load_imbalance, ti.moe_capacity_factor)
+            if arch.moe is not None
+            else 1.0
+        ),
+        moe_capacity_factor=ti.moe_capacity_factor,
+        moe_dispatcher=ti.moe_dispatcher,
+        moe_permute_bytes=(
+            (
+                moe_work.permutation_bytes_per_token(
+                    arch.moe.experts_per_token, arch.hidden_size, True
+                ),
+                moe_work.permutation_bytes_per_token(
+                    arch.moe.experts_per_token, arch.hidden_size, False
+                ),
+            )
+            if arch.moe is not None
+            else (0.0, 0.0)
         ),
         stack=stack,
         gradient_reduce_bytes=stack.gradient_reduce_bytes
@@ -346,6 +384,18 @@ def nvlink_domain_of(gpu: GPU, inputs: ParallelInputs) -> int:
     return max(int(domain), inputs.gpus_per_node)
 
 
+def network_bytes_per_s_per_node(gpu: GPU, inputs: ParallelInputs) -> float:
+    """Scale-out network of one node, one direction: the input, else the GPU's network per
+    GPU (its catalog entry's NIC share, else :data:`.comm.NETWORK_BYTES_PER_S_PER_GPU`) × GPUs
+    per node. One NIC per GPU: an HGX H100 node's 8 × 400 Gb/s = 400e9 B/s; a GB200 NVL72
+    compute tray's 4 GPUs with one 400 Gb/s ConnectX-7 each = 200e9 B/s, not an 8-GPU
+    node's 400e9 over 4 GPUs."""
+    if inputs.inter_node_bandwidth_bytes_per_s is not None:
+        return inputs.inter_node_bandwidth_bytes_per_s
+    per_gpu = gpu.network_bytes_per_s_per_gpu or comm.NETWORK_BYTES_PER_S_PER_GPU
+    return per_gpu * inputs.gpus_per_node
+
+
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
     """The cluster of ``inputs`` built on ``gpu`` (intra-node link from the GPU catalog).
 
@@ -369,7 +419,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
         links=comm.Links(
             gpus_per_node=domain,
             intra_bytes_per_s=intra * inputs.intra_node_efficiency,
-            inter_bytes_per_s_per_node=inputs.inter_node_bandwidth_bytes_per_s
+            inter_bytes_per_s_per_node=network_bytes_per_s_per_node(gpu, inputs)
             * inputs.inter_node_efficiency
             * (domain / inputs.gpus_per_node),
         ),
