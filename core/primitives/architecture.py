@@ -553,6 +553,7 @@ def _norm_params(arch: Architecture) -> int:
     return norm_params(arch)
 
 
+@kept()
 def attention_params_per_layer(arch: Architecture, index: int | None = None) -> int:
     """Parameters of one layer's attention block (``index``: that layer's own shapes).
 
@@ -691,6 +692,7 @@ def mean_layer_params(arch: Architecture, moe_layer: bool) -> float:
     return sum(picked) / len(picked) if picked else 0.0
 
 
+@kept()
 def mlp_params(arch: Architecture, ffn_size: int) -> int:
     """Parameters of one feed-forward block of intermediate size ``ffn_size``.
 
@@ -702,39 +704,6 @@ def mlp_params(arch: Architecture, ffn_size: int) -> int:
     weights = sum(m.elements for m in matrices)
     bias = ((len(matrices) - 1) * ffn_size + arch.hidden_size) if arch.mlp_bias else 0
     return weights + bias
-
-
-def layers_differ(arch: Architecture) -> bool:
-    """Whether layers of one kind (dense or MoE) differ in their matrices: a recurrent or
-    hybrid model (Jamba, Nemotron-H, Qwen3.5), or Gemma 4's global and KV-sharing layers."""
-    return (
-        arch.recurrent is not None
-        or arch.kv_shared_layers > 0
-        or arch.global_head_dim is not None
-        or arch.global_kv_heads is not None
-        or arch.global_values_are_keys
-    )
-
-
-@kept()
-def layer_groups(
-    arch: Architecture, moe_layer: bool
-) -> tuple[tuple[tuple[LayerMatrix, ...], int], ...]:
-    """The model's MoE (``moe_layer``) or other layers as (their matrices, how many layers
-    have exactly those): one group of the usual layer's matrices when layers do not differ
-    (:func:`layers_differ`), else each layer's own (:meth:`Architecture.layer_matrices`
-    with its index) grouped: Nemotron-H's Mamba-2, attention and MLP layers, Qwen3.5's
-    Gated DeltaNet and attention layers, Gemma 4's local, global and KV-sharing layers."""
-    kind = [i for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer]
-    if not kind:
-        return ()
-    if not layers_differ(arch):
-        return ((arch.layer_matrices(moe_layer), len(kind)),)
-    groups: dict[tuple[LayerMatrix, ...], int] = {}
-    for i in kind:
-        mats = arch.layer_matrices(index=i)
-        groups[mats] = groups.get(mats, 0) + 1
-    return tuple(groups.items())
 
 
 @kept()

@@ -99,7 +99,7 @@ class TrainingTab(Tab):
             "training.recompute",
             [
                 ("none", "none"),
-                ("selective (attention core)", "selective"),
+                ("selective (as the stack defines it)", "selective"),
                 ("full (layer inputs only)", "full"),
                 ("drop tensors above X", "threshold"),
             ],
@@ -107,6 +107,32 @@ class TrainingTab(Tab):
             also=self._threshold_start,
         )
         self.threshold = self.input(acts, "training.recompute_threshold_bytes")
+        self.recompute_method = self.combo(
+            acts,
+            "Full recompute method",
+            "training.recompute_method",
+            [
+                ("uniform (chunks of N layers)", "uniform"),
+                ("block (first N layers per stage)", "block"),
+                ("every N-th layer (torchtitan)", "every"),
+            ],
+            "How full recomputation covers a stage's layers (Megatron --recompute-method, "
+            "torchtitan selective_ac_option N)",
+        )
+        self.recompute_layers = self.input(acts, "training.recompute_layers")
+        self.recompute_checkpoint = self.combo(
+            acts,
+            "Checkpoints on",
+            "training.recompute_checkpoint",
+            [
+                ("GPU", "gpu"),
+                ("partitioned over TP", "partitioned"),
+                ("CPU (host memory)", "cpu"),
+            ],
+            "Where full recomputation's layer inputs live (DeepSpeed partition_activations, "
+            "cpu_checkpointing; Megatron --distribute-saved-activations)",
+        )
+        self.recompute_modules = self.input(acts, "training.recompute_modules")
         self.flash = self.check(
             acts,
             "FlashAttention",

@@ -193,3 +193,33 @@ def test_qwen3_5_layer_types_off_the_period_are_refused() -> None:
     data["text_config"] = {**data["text_config"], "layer_types": types}
     with pytest.raises(HFImportError, match="layer_types"):
         architecture_from_config(data)
+
+
+@pytest.mark.parametrize(
+    "name", ["qwen3.5-27b", "qwen3.5-35b-a3b", "nemotron-3-nano-30b-a3b", "gemma-4-e2b-it"]
+)
+def test_one_stage_holds_every_parameter_and_lora_adapts_only_attention_layers(name: str) -> None:
+    from llm_planner.core.sections.training import TrainingInputs, stage_params
+
+    arch = architecture_from_path(HF / name).architecture
+    held = stage_params(
+        arch, TrainingInputs(), layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
+    )
+    assert held.layer_params + held.outside_params == count_parameters(arch).total
+    lora = stage_params(
+        arch,
+        TrainingInputs(lora_rank=16, lora_targets=("q", "k", "v", "o")),
+        layers_on_stage=arch.layers,
+        first=True,
+        last=True,
+        pp=1,
+        scale=1.0,
+    )
+    # rank 16 on q, k, v, o of the attention layers only (r·(d_in + d_out) each)
+    expected = sum(
+        16 * (m.d_in + m.d_out)
+        for i in range(arch.layers)
+        if arch.is_attention_layer(i)
+        for m in arch.attention_matrices(i)
+    )
+    assert lora.lora_params == pytest.approx(expected, rel=1e-12)

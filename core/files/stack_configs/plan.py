@@ -59,6 +59,14 @@ class LaunchPlan:
     problems: tuple[str, ...]
     cp: int = 1
     """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
+    recompute_method: str = "uniform"
+    """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
+    recompute_layers: int | None = None
+    """Its N (Megatron --recompute-num-layers, torchtitan selective_ac_option N)."""
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    """Megatron's --recompute-modules under selective recomputation."""
+    recompute_checkpoint: str = "gpu"
+    """Where full recompute's layer inputs live: gpu, partitioned (over tp) or cpu."""
 
     @property
     def nodes(self) -> int:
@@ -102,6 +110,10 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         qlora=tr.qlora,
         problems=lay.problems,
         cp=lay.cp,
+        recompute_method=tr.recompute_method,
+        recompute_layers=tr.recompute_layers,
+        recompute_modules=tr.recompute_modules,
+        recompute_checkpoint=tr.recompute_checkpoint,
     )
 
 
