@@ -213,7 +213,17 @@ class TrainingTab(Tab):
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
-        self.threshold.setEnabled(scenario.training.recompute == "threshold")
+        policy = scenario.training.recompute
+        self.threshold.setEnabled(policy == "threshold")
+        # each option applies to one policy (full: how it covers a stage and where its
+        # checkpoints live; selective: Megatron's module list) and the MoE inputs to a model
+        # with experts: the others are greyed out, as X is
+        for widget in (self.recompute_method, self.recompute_layers, self.recompute_checkpoint):
+            widget.setEnabled(policy == "full")
+        self.recompute_modules.setEnabled(policy == "selective")
+        has_experts = scenario.model.architecture.moe is not None
+        for widget in (self.moe_capacity, self.moe_imbalance, self.moe_dispatcher):
+            widget.setEnabled(has_experts)
         section = report.training
         par = report.parallelism
         self.layout_note.setText(
