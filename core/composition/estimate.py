@@ -305,10 +305,16 @@ def _training_section(scenario: Scenario, model: ModelReport, layout: ResolvedLa
         scenario.gpu,
         _override(model),
     )
+    node = min(scenario.num_gpus, scenario.parallelism.gpus_per_node)
     return _TRAINING.get(
-        (arch, training, gpu, override, layout),
+        (arch, training, gpu, override, layout, node),
         lambda: estimate_training(
-            arch, training, gpu, params_override=override, **training_layout_kwargs(layout)
+            arch,
+            training,
+            gpu,
+            params_override=override,
+            gpus_per_node=node,
+            **training_layout_kwargs(layout),
         ),
     )
 

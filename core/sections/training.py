@@ -145,6 +145,21 @@ class TrainingReport(BaseModel):
     dequant_bytes: float
     cuda_context_bytes: float
     fragmentation_bytes: float
+    offload_optimizer: str = Field(default="none", description="ZeRO-Offload device")
+    offload_params: str = Field(default="none", description="ZeRO-Infinity parameter device")
+    host_bytes: float = Field(default=0.0, description="offloaded state in host RAM per GPU")
+    host_bytes_per_node: float = Field(
+        default=0.0, description="offloaded state in host RAM per node (per GPU × GPUs on it)"
+    )
+    host_capacity_bytes_per_node: float = Field(
+        default=0.0, description="host RAM per node offloaded state may use (an input)"
+    )
+    nvme_bytes: float = Field(default=0.0, description="offloaded state on NVMe per GPU")
+    gpu_fits: bool = Field(default=True, description="peak per GPU ≤ GPU memory")
+    host_fits: bool = Field(default=True, description="host bytes per node ≤ host RAM")
+    offload_notes: list[str] = Field(
+        default_factory=list, description="offload settings the layout ignores, and why"
+    )
 
     def figures(self) -> list[Figure]:
         zero = "ZeRO (Rajbhandari et al. 2019, Figure 1)"
@@ -312,12 +327,57 @@ class TrainingReport(BaseModel):
                 "Hu et al. 2021",
             ),
         ]
+        rows += _offload_rows(self)
         optional = {"gradient_bucket_bytes", "zero3_gather_bytes", "dequant_bytes"}
         return [
             Figure(key=k, label=label, value=v, unit=unit, formula=f, source=src)
             for k, label, v, unit, f, src in rows
             if not (k in optional and v == 0)
         ]
+
+
+def _offload_rows(
+    report: TrainingReport,
+) -> list[tuple[str, str, float | int | bool, Unit, str, str]]:
+    """The host and NVMe figures, when something is offloaded."""
+    if report.offload_optimizer == "none" and report.offload_params == "none":
+        return []
+    src = "DeepSpeed@edaa7221 stage_1_and_2.py, stage3.py; Ren et al. 2021 (ZeRO-Offload)"
+    return [
+        (
+            "host_bytes",
+            "Offloaded to host RAM, per GPU",
+            report.host_bytes,
+            "bytes",
+            "optimizer (O + 4 + 2)·n on cpu; 16-bit params on cpu; swap buffers on nvme",
+            src,
+        ),
+        (
+            "host_bytes_per_node",
+            "Offloaded to host RAM, per node",
+            report.host_bytes_per_node,
+            "bytes",
+            "per GPU × GPUs per node",
+            src,
+        ),
+        (
+            "host_capacity_bytes_per_node",
+            "Host RAM per node",
+            report.host_capacity_bytes_per_node,
+            "bytes",
+            "stated (--host-memory; DGX H100: 2 TB)",
+            "assumption",
+        ),
+        ("host_fits", "Host RAM fits", report.host_fits, "bool", "per node ≤ host RAM", ""),
+        (
+            "nvme_bytes",
+            "Offloaded to NVMe, per GPU",
+            report.nvme_bytes,
+            "bytes",
+            "optimizer state + fp32 gradients (nvme); 16-bit params (nvme)",
+            src,
+        ),
+    ]
 
 
 def _matmul_params_per_token(arch: Architecture, moe_layer: bool) -> int:
@@ -425,6 +485,7 @@ def estimate_training(
     ep: int = 1,
     last_stage_microbatches_in_flight: int | None = None,
     cp: int = 1,
+    gpus_per_node: int = 8,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout: the
     one memory function (:func:`.training_memory.training_memory_arrays`) at this layout.
@@ -456,6 +517,11 @@ def estimate_training(
     The largest micro-batch that fits: the peak is linear in b (every saved tensor is
     s·b·(something)), so it is solved from the peaks at b = 1 and 2 and checked at the
     neighbouring b; the threshold policy (not linear) is bisected.
+
+    ZeRO-Offload / ZeRO-Infinity (``inputs.offload_optimizer``, ``offload_params``:
+    :mod:`.training_offload`) take their state off the GPU; the host holds it, ×
+    ``gpus_per_node`` GPUs sharing a node's RAM (``inputs.host_memory_bytes_per_node``):
+    a plan fits when both the GPU's peak and the node's host bytes fit.
     """
     if ep < 1:
         raise ValueError(f"expert parallelism ep must be ≥ 1, got {ep}")
@@ -488,6 +554,8 @@ def estimate_training(
     at = memory([inputs.micro_batch, 1, 2])
     out = {k: float(v[0]) for k, v in at.items()}
     capacity = gpu.memory_bytes
+    host_node = out["host_bytes"] * gpus_per_node
+    host_fits = host_node <= inputs.host_memory_bytes_per_node
     max_b = _largest_micro_batch(
         memory,
         capacity,
@@ -531,7 +599,7 @@ def estimate_training(
         overhead_bytes=out["cuda_context_bytes"] + out["fragmentation_bytes"],
         persistent_bytes=persistent,
         peak_bytes=out["peak_bytes"],
-        fits=out["peak_bytes"] <= capacity,
+        fits=out["peak_bytes"] <= capacity and host_fits,
         max_micro_batch=max_b,
         capacity_bytes=capacity,
         after_load_bytes=persistent + out["cuda_context_bytes"],
@@ -560,7 +628,28 @@ def estimate_training(
         dequant_bytes=out["dequant_bytes"],
         cuda_context_bytes=out["cuda_context_bytes"],
         fragmentation_bytes=out["fragmentation_bytes"],
+        offload_optimizer=inputs.offload_optimizer,
+        offload_params=inputs.offload_params,
+        host_bytes=out["host_bytes"],
+        host_bytes_per_node=host_node,
+        host_capacity_bytes_per_node=inputs.host_memory_bytes_per_node,
+        nvme_bytes=out["nvme_bytes"],
+        gpu_fits=out["peak_bytes"] <= capacity,
+        host_fits=host_fits,
+        offload_notes=_offload_notes(inputs, zero_stage),
     )
+
+
+def _offload_notes(inputs: TrainingInputs, zero_stage: int) -> list[str]:
+    """Offload settings this ZeRO stage cannot use (DeepSpeed asserts on them: the
+    optimizer offload lives in ZeRO's optimizer, stage ≥ 1; parameter offload in stage 3's
+    partitioned parameters)."""
+    notes: list[str] = []
+    if inputs.offload_optimizer != "none" and zero_stage < 1:
+        notes.append("optimizer offload needs ZeRO stage 1-3: not applied at stage 0")
+    if inputs.offload_params != "none" and zero_stage < 3:
+        notes.append(f"parameter offload needs ZeRO-3: not applied at stage {zero_stage}")
+    return notes
 
 
 MAX_MICRO_BATCH_SEARCHED = 2**21 - 1

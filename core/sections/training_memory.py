@@ -43,6 +43,11 @@ from llm_planner.core.primitives.architecture import Architecture, count_paramet
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
+from llm_planner.core.sections.training_offload import (
+    OffloadTerms,
+    offload_terms,
+    offloaded_state,
+)
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,
@@ -124,6 +129,8 @@ class MemoryTerms:
     pipeline_stage_layers`: equal split, or the stack's cost-balanced one)."""
     logged_stage: str = "fullest"
     """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
+    offload: OffloadTerms | None = None
+    """ZeRO-Offload / ZeRO-Infinity (:func:`.training_offload.offload_terms`); None: none."""
 
 
 @lru_cache(maxsize=32)
@@ -214,6 +221,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         activations=stage_acts,
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
+        offload=offload_terms(ti, state_bytes(whole, ti), whole),
     )
 
 
@@ -511,6 +519,7 @@ def training_memory_arrays(
             pp_index=pp_index,
             sharding=sharding,
         )
+        w, g, o, host, nvme = offloaded_state(terms.offload, w, g, o, zero_i)
         layers = layers_of_pp[pp_index]
         outside_acts = outside * flight
         activ = kept * layers * flight + outside_acts
@@ -528,6 +537,8 @@ def training_memory_arrays(
             "allocated_bytes": allocated,
             "layers_on_stage": layers,
             "microbatches_in_flight": flight,
+            "host_bytes": host,
+            "nvme_bytes": nvme,
         }
 
     def peak(allocated: FloatArray) -> tuple[FloatArray, FloatArray]:
