@@ -169,6 +169,40 @@ def _layout_text(scenario: Any) -> str:
     )
 
 
+def _offload_json(training: Any, parallelism: Any) -> dict[str, Any]:
+    """The offload part of ``check --json``: devices, host and NVMe bytes, exposed time."""
+    return {
+        "optimizer": training.offload_optimizer,
+        "params": training.offload_params,
+        "host_bytes_per_gpu": training.host_bytes,
+        "host_bytes_per_node": training.host_bytes_per_node,
+        "host_capacity_bytes_per_node": training.host_capacity_bytes_per_node,
+        "host_fits": training.host_fits,
+        "nvme_bytes_per_gpu": training.nvme_bytes,
+        "step_seconds": parallelism.time_breakdown_seconds.get("offload", 0.0),
+        "notes": list(training.offload_notes),
+    }
+
+
+def _offload_lines(training: Any, parallelism: Any) -> list[str]:
+    """What ZeRO offload moves and costs, when the plan offloads."""
+    if training.offload_optimizer == "none" and training.offload_params == "none":
+        return []
+    host = training.host_bytes_per_node
+    lines = [
+        f"  offload: optimizer {training.offload_optimizer}, parameters "
+        f"{training.offload_params}; host RAM {units.format_gb(host)} per node of "
+        f"{units.format_gb(training.host_capacity_bytes_per_node)}"
+        + ("" if training.host_fits else " (DOES NOT FIT in host RAM)"),
+        f"  offload adds {parallelism.time_breakdown_seconds.get('offload', 0.0):.3g} s per "
+        "step (host-link copies not hidden, CPU Adam step)",
+    ]
+    if training.nvme_bytes:
+        lines.append(f"  on NVMe per GPU: {units.format_gb(training.nvme_bytes)}")
+    lines += [f"  offload: {note}" for note in training.offload_notes]
+    return lines
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from llm_planner.core.composition.estimate import estimate
 
@@ -195,6 +229,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "peak_bytes": peak,
                 "capacity_bytes": capacity,
                 "headroom_bytes": capacity - peak,
+                "step_seconds": report.parallelism.step_seconds,
+                "offload": _offload_json(training, report.parallelism),
                 "problems": problems,
                 "read": list(imported.read),
                 "ignored": list(imported.ignored),
@@ -210,7 +246,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"  layout: {_layout_text(scenario)}",
         f"  peak per GPU {units.format_gb(peak)} of {units.format_gb(capacity)}; headroom "
         f"{units.format_gb(capacity - peak)}",
+        f"  step time {report.parallelism.step_seconds:.3g} s",
     ]
+    lines += _offload_lines(training, report.parallelism)
     lines += [f"  problem: {p}" for p in problems]
     if not fits:
         if suggestions:

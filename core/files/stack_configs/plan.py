@@ -59,6 +59,9 @@ class LaunchPlan:
     problems: tuple[str, ...]
     cp: int = 1
     """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
+    offload_optimizer: str = "none"
+    offload_params: str = "none"
+    """ZeRO-Offload / ZeRO-Infinity devices (``training.offload_*``)."""
 
     @property
     def nodes(self) -> int:
@@ -102,6 +105,8 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         qlora=tr.qlora,
         problems=lay.problems,
         cp=lay.cp,
+        offload_optimizer=tr.offload_optimizer,
+        offload_params=tr.offload_params,
     )
 
 
@@ -156,6 +161,13 @@ def common_unexpressed(plan: LaunchPlan) -> list[str]:
             "exported as selective recomputation"
         )
     notes.extend(f"the plan's layout has a problem: {p}" for p in plan.problems)
+    offloaded = plan.offload_optimizer != "none" or plan.offload_params != "none"
+    if offloaded and plan.stack not in ("deepspeed", "accelerate"):
+        notes.append(
+            f"ZeRO offload (optimizer: {plan.offload_optimizer}, parameters: "
+            f"{plan.offload_params}) is priced as DeepSpeed runs it; not stated in this "
+            "stack's config"
+        )
     if plan.stack != "megatron":
         if plan.cp > 1:
             notes.append(

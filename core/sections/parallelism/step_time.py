@@ -284,6 +284,7 @@ def bottleneck_of(row: dict[str, float]) -> str:
         "expert_all_to_all": "MoE all-to-all",
         "context_parallel": "context-parallel K/V ring",
         "data_parallel": "data-parallel gradient sync",
+        "offload": "ZeRO offload (host link, CPU optimizer step)",
         "overhead": "host (CPU) launch overhead",
     }
     return f"{labels[worst]} ({100 * overhead[worst] / total:.0f}% of step)"
