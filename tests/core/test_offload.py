@@ -19,7 +19,7 @@ import pytest
 from scenario_helpers import preset_scenario
 
 from llm_planner.core.composition.estimate import estimate
-from llm_planner.core.inputs.scenario import Scenario
+from llm_planner.core.inputs.scenario import Scenario, with_changes
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
@@ -160,3 +160,34 @@ def test_a_slow_host_link_exposes_the_parameter_fetches() -> None:
     d2h = 4 * n / 1e9 - 2 / 3 * t_c
     assert h2d > d2h > 0
     assert r.time_breakdown_seconds["offload"] == pytest.approx(h2d + 34 * n / host_bw, rel=1e-9)
+
+
+def test_fit_offers_zero3_with_cpu_offload_when_no_layout_of_these_gpus_fits() -> None:
+    """70B on 8 H100 at ZeRO-1: 16 bytes per parameter do not fit 80 GB in any layout of 8
+    GPUs (ZeRO-3 alone: 141 GB of state per GPU); DeepSpeed's CPU optimizer offload takes
+    12 + 2 of them off the GPU (2n weights left = 17.6 GB) and costs the offload time."""
+    scenario = preset_scenario(
+        "llama-3.1-70b",
+        "h100-sxm",
+        8,
+        **{"training.stack": "deepspeed", "parallelism.zero_stage": 1, "compute.tokens": 1e11},
+    )
+    report = estimate(scenario)
+    assert not report.training.fits
+    offload = [s for s in report.training_fit_suggestions if "CPU optimizer offload" in s.label]
+    assert offload, [s.label for s in report.training_fit_suggestions]
+    suggestion = offload[0]
+    assert suggestion.changes["parallelism.zero_stage"] == 3
+    assert suggestion.changes["training.offload_optimizer"] == "cpu"
+    after = estimate(with_changes(scenario, suggestion.changes))
+    assert after.training.fits
+    assert after.training.weights_bytes == pytest.approx(2 * P70 / 8, rel=1e-9)
+    assert suggestion.wall_seconds == after.compute.wall_seconds
+    assert after.parallelism.time_breakdown_seconds["offload"] > 0
+
+
+def test_fit_does_not_offer_offload_when_a_layout_change_fits() -> None:
+    scenario = preset_scenario("llama-3.1-8b", "h100-sxm", 8, **{"training.micro_batch": 16})
+    labels = [s.label for s in estimate(scenario).training_fit_suggestions]
+    assert any(label.startswith("micro-batch 16 → 1") for label in labels), labels
+    assert not any("offload" in label for label in labels)
