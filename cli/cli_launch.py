@@ -115,7 +115,12 @@ def imported_scenario(args: argparse.Namespace) -> tuple[Any, Any, str]:
                 "architecture": arch.model_dump(mode="json"),
                 "params_override": None,
             }
-            model_note = f"model {imported.model} (named in the config)"
+            how = (
+                "matched by the shape in the config"
+                if imported.arch_hint
+                else "named in the config"
+            )
+            model_note = f"model {imported.model} ({how})"
     else:
         model_note = (
             f"the config names no model: using {base.model.architecture.name} (pass --model)"
