@@ -162,8 +162,11 @@ def plan_checks(
     the estimate's one throughput is the user's (a measured TFLOP/s or tokens/s, an assumed
     MFU), that rate too, as model FLOP/s per GPU (``compute.flops_per_gpu_per_s``), against
     the generation's band: an A100 run at 90 TFLOP/s is flagged as below the 115 TFLOP/s
-    troubleshooting threshold whichever way it was obtained."""
-    checks = [modeled_check(gpu, parallelism_report, kernel_efficiency)]
+    troubleshooting threshold whichever way it was obtained. A layout that does not fit has no
+    modeled rate (it is not priced), so only a given rate is checked there."""
+    # a layout that does not fit is not priced, so it has no modeled rate to check
+    fits = getattr(parallelism_report, "fits", None) is not False
+    checks = [modeled_check(gpu, parallelism_report, kernel_efficiency)] if fits else []
     source = str(getattr(compute_report, "throughput_source", "modeled"))
     rate = getattr(compute_report, "flops_per_gpu_per_s", None)
     if source in GIVEN_RATE_LABELS and rate is not None and math.isfinite(float(rate)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from llm_planner.core.composition.estimate import estimate
 from llm_planner.core.composition.scenario import Scenario, default_scenario
+from llm_planner.core.inputs.scenario import with_changes
 from llm_planner.core.primitives.gpus import get_gpu
 
 
@@ -64,10 +65,12 @@ def test_an_assumed_mfu_is_checked_as_its_rate() -> None:
     assert given[0].below
 
 
-def test_the_default_v100_plan_says_why_it_is_above_the_practitioners_band() -> None:
-    """The default layout on V100 prices above 40 TFLOP/s per GPU (the model's Ampere/Hopper
-    efficiencies); the report says so, with the reason, instead of a bare calibration note."""
-    checks = _checks(_scenario("v100-sxm2-32gb"))
+def test_a_v100_plan_says_why_it_is_above_the_practitioners_band() -> None:
+    """The default 8B on V100 at tp 4 (the default tp 1 does not fit in 32 GB: 8.03e9 ×
+    (2 bf16 weights + 4 fp32 gradients) = 48 GB alone) prices above 40 TFLOP/s per GPU (the
+    model's Ampere/Hopper efficiencies); the report says so, with the reason, instead of a
+    bare calibration note."""
+    checks = _checks(with_changes(_scenario("v100-sxm2-32gb"), {"parallelism.tp": 4}))
     modeled = [c for c in checks if c.what.startswith("modeled")]
     assert len(modeled) == 1
     assert modeled[0].above
@@ -80,3 +83,13 @@ def test_the_default_v100_plan_says_why_it_is_above_the_practitioners_band() -> 
 def test_a_modeled_plan_carries_no_given_rate_check() -> None:
     checks = _checks(default_scenario())
     assert [c.what for c in checks] == ["modeled: the scenario's layout"]
+
+
+def test_a_plan_that_does_not_fit_has_no_modeled_rate_to_check() -> None:
+    """The default tp 1 on V100 needs more than 32 GB per GPU (above), so it is not priced
+    (issue 25 item 2) and no modeled rate is checked."""
+    sc = _scenario("v100-sxm2-32gb")
+    assert not estimate(sc, suggest=False).training.fits
+    assert [c for c in _checks(sc) if c.what.startswith("modeled")] == []
+    fits = with_changes(sc, {"parallelism.tp": 4})
+    assert [c.what for c in _checks(fits)] == ["modeled: the scenario's layout"]

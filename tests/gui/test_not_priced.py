@@ -75,3 +75,26 @@ def test_the_empty_charts_say_why(qtbot: Any, window: MainWindow) -> None:
     qtbot.mouseClick(tab.not_priced.apply, Qt.MouseButton.LeftButton)
     window.flush()
     assert tab.time_chart.plot.getPlotItem().titleLabel.text == "Time to train against GPUs"
+
+
+def test_the_parallelism_tab_prices_nothing_that_does_not_fit(
+    qtbot: Any, window: MainWindow
+) -> None:
+    """The same plan on the Parallelism tab: step time, throughput, MFU, HFU and the
+    bottleneck read "—" and a line gives the peak it needs; the fitting plan's figures come
+    back once the nearest plan is applied."""
+    compute = _seventy_b_at_tp1(qtbot, window)
+    window.tabs.setCurrentIndex(3)
+    window.flush()
+    tab = window.page(3)
+    assert tab.title == "Parallelism"
+    for key in ("step_seconds", "tokens_per_s", "mfu", "hfu", "bottleneck"):
+        assert tab.figures.value_text(key) == "—", key
+    assert "it does not fit" in tab.figures.value_text("not_priced")
+    window.tabs.setCurrentIndex(0)
+    qtbot.mouseClick(compute.not_priced.apply, Qt.MouseButton.LeftButton)
+    window.flush()
+    window.tabs.setCurrentIndex(3)
+    window.flush()
+    assert tab.figures.value_text("mfu").endswith("%")
+    assert tab.figures.value_text("not_priced") is None  # the row is gone

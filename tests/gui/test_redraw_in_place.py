@@ -126,30 +126,32 @@ def test_a_keystroke_re_shows_only_the_fields_it_changed(qtbot: Any, window: Mai
 def test_a_figure_that_comes_and_goes_blanks_a_row_until_typing_pauses(
     qtbot: Any, window: MainWindow
 ) -> None:
-    """tp 1 with micro-batch 4: dp 512 × 4 = 2,048 sequences against a global batch of 1,024
-    adds a problem line; tp 2 (dp 256 × 4 = 1,024) removes it. The table keeps its rows while
-    the user types (its last row blank) and drops the blank row once typing pauses."""
+    """Micro-batch 2 at tp 4 (a plan that fits: dp 128 × 2 = 256 sequences per micro-batch
+    step): a global batch of 1,000 is not a multiple of 256 and adds a problem line; 1,024
+    removes it. The table keeps its rows while the user types (its last row blank) and drops
+    the blank row once typing pauses."""
     from llm_planner.gui.widgets.figure_table import TRIM_DELAY_MS
 
     window.tabs.setCurrentIndex(2)
-    type_into(qtbot, window, window.page(2).micro_batch, "4")
+    type_into(qtbot, window, window.page(2).micro_batch, "2")
     window.tabs.setCurrentIndex(3)
     tab = window.page(3)
     table = tab.figures
-    type_into(qtbot, window, tab.tp, "1")
+    type_into(qtbot, window, tab.tp, "4")
+    type_into(qtbot, window, tab.global_batch, "1000")
     with_problem = len(table.figures)
     assert any(f.key == "problem" for f in table.figures)
     # typed without a flush: a flush waits for the search, and on a loaded machine that is
     # longer than the pause after which the blank row goes (the table redraws on the key)
-    tab.tp.setFocus()
-    tab.tp.selectAll()
-    qtbot.keyClicks(tab.tp, "2")
+    tab.global_batch.setFocus()
+    tab.global_batch.selectAll()
+    qtbot.keyClicks(tab.global_batch, "1024")
     assert not any(f.key == "problem" for f in table.figures)
     assert len(table.figures) == with_problem - 1
     assert table.rowCount() == with_problem  # no re-layout on the keystroke
     assert table.item(with_problem - 1, 0).text() == ""
     qtbot.wait(TRIM_DELAY_MS + 100)
     assert table.rowCount() == len(table.figures)
-    type_into(qtbot, window, tab.tp, "1")
+    type_into(qtbot, window, tab.global_batch, "1000")
     assert table.rowCount() == with_problem
     assert table.value_text("problem") is not None

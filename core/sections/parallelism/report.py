@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.inputs.training import TrainingInputs
+from llm_planner.core.primitives import units
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.figures import Figure, Unit
@@ -88,11 +89,16 @@ class ParallelismReport(BaseModel):
     def figures(self) -> list[Figure]:
         nar = "Narayanan et al. 2021, arXiv:2104.04473"
 
+        # a plan that does not fit is not priced (issue 25): its time, throughput and
+        # utilisation read "—" here as in the compute section, and a line says why
+        unpriced = self.fits is False
+        priced_keys = {"step_seconds", "tokens_per_s", "mfu", "hfu", "bottleneck"}
+
         def fig(key: str, label: str, unit: Unit, formula: str = "", source: str = "") -> Figure:
             return Figure(
                 key=key,
                 label=label,
-                value=getattr(self, key),
+                value=None if unpriced and key in priced_keys else getattr(self, key),
                 unit=unit,
                 formula=formula,
                 source=source,
@@ -162,15 +168,30 @@ class ParallelismReport(BaseModel):
             ),
             fig("bottleneck", "Bottleneck", "text"),
         ]
-        f.extend(
-            Figure(
-                key=f"time_{part}",
-                label=f"  time: {part.replace('_', ' ')}",
-                value=seconds,
-                unit="seconds",
+        if unpriced:
+            f.append(
+                Figure(
+                    key="not_priced",
+                    label="Not priced",
+                    value=(
+                        "the plan does not fit in GPU memory at this layout"
+                        if self.peak_bytes is None
+                        else f"needs {units.format_gb(self.peak_bytes)} per GPU at this "
+                        "layout: it does not fit"
+                    ),
+                    unit="text",
+                )
             )
-            for part, seconds in self.time_breakdown_seconds.items()
-        )
+        else:
+            f.extend(
+                Figure(
+                    key=f"time_{part}",
+                    label=f"  time: {part.replace('_', ' ')}",
+                    value=seconds,
+                    unit="seconds",
+                )
+                for part, seconds in self.time_breakdown_seconds.items()
+            )
         if self.zero_stage >= 3:
             f.append(
                 fig(
@@ -269,10 +290,17 @@ def parallelism_report(
     exact = (
         training_report
         if training_report is not None
-        else training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+        else training_memory(
+            arch,
+            gpu,
+            lay,
+            training_inputs,
+            params_override=params_override,
+            gpus_per_node=inputs.gpus_per_node,
+        )
     )
     peak = float(exact.peak_bytes)
-    fits = peak <= gpu.memory_bytes
+    fits = peak <= gpu.memory_bytes and exact.host_fits  # offloaded state in host RAM too
     g = inputs.gpus_per_node
     domain = nvlink_domain_of(gpu, inputs)  # a group inside one NVLink domain stays on it
     links = {
