@@ -112,3 +112,13 @@ def test_accelerate_reads_and_writes_its_offload_devices(tmp_path: Path) -> None
     imported = sc.read_config(yaml)
     assert imported.fields["training.offload_optimizer"] == "cpu"
     assert imported.fields["training.offload_params"] == "nvme"
+
+
+def test_a_stack_without_zero_offload_says_it_cannot_state_it() -> None:
+    """Megatron-LM's config has no DeepSpeed offload: the export lists it as unexpressed."""
+    imported = sc.read_config(FIXTURE)
+    from llm_planner.core.inputs.scenario import default_scenario
+
+    scenario = sc.apply_import(default_scenario(), imported)
+    exported = sc.export_config(scenario, "megatron")
+    assert any("ZeRO offload (optimizer: cpu, parameters: cpu)" in n for n in exported.unexpressed)
