@@ -29,6 +29,7 @@ from llm_planner.core.files.stack_configs.plan import (
     common_unexpressed,
     export_recompute,
     match_preset,
+    offload_unexpressed,
     provenance_lines,
 )
 
@@ -136,7 +137,7 @@ def _parallel_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
 
 def export(plan: LaunchPlan) -> ExportedConfig:
     """The plan as Megatron-LM arguments."""
-    notes = common_unexpressed(plan)
+    notes = common_unexpressed(plan) + offload_unexpressed(plan)
     args = _parallel_args(plan, notes) + _zero_args(plan, notes)
     args += _recompute_args(export_recompute(plan))
     args += [

@@ -152,6 +152,18 @@ def provenance_lines(plan: LaunchPlan, stack: str) -> list[str]:
     ]
 
 
+def offload_unexpressed(plan: LaunchPlan) -> list[str]:
+    """For a stack without DeepSpeed's ZeRO offload: the plan's offload, which it cannot
+    state."""
+    if plan.offload_optimizer == "none" and plan.offload_params == "none":
+        return []
+    return [
+        f"ZeRO offload (optimizer: {plan.offload_optimizer}, parameters: "
+        f"{plan.offload_params}) is priced as DeepSpeed runs it; not stated in this stack's "
+        "config"
+    ]
+
+
 def common_unexpressed(plan: LaunchPlan) -> list[str]:
     """Assumptions of the plan that no stack's config states (listed in every export)."""
     notes: list[str] = []
@@ -161,13 +173,6 @@ def common_unexpressed(plan: LaunchPlan) -> list[str]:
             "exported as selective recomputation"
         )
     notes.extend(f"the plan's layout has a problem: {p}" for p in plan.problems)
-    offloaded = plan.offload_optimizer != "none" or plan.offload_params != "none"
-    if offloaded and plan.stack not in ("deepspeed", "accelerate"):
-        notes.append(
-            f"ZeRO offload (optimizer: {plan.offload_optimizer}, parameters: "
-            f"{plan.offload_params}) is priced as DeepSpeed runs it; not stated in this "
-            "stack's config"
-        )
     if plan.stack != "megatron":
         if plan.cp > 1:
             notes.append(
