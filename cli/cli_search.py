@@ -20,6 +20,7 @@ SEARCH_COLUMNS = (
     "dp",
     "tp",
     "pp",
+    "cp",
     "ep",
     "zero_stage",
     "micro_batch",
@@ -74,9 +75,11 @@ def format_search_text(scenario: Any, result: Any) -> str:
     lines = [head, ""]
     if not result.rows:
         lines.append("No layout fits: more GPUs, a smaller micro-batch or more sharding needed.")
+        if result.low_precision is not None:
+            lines += ["", f"FP8 on this GPU and stack: {result.low_precision.describe()}"]
         return "\n".join(lines) + "\n"
     header = (
-        f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3} {'ep':>3} {'ZeRO':>4} {'b':>3} "
+        f"{'#':>3} {'dp':>5} {'tp':>3} {'pp':>3} {'cp':>3} {'ep':>3} {'ZeRO':>4} {'b':>3} "
         f"{'recompute':<9} {'SP':<3} {'sched':<11} {'peak/GPU':>9} {'step':>8} "
         f"{'tokens/s':>9} {'MFU':>6} {'measured÷model':>15}  bottleneck"
     )
@@ -84,13 +87,15 @@ def format_search_text(scenario: Any, result: Any) -> str:
     for r in result.rows:
         sched = f"interl:{r.interleave_chunks}" if r.interleave_chunks > 1 else r.schedule
         lines.append(
-            f"{r.rank:>3} {r.dp:>5} {r.tp:>3} {r.pp:>3} {r.ep:>3} {r.zero_stage:>4} "
+            f"{r.rank:>3} {r.dp:>5} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.ep:>3} {r.zero_stage:>4} "
             f"{r.micro_batch:>3} {r.recompute:<9} {'yes' if r.sequence_parallel else 'no':<3} "
             f"{sched:<11} {units.format_gb(r.peak_bytes):>9} "
             f"{units.format_duration(r.step_seconds):>8} "
             f"{units.format_count(r.tokens_per_s):>9} {100 * r.mfu:5.1f}% "
             f"{_spread(r):>15}  {r.bottleneck}"
         )
+    if result.low_precision is not None:
+        lines += ["", f"FP8 on this GPU and stack: {result.low_precision.describe()}"]
     if any(r.uncertainty_runs for r in result.rows):
         lines += [
             "",
@@ -113,9 +118,10 @@ def add_commands(commands: Any) -> None:
     parser = commands.add_parser(
         "search",
         help="rank the parallel layouts that fit",
-        description="Enumerate every layout (tp, pp, dp, ZeRO stage, micro-batch, recompute, "
-        "sequence parallel, interleaving) for the scenario's model, GPU count and global "
-        "batch; drop those that do not fit; print the fastest first.",
+        description="Enumerate every layout (tp, pp, cp, dp, ep, ZeRO stage, micro-batch, "
+        "recompute, sequence parallel, interleaving) for the scenario's model, GPU count and "
+        "global batch; drop those that do not fit; print the fastest first. A 16-bit plan on "
+        "a GPU and stack that run FP8 also gets the stack's FP8 recipe's best layout.",
     )
     parser.add_argument("file", nargs="?", metavar="SCENARIO_FILE")
     parser.add_argument("--top", type=INT, default=10, metavar="N", help="rows (default 10)")

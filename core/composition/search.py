@@ -34,6 +34,7 @@ from llm_planner.core.composition.search_engine import (
 from llm_planner.core.composition.search_layouts import (
     LONG_CONTEXT_TOKENS,
     MAX_CANDIDATES_PER_ROW,
+    PrecisionAlternative,
     SearchOptions,
     SearchResult,
     SearchRow,
@@ -42,6 +43,8 @@ from llm_planner.core.composition.search_layouts import (
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections import parallelism as par
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "MAX_DEPLOYMENT_GPUS",
     "ROW_FIELDS",
     "DeploymentPlan",
+    "PrecisionAlternative",
     "ScalingPoint",
     "SearchOptions",
     "SearchResult",
@@ -60,6 +64,7 @@ __all__ = [
     "_screened",
     "apply_row",
     "enumerate_layouts",
+    "fp8_recipe_for",
     "min_gpus_per_instance",
     "scaling_curve",
     "search",
@@ -132,14 +137,73 @@ def search_counts(
     return [results[n] for n in counts]
 
 
+def fp8_recipe_for(training: TrainingInputs, gpu: GPU, compute_dtype: str) -> str | None:
+    """The FP8 recipe to propose beside this plan, or None.
+
+    Proposed where the plan is 16-bit (its recipe runs no low-precision GEMMs, its compute
+    dtype is 16-bit, no QLoRA base), the stack has an FP8 recipe the app models
+    (:attr:`.stacks.StackProfile.fp8_recipe`: Megatron-Core through Transformer Engine,
+    torchtitan through torchao; not DeepSpeed, nanotron or the Hugging Face Trainer, each
+    source cited there) and the GPU has tensor cores of the recipe's dtype from a vendor the
+    stack's recipe runs on (the catalog's FP8 peak: Hopper, Ada, Blackwell, not A100)."""
+    stack = get_stack(training.stack)
+    recipe = get_precision(training.precision)
+    if stack.fp8_recipe is None or recipe.gemm_dtype is not None or training.qlora:
+        return None
+    if recipe.activations_dtype not in ("bf16", "fp16") or compute_dtype not in ("bf16", "fp16"):
+        return None
+    fp8 = get_precision(stack.fp8_recipe)
+    if gpu.vendor not in stack.fp8_vendors or not gpu.peak_flops.for_dtype(fp8.gemm_dtype or ""):
+        return None
+    return fp8.id
+
+
+def _fp8_alternative(
+    scenario: Any, result: SearchResult, options: SearchOptions | None
+) -> PrecisionAlternative | None:
+    """The best layout of ``scenario`` under the stack's FP8 recipe (:func:`fp8_recipe_for`),
+    searched the same way, and its speed against ``result``'s best row."""
+    recipe_id = fp8_recipe_for(scenario.training, scenario.gpu, scenario.compute.compute_dtype)
+    if recipe_id is None:
+        return None
+    training = scenario.training.model_validate(
+        {**scenario.training.model_dump(), "precision": recipe_id}
+    )
+    best = search(
+        scenario.model.architecture,
+        scenario.gpu,
+        scenario.num_gpus,
+        scenario.parallelism,
+        training,
+        params_override=scenario.model.params_override,
+        options=options,
+        top=1,
+        compute_dtype=scenario.compute.compute_dtype,
+        include_attention_flops=scenario.compute.include_attention_flops,
+    ).rows
+    row = best[0] if best else None
+    base = result.rows[0] if result.rows else None
+    stack = get_stack(scenario.training.stack)
+    return PrecisionAlternative(
+        precision=recipe_id,
+        name=stack.fp8_recipe_name or get_precision(recipe_id).name,
+        stack=stack.name,
+        row=row,
+        speedup=row.tokens_per_s / base.tokens_per_s if row and base else None,
+        source=stack.source,
+    )
+
+
 def search_scenario(
     scenario: Any, *, options: SearchOptions | None = None, top: int = 10
 ) -> SearchResult:
     """:func:`search` on a scenario's model, GPU, GPU count, layout inputs and training, with
     the scenario's measurements calibrating the step-time model first (the ranking is the
-    calibrated model's)."""
+    calibrated model's). Where the plan is 16-bit and the GPU and stack run FP8, the
+    stack's FP8 recipe is searched too and its best layout proposed beside the rows
+    (``low_precision``)."""
     scenario = calibrate_scenario(scenario)[0]
-    return search(
+    result = search(
         scenario.model.architecture,
         scenario.gpu,
         scenario.num_gpus,
@@ -151,6 +215,10 @@ def search_scenario(
         compute_dtype=scenario.compute.compute_dtype,
         include_attention_flops=scenario.compute.include_attention_flops,
     )
+    alternative = _fp8_alternative(scenario, result, options)
+    if alternative is None:
+        return result
+    return result.model_copy(update={"low_precision": alternative})
 
 
 ROW_FIELDS: dict[str, str] = {

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.core.primitives import units
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.figures import Figure
 from llm_planner.core.sections import parallelism as par
@@ -102,6 +103,35 @@ class SearchRow(BaseModel):
     )
 
 
+class PrecisionAlternative(BaseModel):
+    """The stack's FP8 recipe proposed beside a 16-bit plan: the best layout under it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    precision: str = Field(description="the recipe's precision id (--precision)")
+    name: str
+    stack: str
+    row: SearchRow | None = Field(description="its fastest layout that fits (None: none fits)")
+    speedup: float | None = Field(
+        description="its tokens/s ÷ the 16-bit search's best row's (None: either has no row)"
+    )
+    source: str = Field(description="where the stack's recipe is read from")
+
+    def describe(self) -> str:
+        """One line for both faces: the recipe, its best layout and its figures."""
+        head = f"{self.name} ({self.stack}, --precision {self.precision})"
+        r = self.row
+        if r is None:
+            return f"{head}: no layout fits"
+        layout = f"tp {r.tp}, pp {r.pp}, cp {r.cp}, dp {r.dp}, ep {r.ep}, ZeRO {r.zero_stage}"
+        layout += f", micro-batch {r.micro_batch}, recompute {r.recompute}"
+        gain = "" if self.speedup is None else f", {self.speedup:.2f}× the best 16-bit row"
+        return (
+            f"{head}: {units.format_count(r.tokens_per_s)} tokens/s ({layout}), "
+            f"{units.format_gb(r.peak_bytes)} per GPU, MFU {100 * r.mfu:.1f}%{gain}"
+        )
+
+
 class SearchResult(BaseModel):
     """The ranked rows and what the search did to find them."""
 
@@ -112,6 +142,11 @@ class SearchResult(BaseModel):
     fitting: int
     seconds: float
     rows: list[SearchRow]
+    low_precision: PrecisionAlternative | None = Field(
+        default=None,
+        description="the stack's FP8 recipe searched too, where the plan is 16-bit and the GPU "
+        "and stack run FP8 (:func:`.search.fp8_recipe_for`); None: not proposed",
+    )
 
     def figures(self) -> list[Figure]:
         return [

@@ -66,10 +66,12 @@ class ParallelInputs(BaseModel):
         description="GPU-to-GPU link per GPU, one direction; None: the GPU's",
         **bounds("parallelism.intra_node_bandwidth_bytes_per_s"),
     )
-    inter_node_bandwidth_bytes_per_s: float = Field(
-        default=comm.INTER_NODE_BANDWIDTH_BYTES_PER_S_PER_NODE,
+    inter_node_bandwidth_bytes_per_s: float | None = Field(
+        default=None,
         **bounds("parallelism.inter_node_bandwidth_bytes_per_s"),
-        description="network per node, one direction (8 × 400 Gb/s InfiniBand = 400e9 B/s)",
+        description="network per node, one direction; None: the GPU's network per GPU × GPUs "
+        "per node (8 × 400 Gb/s InfiniBand = 400e9 B/s on an HGX H100 node, 4 × 400 Gb/s on a "
+        "GB200 NVL72 compute tray)",
     )
     intra_node_efficiency: float = Field(
         default=comm.INTRA_NODE_ACHIEVED_FRACTION,

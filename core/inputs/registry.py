@@ -630,10 +630,12 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "parallelism.inter_node_bandwidth_bytes_per_s",
         "Network per node",
-        "network per node, one direction (default 400GB/s = 8 × 400 Gb/s)",
+        "network per node, one direction (default: the GPU's network per GPU × GPUs per "
+        "node, 400 Gb/s per GPU unless its catalog entry says: 400GB/s on an 8-GPU node)",
         BANDWIDTH,
         flag="--inter-node-bandwidth",
         group=PARALLEL,
+        optional=True,
     ),
     Input(
         "parallelism.intra_node_bandwidth_bytes_per_s",

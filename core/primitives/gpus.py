@@ -96,6 +96,13 @@ class GPU(BaseModel):
         description="GPUs one NVLink fabric joins beyond a node (GB200/GB300 NVL72 racks: 72, "
         "through the NVLink switch trays); None: a node",
     )
+    network_bytes_per_s_per_gpu: float | None = Field(
+        default=None,
+        gt=0,
+        description="scale-out network per GPU, one direction, bytes/s (its NIC share: GB200 "
+        "NVL72 one 400 Gb/s ConnectX-7 per GPU = 50e9); None: 400 Gb/s "
+        "(comm.NETWORK_BYTES_PER_S_PER_GPU)",
+    )
     tdp_watts: float | None = Field(default=None, gt=0)
     source: str = Field(default="", description="datasheet or paper the figures come from")
     notes: str = ""

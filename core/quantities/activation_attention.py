@@ -45,7 +45,13 @@ def _mla_attention_tensors(arch: Architecture, cfg: LedgerConfig) -> list[SavedT
     if trains_input(cfg, "q", "k", "v"):
         out.append(
             SavedTensor(
-                "down-projections' input (norm output)", "s·b·h", dt, sd * h, act, "attention", "sp"
+                "down-projections' input (norm output)",
+                "s·b·h",
+                cfg.lin_dtype,
+                sd * h,
+                cfg.lin,
+                "attention",
+                "sp",
             )
         )
     for name, rank in (("q", mla.q_lora_rank), ("kv", mla.kv_lora_rank)):
@@ -59,9 +65,9 @@ def _mla_attention_tensors(arch: Architecture, cfg: LedgerConfig) -> list[SavedT
             SavedTensor(
                 f"{name} up-projection input (latent norm output)",
                 f"s·b·r_{name}",
-                dt,
+                cfg.lin_dtype,
                 sd * rank,
-                act,
+                cfg.lin,
                 "attention",
                 "sp",
             )
@@ -123,9 +129,9 @@ def _mla_attention_tensors(arch: Architecture, cfg: LedgerConfig) -> list[SavedT
             SavedTensor(
                 "out-projection input (attention output)",
                 "s·b·a·d_v",
-                dt,
+                cfg.lin_dtype,
                 sd * a * mla.v_head_dim,
-                act,
+                cfg.lin,
                 "attention",
                 "tp",
             )
@@ -222,9 +228,36 @@ def _flash_core(
                 SavedTensor(
                     "out-projection input (O, transposed copy)",
                     "s·b·a·d",
-                    dt,
+                    cfg.lin_dtype,
                     sd * q,
-                    act,
+                    cfg.lin,
+                    "attention",
+                    "tp",
+                )
+            )
+    elif cfg.gemm_input is not None:
+        # the kernel keeps O in the activation dtype for its backward; the out-projection
+        # saves its own quantized copy (Transformer Engine, :mod:`.stacks` megatron)
+        out.append(
+            SavedTensor(
+                "flash output O",
+                "s·b·a·d",
+                dt,
+                sd * q,
+                act,
+                "attention",
+                "tp",
+                producer_flops=att_flops,
+            )
+        )
+        if trains_input(cfg, "o"):
+            out.append(
+                SavedTensor(
+                    "out-projection input (O, quantized copy)",
+                    "s·b·a·d",
+                    cfg.lin_dtype,
+                    sd * q,
+                    cfg.lin,
                     "attention",
                     "tp",
                 )
@@ -360,9 +393,9 @@ def _eager_core(
             SavedTensor(
                 "out-projection input (attention output)",
                 "s·b·a·d",
-                dt,
+                cfg.lin_dtype,
                 sd * q,
-                act,
+                cfg.lin,
                 "attention",
                 "tp",
                 producer_flops=att_flops / 2,
@@ -374,7 +407,7 @@ def _eager_core(
 def attention_tensors(arch: Architecture, cfg: LedgerConfig) -> list[SavedTensor]:
     if arch.mla is not None and cfg.lora_rank is None and not cfg.dropout:
         return _mla_attention_tensors(arch, cfg)
-    s, b, act, dt = cfg.s, cfg.b, cfg.act, cfg.act_dtype
+    s, b = cfg.s, cfg.b
     q, h = arch.q_size, arch.hidden_size
     kv = arch.kv_size
     sd = s * b
@@ -383,7 +416,13 @@ def attention_tensors(arch: Architecture, cfg: LedgerConfig) -> list[SavedTensor
     if trains_input(cfg, "q", "k", "v"):
         out.append(
             SavedTensor(
-                "QKV projection input (norm output)", "s·b·h", dt, sd * h, act, "attention", "sp"
+                "QKV projection input (norm output)",
+                "s·b·h",
+                cfg.lin_dtype,
+                sd * h,
+                cfg.lin,
+                "attention",
+                "sp",
             )
         )
     for target in ("q", "k", "v"):

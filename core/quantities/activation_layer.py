@@ -120,9 +120,9 @@ def _mlp_tensors(
             SavedTensor(
                 f"{label}fc2 input (activation output)",
                 f"{tok}·f",
-                dt,
+                cfg.lin_dtype,
                 tokens * f,
-                act,
+                cfg.lin,
                 "mlp",
                 "tp",
             )
@@ -131,14 +131,32 @@ def _mlp_tensors(
     return out
 
 
+def _fc1_input(cfg: LedgerConfig, elements: Num, moe_layer: bool) -> SavedTensor:
+    """The norm output fc1 saves: quantized where the stack saves linear inputs so
+    (:attr:`.activation_tensors.LedgerConfig.gemm_input`); an MoE layer's router (a plain
+    linear) saves it in the activation dtype."""
+    if moe_layer:
+        return SavedTensor(
+            "router and fc1 input (norm output)",
+            "s·b·h",
+            cfg.act_dtype,
+            elements,
+            cfg.act,
+            "mlp",
+            "sp",
+        )
+    return SavedTensor(
+        "fc1 input (norm output)", "s·b·h", cfg.lin_dtype, elements, cfg.lin, "mlp", "sp"
+    )
+
+
 def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list[SavedTensor]:
     s, b, act, dt, h = cfg.s, cfg.b, cfg.act, cfg.act_dtype, arch.hidden_size
     sd = s * b
     out: list[SavedTensor] = []
     fc1_trained = trains_input(cfg, "gate", "up")
     if fc1_trained:
-        name = "router and fc1 input (norm output)" if moe_layer else "fc1 input (norm output)"
-        out.append(SavedTensor(name, "s·b·h", dt, sd * h, act, "mlp", "sp"))
+        out.append(_fc1_input(cfg, sd * h, moe_layer))
     for target in ("gate", "up"):
         if target == "gate" and not arch.gated:
             continue

@@ -114,6 +114,20 @@ class LedgerConfig:
     dropout: bool
     lora_rank: int | None
     lora_targets: frozenset[str]
+    gemm_input: tuple[str, float] | None = None
+    """(dtype label, bytes per element) of the copy a linear layer saves of its input under a
+    low-precision recipe whose stack saves it quantized (Transformer Engine); None: the
+    input is saved in the activation dtype."""
+
+    @property
+    def lin_dtype(self) -> str:
+        """dtype of a saved linear-layer input (:attr:`gemm_input`)."""
+        return self.act_dtype if self.gemm_input is None else self.gemm_input[0]
+
+    @property
+    def lin(self) -> float:
+        """bytes per element of a saved linear-layer input (:attr:`gemm_input`)."""
+        return self.act if self.gemm_input is None else self.gemm_input[1]
 
 
 def dropout_mask(cfg: LedgerConfig) -> tuple[float, str]:

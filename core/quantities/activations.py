@@ -97,6 +97,7 @@ def _config(
     activation_dtype: str,
     lora_rank: int | None,
     lora_targets: tuple[str, ...] | frozenset[str],
+    gemm_input: tuple[str, float] | None = None,
 ) -> LedgerConfig:
     prof = profile if isinstance(profile, ImplementationProfile) else get_profile(profile)
     return LedgerConfig(
@@ -110,6 +111,7 @@ def _config(
         dropout=dropout,
         lora_rank=lora_rank,
         lora_targets=frozenset(lora_targets),
+        gemm_input=gemm_input,
     )
 
 
@@ -280,6 +282,7 @@ def activation_bytes_per_layer(  # noqa: PLR0917 (positional order is the publis
     moe_layer: bool | None = None,
     lora_rank: int | None = None,
     lora_targets: tuple[str, ...] = ALL_LINEAR,
+    gemm_input: tuple[str, float] | None = None,
 ) -> Num:
     """Bytes one layer keeps for backward, per GPU, after recomputation.
 
@@ -300,6 +303,7 @@ def activation_bytes_per_layer(  # noqa: PLR0917 (positional order is the publis
         activation_dtype=activation_dtype,
         lora_rank=lora_rank,
         lora_targets=lora_targets,
+        gemm_input=gemm_input,
     )
     tensors = _layer_tensors(arch, cfg, moe)
     kept, _, _ = _recompute_split(
@@ -336,8 +340,14 @@ def layer_activations(
     moe_layer: bool | None = None,
     lora_rank: int | None = None,
     lora_targets: tuple[str, ...] = ALL_LINEAR,
+    gemm_input: tuple[str, float] | None = None,
 ) -> LayerActivations:
-    """The ledger of one layer (every saved tensor, bytes per GPU) and its recomputation."""
+    """The ledger of one layer (every saved tensor, bytes per GPU) and its recomputation.
+
+    ``gemm_input``: (dtype label, bytes per element) of the copy each linear layer saves of
+    its input for the weight-gradient GEMM under a low-precision recipe whose stack saves it
+    quantized (:attr:`.stacks.StackProfile.saves_quantized_gemm_inputs`); None: in the
+    activation dtype."""
     moe = arch.moe is not None if moe_layer is None else moe_layer
     cfg = _config(
         seq_len=seq_len,
@@ -349,6 +359,7 @@ def layer_activations(
         activation_dtype=activation_dtype,
         lora_rank=lora_rank,
         lora_targets=lora_targets,
+        gemm_input=gemm_input,
     )
     tensors = _layer_tensors(arch, cfg, moe)
     x = float("inf") if threshold_bytes is None else threshold_bytes

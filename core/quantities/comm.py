@@ -23,9 +23,14 @@ IntArray = npt.NDArray[np.int64]
 
 # --------------------------------------------------------------------- editable constants
 
-INTER_NODE_BANDWIDTH_BYTES_PER_S_PER_NODE = 400e9
-"""Inter-node network per node, one direction: 8 × 400 Gb/s InfiniBand NDR (one NIC per
-GPU, as in DGX H100 / Meta's Llama-3 clusters) = 3.2 Tb/s = 400e9 bytes/s. Editable."""
+NETWORK_BYTES_PER_S_PER_GPU = 50e9
+"""Scale-out network per GPU, one direction, when the GPU's catalog entry names none: one
+400 Gb/s InfiniBand NDR NIC per GPU (DGX H100 / Meta's Llama-3 clusters) = 50e9 bytes/s."""
+
+INTER_NODE_BANDWIDTH_BYTES_PER_S_PER_NODE = 8 * NETWORK_BYTES_PER_S_PER_GPU
+"""Inter-node network of an 8-GPU node, one direction: 8 × 400 Gb/s = 3.2 Tb/s = 400e9
+bytes/s (the per-node input's default is the GPU's NIC share × GPUs per node:
+:func:`.workload.network_bytes_per_s_per_node`)."""
 
 INTRA_NODE_ACHIEVED_FRACTION = 0.80
 """Share of the intra-node link's per-direction bandwidth a large NCCL collective reaches

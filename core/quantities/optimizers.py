@@ -46,6 +46,12 @@ class PrecisionRecipe(BaseModel):
         description="bytes per layer-matrix parameter of the quantized weight copies "
         "(row-wise and column-wise) and their scales, held next to the 16-bit weights",
     )
+    saved_input_bytes_per_element: float = Field(
+        default=0.0,
+        description="bytes per element of the one quantized copy a linear layer saves of its "
+        "input for the weight-gradient GEMM (with its scales), where the stack saves it so "
+        "(Transformer Engine); 0: not a low-precision recipe",
+    )
     quantize_bytes_per_element: float = Field(
         default=0.0,
         description="HBM bytes moved per GEMM operand element quantized (16-bit read, "
@@ -90,13 +96,25 @@ def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
     Per recipe: the GEMM dtype; the quantized weight copies per layer-matrix parameter
     (row-wise + column-wise copy + their scales); the HBM bytes per quantized element (2
     read + both copies and scales written; current scaling reads the tensor once more for
-    its amax first). Scale sizes from each recipe's block: one fp32 per tensor
-    (tensor-wise), one E8M0 byte per 32 values (MXFP8), one fp32 per 128 × 128 weight block
-    and per 1 × 128 activation block (block-wise FP8), one E4M3 byte per 16 values (NVFP4;
-    its fp32 per-tensor scale is negligible)."""
+    its amax first); the bytes per element of the one copy a linear layer saves of its input
+    (``saved``: the data and the scales of one direction only). Scale sizes from each
+    recipe's block: one fp32 per tensor (tensor-wise), one E8M0 byte per 32 values (MXFP8),
+    one fp32 per 128 × 128 weight block and per 1 × 128 activation block (block-wise FP8),
+    one E4M3 byte per 16 values (NVFP4; its fp32 per-tensor scale is negligible).
+
+    Saved inputs, read in Transformer Engine at the same commit:
+    transformer_engine/pytorch/module/linear.py (``_Linear.forward``: the quantized input is
+    cut to its column-wise data, ``update_usage(rowwise_usage=False, columnwise_usage=True)``,
+    the operand of the weight-gradient GEMM, or kept row-wise only when tensor-wise FP8
+    must all-gather it again under sequence parallelism, and saved in place of the 16-bit
+    input), layernorm_linear.py (the norm writes its output quantized, fused in the norm
+    kernel, and only that copy is saved, ``ln_out.update_usage(rowwise_usage=False)``;
+    the norm's 16-bit input and its statistics stay), grouped_linear.py (the experts' inputs
+    likewise, ``grouped_x.rowwise_data = None``). One direction each: ``saved`` = the data
+    type's bytes + its scales' (half of ``copy`` for the tensor-wise and MX recipes)."""
 
     def recipe(
-        rid: str, name: str, gemm: str, *, copy: float, quant: float, src: str
+        rid: str, name: str, gemm: str, *, copy: float, saved: float, quant: float, src: str
     ) -> PrecisionRecipe:
         return PrecisionRecipe(
             id=rid,
@@ -108,6 +126,7 @@ def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
             activations_dtype="bf16",
             gemm_dtype=gemm,
             low_precision_copy_bytes=copy,
+            saved_input_bytes_per_element=saved,
             quantize_bytes_per_element=quant,
             source=f"{TE}: {src}. {_TE_COMMON}",
         )
@@ -118,6 +137,7 @@ def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
             "FP8 tensor-wise, delayed scaling (Transformer Engine)",
             "fp8",
             copy=2.0,
+            saved=1.0,
             quant=4.0,
             src="DelayedScaling (line 173): one scale per tensor from the amax history of past "
             "iterations; E4M3 forward, E5M2 gradients (Format.HYBRID)",
@@ -127,6 +147,7 @@ def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
             "FP8 tensor-wise, current scaling (Transformer Engine)",
             "fp8",
             copy=2.0,
+            saved=1.0,
             quant=6.0,
             src="Float8CurrentScaling (line 286): one scale per tensor from the tensor's own amax, "
             "computed before it is cast (a read more per quantization)",
@@ -136,6 +157,7 @@ def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
             "MXFP8: FP8 with an E8M0 scale per 32 values (Transformer Engine)",
             "fp8",
             copy=2.0 + 2.0 / 32.0,
+            saved=1.0 + 1.0 / 32.0,
             quant=2.0 + 2.0 * (1.0 + 1.0 / 32.0),
             src="MXFP8BlockScaling (line 337): each group of 32 consecutive values scaled by its "
             "own E8M0 factor; the tensor and its transpose both computed from the 16-bit input",
@@ -145,6 +167,7 @@ def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
             "FP8 block-wise: 128x128 weight, 1x128 activation blocks (DeepSeek-V3 style)",
             "fp8",
             copy=2.0 + 2.0 * 4.0 / (128.0 * 128.0),
+            saved=1.0 + 4.0 / 128.0,
             quant=2.0 + 2.0 * (1.0 + 4.0 / 128.0),
             src="Float8BlockScaling (line 392): fp32 scales per block, split accumulation in "
             "every GEMM",
@@ -154,6 +177,7 @@ def _low_precision_recipes() -> tuple[PrecisionRecipe, ...]:
             "NVFP4: FP4 E2M1 with an E4M3 scale per 16 values (Transformer Engine)",
             "fp4",
             copy=2.0 * (0.5 + 1.0 / 16.0),
+            saved=0.5 + 1.0 / 16.0,
             quant=2.0 + 2.0 * (0.5 + 1.0 / 16.0),
             src="NVFP4BlockScaling (line 489): 16-value blocks with E4M3 scales and a per-tensor "
             "fp32 scale, 16x16 blocks for weights, random Hadamard transforms on the "

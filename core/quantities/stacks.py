@@ -249,6 +249,24 @@ class StackProfile(BaseModel):
         description="HBM bytes per parameter per micro-batch to accumulate its gradient "
         "(autograd adds into .grad: read 2 + read 2 + write 2 in bf16)",
     )
+    saves_quantized_gemm_inputs: bool = Field(
+        default=False,
+        description="under a low-precision recipe the linear layers save their inputs for the "
+        "backward in the recipe's dtype with its scales (Transformer Engine), instead of "
+        "the 16-bit input (torchao float8, which re-casts in the backward)",
+    )
+    fp8_recipe: str | None = Field(
+        default=None,
+        description="the FP8 training recipe the stack runs (a precision id), which the "
+        "layout search proposes beside a 16-bit plan on a GPU with FP8 tensor cores; None: "
+        "the stack has none the app models",
+    )
+    fp8_recipe_name: str = Field(
+        default="", description="the stack's own name for its FP8 recipe (shown with it)"
+    )
+    fp8_vendors: tuple[str, ...] = Field(
+        default=("NVIDIA",), description="GPU vendors whose FP8 the stack's recipe runs on"
+    )
     memory_figure: str = Field(
         default="torch.cuda.max_memory_reserved",
         description="what the stack's logs call peak memory (the app's peak includes the "
@@ -277,6 +295,9 @@ STACKS: dict[str, StackProfile] = {
             loss_bytes_per_logit=14.0,
             grad_accumulation_bytes_per_param=0.0,
             flash_attention_generation="fa3",
+            saves_quantized_gemm_inputs=True,
+            fp8_recipe="fp8_current",
+            fp8_recipe_name="Transformer Engine FP8, tensor-wise current scaling",
             memory_figure="torch.cuda.max_memory_allocated (Megatron's memory report prints "
             "both allocated and reserved)",
             source="NVIDIA/Megatron-LM@d98e8a64: megatron/core/distributed/"
@@ -288,7 +309,11 @@ STACKS: dict[str, StackProfile] = {
             "as DistributedDataParallelConfig.grad_reduce_in_fp32, so "
             "megatron/core/distributed/param_and_grad_buffer.py group_params_for_buffers "
             "allocates the main_grad buffer in torch.float: mixed_bf16 and bf16 run as "
-            "mixed_bf16_fp32_grads); TE fused attention",
+            "mixed_bf16_fp32_grads); TE fused attention; FP8/FP4 recipes through Transformer "
+            "Engine's linear layers, which save their inputs quantized "
+            "(NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/module/linear.py, "
+            "layernorm_linear.py, grouped_linear.py); FP8 proposed as tensor-wise current "
+            "scaling (TE's Float8CurrentScaling, the Megatron-Bridge recipes' FP8-CS)",
         ),
         StackProfile(
             id="deepspeed",
@@ -303,7 +328,8 @@ STACKS: dict[str, StackProfile] = {
             "without data_types.grad_accum_dtype accumulates gradients in bf16, ZeRO or "
             "DDP_BFLOAT16: mixed_bf16 runs as named, 2 + 2 + 12; the export adds "
             "grad_accum_dtype fp32 only for mixed_bf16_fp32_grads); activation "
-            "profile of the Hugging Face modules it usually wraps",
+            "profile of the Hugging Face modules it usually wraps; no FP8 training recipe "
+            "of its own (deepspeed/runtime has none at this commit): none proposed",
         ),
         StackProfile(
             id="torchtitan",
@@ -312,13 +338,23 @@ STACKS: dict[str, StackProfile] = {
             gradient_reduce_bytes=4.0,
             dp_bucket_bytes=None,
             zero3_prefetch_layers=1,
+            fp8_recipe="fp8_current",
+            fp8_recipe_name="torchao float8, row-wise dynamic scaling",
+            fp8_vendors=("NVIDIA", "AMD"),
             source="pytorch/torchtitan@b5bcd76c: torchtitan/distributed/fsdp.py (fully_shard "
             "per transformer block: one all-gather and one reduce-scatter per block, implicit "
             "prefetch of the next block), torchtitan/config/configs.py (mixed_precision_param "
             "bfloat16, mixed_precision_reduce float32; training.dtype float32: the sharded "
             "parameters, their gradients and AdamW's moments stay fp32, 4 + 4 + 8 = 16 bytes "
             "per parameter, the same total per GPU as mixed_bf16's 2 + 2 + 12 under FSDP's "
-            "full sharding, split differently between weights, gradients and optimizer)",
+            "full sharding, split differently between weights, gradients and optimizer); "
+            "FP8 through torchao's Float8Linear, which saves the 16-bit input and weight and "
+            "casts them again in the backward (pytorch/ao@36027d82 torchao/float8/"
+            "float8_linear.py, matmul_with_hp_or_float8_args: save_for_backward(input_hp, "
+            "weight_hp_t)): activations stay 16-bit; torchtitan/components/quantization/"
+            "float8.py (Float8LinearConverter, recipe 'rowwise': dynamic scales from the "
+            "current tensor, one per row, on NVIDIA SM89+ or AMD gfx942+), priced as "
+            "fp8_current (its per-row scales are a negligible share of the bytes)",
         ),
         StackProfile(
             id="hf",
@@ -329,7 +365,10 @@ STACKS: dict[str, StackProfile] = {
             source="PyTorch DistributedDataParallel defaults (bucket_cap_mb = 25, "
             "gradient_as_bucket_view = False), which accelerate and the Trainer use; Hugging "
             "Face modeling_llama.py modules (the 'pytorch' activation profile, measured in "
-            "tests/validation/test_torch_activations.py)",
+            "tests/validation/test_torch_activations.py); FP8 only through accelerate's "
+            "Transformer Engine or MS-AMP backends (huggingface/accelerate@16cb6eb8 "
+            "src/accelerate/utils/dataclasses.py FP8BackendType), which swap the modules this "
+            "profile counts: none proposed",
         ),
         StackProfile(
             id="nanotron",
@@ -382,7 +421,8 @@ STACKS: dict[str, StackProfile] = {
             "fp32 buffer), optim/zero.py and distributed.py (ZeRO-1 parameter all-gather: "
             "one all_gather, then per-rank per-tensor copies), tensor_parallel/functional.py "
             "(sequence-parallel linears: the column-parallel input all-gathered again in the "
-            "backward, tp_recompute_allgather)",
+            "backward, tp_recompute_allgather); no FP8 recipe proposed: src/nanotron/fp8 "
+            "(an FP8Linear) is imported by no model or config at 2411b022",
         ),
     )
 }

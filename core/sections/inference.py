@@ -466,7 +466,13 @@ class InferenceReport(BaseModel):
             ("gpu_memory_bytes", "GPU memory", "bytes", "catalog", "GPU datasheet"),
             ("memory_fraction_used", "Memory used", "percent", "per GPU ÷ capacity", ""),
             ("fits", "Fits", "bool", "per GPU ≤ capacity", ""),
-            ("max_batch", "Largest batch at this context", "count", "bisection on memory", ""),
+            (
+                "max_batch",
+                "Largest batch of full-context sequences",
+                "count",
+                "bisection on memory, every sequence holding the whole context's KV cache",
+                "",
+            ),
             ("max_context", "Largest context at this batch", "tokens", "≤ model max", ""),
             (
                 "decode_tokens_per_s_bound",

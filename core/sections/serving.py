@@ -514,9 +514,11 @@ class ServingReport(BaseModel):
             ("concurrency", "Concurrent requests", "count", "min(asked, KV, engine)", src),
             (
                 "max_concurrency",
-                "Largest concurrency",
+                f"Largest concurrency ({self.prompt_tokens:,} + {self.output_tokens:,}-token "
+                "requests)",
                 "count",
-                "min(engine limit, KV pool ÷ blocks per sequence)",
+                "min(engine limit, KV pool ÷ blocks per request): a paged request holds only "
+                "its own tokens' KV, so more fit than full-context sequences",
                 "PagedAttention (Kwon et al. 2023) sec. 4.2",
             ),
             ("ttft_seconds", "Time to first token", "seconds", "prefill + one step", src),

@@ -379,14 +379,24 @@ def layer_activations_for(
     tp: int,
     sequence_parallel: bool,
     moe_layer: bool,
+    quantized_inputs: bool = True,
 ) -> LayerActivations:
     """The activation ledger of one layer under ``inputs`` (recomputation, flash, profile,
-    dropout, the recipe's activation dtype, LoRA) at a micro-batch and tp/SP layout.
+    dropout, the recipe's activation dtype and, where the stack saves them quantized, its
+    linear layers' inputs at the recipe's width, LoRA) at a micro-batch and tp/SP layout.
+
+    ``quantized_inputs`` False: every saved tensor at the activation dtype (the element-wise
+    kernels' traffic, whose quantization is priced apart by the recipe).
 
     Kept by its (frozen) arguments: the training FLOPs' ledger at b = 1, tp = 1 is the
     report's own for such a scenario, and the workload asks again. Shared: do not modify
     the ledger list."""
     recipe = get_precision(inputs.precision)
+    quantized = (
+        quantized_inputs
+        and recipe.saved_input_bytes_per_element > 0
+        and get_stack(inputs.stack).saves_quantized_gemm_inputs
+    )
     return layer_activations(
         arch,
         inputs.seq_len,
@@ -402,6 +412,11 @@ def layer_activations_for(
         moe_layer=moe_layer,
         lora_rank=inputs.effective_lora_rank,
         lora_targets=inputs.lora_targets,
+        gemm_input=(
+            (f"{recipe.gemm_dtype} ({recipe.id})", recipe.saved_input_bytes_per_element)
+            if quantized
+            else None
+        ),
     )
 
 

@@ -57,6 +57,7 @@ COLUMNS = (
     ("tp", "TP", "Tensor-parallel degree"),
     ("pp", "PP", "Pipeline-parallel degree"),
     ("dp", "DP", "Data-parallel degree"),
+    ("cp", "CP", "Context-parallel degree (long sequences split over cp GPUs)"),
     ("zero_stage", "ZeRO", "ZeRO stage"),
     ("micro_batch", "µb", "Micro-batch (sequences)"),
     ("recompute", "recomp.", "Activation recomputation"),
@@ -167,6 +168,10 @@ class SearchTable(QWidget):
         top.addWidget(self.apply_button)
         top.addWidget(self.run_button)
         layout.addLayout(top)
+        # the stack's FP8 recipe, proposed beside a 16-bit plan where the GPU runs it
+        self.low_precision = QLabel()
+        self.apply_low_precision = QPushButton("Apply FP8")
+        layout.addLayout(self._low_precision_row())
         self.model = SearchModel(self)
         self.table = QTableView()
         self.table.setObjectName("search_table")
@@ -235,6 +240,26 @@ class SearchTable(QWidget):
 
     def set_busy(self, busy: bool) -> None:
         self.busy.setVisible(busy)
+
+    def _low_precision_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.low_precision.setObjectName("search_low_precision")
+        self.low_precision.setWordWrap(True)
+        self.apply_low_precision.setObjectName("apply_low_precision")
+        self.apply_low_precision.setToolTip(
+            "Apply the FP8 recipe with its best layout to the scenario (undoable)"
+        )
+        row.addWidget(self.low_precision, 1)
+        row.addWidget(self.apply_low_precision)
+        self.show_low_precision(None)
+        return row
+
+    def show_low_precision(self, text: str | None, can_apply: bool = False) -> None:
+        """The FP8 proposal's line (None: hidden) and whether its layout can be applied."""
+        self.low_precision.setText(f"<b>FP8 here</b>: {text}" if text else "")
+        self.low_precision.setVisible(text is not None)
+        self.apply_low_precision.setVisible(text is not None)
+        self.apply_low_precision.setEnabled(can_apply)
 
     def selected_row(self) -> dict[str, Any] | None:
         chosen = self.table.selectionModel().selectedRows()
@@ -349,6 +374,9 @@ class ParallelismTab(Tab):
         self.top.setMinimumHeight(320)
         self.search = SearchTable()
         self.search.apply_row.connect(self.apply_layout)
+        self.search.apply_low_precision.clicked.connect(
+            lambda _checked=False: self.apply_low_precision()
+        )
         self.search.run_button.clicked.connect(lambda _checked=False: self.run_search(force=True))
         export_config.hook_search(self.search, lambda: self.state.scenario)
         self.right.addWidget(self.top)
@@ -463,6 +491,10 @@ class ParallelismTab(Tab):
         self.result = result
         rows = [row.model_dump() for row in result.rows]
         self.search.set_rows(rows)
+        alt = result.low_precision
+        self.search.show_low_precision(
+            alt.describe() if alt else None, alt is not None and alt.row is not None
+        )
         where = f"{scenario.num_gpus:,} × {scenario.gpu.name}"
         if rows:
             self.search.title.setText(
@@ -488,3 +520,16 @@ class ParallelismTab(Tab):
             log.warning("search row does not apply: %s", error)
             return
         self.state.replace(scenario, "Apply layout from search")
+
+    def apply_low_precision(self) -> None:
+        """Apply the proposed FP8 recipe with its best layout as one undoable step."""
+        from llm_planner.core.composition.search import apply_row
+        from llm_planner.core.inputs.scenario import with_changes
+
+        alt = self.result.low_precision if self.result else None
+        if alt is None or alt.row is None:
+            return
+        scenario = with_changes(
+            apply_row(self.state.scenario, alt.row), {"training.precision": alt.precision}
+        )
+        self.state.replace(scenario, f"Apply {alt.precision} from search")

@@ -397,3 +397,16 @@ def test_cheapest_replica_serving_users_within_a_latency_target() -> None:
     strict = plan_serving(scenario, 1000, 1e-4, gpus=[h100])  # 0.1 ms per token: no GPU can
     assert strict.best is None
     assert {o.status for o in strict.options} == {"misses latency"}
+
+
+def test_the_two_largest_batch_figures_say_what_each_counts() -> None:
+    """The inference section's largest batch holds sequences of the whole context; the
+    serving section's largest concurrency holds requests of prompt + output tokens under the
+    engine's limit (vLLM's max_num_seqs = 256). Side by side they differ (58 vs 256 for 8B
+    on one H100), so each label names what it counts."""
+    report = estimate(default_scenario())
+    inference = {f.key: f for f in report.inference.figures()}
+    sc = default_scenario()
+    prompt, output = sc.inference.prompt_tokens, sc.inference.output_tokens
+    assert "full-context" in inference["max_batch"].label
+    assert f"{prompt:,} + {output:,}-token requests" in inference["max_concurrency"].label

@@ -196,3 +196,14 @@ def test_mixed_precision_optimizer_passes() -> None:
     assert step_time.mixed_precision_optimizer_extra_bytes("mixed_bf16") == 16
     assert step_time.mixed_precision_optimizer_extra_bytes("mixed_bf16_fp32_grads") == 8
     assert step_time.mixed_precision_optimizer_extra_bytes("pure_bf16") == 4
+
+
+def test_the_optimizer_passes_follow_the_recipe_the_stack_launches() -> None:
+    """Megatron-LM launched with ``--bf16`` keeps fp32 main gradients (the stack profile's
+    precision_as_launched): mixed_bf16 there steps as mixed_bf16_fp32_grads, 8 extra bytes
+    per parameter (no gradient copy), not the 16 of the recipe as named; on the hf stack the
+    recipe runs as named."""
+    megatron = par.step_inputs_of(LLAMA_8B, _inputs(precision="mixed_bf16", stack="megatron"))
+    hf = par.step_inputs_of(LLAMA_8B, _inputs(precision="mixed_bf16", stack="hf"))
+    assert megatron.optimizer_extra_bytes_per_param == 8
+    assert hf.optimizer_extra_bytes_per_param == 16

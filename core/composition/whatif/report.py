@@ -14,6 +14,7 @@ from llm_planner.core.composition.whatif.mixed import MixedClusterPlan, plan_mix
 from llm_planner.core.composition.whatif.multimodal import MultimodalPlan, plan_multimodal
 from llm_planner.core.composition.whatif.rl import RLPlan, plan_rl
 from llm_planner.core.primitives.figures import Figure, Unit
+from llm_planner.core.sections.parallelism.workload import network_bytes_per_s_per_node
 
 RING = "Patarasuk and Yuan 2009 (ring all-reduce waits on its slowest link)"
 VLLM = "Kwon et al. 2023 (vLLM) section 2: decoding is memory-bound"
@@ -180,7 +181,9 @@ def estimate_whatif(scenario: Scenario, report: Estimated) -> WhatIfReport:
         multimodal=plan_multimodal(scenario, report, w.multimodal) if w.multimodal else None,
         compression=(
             plan_compression(
-                report, w.compression, scenario.parallelism.inter_node_bandwidth_bytes_per_s
+                report,
+                w.compression,
+                network_bytes_per_s_per_node(scenario.gpu, scenario.parallelism),
             )
             if w.compression
             else None

@@ -108,7 +108,11 @@ class ParallelismReport(BaseModel):
             Figure(
                 key="layout",
                 label="Layout (dp × tp × pp)",
-                value=f"{self.dp} × {self.tp} × {self.pp} = {self.gpus} GPUs on {self.nodes} nodes",
+                value=(
+                    f"{self.dp} × {self.tp} × {self.pp} = {self.gpus:,} "
+                    f"GPU{'s' if self.gpus != 1 else ''} on {self.nodes:,} "
+                    f"node{'s' if self.nodes != 1 else ''}"
+                ),
                 unit="text",
                 formula="dp · tp · pp = GPUs",
             ),

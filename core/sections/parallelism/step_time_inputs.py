@@ -8,7 +8,7 @@ from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
-from llm_planner.core.quantities.optimizers import get_precision
+from llm_planner.core.quantities.optimizers import get_precision, launched_precision
 from llm_planner.core.sections.parallelism.step_time_offload import OffloadStep
 from llm_planner.core.sections.training_params import StageParams, stage_params, state_bytes
 
@@ -61,7 +61,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
     )
     targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
-    recipe = get_precision(ti.precision)
+    recipe = launched_precision(ti.precision, ti.stack)
     return StepInputs(
         flash_attention=ti.flash_attention,
         heads=float(arch.heads),
@@ -72,7 +72,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         adapted_matrices_per_layer=float(len(targets)) if rank is not None else 0.0,
         layers=float(arch.layers),
         dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
-        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(ti.precision),
+        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(recipe.id),
         kv_width=float(_kv_width(arch)),
         gemm_dtype=recipe.gemm_dtype,
         quantize_bytes_per_element=recipe.quantize_bytes_per_element,
@@ -87,7 +87,7 @@ def _offload_step(ti: TrainingInputs, whole: StageParams) -> OffloadStep:
     everything = whole.layer_params + whole.outside_params
     lora = ti.effective_lora_rank is not None
     trained = whole.lora_params if lora else everything
-    recipe = get_precision(ti.precision)
+    recipe = launched_precision(ti.precision, ti.stack)
     return OffloadStep(
         optimizer=ti.offload_optimizer,
         params=ti.offload_params,

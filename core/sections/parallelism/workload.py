@@ -157,7 +157,12 @@ def elementwise_bytes_of(
         get_profile(training_inputs.implementation).selective == "op_sac" and arch.recurrent is None
     )
     for moe, n in layer_kinds(arch):
-        la = layer_activations_for(arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe)
+        # at the 16-bit width: the norm and activation kernels write 16-bit outputs; a
+        # low-precision recipe's quantization of them is its own memory-bound term
+        # (PrecisionRecipe.quantize_bytes_per_element)
+        la = layer_activations_for(
+            arch, ti, 1, tp=1, sequence_parallel=False, moe_layer=moe, quantized_inputs=False
+        )
         for e in la.ledger:
             if not _is_non_gemm(e):
                 continue
@@ -343,6 +348,18 @@ def nvlink_domain_of(gpu: GPU, inputs: ParallelInputs) -> int:
     return max(int(domain), inputs.gpus_per_node)
 
 
+def network_bytes_per_s_per_node(gpu: GPU, inputs: ParallelInputs) -> float:
+    """Scale-out network of one node, one direction: the input, else the GPU's network per
+    GPU (its catalog entry's NIC share, else :data:`.comm.NETWORK_BYTES_PER_S_PER_GPU`) × GPUs
+    per node. One NIC per GPU: an HGX H100 node's 8 × 400 Gb/s = 400e9 B/s; a GB200 NVL72
+    compute tray's 4 GPUs with one 400 Gb/s ConnectX-7 each = 200e9 B/s, not an 8-GPU
+    node's 400e9 over 4 GPUs."""
+    if inputs.inter_node_bandwidth_bytes_per_s is not None:
+        return inputs.inter_node_bandwidth_bytes_per_s
+    per_gpu = gpu.network_bytes_per_s_per_gpu or comm.NETWORK_BYTES_PER_S_PER_GPU
+    return per_gpu * inputs.gpus_per_node
+
+
 def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") -> Cluster:
     """The cluster of ``inputs`` built on ``gpu`` (intra-node link from the GPU catalog).
 
@@ -366,7 +383,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
         links=comm.Links(
             gpus_per_node=domain,
             intra_bytes_per_s=intra * inputs.intra_node_efficiency,
-            inter_bytes_per_s_per_node=inputs.inter_node_bandwidth_bytes_per_s
+            inter_bytes_per_s_per_node=network_bytes_per_s_per_node(gpu, inputs)
             * inputs.inter_node_efficiency
             * (domain / inputs.gpus_per_node),
         ),
