@@ -174,37 +174,41 @@ def _layout_text(scenario: Any) -> str:
     )
 
 
-def _offload_json(training: Any, parallelism: Any) -> dict[str, Any]:
-    """The offload part of ``check --json``: devices, host and NVMe bytes, exposed time."""
+def _offload_json(training: Any, parallelism: Any) -> dict[str, Any] | None:
+    """The offload part of ``check --json`` (None when nothing is offloaded): devices, host
+    and NVMe bytes, the exposed time per step."""
+    off = training.offload
+    if off is None:
+        return None
     return {
-        "optimizer": training.offload_optimizer,
-        "params": training.offload_params,
-        "host_bytes_per_gpu": training.host_bytes,
-        "host_bytes_per_node": training.host_bytes_per_node,
-        "host_capacity_bytes_per_node": training.host_capacity_bytes_per_node,
-        "host_fits": training.host_fits,
-        "nvme_bytes_per_gpu": training.nvme_bytes,
+        "optimizer": off.optimizer,
+        "params": off.params,
+        "host_bytes_per_gpu": off.host_bytes,
+        "host_bytes_per_node": off.host_bytes_per_node,
+        "host_capacity_bytes_per_node": off.host_capacity_bytes_per_node,
+        "host_fits": off.host_fits,
+        "nvme_bytes_per_gpu": off.nvme_bytes,
         "step_seconds": parallelism.time_breakdown_seconds.get("offload", 0.0),
-        "notes": list(training.offload_notes),
+        "notes": list(off.notes),
     }
 
 
 def _offload_lines(training: Any, parallelism: Any) -> list[str]:
     """What ZeRO offload moves and costs, when the plan offloads."""
-    if training.offload_optimizer == "none" and training.offload_params == "none":
+    off = training.offload
+    if off is None:
         return []
-    host = training.host_bytes_per_node
     lines = [
-        f"  offload: optimizer {training.offload_optimizer}, parameters "
-        f"{training.offload_params}; host RAM {units.format_gb(host)} per node of "
-        f"{units.format_gb(training.host_capacity_bytes_per_node)}"
-        + ("" if training.host_fits else " (DOES NOT FIT in host RAM)"),
+        f"  offload: optimizer {off.optimizer}, parameters {off.params}; host RAM "
+        f"{units.format_gb(off.host_bytes_per_node)} per node of "
+        f"{units.format_gb(off.host_capacity_bytes_per_node)}"
+        + ("" if off.host_fits else " (DOES NOT FIT in host RAM)"),
         f"  offload adds {parallelism.time_breakdown_seconds.get('offload', 0.0):.3g} s per "
         "step (host-link copies not hidden, CPU Adam step)",
     ]
-    if training.nvme_bytes:
-        lines.append(f"  on NVMe per GPU: {units.format_gb(training.nvme_bytes)}")
-    lines += [f"  offload: {note}" for note in training.offload_notes]
+    if off.nvme_bytes:
+        lines.append(f"  on NVMe per GPU: {units.format_gb(off.nvme_bytes)}")
+    lines += [f"  offload: {note}" for note in off.notes]
     return lines
 
 

@@ -51,6 +51,7 @@ from llm_planner.core.sections.training_memory import (
     memory_terms,
     training_memory_arrays,
 )
+from llm_planner.core.sections.training_offload import OffloadReport, offload_report
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,
@@ -145,21 +146,15 @@ class TrainingReport(BaseModel):
     dequant_bytes: float
     cuda_context_bytes: float
     fragmentation_bytes: float
-    offload_optimizer: str = Field(default="none", description="ZeRO-Offload device")
-    offload_params: str = Field(default="none", description="ZeRO-Infinity parameter device")
-    host_bytes: float = Field(default=0.0, description="offloaded state in host RAM per GPU")
-    host_bytes_per_node: float = Field(
-        default=0.0, description="offloaded state in host RAM per node (per GPU × GPUs on it)"
+    offload: OffloadReport | None = Field(
+        default=None,
+        description="ZeRO CPU/NVMe offload: host and NVMe bytes (None: nothing offloaded)",
     )
-    host_capacity_bytes_per_node: float = Field(
-        default=0.0, description="host RAM per node offloaded state may use (an input)"
-    )
-    nvme_bytes: float = Field(default=0.0, description="offloaded state on NVMe per GPU")
-    gpu_fits: bool = Field(default=True, description="peak per GPU ≤ GPU memory")
-    host_fits: bool = Field(default=True, description="host bytes per node ≤ host RAM")
-    offload_notes: list[str] = Field(
-        default_factory=list, description="offload settings the layout ignores, and why"
-    )
+
+    @property
+    def host_fits(self) -> bool:
+        """The offloaded state fits the node's host RAM (True without offload)."""
+        return self.offload is None or self.offload.host_fits
 
     def figures(self) -> list[Figure]:
         zero = "ZeRO (Rajbhandari et al. 2019, Figure 1)"
@@ -340,14 +335,15 @@ def _offload_rows(
     report: TrainingReport,
 ) -> list[tuple[str, str, float | int | bool, Unit, str, str]]:
     """The host and NVMe figures, when something is offloaded."""
-    if report.offload_optimizer == "none" and report.offload_params == "none":
+    off = report.offload
+    if off is None:
         return []
     src = "DeepSpeed@edaa7221 stage_1_and_2.py, stage3.py; Ren et al. 2021 (ZeRO-Offload)"
     return [
         (
             "host_bytes",
             "Offloaded to host RAM, per GPU",
-            report.host_bytes,
+            off.host_bytes,
             "bytes",
             "optimizer (O + 4 + 2)·n on cpu; 16-bit params on cpu; swap buffers on nvme",
             src,
@@ -355,7 +351,7 @@ def _offload_rows(
         (
             "host_bytes_per_node",
             "Offloaded to host RAM, per node",
-            report.host_bytes_per_node,
+            off.host_bytes_per_node,
             "bytes",
             "per GPU × GPUs per node",
             src,
@@ -363,16 +359,16 @@ def _offload_rows(
         (
             "host_capacity_bytes_per_node",
             "Host RAM per node",
-            report.host_capacity_bytes_per_node,
+            off.host_capacity_bytes_per_node,
             "bytes",
             "stated (--host-memory; DGX H100: 2 TB)",
             "assumption",
         ),
-        ("host_fits", "Host RAM fits", report.host_fits, "bool", "per node ≤ host RAM", ""),
+        ("host_fits", "Host RAM fits", off.host_fits, "bool", "per node ≤ host RAM", ""),
         (
             "nvme_bytes",
             "Offloaded to NVMe, per GPU",
-            report.nvme_bytes,
+            off.nvme_bytes,
             "bytes",
             "optimizer state + fp32 gradients (nvme); 16-bit params (nvme)",
             src,
@@ -554,8 +550,14 @@ def estimate_training(
     at = memory([inputs.micro_batch, 1, 2])
     out = {k: float(v[0]) for k, v in at.items()}
     capacity = gpu.memory_bytes
-    host_node = out["host_bytes"] * gpus_per_node
-    host_fits = host_node <= inputs.host_memory_bytes_per_node
+    offload = offload_report(
+        inputs,
+        host_bytes=out["host_bytes"],
+        nvme_bytes=out["nvme_bytes"],
+        gpus_per_node=gpus_per_node,
+        zero_stage=zero_stage,
+    )
+    host_fits = offload is None or offload.host_fits
     max_b = _largest_micro_batch(
         memory,
         capacity,
@@ -628,28 +630,8 @@ def estimate_training(
         dequant_bytes=out["dequant_bytes"],
         cuda_context_bytes=out["cuda_context_bytes"],
         fragmentation_bytes=out["fragmentation_bytes"],
-        offload_optimizer=inputs.offload_optimizer,
-        offload_params=inputs.offload_params,
-        host_bytes=out["host_bytes"],
-        host_bytes_per_node=host_node,
-        host_capacity_bytes_per_node=inputs.host_memory_bytes_per_node,
-        nvme_bytes=out["nvme_bytes"],
-        gpu_fits=out["peak_bytes"] <= capacity,
-        host_fits=host_fits,
-        offload_notes=_offload_notes(inputs, zero_stage),
+        offload=offload,
     )
-
-
-def _offload_notes(inputs: TrainingInputs, zero_stage: int) -> list[str]:
-    """Offload settings this ZeRO stage cannot use (DeepSpeed asserts on them: the
-    optimizer offload lives in ZeRO's optimizer, stage ≥ 1; parameter offload in stage 3's
-    partitioned parameters)."""
-    notes: list[str] = []
-    if inputs.offload_optimizer != "none" and zero_stage < 1:
-        notes.append("optimizer offload needs ZeRO stage 1-3: not applied at stage 0")
-    if inputs.offload_params != "none" and zero_stage < 3:
-        notes.append(f"parameter offload needs ZeRO-3: not applied at stage {zero_stage}")
-    return notes
 
 
 MAX_MICRO_BATCH_SEARCHED = 2**21 - 1

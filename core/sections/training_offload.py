@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.quantities.offload import (
@@ -46,6 +47,52 @@ FloatArray = npt.NDArray[np.float64]
 
 BUFFER_16BIT_BYTES = 2.0
 """The 16-bit partition copy on the host (bf16/fp16 parameters)."""
+
+
+class OffloadReport(BaseModel):
+    """The training report's offload part (None there when nothing is offloaded)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    optimizer: str = Field(description="ZeRO-Offload device: none, cpu or nvme")
+    params: str = Field(description="ZeRO-Infinity parameter device: none, cpu or nvme")
+    host_bytes: float = Field(description="offloaded state in host RAM per GPU")
+    host_bytes_per_node: float = Field(description="per GPU × the GPUs sharing a node")
+    host_capacity_bytes_per_node: float = Field(description="host RAM per node (an input)")
+    host_fits: bool = Field(description="host bytes per node ≤ host RAM per node")
+    nvme_bytes: float = Field(description="offloaded state on NVMe per GPU")
+    notes: list[str] = Field(description="offload settings the layout ignores, and why")
+
+
+def offload_report(
+    inputs: TrainingInputs,
+    *,
+    host_bytes: float,
+    nvme_bytes: float,
+    gpus_per_node: int,
+    zero_stage: int,
+) -> OffloadReport | None:
+    """The :class:`OffloadReport` of a layout (None when nothing is offloaded). The notes
+    name settings DeepSpeed refuses at this stage (the optimizer offload lives in ZeRO's
+    optimizer, stage ≥ 1; parameter offload in stage 3's partitioned parameters)."""
+    if inputs.offload_optimizer == "none" and inputs.offload_params == "none":
+        return None
+    notes: list[str] = []
+    if inputs.offload_optimizer != "none" and zero_stage < 1:
+        notes.append("optimizer offload needs ZeRO stage 1-3: not applied at stage 0")
+    if inputs.offload_params != "none" and zero_stage < 3:
+        notes.append(f"parameter offload needs ZeRO-3: not applied at stage {zero_stage}")
+    per_node = host_bytes * gpus_per_node
+    return OffloadReport(
+        optimizer=inputs.offload_optimizer,
+        params=inputs.offload_params,
+        host_bytes=host_bytes,
+        host_bytes_per_node=per_node,
+        host_capacity_bytes_per_node=inputs.host_memory_bytes_per_node,
+        host_fits=per_node <= inputs.host_memory_bytes_per_node,
+        nvme_bytes=nvme_bytes,
+        notes=notes,
+    )
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ def test_zero3_cpu_offload_for_70b_on_one_node_of_h100(qtbot: Any, window: MainW
     assert applied.training.offload_optimizer == "cpu"
     report = estimate(applied)
     assert report.training.fits
-    assert report.training.host_bytes > 0
+    assert report.training.offload is not None
+    assert report.training.offload.host_bytes > 0
     assert report.parallelism.time_breakdown_seconds["offload"] > 0
     assert window.state.report.compute.wall_seconds is not None
