@@ -33,6 +33,7 @@ from llm_planner.core.inputs.registry_units import (
     DURATION,
     FRACTION,
     LENGTH,
+    NAMES,
     POINTS,
     PRICE,
     TFLOPS,
@@ -77,6 +78,7 @@ __all__ = [
     "INPUTS",
     "LENGTH",
     "MODEL",
+    "NAMES",
     "PARALLEL",
     "POINTS",
     "PRICE",
@@ -442,6 +444,49 @@ INPUTS: tuple[Input, ...] = (
         cli="--recompute threshold:{}",
     ),
     Input(
+        "training.recompute_method",
+        "Full recompute method",
+        "how full recomputation covers a stage's layers: uniform (Megatron: chunks of N "
+        "layers, each chunk's input kept), block (Megatron: the first N layers of each stage), "
+        "every (torchtitan selective_ac_option N: every N-th block)",
+        kind="choice",
+        flag="--recompute-method",
+        group=TRAINING,
+        metavar="M",
+        names=_names("llm_planner.core.quantities.activation_recompute", "RECOMPUTE_METHODS"),
+    ),
+    Input(
+        "training.recompute_layers",
+        "Recompute layers N",
+        "N of the full recompute method (Megatron --recompute-num-layers, torchtitan "
+        "selective_ac_option); empty: every layer checkpointed alone",
+        WHOLE,
+        flag="--recompute-layers",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
+        "training.recompute_modules",
+        "Selective modules",
+        "what selective recomputation drops, Megatron's --recompute-modules: core_attn, mlp, "
+        "moe, shared_experts, moe_act, layernorm, mla_up_proj (default core_attn)",
+        NAMES,
+        flag="--recompute-modules",
+        group=TRAINING,
+    ),
+    Input(
+        "training.recompute_checkpoint",
+        "Checkpoints on",
+        "where full recomputation's layer inputs live: gpu, partitioned (over tp: DeepSpeed "
+        "partition_activations, Megatron --distribute-saved-activations) or cpu (DeepSpeed "
+        "cpu_checkpointing)",
+        kind="choice",
+        flag="--recompute-checkpoint",
+        group=TRAINING,
+        metavar="WHERE",
+        names=_names("llm_planner.core.quantities.activation_recompute", "CHECKPOINT_PLACEMENTS"),
+    ),
+    Input(
         "training.flash_attention",
         "FlashAttention",
         "fused attention kernel (no s² tensors saved)",
@@ -465,6 +510,34 @@ INPUTS: tuple[Input, ...] = (
         flag="--lora-rank",
         group=TRAINING,
         optional=True,
+    ),
+    Input(
+        "training.moe_capacity_factor",
+        "MoE capacity factor",
+        "tokens an expert takes ÷ the mean, beyond which they are dropped and up to which "
+        "it is padded (none: dropless, Megatron-Core's default)",
+        FRACTION,
+        flag="--moe-capacity-factor",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
+        "training.moe_dispatcher",
+        "MoE dispatcher",
+        "how MoE tokens reach their experts: alltoall or allgather (Megatron-Core's dispatchers)",
+        kind="choice",
+        flag="--moe-dispatcher",
+        group=TRAINING,
+        metavar="NAME",
+        names=_names("llm_planner.core.quantities.moe", "DISPATCHERS"),
+    ),
+    Input(
+        "training.moe_load_imbalance",
+        "MoE load imbalance",
+        "tokens of the busiest expert ÷ the mean (1: balanced); the slowest rank sets the step",
+        FRACTION,
+        flag="--moe-load-imbalance",
+        group=TRAINING,
     ),
     Input(
         "training.qlora",

@@ -469,6 +469,7 @@ def _norm_params(arch: Architecture) -> int:
     return norm_params(arch)
 
 
+@kept()
 def attention_params_per_layer(arch: Architecture) -> int:
     """Parameters of one layer's attention block.
 
@@ -578,6 +579,7 @@ def mean_layer_params(arch: Architecture, moe_layer: bool) -> float:
     return sum(picked) / len(picked) if picked else 0.0
 
 
+@kept()
 def mlp_params(arch: Architecture, ffn_size: int) -> int:
     """Parameters of one feed-forward block of intermediate size ``ffn_size``.
 

@@ -182,6 +182,14 @@ class StackProfile(BaseModel):
         description="a DDP-style bucket buffer is held while the gradients are reduced "
         "(Megatron reduces in place in its contiguous grad buffer: no)",
     )
+    selective_whole_layer: bool = Field(
+        default=False,
+        description="the stack's only layer-level recompute is whole-layer checkpointing, so "
+        "its 'selective' is priced as full (Hugging Face: gradient_checkpointing wraps each "
+        "decoder layer: huggingface/transformers@00029cfa src/transformers/modeling_layers.py "
+        "GradientCheckpointingLayer.__call__ runs the layer under the checkpoint function; "
+        "no per-op or attention-core option)",
+    )
     zero3_prefetch_layers: int = Field(
         default=1, ge=0, description="layers all-gathered ahead of the one computing (FSDP/ZeRO-3)"
     )
@@ -266,6 +274,18 @@ class StackProfile(BaseModel):
     )
     fp8_vendors: tuple[str, ...] = Field(
         default=("NVIDIA",), description="GPU vendors whose FP8 the stack's recipe runs on"
+    )
+    moe_dispatch_overlap: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="share of the MoE token dispatch and combine (all-to-all) the stack hides "
+        "behind computation by default: 0 for Megatron-Core, whose overlap of the expert-"
+        "parallel all-to-all with another micro-batch's compute (overlap_moe_expert_parallel_"
+        "comm, the combined 1F1B schedule) and of the shared experts with the dispatch "
+        "(moe_shared_expert_overlap) are both off by default (NVIDIA/Megatron-LM@d98e8a64 "
+        "megatron/core/transformer/transformer_config.py); the scenario's ep_overlap sets a "
+        "run that turns them on",
     )
     memory_figure: str = Field(
         default="torch.cuda.max_memory_reserved",
@@ -362,6 +382,7 @@ STACKS: dict[str, StackProfile] = {
             implementation="pytorch",
             extra_gradient_bytes_per_param=0.0,
             dp_bucket_bytes=25.0 * MIB,
+            selective_whole_layer=True,
             source="PyTorch DistributedDataParallel defaults (bucket_cap_mb = 25, "
             "gradient_as_bucket_view = False), which accelerate and the Trainer use; Hugging "
             "Face modeling_llama.py modules (the 'pytorch' activation profile, measured in "

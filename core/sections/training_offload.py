@@ -26,6 +26,7 @@ the host's (the data loader, the Python process) counted; the host check is per 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,16 +127,15 @@ def offload_terms(
 
 def offloaded_state(
     terms: OffloadTerms | None,
-    weights: FloatArray,
-    gradients: FloatArray,
-    optimizer: FloatArray,
+    state: Sequence[FloatArray],
     zero: npt.NDArray[np.int64],
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """(weights, gradients, optimizer left on the GPU, host bytes, NVMe bytes) per GPU of
-    each layout (the module docstring gives the terms); the optimizer is offloaded where
+    each layout, from its ``state`` (weights, gradients, optimizer per GPU): the
+    module docstring gives the terms; the optimizer is offloaded where
     ZeRO ≥ 1, the parameters where ZeRO = 3 (DeepSpeed refuses them otherwise); ``terms``
     None: nothing offloaded (host and NVMe zero)."""
-    w, g, o = weights, gradients, optimizer
+    w, g, o = state
     zeros = np.zeros(np.broadcast(w, g, o, zero).shape)
     host, nvme = zeros, zeros
     if terms is None:

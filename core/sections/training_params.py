@@ -10,7 +10,7 @@ The memory arithmetic over layouts is :mod:`.training_memory`; the report,
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,6 +30,7 @@ from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
     layer_activations,
+    outside_layer_bytes,
     outside_layer_ledger,
 )
 from llm_planner.core.quantities.optimizers import (
@@ -85,6 +86,7 @@ def _norm_params(arch: Architecture) -> int:
     return norm_params(arch)
 
 
+@kept()
 def _layer_params(arch: Architecture, moe_layer: bool) -> float:
     """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
     when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
@@ -177,6 +179,7 @@ def _routed_per_layer(arch: Architecture, inputs: TrainingInputs) -> _Routed:
     return _Routed(total, mat, factored, lora, lora_factored)
 
 
+@kept()
 def largest_local_layer(arch: Architecture, ep: int = 1) -> float:
     """Parameters of the largest layer as one expert-parallel rank holds it (E/ep of the
     routed experts of an MoE layer; unscaled): what a ZeRO-3 gather or a bucket holds."""
@@ -214,6 +217,28 @@ def routed_expert_params(
     )
 
 
+@kept()
+def _kind_sums(
+    arch: Architecture, moe_layer: bool, rank: int | None, targets: tuple[str, ...]
+) -> tuple[float, int, float, int, float, float]:
+    """One layer of a kind, as :func:`stage_params` sums it: (parameters, matrix elements,
+    Adafactor factored values of the matrices, largest matrix, LoRA adapter parameters and
+    their factored values on ``targets`` at ``rank``). Kept: every stage of every layout
+    the estimate prices has the same layers."""
+    mats = arch.layer_matrices(moe_layer)
+    total = _layer_params(arch, moe_layer)
+    mat = sum(m.elements for m in mats)
+    # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
+    per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
+    largest = max(m.d_in * m.d_out for m in mats)
+    layer_lora = layer_lora_factored = 0.0
+    if rank is not None:
+        adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in targets]
+        layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
+        layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+    return total, mat, per_layer, largest, layer_lora, layer_lora_factored
+
+
 def stage_params(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -239,21 +264,15 @@ def stage_params(
     lora = lora_factored = 0.0
     largest = 0
     rank = inputs.effective_lora_rank
+    targets = inputs.lora_targets if rank is not None else ()
     for moe_layer, n in layer_kinds(arch):
-        mats = arch.layer_matrices(moe_layer)
-        total = _layer_params(arch, moe_layer)
-        mat = sum(m.elements for m in mats)
+        total, mat, per_layer, big, layer_lora, layer_lora_factored = _kind_sums(
+            arch, moe_layer, rank, targets
+        )
         layer_params += n * share * total
         matrix_params += n * share * mat
-        # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
-        per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
         factored += n * share * (per_layer + (total - mat))
-        largest = max(largest, *(m.d_in * m.d_out for m in mats))
-        layer_lora = layer_lora_factored = 0.0
-        if rank is not None:
-            adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets]
-            layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
-            layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+        largest = max(largest, big)
         if moe_layer and routed is not None:  # other ranks hold (1 − 1/ep) of the experts
             away = 1.0 - 1.0 / ep
             layer_params -= n * share * routed.params * away
@@ -403,7 +422,7 @@ def layer_activations_for(
         micro_batch,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        recompute=inputs.recompute,
+        recompute=inputs.priced_recompute,
         threshold_bytes=inputs.recompute_threshold_bytes,
         flash=inputs.flash_attention,
         profile=inputs.implementation,
@@ -412,6 +431,8 @@ def layer_activations_for(
         moe_layer=moe_layer,
         lora_rank=inputs.effective_lora_rank,
         lora_targets=inputs.lora_targets,
+        recompute_modules=inputs.recompute_modules,
+        checkpoint_placement=inputs.recompute_checkpoint,
         gemm_input=(
             (f"{recipe.gemm_dtype} ({recipe.id})", recipe.saved_input_bytes_per_element)
             if quantized
@@ -432,6 +453,34 @@ def outside_ledger_for(
 ) -> list[LedgerEntry]:
     """Tensors saved outside the layers on a first and/or last pipeline stage."""
     return outside_layer_ledger(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=get_precision(inputs.precision).activations_dtype,
+        first_stage=first,
+        last_stage=last,
+        lora=inputs.effective_lora_rank is not None,
+        recompute=inputs.priced_recompute,
+        flash=inputs.flash_attention,
+    )
+
+
+def outside_bytes_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: Any,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    first: bool,
+    last: bool,
+) -> Any:
+    """The bytes of :func:`outside_ledger_for`'s lines, summed (without building them)."""
+    return outside_layer_bytes(
         arch,
         inputs.seq_len,
         micro_batch,

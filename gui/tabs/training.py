@@ -100,7 +100,7 @@ class TrainingTab(Tab):
             "training.recompute",
             [
                 ("none", "none"),
-                ("selective (attention core)", "selective"),
+                ("selective (as the stack defines it)", "selective"),
                 ("full (layer inputs only)", "full"),
                 ("drop tensors above X", "threshold"),
             ],
@@ -108,6 +108,32 @@ class TrainingTab(Tab):
             also=self._threshold_start,
         )
         self.threshold = self.input(acts, "training.recompute_threshold_bytes")
+        self.recompute_method = self.combo(
+            acts,
+            "Full recompute method",
+            "training.recompute_method",
+            [
+                ("uniform (chunks of N layers)", "uniform"),
+                ("block (first N layers per stage)", "block"),
+                ("every N-th layer (torchtitan)", "every"),
+            ],
+            "How full recomputation covers a stage's layers (Megatron --recompute-method, "
+            "torchtitan selective_ac_option N)",
+        )
+        self.recompute_layers = self.input(acts, "training.recompute_layers")
+        self.recompute_checkpoint = self.combo(
+            acts,
+            "Checkpoints on",
+            "training.recompute_checkpoint",
+            [
+                ("GPU", "gpu"),
+                ("partitioned over TP", "partitioned"),
+                ("CPU (host memory)", "cpu"),
+            ],
+            "Where full recomputation's layer inputs live (DeepSpeed partition_activations, "
+            "cpu_checkpointing; Megatron --distribute-saved-activations)",
+        )
+        self.recompute_modules = self.input(acts, "training.recompute_modules")
         self.flash = self.check(
             acts,
             "FlashAttention",
@@ -150,6 +176,16 @@ class TrainingTab(Tab):
         )
         self.host_memory = self.input(offload, "training.host_memory_bytes_per_node")
         self.host_link = self.input(offload, "training.pcie_bandwidth_bytes_per_s")
+        experts = self.group("Mixture of experts")
+        self.moe_capacity = self.input(experts, "training.moe_capacity_factor")
+        self.moe_imbalance = self.input(experts, "training.moe_load_imbalance")
+        self.moe_dispatcher = self.combo(
+            experts,
+            "MoE dispatcher",
+            "training.moe_dispatcher",
+            [("all-to-all", "alltoall"), ("all-gather", "allgather")],
+            "How MoE tokens reach their experts (Megatron-Core's token dispatchers)",
+        )
         allowances = self.group("Allowances (per GPU)")
         self.cuda_context = self.input(allowances, "training.cuda_context_bytes")
         self.fragmentation = self.input(allowances, "training.fragmentation_fraction")
@@ -196,7 +232,17 @@ class TrainingTab(Tab):
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
-        self.threshold.setEnabled(scenario.training.recompute == "threshold")
+        policy = scenario.training.recompute
+        self.threshold.setEnabled(policy == "threshold")
+        # each option applies to one policy (full: how it covers a stage and where its
+        # checkpoints live; selective: Megatron's module list) and the MoE inputs to a model
+        # with experts: the others are greyed out, as X is
+        for widget in (self.recompute_method, self.recompute_layers, self.recompute_checkpoint):
+            widget.setEnabled(policy == "full")
+        self.recompute_modules.setEnabled(policy == "selective")
+        has_experts = scenario.model.architecture.moe is not None
+        for widget in (self.moe_capacity, self.moe_imbalance, self.moe_dispatcher):
+            widget.setEnabled(has_experts)
         section = report.training
         par = report.parallelism
         self.layout_note.setText(

@@ -20,7 +20,10 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   tensor parallelism); ZeRO-1 (Megatron's distributed optimizer, the recipes' default);
 - training: ``stack = "megatron"``, the row's sequence length and micro-batch, no
   recomputation (not published in the table; assumed), LoRA rank 32 on every linear layer for
-  ``lora`` rows (Megatron-Bridge's LoRA defaults; as in ``fine_tuning.py``);
+  ``lora`` rows (Megatron-Bridge's LoRA defaults; as in ``fine_tuning.py``); MoE rows with
+  the default load imbalance 1 (the table's footnote: token distribution force-balanced),
+  dropless, or with a capacity factor of 1 where the row is labelled "tokendrop"
+  (:data:`TOKENDROP_CAPACITY_FACTOR`);
 - precision: the row's recipe as the app's precision choice (``PRECISION_OF``: FP8-CS →
   ``fp8_current``, MXFP8 and the 25.09 "32x32 block" rows → ``mxfp8``, NVFP4 → ``nvfp4``,
   BF16 → ``mixed_bf16``) at ``compute_dtype = "bf16"``: the recipe runs the layers' GEMMs at
@@ -81,6 +84,12 @@ PRECISION_OF = {
 """The table's recipe → the app's precision choice (core/quantities/optimizers.py):
 Transformer Engine's recipes by name; BF16 as mixed bf16, which Megatron launches with fp32
 main gradients."""
+
+TOKENDROP_CAPACITY_FACTOR = 1.0
+"""The capacity factor of the rows labelled "tokendrop" (assumed: the table does not print it;
+1.0 with padding to capacity is Megatron-Bridge's token-dropping setting as the label is
+used). The other MoE rows are dropless, Megatron-Core's default. Every MoE row runs with the
+load forced balanced (the page's footnote), the app's default load imbalance of 1."""
 
 LORA_RANK = 32
 """Megatron-Bridge's LoRA default rank (as fine_tuning.py assumes for the same table)."""
@@ -155,6 +164,8 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
     }
     if row["task"] == "lora":
         training["lora_rank"] = LORA_RANK
+    if "tokendrop" in row["model"]["name"].lower():
+        training["moe_capacity_factor"] = TOKENDROP_CAPACITY_FACTOR
     schedule = {"schedule": "interleaved", "interleave_chunks": vp} if vp > 1 else {}
     return sc.model_copy(
         update={

@@ -62,6 +62,14 @@ class LaunchPlan:
     offload_optimizer: str = "none"
     offload_params: str = "none"
     """ZeRO-Offload / ZeRO-Infinity devices (``training.offload_*``)."""
+    recompute_method: str = "uniform"
+    """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
+    recompute_layers: int | None = None
+    """Its N (Megatron --recompute-num-layers, torchtitan selective_ac_option N)."""
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    """Megatron's --recompute-modules under selective recomputation."""
+    recompute_checkpoint: str = "gpu"
+    """Where full recompute's layer inputs live: gpu, partitioned (over tp) or cpu."""
 
     @property
     def nodes(self) -> int:
@@ -107,6 +115,10 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         cp=lay.cp,
         offload_optimizer=tr.offload_optimizer,
         offload_params=tr.offload_params,
+        recompute_method=tr.recompute_method,
+        recompute_layers=tr.recompute_layers,
+        recompute_modules=tr.recompute_modules,
+        recompute_checkpoint=tr.recompute_checkpoint,
     )
 
 

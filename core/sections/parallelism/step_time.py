@@ -37,6 +37,8 @@ from llm_planner.core.sections.parallelism.step_time_offload import offload_seco
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
+    full_replay_share,
+    layout_hw_factors,
 )
 from llm_planner.core.sections.training_memory import MemoryTerms
 
@@ -114,9 +116,11 @@ def evaluate_layouts(
         per sequence of micro-batch (1B), i.e. ~150-200 GB/s per rank, where one NIC's
         share would be 50 GB/s at most;
       - pipeline point-to-point: bytes ÷ link + 2·v sends × P2P latency (+ a network step
-        when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
+        when stages sit on different nodes), per micro-batch; the MoE all-to-all (4 per MoE
+        layer, each on the links its ep group spans, NVLink and network at once, with NCCL's
+        latency, × the busiest expert's load: :func:`.moe.all_to_all_seconds`), less the
         share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
-        section 3.2.1);
+        section 3.2.1; the stack's own default overlap, 0 for Megatron-Core);
     - context parallelism (cp > 1): every per-GPU term above on s·b/cp tokens (each GPU
       holds that share of every sequence; GPUs = tp·cp·pp·dp), plus the K/V ring's time
       left over after the attention kernels it overlaps (:func:`_context_parallel`);
@@ -156,7 +160,6 @@ def evaluate_layouts(
     (GPUs · peak); HFU = the FLOPs executed (matmuls, attention, recomputation) ÷ peak
     (Korthikanti et al. 2022 section 6; Chowdhery et al. 2022 Appendix B).
     """
-    f64 = np.float64
     si = step_inputs or StepInputs()
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
@@ -168,7 +171,7 @@ def evaluate_layouts(
     # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
     dp_work, m = _replicas_at_work(work.global_batch, dp, b)
     tokens_mb = work.seq_len * b / lay.as_float("cp")  # this GPU's share of the sequences
-    hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
+    hw_factor = layout_hw_factors(work, lay)
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
     chunk_layers = np.ceil(work.layers / (pp * v))
@@ -186,7 +189,7 @@ def evaluate_layouts(
 
     links = cluster.links
     layers_stage = work.layers / pp
-    full = lay.recompute == 2
+    full = full_replay_share(work, lay)
     regathers = lay.sp & work.stack.tp_backward_regathers_input
     tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
         tp, tokens_mb, work.hidden, full, regathers

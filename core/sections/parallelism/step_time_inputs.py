@@ -8,6 +8,7 @@ from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.optimizers import get_precision, launched_precision
 from llm_planner.core.sections.parallelism.step_time_offload import OffloadStep
 from llm_planner.core.sections.training_params import StageParams, stage_params, state_bytes
@@ -52,6 +53,7 @@ class StepInputs:
     """ZeRO-Offload / ZeRO-Infinity settings (:func:`.step_time_offload.offload_seconds`)."""
 
 
+@forgotten
 @cache
 def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepInputs:
     """:class:`StepInputs` of a model trained with ``training_inputs``."""

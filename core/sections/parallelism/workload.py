@@ -8,6 +8,9 @@ import math
 from dataclasses import dataclass, field
 from functools import cache
 
+import numpy as np
+import numpy.typing as npt
+
 from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import (
@@ -16,7 +19,10 @@ from llm_planner.core.primitives.architecture import (
 )
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities import moe as moe_work
+from llm_planner.core.quantities.activation_recompute import is_partial, recomputed_fraction
 from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
@@ -25,7 +31,7 @@ from llm_planner.core.quantities.flops import (
 )
 from llm_planner.core.quantities.optimizers import launched_precision
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
-from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES
+from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, Layouts
 from llm_planner.core.sections.training import (
     hardware_flops_factor,
     layer_activations_for,
@@ -76,6 +82,18 @@ class Workload:
     run by the fused attention kernel at its own efficiency; part of model_flops_per_token."""
     moe_tokens_share: float = 1.0
     """Share of a micro-batch's tokens one routed expert's GEMM sees (k / E); 1 if dense."""
+    num_experts: int = 0
+    """Routed experts per MoE layer (0 if dense)."""
+    moe_load_factor: float = 1.0
+    """Rows the busiest routed expert runs ÷ the mean (:func:`.moe.expert_load_factor`: the
+    load imbalance, or the capacity factor when tokens are dropped and padded)."""
+    moe_capacity_factor: float | None = None
+    """The expert capacity factor (None: dropless)."""
+    moe_dispatcher: str = "alltoall"
+    """Megatron-Core's token dispatcher (:data:`.moe.DISPATCHERS`)."""
+    moe_permute_bytes: tuple[float, float] = (0.0, 0.0)
+    """HBM bytes per token per MoE layer of the token permutations (with, without the
+    regrouping by local expert): :func:`.moe.permutation_bytes_per_token`."""
     stack: StackProfile = field(default_factory=lambda: get_stack("megatron"))
     """The training stack's profile (buckets, reduce dtype, host overhead, attention kernel)."""
     gradient_reduce_bytes: float = comm.COMM_BYTES_PER_ELEMENT
@@ -88,6 +106,10 @@ class Workload:
     head_flops_per_token: float = 0.0
     """Output-head GEMM FLOPs per token, forward + backward (6·V·h), part of
     model_flops_per_token; it runs on the last pipeline stage only."""
+    recompute_method: str = "uniform"
+    """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
+    recompute_layers: int | None = None
+    """Its N; None: every layer alone (``hw_flops_factor`` full is then every layer's)."""
     tied_embedding_params: float = 0.0
     """Parameters of an input embedding tied to the output head (V·h), 0 when untied: with a
     pipeline the two copies sit on the first and the last stage and their gradients are
@@ -124,6 +146,7 @@ def _is_non_gemm(entry: LedgerEntry) -> bool:
     return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
 
 
+@forgotten
 @cache
 def elementwise_bytes_of(
     arch: Architecture, training_inputs: TrainingInputs
@@ -180,6 +203,7 @@ def elementwise_bytes_of(
     )
 
 
+@forgotten
 @cache
 def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: TrainingInputs) -> float:
     """HBM bytes the optimizer step moves per parameter of the model, once per step.
@@ -249,6 +273,26 @@ def workload_of(
         moe_tokens_share=(
             arch.moe.experts_per_token / arch.moe.num_experts if arch.moe is not None else 1.0
         ),
+        num_experts=arch.moe.num_experts if arch.moe is not None else 0,
+        moe_load_factor=(
+            moe_work.expert_load_factor(ti.moe_load_imbalance, ti.moe_capacity_factor)
+            if arch.moe is not None
+            else 1.0
+        ),
+        moe_capacity_factor=ti.moe_capacity_factor,
+        moe_dispatcher=ti.moe_dispatcher,
+        moe_permute_bytes=(
+            (
+                moe_work.permutation_bytes_per_token(
+                    arch.moe.experts_per_token, arch.hidden_size, True
+                ),
+                moe_work.permutation_bytes_per_token(
+                    arch.moe.experts_per_token, arch.hidden_size, False
+                ),
+            )
+            if arch.moe is not None
+            else (0.0, 0.0)
+        ),
         stack=stack,
         gradient_reduce_bytes=stack.gradient_reduce_bytes
         or launched_precision(ti.precision, ti.stack).gradients_bytes,
@@ -258,9 +302,12 @@ def workload_of(
         tied_embedding_params=(
             float(arch.vocab_size * arch.hidden_size) if arch.tied_embeddings else 0.0
         ),
+        recompute_method=ti.recompute_method,
+        recompute_layers=ti.recompute_layers,
     )
 
 
+@forgotten
 @cache
 def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     """The weight GEMMs of one token's pass through the layers, with their FLOP shares, from
@@ -407,6 +454,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
     )
 
 
+@forgotten
 @cache
 def hardware_flops_factors(
     arch: Architecture, training_inputs: TrainingInputs, model_flops: float
@@ -414,9 +462,42 @@ def hardware_flops_factors(
     """Hardware ÷ model FLOPs for each policy of RECOMPUTE_CODES, relative to
     ``model_flops`` per token (this module's MFU count, :func:`model_flops_per_token`):
     :func:`llm_planner.core.sections.training.hardware_flops_factor`, the one definition."""
-    ti = training_inputs
+    ti = training_inputs.model_copy(update={"recompute_layers": None})
     values = [
         hardware_flops_factor(arch, ti.model_copy(update={"recompute": rc}), model_flops)
         for rc in RECOMPUTE_CODES
     ]
     return (values[0], values[1], values[2])
+
+
+def full_replay_share(work: Workload, lay: Layouts) -> npt.NDArray[np.float64]:
+    """Share of the fullest stage's layers whose whole forward is replayed in backward, per
+    layout: 1 under full recomputation (and a stack's whole-layer 'selective',
+    ``StackProfile.selective_whole_layer``), the replayed share where full covers a stage
+    partly (:func:`layout_hw_factors`' share), else 0. What the replay repeats beyond its
+    FLOPs (tensor-parallel collectives, kernel launches, context-parallel ring passes,
+    adapters' GEMMs) scales with it."""
+    full = RECOMPUTE_CODES.index("full")
+    selective = 1.0 if work.stack.selective_whole_layer else 0.0
+    share = np.take(np.array([0.0, selective, 1.0]), lay.recompute)
+    if not is_partial(work.recompute_method, work.recompute_layers):
+        return np.asarray(share)
+    stage = np.ceil(work.layers / lay.as_float("pp"))
+    part = recomputed_fraction(work.recompute_method, work.recompute_layers, stage)
+    return np.asarray(np.where(lay.recompute == full, part, share))
+
+
+def layout_hw_factors(work: Workload, lay: Layouts) -> npt.NDArray[np.float64]:
+    """Hardware ÷ model FLOPs of each layout's recompute policy
+    (:attr:`Workload.hw_flops_factor`), where full covers a stage partly (Megatron block N,
+    torchtitan every N): 1 + share × (full's − 1), the share of the fullest stage's
+    ⌈L/pp⌉ layers replayed (:func:`.activation_recompute.recomputed_fraction`; interleaved
+    chunks not told apart, as the memory's count). Uniform N replays every layer."""
+    factors = np.asarray(work.hw_flops_factor, dtype=np.float64)
+    hw = np.take(factors, lay.recompute)
+    if not is_partial(work.recompute_method, work.recompute_layers):
+        return np.asarray(hw)
+    stage = np.ceil(work.layers / lay.as_float("pp"))
+    share = recomputed_fraction(work.recompute_method, work.recompute_layers, stage)
+    partial = 1.0 + share * (factors[RECOMPUTE_CODES.index("full")] - 1.0)
+    return np.asarray(np.where(lay.recompute == RECOMPUTE_CODES.index("full"), partial, hw))
