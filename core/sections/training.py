@@ -38,7 +38,12 @@ from llm_planner.core.inputs.training import (
     TrainingInputs,
     stack_fields,
 )
-from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    LayerMatrix,
+    count_parameters,
+)
+from llm_planner.core.primitives.architecture_groups import layer_groups
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.kept import kept
@@ -380,14 +385,12 @@ def _offload_rows(
     ]
 
 
-def _matmul_params_per_token(arch: Architecture, moe_layer: bool) -> int:
-    """Weight-matrix elements one token multiplies in one layer
+def _matmul_params_per_token(arch: Architecture, mats: tuple[LayerMatrix, ...]) -> int:
+    """Weight-matrix elements one token multiplies in a layer of matrices ``mats``
     (:meth:`.Architecture.layer_matrices`; an MoE layer: the router, the shared experts and
     the k routed experts the token is sent to)."""
     k = arch.moe.experts_per_token if arch.moe is not None else 0
-    return sum(
-        m.d_in * m.d_out * (k if m.routed else m.copies) for m in arch.layer_matrices(moe_layer)
-    )
+    return sum(m.d_in * m.d_out * (k if m.routed else m.copies) for m in mats)
 
 
 class TrainingFlops(NamedTuple):
@@ -442,7 +445,11 @@ def training_flops(
     """
     s = inputs.seq_len
     head = 2.0 * arch.hidden_size * arch.vocab_size
-    layers = sum(2.0 * n * _matmul_params_per_token(arch, moe) for moe, n in layer_kinds(arch))
+    layers = sum(  # each group of identical layers (a hybrid's kinds) with its own matrices
+        2.0 * n * _matmul_params_per_token(arch, mats)
+        for moe, _ in layer_kinds(arch)
+        for mats, n in layer_groups(arch, moe)
+    )
     attention = attention_forward_flops_per_token(arch, s)
     recomputed = 0.0
     policy = inputs.priced_recompute
