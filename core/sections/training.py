@@ -37,7 +37,12 @@ from llm_planner.core.inputs.training import (
     TrainingInputs,
     stack_fields,
 )
-from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    LayerMatrix,
+    count_parameters,
+)
+from llm_planner.core.primitives.architecture_groups import layer_groups
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.kept import kept
@@ -53,6 +58,7 @@ from llm_planner.core.sections.training_memory import (
     memory_terms,
 )
 from llm_planner.core.sections.training_memory_one import training_memory_one
+from llm_planner.core.sections.training_offload import OffloadReport, offload_report
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,
@@ -147,6 +153,15 @@ class TrainingReport(BaseModel):
     dequant_bytes: float
     cuda_context_bytes: float
     fragmentation_bytes: float
+    offload: OffloadReport | None = Field(
+        default=None,
+        description="ZeRO CPU/NVMe offload: host and NVMe bytes (None: nothing offloaded)",
+    )
+
+    @property
+    def host_fits(self) -> bool:
+        """The offloaded state fits the node's host RAM (True without offload)."""
+        return self.offload is None or self.offload.host_fits
 
     def figures(self) -> list[Figure]:
         zero = "ZeRO (Rajbhandari et al. 2019, Figure 1)"
@@ -314,6 +329,7 @@ class TrainingReport(BaseModel):
                 "Hu et al. 2021",
             ),
         ]
+        rows += _offload_rows(self)
         optional = {"gradient_bucket_bytes", "zero3_gather_bytes", "dequant_bytes"}
         return [
             Figure(key=k, label=label, value=v, unit=unit, formula=f, source=src)
@@ -322,14 +338,57 @@ class TrainingReport(BaseModel):
         ]
 
 
-def _matmul_params_per_token(arch: Architecture, moe_layer: bool) -> int:
-    """Weight-matrix elements one token multiplies in one layer
+def _offload_rows(
+    report: TrainingReport,
+) -> list[tuple[str, str, float | int | bool, Unit, str, str]]:
+    """The host and NVMe figures, when something is offloaded."""
+    off = report.offload
+    if off is None:
+        return []
+    src = "DeepSpeed@edaa7221 stage_1_and_2.py, stage3.py; Ren et al. 2021 (ZeRO-Offload)"
+    return [
+        (
+            "host_bytes",
+            "Offloaded to host RAM, per GPU",
+            off.host_bytes,
+            "bytes",
+            "optimizer (O + 4 + 2)·n on cpu; 16-bit params on cpu; swap buffers on nvme",
+            src,
+        ),
+        (
+            "host_bytes_per_node",
+            "Offloaded to host RAM, per node",
+            off.host_bytes_per_node,
+            "bytes",
+            "per GPU × GPUs per node",
+            src,
+        ),
+        (
+            "host_capacity_bytes_per_node",
+            "Host RAM per node",
+            off.host_capacity_bytes_per_node,
+            "bytes",
+            "stated (--host-memory; DGX H100: 2 TB)",
+            "assumption",
+        ),
+        ("host_fits", "Host RAM fits", off.host_fits, "bool", "per node ≤ host RAM", ""),
+        (
+            "nvme_bytes",
+            "Offloaded to NVMe, per GPU",
+            off.nvme_bytes,
+            "bytes",
+            "optimizer state + fp32 gradients (nvme); 16-bit params (nvme)",
+            src,
+        ),
+    ]
+
+
+def _matmul_params_per_token(arch: Architecture, mats: tuple[LayerMatrix, ...]) -> int:
+    """Weight-matrix elements one token multiplies in a layer of matrices ``mats``
     (:meth:`.Architecture.layer_matrices`; an MoE layer: the router, the shared experts and
     the k routed experts the token is sent to)."""
     k = arch.moe.experts_per_token if arch.moe is not None else 0
-    return sum(
-        m.d_in * m.d_out * (k if m.routed else m.copies) for m in arch.layer_matrices(moe_layer)
-    )
+    return sum(m.d_in * m.d_out * (k if m.routed else m.copies) for m in mats)
 
 
 class TrainingFlops(NamedTuple):
@@ -384,7 +443,11 @@ def training_flops(
     """
     s = inputs.seq_len
     head = 2.0 * arch.hidden_size * arch.vocab_size
-    layers = sum(2.0 * n * _matmul_params_per_token(arch, moe) for moe, n in layer_kinds(arch))
+    layers = sum(  # each group of identical layers (a hybrid's kinds) with its own matrices
+        2.0 * n * _matmul_params_per_token(arch, mats)
+        for moe, _ in layer_kinds(arch)
+        for mats, n in layer_groups(arch, moe)
+    )
     attention = attention_forward_flops_per_token(arch, s)
     recomputed = 0.0
     policy = inputs.priced_recompute
@@ -450,6 +513,7 @@ def estimate_training(
     ep: int = 1,
     last_stage_microbatches_in_flight: int | None = None,
     cp: int = 1,
+    gpus_per_node: int = 8,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout: the
     one memory function (:func:`.training_memory.training_memory_arrays`) at this layout.
@@ -481,6 +545,11 @@ def estimate_training(
     The largest micro-batch that fits: the peak is linear in b (every saved tensor is
     s·b·(something)), so it is solved from the peaks at b = 1 and 2 and checked at the
     neighbouring b; the threshold policy (not linear) is bisected.
+
+    ZeRO-Offload / ZeRO-Infinity (``inputs.offload_optimizer``, ``offload_params``:
+    :mod:`.training_offload`) take their state off the GPU; the host holds it, ×
+    ``gpus_per_node`` GPUs sharing a node's RAM (``inputs.host_memory_bytes_per_node``):
+    a plan fits when both the GPU's peak and the node's host bytes fit.
     """
     if ep < 1:
         raise ValueError(f"expert parallelism ep must be ≥ 1, got {ep}")
@@ -514,6 +583,14 @@ def estimate_training(
     # the scenario's micro-batch, and b = 1, 2 for the largest that fits
     out = memory(inputs.micro_batch)
     capacity = gpu.memory_bytes
+    offload = offload_report(
+        inputs,
+        host_bytes=out["host_bytes"],
+        nvme_bytes=out["nvme_bytes"],
+        gpus_per_node=gpus_per_node,
+        zero_stage=zero_stage,
+    )
+    host_fits = offload is None or offload.host_fits
 
     def peak(b: int) -> float:
         return out["peak_bytes"] if b == inputs.micro_batch else memory(b, False)["peak_bytes"]
@@ -561,7 +638,7 @@ def estimate_training(
         overhead_bytes=out["cuda_context_bytes"] + out["fragmentation_bytes"],
         persistent_bytes=persistent,
         peak_bytes=out["peak_bytes"],
-        fits=out["peak_bytes"] <= capacity,
+        fits=out["peak_bytes"] <= capacity and host_fits,
         max_micro_batch=max_b,
         capacity_bytes=capacity,
         after_load_bytes=persistent + out["cuda_context_bytes"],
@@ -592,6 +669,7 @@ def estimate_training(
         dequant_bytes=out["dequant_bytes"],
         cuda_context_bytes=out["cuda_context_bytes"],
         fragmentation_bytes=out["fragmentation_bytes"],
+        offload=offload,
     )
 
 

@@ -13,6 +13,8 @@ function over random scenarios and layouts; a term added to one must be added to
 
 from __future__ import annotations
 
+import numpy as np
+
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.sections.training_memory import (
@@ -20,6 +22,7 @@ from llm_planner.core.sections.training_memory import (
     MemoryTerms,
     StageActivations,
 )
+from llm_planner.core.sections.training_offload import offloaded_state
 from llm_planner.core.sections.training_params import StateBytes
 
 _THRESHOLD = RECOMPUTE_POLICIES.index("threshold")
@@ -140,6 +143,14 @@ def training_memory_one(
         held: StateBytes, layers: float, flight: float, outside: float, last: bool
     ) -> dict[str, float]:
         w, g, o = state(held, layers / terms.layers)
+        host = nvme = 0.0
+        if terms.offload is not None:  # what ZeRO offload takes off the GPU (rare: numpy's)
+            w, g, o, host, nvme = (
+                float(x[0])
+                for x in offloaded_state(
+                    terms.offload, [np.array([w]), np.array([g]), np.array([o])], np.array([zero])
+                )
+            )
         outside_acts = outside * flight
         in_layers, working = acts["kept_per_layer"] * layers, acts["recompute_working"]
         if saved is not None:  # full recompute covering the stage partly
@@ -166,6 +177,8 @@ def training_memory_one(
             "allocated_bytes": allocated,
             "layers_on_stage": layers,
             "microbatches_in_flight": flight,
+            "host_bytes": host,
+            "nvme_bytes": nvme,
             "recompute_working_bytes": working,
             "layer_activations_bytes": in_layers,
         }

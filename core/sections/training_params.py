@@ -24,7 +24,9 @@ from llm_planner.core.primitives.architecture import (
     mean_layer_params,
     mlp_params,
     norm_params,
+    per_layer_input_params,
 )
+from llm_planner.core.primitives.architecture_groups import layer_groups, layers_differ
 from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.activation_tensors import SavedTensor
 from llm_planner.core.quantities.activations import (
@@ -62,10 +64,12 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
         return arch.layers, arch.layers
     if not get_stack(inputs.stack).pipeline_balances_head:
         return equal, equal
-    costs = [
-        float(sum(m.elements for m in arch.layer_matrices(arch.is_moe_layer(i))))
+    each = layers_differ(arch)  # a hybrid's layers cost their own matrices
+    layers = [
+        arch.layer_matrices(index=i) if each else arch.layer_matrices(arch.is_moe_layer(i))
         for i in range(arch.layers)
     ]
+    costs = [float(sum(m.elements for m in mats)) for mats in layers]
     costs.append(float(arch.vocab_size * arch.hidden_size))
     total = sum(costs)
     counts = [0] * pp
@@ -94,6 +98,8 @@ def _layer_params(arch: Architecture, moe_layer: bool) -> float:
     """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
     when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
     differs = arch.recurrent is not None or arch.qk_norm != "none" or arch.attention_sinks
+    differs = differs or arch.attention_output_gate or arch.per_layer_input_size > 0
+    differs = differs or arch.kv_shared_layers > 0 or arch.global_head_dim is not None
     if differs or (arch.moe is not None and arch.moe.shared_expert_gate):
         return mean_layer_params(arch, moe_layer)
     norm = _norm_params(arch) * arch.norms_per_layer
@@ -115,13 +121,15 @@ def outside_layer_params(
     arch: Architecture, counts: ParameterCount, *, first: bool, last: bool, pp: int
 ) -> int:
     """Parameters outside the layers on a pipeline stage (``counts``: the model's): the
-    first holds the embedding, learned positions and embedding norm; the last the final
+    first holds the embedding, learned positions and embedding norm (and Gemma 4's
+    per-layer embedding table, its projection and norm); the last the final
     norm and the output head (a tied head is a copy of the embedding when pp > 1, as in
     Megatron-LM; one stage holding both counts it once)."""
     outside = 0
     if first:
         outside += counts.embedding + counts.positions
         outside += _norm_params(arch) if arch.embedding_norm else 0
+        outside += per_layer_input_params(arch)[0]
     if last:
         outside += _head_params(counts, pp) + _norm_params(arch)
     return outside
@@ -220,16 +228,11 @@ def routed_expert_params(
     )
 
 
-@kept()
-def _kind_sums(
-    arch: Architecture, moe_layer: bool, rank: int | None, targets: tuple[str, ...]
-) -> tuple[float, int, float, int, float, float]:
-    """One layer of a kind, as :func:`stage_params` sums it: (parameters, matrix elements,
-    Adafactor factored values of the matrices, largest matrix, LoRA adapter parameters and
-    their factored values on ``targets`` at ``rank``). Kept: every stage of every layout
-    the estimate prices has the same layers."""
-    mats = arch.layer_matrices(moe_layer)
-    total = _layer_params(arch, moe_layer)
+def _matrix_sums(
+    mats: tuple[LayerMatrix, ...], rank: int | None, targets: tuple[str, ...]
+) -> tuple[int, float, int, float, float]:
+    """(matrix elements, Adafactor factored values, largest matrix, LoRA adapter parameters
+    and their factored values) of one layer's matrices ``mats``."""
     mat = sum(m.elements for m in mats)
     # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
     per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
@@ -239,6 +242,32 @@ def _kind_sums(
         adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in targets]
         layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
         layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+    return mat, per_layer, largest, layer_lora, layer_lora_factored
+
+
+@kept()
+def _kind_sums(
+    arch: Architecture, moe_layer: bool, rank: int | None, targets: tuple[str, ...]
+) -> tuple[float, float, float, int, float, float]:
+    """One layer of a kind (the mean layer where a hybrid's differ,
+    :func:`.architecture_groups.layer_groups`), as :func:`stage_params` sums it:
+    (parameters, matrix elements, Adafactor factored values of the matrices, largest
+    matrix, LoRA adapter parameters and
+    their factored values on ``targets`` at ``rank``). Kept: every stage of every layout
+    the estimate prices has the same layers."""
+    total = _layer_params(arch, moe_layer)
+    groups = layer_groups(arch, moe_layer)  # a hybrid's layers of the kind, each as it is
+    n = sum(count for _, count in groups)
+    sums = [_matrix_sums(mats, rank, targets) for mats, _ in groups]
+    largest = max(g[2] for g in sums)
+    mat: float
+    if len(groups) == 1:
+        mat, per_layer, _, layer_lora, layer_lora_factored = sums[0]
+    else:  # the mean layer of the kind
+        mat = sum(c * g[0] for (_, c), g in zip(groups, sums, strict=True)) / n
+        per_layer = sum(c * g[1] for (_, c), g in zip(groups, sums, strict=True)) / n
+        layer_lora = sum(c * g[3] for (_, c), g in zip(groups, sums, strict=True)) / n
+        layer_lora_factored = sum(c * g[4] for (_, c), g in zip(groups, sums, strict=True)) / n
     return total, mat, per_layer, largest, layer_lora, layer_lora_factored
 
 

@@ -3,8 +3,9 @@ the array function's values exactly (core/sections/training_memory.py), and the 
 activation pricings the memory terms use give the ledger's: random scenarios (dense, MoE,
 MLA and recurrent models, LoRA and QLoRA, every stack, profile, precision recipe and
 optimizer, every recomputation policy with partial full recomputation and checkpoint
-placements) at random layouts (tp, pp, cp, ep, ZeRO stage and shard group, micro-batch,
-sequence parallelism, micro-batches in flight)."""
+placements, ZeRO offload of the optimizer and the parameters to CPU or NVMe) at random
+layouts (tp, pp, cp, ep, ZeRO stage and shard group, micro-batch, sequence parallelism,
+micro-batches in flight)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,8 @@ def _inputs(rng: random.Random) -> TrainingInputs | None:
         "qlora": qlora,
         "dropout": rng.random() < 0.5,
         "fragmentation_fraction": rng.choice([0.0, 0.07, 0.2]),
+        "offload_optimizer": rng.choice(["none", "none", "cpu", "nvme"]),
+        "offload_params": rng.choice(["none", "none", "cpu", "nvme"]),
     }
     if fields["recompute"] == "threshold" and fields["recompute_threshold_bytes"] is None:
         fields["recompute_threshold_bytes"] = 1e7
@@ -121,7 +124,7 @@ def test_one_layout_equals_the_array_function_over_random_scenarios() -> None:
     rng = random.Random(20261201)
     compared = 0
     policies: set[int] = set()
-    partial = experts = 0
+    partial = experts = offloaded = 0
     while compared < 400:
         model = rng.choice(MODELS)
         arch = get_preset(model).architecture
@@ -139,10 +142,12 @@ def test_one_layout_equals_the_array_function_over_random_scenarios() -> None:
             policies.add(lay["recompute"])
             partial += lay["recompute"] == 2 and ti.recompute_layers not in (None, 1)
             experts += lay["ep"] > 1
+            offloaded += terms.offload is not None and lay["zero"] >= 1
         compared += len(layouts)
     assert policies == {0, 1, 2, 3}
     assert partial > 10  # full recompute covering stages partly
     assert experts > 10  # expert parallelism
+    assert offloaded > 10  # ZeRO offload of the optimizer or the parameters
 
 
 def test_lean_pricings_equal_the_ledger() -> None:

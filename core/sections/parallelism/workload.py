@@ -18,6 +18,7 @@ from llm_planner.core.primitives.architecture import (
     LayerMatrix,
 )
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
+from llm_planner.core.primitives.architecture_groups import layer_groups
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities import comm
@@ -310,7 +311,8 @@ def workload_of(
 @cache
 def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     """The weight GEMMs of one token's pass through the layers, with their FLOP shares, from
-    the layer's matrices (:meth:`.Architecture.layer_matrices`).
+    the layer's matrices (:meth:`.Architecture.layer_matrices`; each kind of layer of a
+    hybrid its own, :func:`.architecture.layer_groups`).
 
     Matrices that read the same input and run as one GEMM (Megatron-LM fuses q, k and v, and
     gate with up; Shoeybi et al. 2019 section 3) are one GEMM with N = the sum of their
@@ -324,9 +326,10 @@ def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     for the backward too)."""
     top_k = arch.moe.experts_per_token if arch.moe is not None else 0
     out: list[tuple[float, float, float, bool, bool, bool]] = []
-    for moe, n in layer_kinds(arch):
+    kinds = [group for moe, _ in layer_kinds(arch) for group in layer_groups(arch, moe)]
+    for layer, n in kinds:
         groups: dict[tuple[str, bool], list[LayerMatrix]] = {}
-        for m in arch.layer_matrices(moe):
+        for m in layer:
             if m.gemm:
                 groups.setdefault((m.gemm, m.routed), []).append(m)
         for (_, routed), mats in groups.items():
