@@ -287,7 +287,7 @@ class Architecture(BaseModel):
         """Layers whose FFN is a mixture of experts."""
         if self.moe is None:
             return 0
-        return sum(1 for i in range(self.layers) if self.is_moe_layer(i))
+        return _layer_counts(self)[0]
 
     @property
     def dense_layers(self) -> int:
@@ -299,12 +299,12 @@ class Architecture(BaseModel):
         """Layers with attention (all of a transformer's; a hybrid's few; none of Mamba's)."""
         if self.recurrent is None:
             return self.layers
-        return sum(1 for i in range(self.layers) if self.is_attention_layer(i))
+        return _layer_counts(self)[1]
 
     @property
     def recurrent_layers(self) -> int:
         """Layers with a recurrent (state-space) mixer instead of attention."""
-        return sum(1 for i in range(self.layers) if self.is_recurrent_layer(i))
+        return _layer_counts(self)[2]
 
     @property
     def windowed_attention_layers(self) -> int:
@@ -313,11 +313,7 @@ class Architecture(BaseModel):
         ``global_attention_every`` N: all but every N-th (Gemma 3's 5 local : 1 global);
         else ``alternate``: every other layer from the first (Gemma 2); else all.
         """
-        return sum(
-            1
-            for i in range(self.layers)
-            if self.is_attention_layer(i) and self.is_windowed_layer(i)
-        )
+        return _layer_counts(self)[3]
 
     @property
     def gated(self) -> bool:
@@ -334,6 +330,7 @@ class Architecture(BaseModel):
         """Width of all key (or value) heads together (kv_heads · head_dim)."""
         return self.kv_heads * self.head_dim
 
+    @kept()  # by the frozen shapes: an estimate asks for the same matrices several times
     def layer_matrices(
         self, moe_layer: bool = False, index: int | None = None
     ) -> tuple[LayerMatrix, ...]:
@@ -356,7 +353,21 @@ class Architecture(BaseModel):
         FFN (Shazeer 2020): gate and up h→f (gated units only), down f→h; an MoE layer has
         E routed and S shared experts of f_expert and a router h→E. Per-layer inputs
         (Gemma 4): a gate h→p and a projection p→h in every layer."""
-        return _layer_matrices(self, moe_layer, index)
+        if index is not None:
+            moe_layer = self.is_moe_layer(index)
+        mats: list[LayerMatrix] = []
+        if index is None or self.is_attention_layer(index):
+            mats += self.attention_matrices(index)
+        elif self.is_recurrent_layer(index):
+            mats += self.recurrent_matrices()
+        if index is None or self.has_ffn(index):
+            mats += self.ffn_matrices(moe_layer, index)
+        p = self.per_layer_input_size
+        if p:
+            h = self.hidden_size
+            mats.append(LayerMatrix("ple_gate", "", h, p, 1, "none", False, "ple_gate"))
+            mats.append(LayerMatrix("ple_proj", "", p, h, 1, "none", False, "ple_proj"))
+        return tuple(mats)
 
     def attention_matrices(self, index: int | None = None) -> tuple[LayerMatrix, ...]:
         """The attention matrices of layer ``index`` (None: the usual layer); see
@@ -479,26 +490,18 @@ class Architecture(BaseModel):
 
 
 @kept()
-def _layer_matrices(
-    arch: Architecture, moe_layer: bool, index: int | None
-) -> tuple[LayerMatrix, ...]:
-    """:meth:`Architecture.layer_matrices`, kept by its (frozen) arguments: one estimate
-    asks for the same shapes' matrices several times (FLOPs per token, GEMM shapes, state)."""
-    if index is not None:
-        moe_layer = arch.is_moe_layer(index)
-    mats: list[LayerMatrix] = []
-    if index is None or arch.is_attention_layer(index):
-        mats += arch.attention_matrices(index)
-    elif arch.is_recurrent_layer(index):
-        mats += arch.recurrent_matrices()
-    if index is None or arch.has_ffn(index):
-        mats += arch.ffn_matrices(moe_layer, index)
-    p = arch.per_layer_input_size
-    if p:
-        h = arch.hidden_size
-        mats.append(LayerMatrix("ple_gate", "", h, p, 1, "none", False, "ple_gate"))
-        mats.append(LayerMatrix("ple_proj", "", p, h, 1, "none", False, "ple_proj"))
-    return tuple(mats)
+def _layer_counts(arch: Architecture) -> tuple[int, int, int, int]:
+    """(MoE, attention, recurrent, windowed attention) layers, counted layer by layer once
+    per (frozen) shapes: the properties ``moe_layers``, ``attention_layers``,
+    ``recurrent_layers`` and ``windowed_attention_layers`` read them (an estimate asks for
+    them dozens of times)."""
+    layers = range(arch.layers)
+    return (
+        sum(1 for i in layers if arch.is_moe_layer(i)),
+        sum(1 for i in layers if arch.is_attention_layer(i)),
+        sum(1 for i in layers if arch.is_recurrent_layer(i)),
+        sum(1 for i in layers if arch.is_attention_layer(i) and arch.is_windowed_layer(i)),
+    )
 
 
 class ParameterCount(BaseModel):

@@ -26,6 +26,7 @@ from llm_planner.core.primitives.architecture import Architecture, count_paramet
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.comm import sms_of
 from llm_planner.core.quantities.engines import get_engine
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
@@ -88,6 +89,16 @@ def kv_cache_bytes(arch: Architecture, context: int, batch: int, kv_dtype: str) 
     layer's keys and values caches none (Gemma 4's last ``num_kv_shared_layers``;
     transformers 5.24.0 ``modeling_gemma4.py``, ``Gemma4TextAttention.is_kv_shared_layer``).
     """
+    windowed, full = _kv_elements_per_token(arch)
+    window_tokens = min(context, arch.sliding_window) if arch.sliding_window else context
+    width = bytes_per_element(kv_dtype)
+    return (windowed * window_tokens + full * context) * width * batch
+
+
+@kept()
+def _kv_elements_per_token(arch: Architecture) -> tuple[int, int]:
+    """(windowed layers', other layers') cached elements per token, summed over the layers
+    that cache (:func:`kv_cache_bytes`), once per (frozen) shapes."""
     windowed = full = 0
     for i in range(arch.layers):
         if not arch.is_attention_layer(i) or (arch.kv_shared_layers and arch.shares_kv(i)):
@@ -96,9 +107,7 @@ def kv_cache_bytes(arch: Architecture, context: int, batch: int, kv_dtype: str) 
             windowed += kv_elements_per_token_per_layer(arch, i)
         else:
             full += kv_elements_per_token_per_layer(arch, i)
-    window_tokens = min(context, arch.sliding_window) if arch.sliding_window else context
-    width = bytes_per_element(kv_dtype)
-    return (windowed * window_tokens + full * context) * width * batch
+    return windowed, full
 
 
 def recurrent_state_bytes_per_layer(arch: Architecture, state_dtype: str) -> float:
