@@ -17,7 +17,7 @@ estimator takes P from it (or from a user override that the scenario carries).
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple, Self
+from typing import Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -40,10 +40,19 @@ from llm_planner.core.primitives.architecture_parts import (
     RecurrentKind,
 )
 from llm_planner.core.primitives.kept import kept
+from llm_planner.core.primitives.layer_matrices import (
+    LORA_TARGETS,
+    LayerMatrix,
+    TensorSplit,
+    attention_matrices_of_form,
+    layer_counts,
+)
 
 __all__ = [
+    "LORA_TARGETS",
     "AttentionBias",
     "FFNKind",
+    "LayerMatrix",
     "MLAConfig",
     "MoEConfig",
     "NormKind",
@@ -51,46 +60,8 @@ __all__ = [
     "QKNormKind",
     "RecurrentConfig",
     "RecurrentKind",
+    "TensorSplit",
 ]
-
-
-TensorSplit = Literal["columns", "rows", "none"]
-"""How tensor parallelism splits a matrix (Shoeybi et al. 2019, arXiv:1909.08053, section 3):
-``columns`` (column-parallel: d_out ÷ tp, Q/K/V and the MLP's first linear), ``rows``
-(row-parallel: d_in ÷ tp, the attention output and the MLP's second linear), ``none``
-(replicated on every tp rank: MLA's down-projections, the router)."""
-
-
-LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
-"""The names a layer's weight matrices answer to as LoRA targets (:attr:`LayerMatrix.target`,
-PEFT's ``target_modules`` for Llama: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
-down_proj; the router is not a target)."""
-
-
-class LayerMatrix(NamedTuple):
-    """One weight matrix of a layer: a token's (1 × d_in) input times W (d_in × d_out)."""
-
-    name: str
-    """The layer's own name for it (q, k, v, o; MLA: q_a, q_b, kv_a, kv_b; gate, up, down;
-    router)."""
-    target: str
-    """The LoRA target it belongs to (q, k, v, o, gate, up, down; the router is none)."""
-    d_in: int
-    d_out: int
-    copies: int
-    """Copies in the layer: 1, or the routed or shared experts' number."""
-    tp_split: TensorSplit
-    routed: bool
-    """A routed expert: expert parallelism splits the copies over ep ranks; each token passes
-    ``experts_per_token`` of them."""
-    gemm: str
-    """The GEMM it runs in (Megatron-LM fuses q, k, v into one, and gate with up); ""
-    for the router, which the step time does not price as a GEMM."""
-
-    @property
-    def elements(self) -> int:
-        """d_in · d_out · copies."""
-        return self.d_in * self.d_out * self.copies
 
 
 class Architecture(BaseModel):
@@ -287,7 +258,7 @@ class Architecture(BaseModel):
         """Layers whose FFN is a mixture of experts."""
         if self.moe is None:
             return 0
-        return _layer_counts(self)[0]
+        return layer_counts(self)[0]
 
     @property
     def dense_layers(self) -> int:
@@ -299,12 +270,12 @@ class Architecture(BaseModel):
         """Layers with attention (all of a transformer's; a hybrid's few; none of Mamba's)."""
         if self.recurrent is None:
             return self.layers
-        return _layer_counts(self)[1]
+        return layer_counts(self)[1]
 
     @property
     def recurrent_layers(self) -> int:
         """Layers with a recurrent (state-space) mixer instead of attention."""
-        return _layer_counts(self)[2]
+        return layer_counts(self)[2]
 
     @property
     def windowed_attention_layers(self) -> int:
@@ -313,7 +284,7 @@ class Architecture(BaseModel):
         ``global_attention_every`` N: all but every N-th (Gemma 3's 5 local : 1 global);
         else ``alternate``: every other layer from the first (Gemma 2); else all.
         """
-        return _layer_counts(self)[3]
+        return layer_counts(self)[3]
 
     @property
     def gated(self) -> bool:
@@ -372,38 +343,21 @@ class Architecture(BaseModel):
     def attention_matrices(self, index: int | None = None) -> tuple[LayerMatrix, ...]:
         """The attention matrices of layer ``index`` (None: the usual layer); see
         :meth:`layer_matrices`."""
-        h = self.hidden_size
-        if self.mla is not None:
-            m = self.mla
-            qk = self.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-            mats: list[LayerMatrix] = []
-            if m.q_lora_rank is None:
-                mats.append(LayerMatrix("q", "q", h, qk, 1, "columns", False, "q"))
-            else:
-                mats.append(LayerMatrix("q_a", "q", h, m.q_lora_rank, 1, "none", False, "q_a"))
-                mats.append(LayerMatrix("q_b", "q", m.q_lora_rank, qk, 1, "columns", False, "q_b"))
-            kv_a = m.kv_lora_rank + m.qk_rope_head_dim
-            kv_b = self.heads * (m.qk_nope_head_dim + m.v_head_dim)
-            mats.append(LayerMatrix("kv_a", "k", h, kv_a, 1, "none", False, "kv_a"))
-            mats.append(LayerMatrix("kv_b", "v", m.kv_lora_rank, kv_b, 1, "columns", False, "kv_b"))
-            mats.append(LayerMatrix("o", "o", self.heads * m.v_head_dim, h, 1, "rows", False, "o"))
-            return tuple(mats)
+        return attention_matrices_of_form(self, *self.attention_form(index))
+
+    def attention_form(self, index: int | None = None) -> tuple[int, int, bool, bool]:
+        """(KV heads, head width, has keys, has values) of layer ``index``'s attention: all
+        that its matrices take from the layer (:func:`.layer_matrices.
+        attention_matrices_of_form`; None: the usual layer)."""
         kv_heads, d = self.attention_geometry(index)
-        q = self.heads * d
-        gate = 2 if self.attention_output_gate else 1
-        out = [LayerMatrix("q", "q", h, gate * q, 1, "columns", False, "qkv")]
-        if index is None or not self.shares_kv(index):
-            out.append(LayerMatrix("k", "k", h, kv_heads * d, 1, "columns", False, "qkv"))
-            keys_only = (
-                index is not None
-                and self.global_values_are_keys
-                and self.sliding_window is not None
-                and not self.is_windowed_layer(index)
-            )
-            if not keys_only:
-                out.append(LayerMatrix("v", "v", h, kv_heads * d, 1, "columns", False, "qkv"))
-        out.append(LayerMatrix("o", "o", q, h, 1, "rows", False, "o"))
-        return tuple(out)
+        keys = index is None or not self.shares_kv(index)
+        keys_only = (
+            index is not None
+            and self.global_values_are_keys
+            and self.sliding_window is not None
+            and not self.is_windowed_layer(index)
+        )
+        return kv_heads, d, keys, keys and not keys_only
 
     def recurrent_matrices(self) -> tuple[LayerMatrix, ...]:
         """The weight matrices of one recurrent mixer (none without one).
@@ -489,21 +443,6 @@ class Architecture(BaseModel):
         return (*up, down)
 
 
-@kept()
-def _layer_counts(arch: Architecture) -> tuple[int, int, int, int]:
-    """(MoE, attention, recurrent, windowed attention) layers, counted layer by layer once
-    per (frozen) shapes: the properties ``moe_layers``, ``attention_layers``,
-    ``recurrent_layers`` and ``windowed_attention_layers`` read them (an estimate asks for
-    them dozens of times)."""
-    layers = range(arch.layers)
-    return (
-        sum(1 for i in layers if arch.is_moe_layer(i)),
-        sum(1 for i in layers if arch.is_attention_layer(i)),
-        sum(1 for i in layers if arch.is_recurrent_layer(i)),
-        sum(1 for i in layers if arch.is_attention_layer(i) and arch.is_windowed_layer(i)),
-    )
-
-
 class ParameterCount(BaseModel):
     """Exact parameter count, split by component, total and active per token."""
 
@@ -565,7 +504,6 @@ def _norm_params(arch: Architecture) -> int:
     return norm_params(arch)
 
 
-@kept()
 def attention_params_per_layer(arch: Architecture, index: int | None = None) -> int:
     """Parameters of one layer's attention block (``index``: that layer's own shapes).
 
@@ -581,7 +519,14 @@ def attention_params_per_layer(arch: Architecture, index: int | None = None) -> 
     wq_a h×r_q, q_norm r_q, wq_b r_q×a·(d_nope+d_rope) (or wq h×a·(d_nope+d_rope) without
     r_q), wkv_a h×(r_kv+d_rope), kv_norm r_kv, wkv_b r_kv×a·(d_nope+d_v), wo a·d_v×h.
     """
-    mats = arch.attention_matrices(index)
+    return _attention_params(arch, *arch.attention_form(index))
+
+
+@kept()
+def _attention_params(arch: Architecture, kv_heads: int, d: int, keys: bool, values: bool) -> int:
+    """:func:`attention_params_per_layer` of a layer of this form (:meth:`Architecture.
+    attention_form`), once per form."""
+    mats = attention_matrices_of_form(arch, kv_heads, d, keys, values)
     weights = sum(m.elements for m in mats)
     if arch.mla is not None:  # q_norm (r_q) and kv_norm (r_kv), RMSNorm weights
         return weights + (arch.mla.q_lora_rank or 0) + arch.mla.kv_lora_rank
@@ -590,7 +535,6 @@ def attention_params_per_layer(arch: Architecture, index: int | None = None) -> 
         bias += sum(m.d_out for m in mats if m.name in ("q", "k", "v"))
     if arch.attention_bias == "all":
         bias += arch.hidden_size
-    kv_heads, d = arch.attention_geometry(index)
     has_keys = any(m.name == "k" for m in mats)
     qk_norm = 0
     if arch.qk_norm == "head":
