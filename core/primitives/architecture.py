@@ -275,7 +275,7 @@ class Architecture(BaseModel):
     @property
     def recurrent_layers(self) -> int:
         """Layers with a recurrent (state-space) mixer instead of attention."""
-        return layer_counts(self)[2]
+        return 0 if self.recurrent is None else layer_counts(self)[2]
 
     @property
     def windowed_attention_layers(self) -> int:
@@ -284,7 +284,7 @@ class Architecture(BaseModel):
         ``global_attention_every`` N: all but every N-th (Gemma 3's 5 local : 1 global);
         else ``alternate``: every other layer from the first (Gemma 2); else all.
         """
-        return layer_counts(self)[3]
+        return 0 if self.sliding_window is None else layer_counts(self)[3]
 
     @property
     def gated(self) -> bool:
@@ -602,9 +602,25 @@ def _moe_layer_params(arch: Architecture) -> tuple[int, int, int, int]:
 def _layer_mixer(arch: Architecture, index: int) -> tuple[int, int]:
     """(attention, recurrent) parameters of layer ``index``'s mixer (a Nemotron-H MLP layer
     has neither)."""
-    if arch.is_attention_layer(index):
-        return attention_params_per_layer(arch, index), 0
-    if arch.is_recurrent_layer(index):
+    return _mixer_params(arch, *_mixer_form(arch, index))
+
+
+def _mixer_form(arch: Architecture, index: int) -> tuple[bool, bool, tuple[int, int, bool, bool]]:
+    """All that :func:`_mixer_params` takes from layer ``index``."""
+    return (
+        arch.is_attention_layer(index),
+        arch.is_recurrent_layer(index),
+        arch.attention_form(index),
+    )
+
+
+def _mixer_params(
+    arch: Architecture, attention: bool, recurrent: bool, form: tuple[int, int, bool, bool]
+) -> tuple[int, int]:
+    """:func:`_layer_mixer` of a layer of this form."""
+    if attention:
+        return _attention_params(arch, *form), 0
+    if recurrent:
         return 0, recurrent_params_per_layer(arch)
     return 0, 0
 
@@ -698,12 +714,20 @@ def _count_parameters(arch: Architecture) -> ParameterCount:
     if arch.embedding_norm:
         norms += norm
     attention = recurrent = mlp = 0
+    mixers: dict[tuple[bool, bool, tuple[int, int, bool, bool]], tuple[int, int]] = {}
+    ffns: dict[int, int] = {}  # layers of one form count alike: each form priced once
     for i in range(arch.layers):
-        layer_attention, layer_recurrent = _layer_mixer(arch, i)
+        form = _mixer_form(arch, i)
+        if form not in mixers:
+            mixers[form] = _mixer_params(arch, *form)
+        layer_attention, layer_recurrent = mixers[form]
         attention += layer_attention
         recurrent += layer_recurrent
         if arch.has_ffn(i) and not arch.is_moe_layer(i):
-            mlp += mlp_params(arch, arch.ffn_size_of(i))
+            width = arch.ffn_size_of(i)
+            if width not in ffns:
+                ffns[width] = mlp_params(arch, width)
+            mlp += ffns[width]
     ple_outside, ple_layer = per_layer_input_params(arch)
     per_layer_inputs = ple_outside + arch.layers * ple_layer
     table = arch.per_layer_input_vocab * arch.layers * arch.per_layer_input_size
