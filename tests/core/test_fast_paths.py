@@ -170,3 +170,59 @@ def test_collective_latency_of_one_group_equals_the_array_path() -> None:
                 assert one[0] == many[0], (kind, ranks, nodes)
                 checked += ranks > 1 and nodes > 1
     assert checked > 50  # across nodes (the tree's log2 taken)
+
+
+def test_one_layout_step_time_equals_the_layout_among_others() -> None:
+    """Every figure of the step-time pricing of one layout (length-1 arrays: the one-layout
+    paths in Python floats, GEMM efficiencies, collective latencies, data parallelism) is
+    that layout's among 40 others (the array paths), over enumerated layouts of random
+    scenarios: models (dense, MoE, MLA), GPUs, stacks, ZeRO stages, fine-tuning, offload."""
+    import random
+
+    from llm_planner.core.composition.search_engine import _Problem
+    from llm_planner.core.composition.search_layouts import SearchOptions, enumerate_layouts
+    from llm_planner.core.sections import parallelism as par
+
+    rng = random.Random(41)
+    base = default_scenario()
+    models = ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gemma-2-27b", "gpt-3-175b"]
+    checked = 0
+    while checked < 300:
+        arch = get_preset(rng.choice(models)).architecture
+        updates: dict[str, object] = {
+            "stack": rng.choice(["megatron", "deepspeed", "torchtitan", "nanotron", "hf"]),
+            "precision": rng.choice(["mixed_bf16", "fp8_delayed", "mixed_fp16"]),
+            "seq_len": rng.choice([2048, 4096]),
+        }
+        if rng.random() < 0.2:
+            updates["lora_rank"] = 16
+        try:
+            training = base.training.model_copy(update=updates)
+            training = type(training).model_validate(training.model_dump())
+        except ValueError:
+            continue
+        gpu = get_gpu(rng.choice(["h100-sxm", "a100-sxm-80gb", "h200"]))
+        inputs = base.parallelism.model_copy(
+            update={"global_batch": rng.choice([64, 512]), "dp_overlap": rng.random()}
+        )
+        problem = _Problem(arch, gpu, inputs, training, params_override=None)
+        n = rng.choice([8, 16, 64, 256])
+        options = SearchOptions(
+            micro_batches=(1, 2), interleave=(1, 2), max_tp=8, context_parallel=(1, 2)
+        )
+        lay = enumerate_layouts(arch, n, max(n, inputs.global_batch), options, seq_len=4096)
+        if len(lay) < 2:
+            continue
+        pick = np.array(rng.sample(range(len(lay)), min(len(lay), 40)))
+        many = lay.take(pick)
+        together = par.evaluate_layouts(
+            problem.work, problem.cluster, many, None, problem.step_inputs
+        )
+        for i in range(min(len(many), 8)):
+            alone = par.evaluate_layouts(
+                problem.work, problem.cluster, many.take(np.array([i])), None, problem.step_inputs
+            )
+            for key, value in alone.items():
+                assert value.shape == (1,), key
+                assert value[0] == together[key][i], (key, i, value[0], together[key][i])
+            checked += 1
