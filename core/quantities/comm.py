@@ -285,8 +285,8 @@ def collective_latency_seconds(
         isinstance(ranks, np.ndarray)
         and isinstance(nodes, np.ndarray)
         and ranks.shape == nodes.shape == (1,)
-    ):  # one layout: the same operations in Python floats (see _collective_latency_one)
-        one = _collective_latency_one(
+    ):  # one layout: the same operations in Python floats (see collective_latency_one)
+        one = collective_latency_one(
             kind,
             float(ranks[0]),
             float(nodes[0]),
@@ -309,7 +309,7 @@ def collective_latency_seconds(
     return np.asarray(np.where(n > 1, base + lat, 0.0))
 
 
-def _collective_latency_one(
+def collective_latency_one(
     kind: str, n: float, nodes: float, *, intra_step: float, inter_step: float, base: float
 ) -> float | None:
     """:func:`collective_latency_seconds` of one group in Python floats: the same operations

@@ -11,6 +11,7 @@ from llm_planner.core.quantities import comm
 from llm_planner.core.quantities import moe as moe_work
 from llm_planner.core.sections.parallelism.layout import Layouts
 from llm_planner.core.sections.parallelism.schedule import FloatArray
+from llm_planner.core.sections.parallelism.step_time_dp_one import data_parallel_one
 from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
@@ -227,6 +228,24 @@ def _tensor_parallel_latency(
 
 
 def _data_parallel(
+    work: Workload,
+    lay: Layouts,
+    cluster: Cluster,
+    m: FloatArray,
+    dp_work: FloatArray,
+    *,
+    si: StepInputs | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`_data_parallel_arrays`; one layout (the report's) in Python floats
+    (:func:`.step_time_dp_one.data_parallel_one`: the same values)."""
+    if len(lay) == 1:
+        one = data_parallel_one(work, lay, cluster, m=float(m[0]), dp_work=float(dp_work[0]), si=si)
+        if one is not None:
+            return np.array([one[0]]), np.array([one[1]]), np.array([one[2]]), np.array([one[3]])
+    return _data_parallel_arrays(work, lay, cluster, m, dp_work, si=si)
+
+
+def _data_parallel_arrays(
     work: Workload,
     lay: Layouts,
     cluster: Cluster,
