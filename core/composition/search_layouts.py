@@ -217,17 +217,19 @@ def enumerate_layouts(
                     base.extend((tp, pp, dp, b, v, e, cp) for e in eps)
     if not base:
         return _empty_layouts()
+    combo_list = [
+        (z, rc, int(sp))
+        for z in options.zero_stages
+        for rc in range(len(par.RECOMPUTE_CODES))
+        if par.RECOMPUTE_CODES[rc] in options.recompute
+        for sp in options.sequence_parallel
+    ]
+    if 0 < len(base) * len(combo_list) <= ENUMERATED_IN_PYTHON_BELOW:
+        few = _few_layouts(base, combo_list, zero_with_pipeline=options.zero_with_pipeline)
+        if few is not None:
+            return few
     table = np.array(base, dtype=np.int64)
-    combos = np.array(
-        [
-            (z, rc, sp)
-            for z in options.zero_stages
-            for rc in range(len(par.RECOMPUTE_CODES))
-            if par.RECOMPUTE_CODES[rc] in options.recompute
-            for sp in options.sequence_parallel
-        ],
-        dtype=np.int64,
-    )
+    combos = np.array(combo_list, dtype=np.int64)
     rows = np.repeat(table, len(combos), axis=0)
     extra = np.tile(combos, (len(table), 1))
     tp_, pp_, dp_, b_, v_, ep_, cp_ = (rows[:, i] for i in range(7))
@@ -250,6 +252,45 @@ def enumerate_layouts(
         cp=cp_,
     )
     return lay.take(np.flatnonzero(keep))
+
+
+ENUMERATED_IN_PYTHON_BELOW = 512
+"""Candidates up to which :func:`enumerate_layouts` filters them in Python (the fewest-GPUs
+search's few dozen: cheaper than a dozen array operations); the same layouts either way."""
+
+
+def _few_layouts(
+    base: list[tuple[int, int, int, int, int, int, int]],
+    combos: list[tuple[int, int, int]],
+    *,
+    zero_with_pipeline: bool,
+) -> par.Layouts | None:
+    """:func:`enumerate_layouts`' arrays built from Python lists: every (layout, ZeRO stage,
+    recompute, sequence parallel) in the same order, without sequence parallelism at tp 1
+    or ZeRO-2/3 with a pipeline unless allowed; None when none is left."""
+    rows = [
+        (*row, z, rc, sp)
+        for row in base
+        for z, rc, sp in combos
+        if not (sp and row[0] == 1) and (zero_with_pipeline or not (z >= 2 and row[1] > 1))
+    ]
+    if not rows:
+        return None
+    tp_, pp_, dp_, b_, v_, ep_, cp_, zero, rc, sp = np.array(rows, dtype=np.int64).T.copy()
+    return par.Layouts(
+        tp=tp_,
+        pp=pp_,
+        dp=dp_,
+        ep=ep_,
+        zero=zero,
+        shard=dp_ * cp_,
+        micro_batch=b_,
+        v=v_,
+        gpipe=np.zeros(len(rows), dtype=bool),
+        sp=sp.astype(bool),
+        recompute=rc,
+        cp=cp_,
+    )
 
 
 def _empty_layouts() -> par.Layouts:

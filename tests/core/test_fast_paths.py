@@ -226,3 +226,40 @@ def test_one_layout_step_time_equals_the_layout_among_others() -> None:
                 assert value.shape == (1,), key
                 assert value[0] == together[key][i], (key, i, value[0], together[key][i])
             checked += 1
+
+
+def test_few_layouts_enumerated_in_python_are_the_array_enumeration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The enumeration of a few candidates in Python lists gives the very arrays (values,
+    dtypes, order) of the array enumeration, over models, GPU counts and options."""
+    import random
+
+    from llm_planner.core.composition import search_layouts
+    from llm_planner.core.composition.search_layouts import SearchOptions, enumerate_layouts
+    from llm_planner.core.sections.parallelism.layout import LAYOUT_FIELDS
+
+    rng = random.Random(3)
+    cases = []
+    for _ in range(150):
+        arch = get_preset(rng.choice(["llama-3.1-8b", "mixtral-8x7b", "gpt-3-175b"])).architecture
+        n = rng.choice([1, 2, 4, 8, 16, 32])
+        options = SearchOptions(
+            micro_batches=rng.choice([(1,), (1, 2)]),
+            recompute=rng.choice([("full",), ("none", "selective", "full")]),
+            interleave=rng.choice([(1,), (1, 2)]),
+            zero_with_pipeline=rng.random() < 0.5,
+            max_tp=8,
+        )
+        cases.append((arch, n, max(n, rng.choice([16, 64])), options))
+    few = [enumerate_layouts(*case) for case in cases]
+    monkeypatch.setattr(search_layouts, "ENUMERATED_IN_PYTHON_BELOW", 0)
+    arrays = [enumerate_layouts(*case) for case in cases]
+    small = 0
+    for a, b in zip(few, arrays, strict=True):
+        small += 0 < len(b) <= 512
+        for name in LAYOUT_FIELDS:
+            x, y = getattr(a, name), getattr(b, name)
+            assert x.dtype == y.dtype, name
+            assert x.tolist() == y.tolist(), name
+    assert small > 50
