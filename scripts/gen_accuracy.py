@@ -1154,6 +1154,7 @@ def _serving() -> list[str]:
 
 BRIDGE_BEFORE = {
     "expressible": 82,
+    "fit": 21,
     "all rows": (0.416, 0.698),
     "dense BF16": (None, None),
     "dense FP8/FP4": (0.257, 0.456),
@@ -1164,7 +1165,9 @@ BRIDGE_BEFORE = {
 }
 """The Megatron-Bridge rows as the model priced them when tests/validation/megatron_bridge.py
 landed (issue 27 step 1, before any model change): rows expressible, and (median, p90)
-|error| of tokens/s per GPU per subgroup."""
+|error| of tokens/s per GPU per subgroup. ``fit``: rows the app's memory model fitted when
+every row was stated with no recomputation and ZeRO-1 (main at 5bd7af7, before the recipes
+were read)."""
 
 
 def _bridge_cell(x: float | None) -> str:
@@ -1188,20 +1191,28 @@ def _megatron_bridge() -> list[str]:
         "node (4 per GB200/GB300 tray, 8 per HGX board) and its NVLink domain (72 on the "
         "GB200/GB300 NVL72 racks: a group inside a rack rides NVLink although it spans "
         "trays), the row's tp, pp, cp, ep, vp (interleaved "
-        "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, ZeRO-1, "
-        "`training.stack = megatron`, the row's sequence and micro-batch, no recomputation "
-        "(assumed: the table does not say), LoRA rank 32 for LoRA rows; the row's recipe as "
+        "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, "
+        "`training.stack = megatron`, the row's sequence and micro-batch; the row's recipe as "
         "the app's precision choice (FP8-CS → `fp8_current`, MXFP8 → `mxfp8`, NVFP4 → "
         "`nvfp4`, BF16 → `mixed_bf16`; Transformer Engine's recipes, "
         "core/quantities/optimizers.py) at `compute_dtype = bf16`: the layers' GEMMs at the "
         "GPU's FP8/FP4 peak, attention, embedding and output layer at BF16's, the quantize "
         "kernels memory-bound, the quantized weight copies in memory. (When the module "
         "landed, FP8 rows were stated as `compute_dtype = fp8`, every FLOP at the FP8 peak, "
-        "and NVFP4 was refused: the right-hand column.) No constant was fitted to these rows. "
+        "and NVFP4 was refused: the right-hand column.) The memory settings the table does "
+        "not publish are read from the recipe that ran the row "
+        "(tests/validation/megatron_bridge_recipes.py: the function per model, task, GPU "
+        "count, system and precision in "
+        "NVIDIA-NeMo/Megatron-Bridge@067f987d `src/megatron/bridge/perf_recipes/`, table "
+        "below): Megatron-FSDP as ZeRO-3, recomputation as the recipe sets it, LoRA rank 16 "
+        "on q, k, v. No constant was fitted to these rows. "
         "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
         "optimistic). Releases re-measure the same setups, so rows with one layout are "
         "repeats, not independent points.",
         "",
+    ]
+    out += _bridge_recipes(mb, rows)
+    out += [
         f"Rows expressible: **{len(priced)} of {len(rows)}** "
         f"(when the module landed: {BRIDGE_BEFORE['expressible']}).",
         "",
@@ -1230,17 +1241,83 @@ def _megatron_bridge() -> list[str]:
         "",
         "Every row (the table's id names the release, system, GPUs, precision and layout):",
         "",
-        "| Model | GPU | Recipe | Layout | Measured tok/s/GPU | Predicted | Error |",
-        "|---|---|---|---|---:|---:|---:|",
+        "| Model | GPU | Recipe | Layout | Measured tok/s/GPU | Predicted | Error | "
+        "Peak / GPU memory |",
+        "|---|---|---|---|---:|---:|---:|---|",
     ]
     for r in rows:
         pred = "refused" if r.predicted is None else f"{r.predicted:,.0f}"
         err = "—" if r.error is None else _pct(r.error)
         out.append(
             f"| {r.model} | {r.gpu} | {r.recipe} | {r.layout} | {r.measured:,.0f} | {pred} | "
-            f"{err} |"
+            f"{err} | {_bridge_memory(r)} |"
         )
     out.append("")
+    return out
+
+
+def _bridge_memory(r: Any) -> str:
+    """'peak / memory GB', marked when the app's memory model does not fit the row."""
+    if r.peak_bytes is None:
+        return "—"
+    cell = f"{r.peak_bytes / 1e9:,.0f} / {r.memory_bytes / 1e9:,.0f} GB"
+    return cell if r.fits else f"**{cell} (miss)**"
+
+
+def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
+    """The recipe settings applied, one line per recipe function, and the fit count."""
+    rec_mod = mb.recipes
+    out = [
+        "Recipes read (file under `src/megatron/bridge/perf_recipes/` and function "
+        f"`…_config` at {rec_mod.SOURCE}; † the recipe now runs another layout or batch than "
+        "the row, an older release's: the row's own columns are used):",
+        "",
+        "| Recipe function | File | Rows | Recomputation | Sharding | Set, not stated |",
+        "|---|---|---:|---|---|---|",
+    ]
+    by_fn: dict[str, list[Any]] = {}
+    for r in rows:
+        by_fn.setdefault(r.function, []).append(r)
+    for fn, group in sorted(by_fn.items()):
+        rec = rec_mod.RECIPES[fn]
+        if rec.recompute == "full":
+            rc = f"full, {rec.method} {rec.layers}" if rec.method else "full"
+        elif rec.recompute == "selective":
+            mods = ["core_attn"] if rec.modules is None else list(rec.modules)
+            rc = f"selective {mods}" + (" (recomputes nothing)" if not mods else "")
+        else:
+            rc = "none"
+        zero = {r.zero_stage for r in group}
+        shard = " / ".join(
+            f"ZeRO-{z}" + (" (Megatron-FSDP)" if z == 3 else "") for z in sorted(zero)
+        )
+        unstated = [
+            f"CPU activation offload {rec.cpu_offload_layers} layers"
+            if rec.cpu_offload_layers
+            else "",
+            "MoE paged stash" if rec.paged_stash else "",
+            "bf16 Adam moments" if rec.bf16_moments else "",
+            f"{rec.dispatcher} dispatcher" if rec.dispatcher else "",
+            f"CUDA graphs {rec.cuda_graphs}" if rec.cuda_graphs != "none" else "",
+        ]
+        differs = "†" if any(r.layout_differs for r in group) else ""
+        out.append(
+            f"| `{fn}`{differs} | {rec.file} | {len(group)} | {rc} | {shard} | "
+            f"{', '.join(u for u in unstated if u) or '—'} |"
+        )
+    fit = mb.fitting(rows)
+    out += [
+        "",
+        "Not expressible in the app (every recipe or as noted): "
+        + "; ".join(mb.NOT_EXPRESSED)
+        + ".",
+        "",
+        f"Rows the app's memory model fits on their GPU: **{fit} of {len(rows)}** (NVIDIA ran "
+        "all of them, so each other row is a miss of the memory model; peak and GPU memory "
+        "per row in the last column below; when every row was stated with no recomputation "
+        f"and ZeRO-1: {BRIDGE_BEFORE['fit']}).",
+        "",
+    ]
     return out
 
 
