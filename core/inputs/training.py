@@ -31,6 +31,7 @@ from llm_planner.core.quantities.optimizers import (
 from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
+MoeDispatcher = Literal["alltoall", "allgather"]
 
 NF4_DOUBLE_QUANT_BITS = 4 + 8 / 64 + 32 / (64 * 256)
 """QLoRA's frozen base: 4-bit NF4 with blocks of 64 weights, each block's fp32 constant
@@ -82,6 +83,27 @@ class TrainingInputs(BaseModel):
     qlora: bool = False
     lora_targets: tuple[str, ...] = Field(
         default=LORA_TARGETS, description="matrices LoRA adapts: q, k, v, o, gate, up, down"
+    )
+    moe_capacity_factor: float | None = Field(
+        default=None,
+        **bounds("training.moe_capacity_factor"),
+        description="MoE expert capacity factor: tokens beyond c × the mean per expert are "
+        "dropped and every expert padded to it (Megatron-Core's moe_expert_capacity_factor "
+        "with moe_pad_expert_input_to_capacity); none: dropless, Megatron-Core's default",
+    )
+    moe_dispatcher: MoeDispatcher = Field(
+        default="alltoall",
+        description="how MoE tokens reach their experts: alltoall (Megatron-Core's "
+        "MoEAlltoAllTokenDispatcher, what expert-parallel recipes set) or allgather (every "
+        "token gathered over the tp·ep group and the outputs reduce-scattered, "
+        "MoEAllGatherTokenDispatcher, Megatron-Core's default type)",
+    )
+    moe_load_imbalance: float = Field(
+        default=1.0,
+        **bounds("training.moe_load_imbalance"),
+        description="MoE expert load imbalance: tokens of the busiest expert ÷ the mean; it "
+        "sets the step (the slowest rank). 1: balanced, what an auxiliary balancing loss or "
+        "forced balancing aims at (stated default, not fitted)",
     )
     dropout: bool = Field(
         default=False,

@@ -267,6 +267,18 @@ class StackProfile(BaseModel):
     fp8_vendors: tuple[str, ...] = Field(
         default=("NVIDIA",), description="GPU vendors whose FP8 the stack's recipe runs on"
     )
+    moe_dispatch_overlap: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="share of the MoE token dispatch and combine (all-to-all) the stack hides "
+        "behind computation by default: 0 for Megatron-Core, whose overlap of the expert-"
+        "parallel all-to-all with another micro-batch's compute (overlap_moe_expert_parallel_"
+        "comm, the combined 1F1B schedule) and of the shared experts with the dispatch "
+        "(moe_shared_expert_overlap) are both off by default (NVIDIA/Megatron-LM@d98e8a64 "
+        "megatron/core/transformer/transformer_config.py); the scenario's ep_overlap sets a "
+        "run that turns them on",
+    )
     memory_figure: str = Field(
         default="torch.cuda.max_memory_reserved",
         description="what the stack's logs call peak memory (the app's peak includes the "

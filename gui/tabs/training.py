@@ -131,6 +131,16 @@ class TrainingTab(Tab):
             "training.dropout",
             "Dropout on attention probabilities and residuals (GPT-3 style; Llama uses none)",
         )
+        experts = self.group("Mixture of experts")
+        self.moe_capacity = self.input(experts, "training.moe_capacity_factor")
+        self.moe_imbalance = self.input(experts, "training.moe_load_imbalance")
+        self.moe_dispatcher = self.combo(
+            experts,
+            "MoE dispatcher",
+            "training.moe_dispatcher",
+            [("all-to-all", "alltoall"), ("all-gather", "allgather")],
+            "How MoE tokens reach their experts (Megatron-Core's token dispatchers)",
+        )
         allowances = self.group("Allowances (per GPU)")
         self.cuda_context = self.input(allowances, "training.cuda_context_bytes")
         self.fragmentation = self.input(allowances, "training.fragmentation_fraction")

@@ -17,7 +17,8 @@ from llm_planner.core.inputs.registry import INPUTS, Input
 from llm_planner.core.inputs.scenario import default_scenario, with_changes
 from llm_planner.gui.binding import get_path
 from llm_planner.gui.main_window import MainWindow
-from tests.gui.helpers import choose, type_into
+
+from .helpers import choose, type_into
 
 SAMPLES: dict[str, tuple[str, ...]] = {
     "length": ("8", "8k", "16k", "1.5k", "512", "1e3", "0", "3.5", "-1", "eight"),

@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QComboBox, QLineEdit
 from llm_planner.core.composition.estimate import estimate
 from llm_planner.core.inputs.scenario import with_changes
 from llm_planner.gui.main_window import MainWindow
-from tests.gui.helpers import choose, type_into
+
+from .helpers import choose, type_into
 
 
 def test_choose_threshold_then_lower_x(qtbot: Any, window: MainWindow) -> None:

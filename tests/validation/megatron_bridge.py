@@ -28,7 +28,9 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   (block), DeepSeek-V3 selective with its ``recompute_modules``, the others none; LoRA rows
   rank 16 on the fused q, k, v projection (``llama3_70b_peft_config``: dim 16;
   ``peft.target_modules = ["linear_qkv"]``). What the recipes set that the app cannot state
-  is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`);
+  is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`); MoE rows with the default load
+  imbalance 1 (the table's footnote: token distribution force-balanced), dropless, or with a
+  capacity factor of 1 where the row is labelled "tokendrop" (:data:`TOKENDROP_CAPACITY_FACTOR`);
 - precision: the row's recipe as the app's precision choice (``PRECISION_OF``: FP8-CS →
   ``fp8_current``, MXFP8 and the 25.09 "32x32 block" rows → ``mxfp8``, NVFP4 → ``nvfp4``,
   BF16 → ``mixed_bf16``) at ``compute_dtype = "bf16"``: the recipe runs the layers' GEMMs at
@@ -108,6 +110,12 @@ PRECISION_OF = {
 """The table's recipe → the app's precision choice (core/quantities/optimizers.py):
 Transformer Engine's recipes by name; BF16 as mixed bf16, which Megatron launches with fp32
 main gradients."""
+
+TOKENDROP_CAPACITY_FACTOR = 1.0
+"""The capacity factor of the rows labelled "tokendrop" (assumed: the table does not print it;
+1.0 with padding to capacity is Megatron-Bridge's token-dropping setting as the label is
+used). The other MoE rows are dropless, Megatron-Core's default. Every MoE row runs with the
+load forced balanced (the page's footnote), the app's default load imbalance of 1."""
 
 LORA_RANK = 32
 """The LoRA rank for a LoRA row whose recipe sets none (every LoRA recipe here sets 16)."""
@@ -240,6 +248,8 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
         training["lora_rank"] = rec.lora_rank or LORA_RANK
         if rec.lora_targets is not None:
             training["lora_targets"] = rec.lora_targets
+    if "tokendrop" in row["model"]["name"].lower():
+        training["moe_capacity_factor"] = TOKENDROP_CAPACITY_FACTOR
     schedule = {"schedule": "interleaved", "interleave_chunks": vp} if vp > 1 else {}
     return sc.model_copy(
         update={

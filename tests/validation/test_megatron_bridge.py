@@ -95,13 +95,15 @@ def test_no_row_is_refused() -> None:
 
 
 def test_errors_do_not_get_worse() -> None:
-    """Median |error| of tokens/s per GPU over all rows ≤ 14% (13.1% reached with the
-    low-precision recipes and the NVL72 NVLink domain; 41.6% when the module landed), p90
-    ≤ 44% (43.0%; 69.8%)."""
+    """Median |error| of tokens/s per GPU over all rows ≤ 11.1% (11.0% with each row stated
+    as the recipe that ran it, megatron_bridge_recipes.py; 10.9% with every row assumed ZeRO-1
+    without recomputation, after the MoE work and the GB200 network per GPU; 10.4% once the
+    MoE work was priced, issue 27 item 4; 13.1% with the low-precision recipes and the NVL72
+    NVLink domain; 41.6% when the module landed), p90 ≤ 33% (32.1%; 32.1%; 43.0%; 69.8%)."""
     st = mb.stats(mb.bridge_rows())
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.14, st
-    assert st.p90_abs_error <= 0.44, st
+    assert st.median_abs_error <= 0.111, st
+    assert st.p90_abs_error <= 0.33, st
 
 
 def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
@@ -118,11 +120,26 @@ def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
 
 
 def test_large_moe_rows_within_issue_27s_subgroup_target() -> None:
-    """DeepSeek-V3 rows: median |error| ≤ 15% (14.3% reached once an expert-parallel group
-    inside an NVL72 rack rides NVLink; 48.6% when the module landed)."""
+    """DeepSeek-V3 rows: median |error| ≤ 12% (11.3% reached with the MoE work priced,
+    issue 27 item 4, and the GB200 tray's network per GPU halved to its one 400 Gb/s NIC:
+    five GB200 rows closer, the median row further; 10.2% with the MoE work alone; 14.3%
+    once an expert-parallel group inside an NVL72 rack rides NVLink; 48.6% when the module
+    landed)."""
     st = mb.stats([r for r in mb.bridge_rows() if "large MoE" in r.groups])
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.15, st
+    assert st.median_abs_error <= 0.12, st
+
+
+def test_fine_grained_moe_rows_do_not_get_worse() -> None:
+    """Qwen3-30B-A3B rows: median |error| ≤ 21%, p90 ≤ 46% (19.8% and 45.1% with the MoE
+    work priced, issue 27 item 4: the all-to-all's links, the permutations, the MoE layer's
+    launches; 30.3% and 134% before it). Issue 27 asks ≤ 15%: not reached; releases
+    re-measuring one layout scatter by up to 1.7× (GB200 mb 4: 23,723 to 40,706)."""
+    st = mb.stats([r for r in mb.bridge_rows() if "fine-grained MoE" in r.groups])
+    assert st.rows == 22
+    assert st.median_abs_error is not None
+    assert st.median_abs_error <= 0.21, st
+    assert st.p90_abs_error <= 0.46, st
 
 
 def test_stats_by_hand() -> None:

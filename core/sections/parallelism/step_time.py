@@ -112,9 +112,11 @@ def evaluate_layouts(
         per sequence of micro-batch (1B), i.e. ~150-200 GB/s per rank, where one NIC's
         share would be 50 GB/s at most;
       - pipeline point-to-point: bytes ÷ link + 2·v sends × P2P latency (+ a network step
-        when stages sit on different nodes), per micro-batch; the MoE all-to-all, less the
+        when stages sit on different nodes), per micro-batch; the MoE all-to-all (4 per MoE
+        layer, each on the links its ep group spans, NVLink and network at once, with NCCL's
+        latency, × the busiest expert's load: :func:`.moe.all_to_all_seconds`), less the
         share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
-        section 3.2.1);
+        section 3.2.1; the stack's own default overlap, 0 for Megatron-Core);
     - context parallelism (cp > 1): every per-GPU term above on s·b/cp tokens (each GPU
       holds that share of every sequence; GPUs = tp·cp·pp·dp), plus the K/V ring's time
       left over after the attention kernels it overlaps (:func:`_context_parallel`);

@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities import moe as moe_work
 from llm_planner.core.sections.parallelism.layout import Layouts
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
@@ -36,16 +37,58 @@ def _pipeline_and_experts(
     )
     p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
     t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
-    if work.moe_layers > 0:
-        ep_bytes_mb = (work.moe_layers / pp) * comm.moe_all_to_all_bytes_per_layer(
-            ep, tp, tokens_mb, work.hidden, work.top_k
+    if work.moe_layers > 0 and work.moe_dispatcher == "allgather":
+        ep_bytes_mb, t_ep = _allgather_dispatch(work, cluster, lay, tokens_mb)
+    elif work.moe_layers > 0:
+        per_layer = comm.moe_all_to_all_bytes_per_layer(ep, tp, tokens_mb, work.hidden, work.top_k)
+        ep_bytes_mb = (work.moe_layers / pp) * per_layer
+        # dispatch and combine, forward and backward: 4 all-to-alls per MoE layer, each on the
+        # links the ep group spans; the busiest rank receives and sends its load factor × the
+        # mean (the slowest rank sets the step)
+        one = moe_work.all_to_all_seconds(
+            links,
+            tp,
+            ep,
+            per_layer / 4.0 * work.moe_load_factor,
+            base=cluster.base_latency,
+            intra_step=cluster.intra_step_latency,
+            inter_step=cluster.inter_step_latency,
         )
-        t_ep = ep_bytes_mb / links.group_bandwidth(tp, ep, False) * (1.0 - cluster.ep_overlap)
+        overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
+        t_ep = (work.moe_layers / pp) * 4.0 * one * (1.0 - overlap)
     else:
         ep_bytes_mb = np.zeros_like(tp)
         t_ep = np.zeros_like(tp)
 
     return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+
+
+def _allgather_dispatch(
+    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(bytes, seconds) per micro-batch of the all-gather dispatcher on the fullest stage:
+    its MoE layers ÷ pp × :func:`.moe.allgather_dispatch_bytes_per_layer` over the tp·ep group
+    (contiguous ranks, Megatron-Core's order tp-cp-ep-dp-pp with cp = 1; each rank holds
+    s·b ÷ tp tokens), as ring collectives on the links the group spans
+    (:meth:`.comm.Links.group_bandwidth`), each of the four with NCCL's all-gather latency
+    (:func:`.comm.collective_latency_seconds`), less the overlap the stack or the scenario
+    sets. Every rank receives all tokens, so the load imbalance does not change it."""
+    tp = lay.as_float("tp")
+    group = tp * lay.as_float("ep")
+    layers = work.moe_layers / lay.as_float("pp")
+    per_layer = moe_work.allgather_dispatch_bytes_per_layer(group, tokens_mb / tp, work.hidden)
+    g = cluster.gpus_per_node
+    latency = 4.0 * comm.collective_latency_seconds(
+        "all_gather",
+        group,
+        comm.nodes_spanned(1.0, group, g),
+        intra_step=cluster.intra_step_latency,
+        inter_step=cluster.inter_step_latency,
+        base=cluster.base_latency,
+    )
+    overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
+    seconds = per_layer / cluster.links.group_bandwidth(1.0, group) + latency
+    return np.asarray(layers * per_layer), np.asarray(layers * seconds * (1.0 - overlap))
 
 
 def _context_parallel(

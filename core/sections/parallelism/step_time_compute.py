@@ -74,7 +74,8 @@ def _compute_seconds(
     batched GEMMs: :func:`_unfused_attention_inverse_efficiency`), the head GEMM at its own;
     memory-bound kernels on the same CUDA stream (not overlapped): the layers' element-wise
     kernels, the loss over the logits (the stack's bytes per logit, ÷ tp: vocab-parallel),
-    and the gradient accumulation of every micro-batch (the stack's bytes per parameter).
+    the gradient accumulation of every micro-batch (the stack's bytes per parameter), and
+    an MoE model's token permutations (:func:`_permutation_seconds`).
 
     Fine-tuning (``step_inputs.frozen``, LoRA and QLoRA; Hu et al. 2021, arXiv:2106.09685
     section 4; Dettmers et al. 2023, arXiv:2305.14314 section 3): the frozen weights get no
@@ -128,6 +129,8 @@ def _compute_seconds(
     t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens) + _quantize_seconds(
         work, cluster, stage_tokens, layer_gemm, si
     )
+    if work.moe_layers > 0:
+        t_mem = t_mem + _permutation_seconds(work, cluster, lay, stage_tokens)
     stack = work.stack
     if work.vocab:
         t_mem = t_mem + head_on_stage * tokens_mb * work.vocab * stack.loss_bytes_per_logit / (
@@ -145,6 +148,23 @@ def _compute_seconds(
         dequant = si.dequantised_params * layers_share / tp * per_use * uses
         t_mem = t_mem + dequant / cluster.memory_bytes_per_s
     return np.asarray(t_gemm + t_mem), np.asarray(t_mem)
+
+
+def _permutation_seconds(
+    work: Workload, cluster: Cluster, lay: Layouts, stage_tokens: FloatArray
+) -> FloatArray:
+    """The MoE token permutations of one micro-batch on the fullest stage, memory-bound:
+    the stage's MoE layers (its share of the layers × the model's MoE layers) × this GPU's tokens
+    (``stage_tokens`` = s·b·(stage layers ÷ L) ÷ tp: the dispatcher splits the tokens over
+    the tensor-parallel ranks) × :func:`.moe.permutation_bytes_per_token` (with the
+    regrouping by local expert where ep > 1 and a rank holds more than one expert) ×
+    the busiest rank's load factor ÷ achieved HBM bandwidth."""
+    ep = lay.as_float("ep")
+    with_sorts, without = work.moe_permute_bytes
+    sorts = (ep > 1.0) & (work.num_experts > ep)
+    per_token = np.where(sorts, with_sorts, without) * work.moe_load_factor
+    # stage_tokens carries the stage's share of the L layers: × the model's MoE layers
+    return np.asarray(stage_tokens * work.moe_layers * per_token / cluster.memory_bytes_per_s)
 
 
 ADAPTER_MERGE_BYTES_PER_OUTPUT = 16.0
@@ -292,7 +312,12 @@ def _gemm_inverse_efficiency(
     with sequence parallelism the input is all-gathered before the column-parallel GEMM;
     context parallelism keeps s/cp of it), N or K ÷ tp as
     Megatron splits them, routed experts on k/E of the tokens of the ep ranks that dispatch
-    to them (k/E · ep · s·b rows per local expert). Evaluated once per distinct (tokens, tp,
+    to them (k/E · ep · s·b rows per local expert; Megatron-Core's grouped GEMM runs each
+    local expert's rows as its own GEMM, TEGroupedMLP in megatron/core/transformer/moe/
+    experts.py, NVIDIA/Megatron-LM@d98e8a64). The busiest expert sets the step: its rows and
+    its FLOPs are the mean's × ``work.moe_load_factor`` (:func:`.moe.expert_load_factor`: the
+    load imbalance, or the capacity factor when tokens are dropped and padded), so the
+    experts' term weighs share × that factor. Evaluated once per distinct (tokens, tp,
     ep, cp): the search's million layouts share a few hundred."""
     tp = lay.as_float("tp")
     if not work.gemms or cluster.sms <= 0:
@@ -337,8 +362,9 @@ def _gemm_inverse_efficiency(
         )
 
     lp = layer_peak or cluster.peak_flops
+    load = work.moe_load_factor
     for n_dim, k_dim, share, n_tp, k_tp, expert in work.gemms:
-        rows = tok * work.moe_tokens_share * e if expert else tok
+        rows = tok * work.moe_tokens_share * e * load if expert else tok
         n_ = n_dim / t if n_tp else np.full_like(t, n_dim)
         k_ = k_dim / t if k_tp else np.full_like(t, k_dim)
         passes = (
@@ -346,7 +372,8 @@ def _gemm_inverse_efficiency(
             eff(rows, k_, n_, lp),
             eff(k_, n_, rows, lp),
         )
-        inverse = inverse + share * sum(1.0 / e for e in passes) / 3.0
+        weight = share * load if expert else share
+        inverse = inverse + weight * sum(1.0 / e for e in passes) / 3.0
     h, v = float(work.hidden), float(work.vocab or 1)
     head_n = v / t
     head = (1.0 / eff(tok, head_n, h) + 1.0 / eff(tok, h, head_n) + 1.0 / eff(h, head_n, tok)) / 3.0
@@ -385,15 +412,17 @@ def _one_gemm_inverse_efficiency(
 
     lp = layer_peak or cluster.peak_flops
     inverse = 0.0
+    load = work.moe_load_factor
     for n_dim, k_dim, share, n_tp, k_tp, expert in work.gemms:
-        rows = tok0 * work.moe_tokens_share * e0 if expert else tok0
+        rows = tok0 * work.moe_tokens_share * e0 * load if expert else tok0
         n_ = n_dim / t0 if n_tp else float(n_dim)
         k_ = k_dim / t0 if k_tp else float(k_dim)
         passes = [eff(rows, n_, k_, lp), eff(rows, k_, n_, lp), eff(k_, n_, rows, lp)]
         inverses = [1.0 / x for x in passes if x]
         if len(inverses) < len(passes):
             return None
-        inverse = inverse + share * (inverses[0] + inverses[1] + inverses[2]) / 3.0
+        weight = share * load if expert else share
+        inverse = inverse + weight * (inverses[0] + inverses[1] + inverses[2]) / 3.0
     h, v = float(work.hidden), float(work.vocab or 1)
     head_n = v / t0
     peak = cluster.peak_flops

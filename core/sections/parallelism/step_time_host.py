@@ -62,6 +62,50 @@ LAYER_KERNELS_ATTENTION_CORE = 4.0
 dropout and ``bmm`` (Korthikanti et al. 2022 section 5; ``CoreAttention.forward``)."""
 
 
+MOE_KERNELS_FORWARD = 29.0
+"""Kernels an MoE block's forward launches besides its experts' GEMMs, with Megatron-Core's
+all-to-all dispatcher (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/):
+the router (router.py ``TopKRouter``: gating GEMM, score function, top-k, the probability
+and routing-map scatters, the auxiliary-loss terms: 8), the dispatcher's preprocessing
+(token_dispatcher.py ``MoEAlltoAllTokenDispatcher.preprocess``: the per-expert counts and
+their sums per rank, the all-gather of the counts over tp·ep, the local slices, the
+device-to-host copies of the split sizes: 10), the permutation, the all-to-alls of the
+tokens and of their probabilities and the regrouping by local expert (5; moe_utils.py
+``permute``, ``sort_chunks_by_idxs``), the experts' input quantization, weighted SwiGLU and
+second quantization (experts.py ``TEGroupedMLP``: 3), and the combine (the regrouping back,
+the all-to-all, ``unpermute``: 3). Counted once per launch whatever the fusion flags."""
+
+MOE_KERNELS_BACKWARD = 30.0
+"""The same block's backward besides its experts' GEMMs: the gradients of the kernels above
+travel back through as many kernels (the all-to-alls, permutations, activation and router
+each once; the quantizations of the output gradients twice, row- and column-wise)."""
+
+MOE_GEMMS_PER_LOCAL_EXPERT = 6.0
+"""Expert GEMM launches per local expert per micro-batch: fc1 and fc2 forward, and each
+one's input and weight gradient. ``TEGroupedMLP`` hands Transformer Engine's
+``GroupedLinear`` the rows of every local expert (``m_splits`` = tokens per local expert),
+which runs one GEMM per expert."""
+
+DENSE_MLP_KERNELS = 10.0
+"""What the MoE block replaces of the dense layer's counts (:data:`LAYER_KERNELS_FORWARD`,
+:data:`LAYER_KERNELS_BACKWARD`): fc1, bias-GeLU and fc2 forward (3), their four GEMM
+gradients, the bias-GeLU gradient and the two bias-gradient reductions (7)."""
+
+
+def _moe_launches(work: Workload, lay: Layouts) -> FloatArray:
+    """Kernels an MoE layer launches per micro-batch beyond the dense layer's count, per
+    layout: :data:`MOE_KERNELS_FORWARD` + :data:`MOE_KERNELS_BACKWARD` + ⌈E ÷ ep⌉ local
+    experts × :data:`MOE_GEMMS_PER_LOCAL_EXPERT` − :data:`DENSE_MLP_KERNELS`; averaged over
+    the layers (× MoE layers ÷ L). 0 for a dense model. A full recomputation replays the
+    forward's (not counted: the Bridge recipes and Megatron's MoE defaults recompute
+    selectively)."""
+    if work.moe_layers <= 0 or work.num_experts <= 0:
+        return np.zeros(len(lay.tp), dtype=np.float64)
+    local = np.ceil(work.num_experts / lay.as_float("ep"))
+    extra = MOE_KERNELS_FORWARD + MOE_KERNELS_BACKWARD + local * MOE_GEMMS_PER_LOCAL_EXPERT
+    return np.asarray((extra - DENSE_MLP_KERNELS) * work.moe_layers / work.layers)
+
+
 def _host_seconds(work: Workload, cluster: Cluster, lay: Layouts, layers: FloatArray) -> FloatArray:
     """The host's floor under one micro-batch on the fullest stage: ``layers`` (⌈L/(p·v)⌉·v)
     × the stack's host seconds per layer (or the cluster's override), plus, when the
@@ -93,10 +137,12 @@ def _host_floor(
 ) -> tuple[FloatArray, FloatArray]:
     """(the host's floor under a micro-batch, the launch floor where it is the larger): the
     larger of the stack's host time (:func:`_host_seconds`) and the launch floor
-    (:func:`_launch_seconds`); the second value is 0 where the stack's host time is the
-    larger (a stack constant fitted with the compute-only DP overlap window, nanotron's,
-    keeps that window)."""
+    (:func:`_launch_seconds`, plus an MoE layer's own kernels: :func:`_moe_launches`); the
+    second value is 0 where the stack's host time is the larger (a stack constant fitted
+    with the compute-only DP overlap window, nanotron's, keeps that window)."""
     launch = _launch_seconds(cluster, lay, layers, head_on_stage, si)
+    if work.moe_layers > 0 and cluster.host_seconds_per_layer is None:
+        launch = launch + layers * _moe_launches(work, lay) * comm.HOST_SECONDS_PER_KERNEL_LAUNCH
     stack_host = _host_seconds(work, cluster, lay, layers)
     binding_launch = np.where(launch > stack_host, launch, 0.0)
     return np.asarray(np.maximum(stack_host, launch)), np.asarray(binding_launch)

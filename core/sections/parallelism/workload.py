@@ -17,6 +17,7 @@ from llm_planner.core.primitives.architecture import (
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities import moe as moe_work
 from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
@@ -76,6 +77,18 @@ class Workload:
     run by the fused attention kernel at its own efficiency; part of model_flops_per_token."""
     moe_tokens_share: float = 1.0
     """Share of a micro-batch's tokens one routed expert's GEMM sees (k / E); 1 if dense."""
+    num_experts: int = 0
+    """Routed experts per MoE layer (0 if dense)."""
+    moe_load_factor: float = 1.0
+    """Rows the busiest routed expert runs ÷ the mean (:func:`.moe.expert_load_factor`: the
+    load imbalance, or the capacity factor when tokens are dropped and padded)."""
+    moe_capacity_factor: float | None = None
+    """The expert capacity factor (None: dropless)."""
+    moe_dispatcher: str = "alltoall"
+    """Megatron-Core's token dispatcher (:data:`.moe.DISPATCHERS`)."""
+    moe_permute_bytes: tuple[float, float] = (0.0, 0.0)
+    """HBM bytes per token per MoE layer of the token permutations (with, without the
+    regrouping by local expert): :func:`.moe.permutation_bytes_per_token`."""
     stack: StackProfile = field(default_factory=lambda: get_stack("megatron"))
     """The training stack's profile (buckets, reduce dtype, host overhead, attention kernel)."""
     gradient_reduce_bytes: float = comm.COMM_BYTES_PER_ELEMENT
@@ -248,6 +261,26 @@ def workload_of(
         attention_flops_per_token=3.0 * attention_forward_flops_per_token(arch, seq_len),
         moe_tokens_share=(
             arch.moe.experts_per_token / arch.moe.num_experts if arch.moe is not None else 1.0
+        ),
+        num_experts=arch.moe.num_experts if arch.moe is not None else 0,
+        moe_load_factor=(
+            moe_work.expert_load_factor(ti.moe_load_imbalance, ti.moe_capacity_factor)
+            if arch.moe is not None
+            else 1.0
+        ),
+        moe_capacity_factor=ti.moe_capacity_factor,
+        moe_dispatcher=ti.moe_dispatcher,
+        moe_permute_bytes=(
+            (
+                moe_work.permutation_bytes_per_token(
+                    arch.moe.experts_per_token, arch.hidden_size, True
+                ),
+                moe_work.permutation_bytes_per_token(
+                    arch.moe.experts_per_token, arch.hidden_size, False
+                ),
+            )
+            if arch.moe is not None
+            else (0.0, 0.0)
         ),
         stack=stack,
         gradient_reduce_bytes=stack.gradient_reduce_bytes
