@@ -1236,7 +1236,11 @@ def _megatron_bridge() -> list[str]:
         "count, system and precision in "
         "NVIDIA-NeMo/Megatron-Bridge@067f987d `src/megatron/bridge/perf_recipes/`, table "
         "below): Megatron-FSDP as ZeRO-3, recomputation as the recipe sets it, LoRA rank 16 "
-        "on q, k, v. No constant was fitted to these rows. "
+        "on q, k, v, 16-bit main gradients (`_benchmark_common`: `grad_reduce_in_fp32 = "
+        "False` → `training.grad_reduce_16bit`) and the FP8/FP4 recipes' weights kept in "
+        "FP8/FP4 (`fp8_param_gather` / `fp4_param_gather` → "
+        "`training.low_precision_params`, Megatron's --fp8-param-gather). No constant was "
+        "fitted to these rows. "
         "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
         "optimistic). Releases re-measure the same setups, so rows with one layout are "
         "repeats, not independent points.",

@@ -446,6 +446,24 @@ INPUTS: tuple[Input, ...] = (
         group=TRAINING,
     ),
     Input(
+        "training.low_precision_params",
+        "Low-precision parameters",
+        "FP8/FP4 recipes: the layers' matrices kept only in FP8/FP4, no 16-bit copy, and "
+        "all-gathered so (Megatron --fp8-param-gather; default off)",
+        kind="switch",
+        flag="--low-precision-params",
+        group=TRAINING,
+    ),
+    Input(
+        "training.grad_reduce_16bit",
+        "16-bit gradient reduce",
+        "main gradients kept and reduced in 16 bits, not fp32 (Megatron "
+        "--grad-reduce-in-bf16; default off)",
+        kind="switch",
+        flag="--grad-reduce-16bit",
+        group=TRAINING,
+    ),
+    Input(
         "training.dropout",
         "Dropout",
         "dropout on attention probabilities and residuals",

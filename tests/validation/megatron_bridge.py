@@ -27,7 +27,10 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   base recipe and helpers): Llama 3 8B on H100 full recomputation of 5 layers per stage
   (block), DeepSeek-V3 selective with its ``recompute_modules``, the others none; LoRA rows
   rank 16 on the fused q, k, v projection (``llama3_70b_peft_config``: dim 16;
-  ``peft.target_modules = ["linear_qkv"]``). What the recipes set that the app cannot state
+  ``peft.target_modules = ["linear_qkv"]``); every recipe's 16-bit main gradients
+  (``_benchmark_common``: ``grad_reduce_in_fp32 = False`` → ``grad_reduce_16bit``) and, in
+  the FP8/FP4 recipes, the weights kept in FP8/FP4 (``fp8_param_gather`` /
+  ``fp4_param_gather`` → ``low_precision_params``). What the recipes set that the app cannot state
   is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`); MoE rows with the default load
   imbalance 1 (the table's footnote: token distribution force-balanced), dropless, or with a
   capacity factor of 1 where the row is labelled "tokendrop" (:data:`TOKENDROP_CAPACITY_FACTOR`);
@@ -126,10 +129,6 @@ NOT_EXPRESSED = (
     "activations on the GPU",
     "the MoE paged stash (`moe_paged_stash`, part of the experts' activations in a paged "
     "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
-    "`fp8_param_gather` / `fp4_param_gather` (every FP8/FP4 recipe: the weights held in FP8, "
-    "no 16-bit copy; the app keeps the 16-bit weights next to the quantized copies)",
-    "`grad_reduce_in_fp32 = False` (`_benchmark_common`: 16-bit main gradients; the app's "
-    "FP8/FP4 recipes and Megatron's mixed bf16 keep fp32 main gradients)",
     "the precision-aware optimizer's bf16 Adam moments (DeepSeek-V3: `exp_avg_dtype = "
     "exp_avg_sq_dtype = bfloat16`; the app prices fp32 moments)",
     "CUDA graphs (`cuda_graph_impl`), the HybridEP flex dispatcher and its capacity factor, "
@@ -242,6 +241,10 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
         "micro_batch": int(row["micro_batch"]),
         "stack": "megatron",
         "precision": PRECISION_OF[recipe],
+        # every perf recipe: _benchmark_common's grad_reduce_in_fp32 = False; the FP8/FP4
+        # mixed-precision configs' fp8_param_gather / fp4_param_gather = True
+        "grad_reduce_16bit": True,
+        "low_precision_params": recipe != "bf16",
         **recompute_of(rec),
     }
     if row["task"] == "lora":

@@ -7,7 +7,8 @@ field of Megatron-Core's ``ModelParallelConfig``, ``TransformerConfig``,
 ``--num-layers-per-virtual-pipeline-stage``, ``--context-parallel-size``,
 ``--expert-model-parallel-size``, ``--sequence-parallel``, ``--use-distributed-optimizer``
 (ZeRO-1: optimizer states sharded over dp), ``--recompute-granularity/-method/-num-layers``,
-``--micro-batch-size``, ``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``.
+``--micro-batch-size``, ``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``,
+``--grad-reduce-in-bf16``, ``--fp8-param-gather``/``--fp4-param-gather``.
 ZeRO-2/3 are Megatron-FSDP's ``--data-parallel-sharding-strategy optim_grads`` /
 ``optim_grads_params`` with ``--use-megatron-fsdp`` (Megatron-LM
 megatron/core/distributed/fsdp/README.md, "Required Configurations").
@@ -103,9 +104,14 @@ def _precision_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
         args.append("--bf16")
     elif plan.precision == "mixed_fp16":
         args.append("--fp16")
-    if plan.precision == "mixed_bf16_fp32_grads" or low:
+    bf16 = plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "pure_bf16"} or low
+    if plan.grad_reduce_16bit and bf16:
+        args.append("--grad-reduce-in-bf16")
+    elif plan.precision == "mixed_bf16_fp32_grads" or low:
         args.append("--accumulate-allreduce-grads-in-fp32")
     args.extend(low or ())
+    if low and plan.low_precision_params:
+        args.append("--fp4-param-gather" if plan.precision == "nvfp4" else "--fp8-param-gather")
     if plan.precision == "pure_bf16":
         notes.append("pure bf16 without fp32 master weights: Megatron keeps fp32 main params")
     if plan.optimizer in {"adam", "adamw"}:
@@ -206,6 +212,9 @@ def _parser() -> argparse.ArgumentParser:
         "bf16",
         "fp16",
         "accumulate-allreduce-grads-in-fp32",
+        "grad-reduce-in-bf16",
+        "fp8-param-gather",
+        "fp4-param-gather",
         "group-query-attention",
     ):
         p.add_argument(f"--{name}", action="store_true")
@@ -324,6 +333,10 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["training.precision"] = "mixed_bf16_fp32_grads" if grads else "mixed_bf16"
     else:
         fields["training.precision"] = "fp32"
+    if args.grad_reduce_in_bf16:
+        fields["training.grad_reduce_16bit"] = True
+    if recipe is not None and (args.fp8_param_gather or args.fp4_param_gather):
+        fields["training.low_precision_params"] = True
     optimizer = {"adam": "adamw", "sgd": "sgd"}.get(args.optimizer or "")
     if optimizer:
         fields["training.optimizer"] = optimizer

@@ -59,6 +59,10 @@ class LaunchPlan:
     problems: tuple[str, ...]
     cp: int = 1
     """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
+    low_precision_params: bool = False
+    """FP8/FP4 recipe's layer matrices kept only in FP8/FP4 (Megatron --fp8-param-gather)."""
+    grad_reduce_16bit: bool = False
+    """Main gradients kept and reduced in 16 bits (Megatron --grad-reduce-in-bf16)."""
 
     @property
     def nodes(self) -> int:
@@ -102,6 +106,8 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         qlora=tr.qlora,
         problems=lay.problems,
         cp=lay.cp,
+        low_precision_params=tr.low_precision_params,
+        grad_reduce_16bit=tr.grad_reduce_16bit,
     )
 
 
@@ -166,6 +172,16 @@ def common_unexpressed(plan: LaunchPlan) -> list[str]:
             notes.append(
                 f"precision {plan.precision} is Transformer Engine's recipe as Megatron-Core "
                 "launches it; not stated in this stack's config"
+            )
+        if plan.low_precision_params:
+            notes.append(
+                "low-precision parameters are Megatron's --fp8-param-gather / "
+                "--fp4-param-gather; not stated in this stack's config"
+            )
+        if plan.grad_reduce_16bit:
+            notes.append(
+                "16-bit gradient reduce is Megatron's --grad-reduce-in-bf16; not stated in "
+                "this stack's config"
             )
     return notes
 

@@ -8,7 +8,7 @@ from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
-from llm_planner.core.quantities.optimizers import get_precision, launched_precision
+from llm_planner.core.quantities.optimizers import PrecisionRecipe, get_precision
 from llm_planner.core.sections.training_params import stage_params
 
 
@@ -58,7 +58,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
     )
     targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
-    recipe = launched_precision(ti.precision, ti.stack)
+    recipe = ti.launched_recipe
     return StepInputs(
         flash_attention=ti.flash_attention,
         heads=float(arch.heads),
@@ -69,7 +69,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         adapted_matrices_per_layer=float(len(targets)) if rank is not None else 0.0,
         layers=float(arch.layers),
         dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
-        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(recipe.id),
+        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(recipe),
         kv_width=float(_kv_width(arch)),
         gemm_dtype=recipe.gemm_dtype,
         quantize_bytes_per_element=recipe.quantize_bytes_per_element,
@@ -87,7 +87,7 @@ def _kv_width(arch: Architecture) -> int:
     return 2 * arch.kv_size
 
 
-def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
+def mixed_precision_optimizer_extra_bytes(precision: PrecisionRecipe | str) -> float:
     """HBM bytes per parameter a mixed-precision optimizer step moves besides Adam's update
     of the fp32 master weights and moments (which :func:`.workload.
     optimizer_step_bytes_per_param` prices: read the gradient, read and write 12 bytes of
@@ -103,7 +103,7 @@ def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
     = 24 bytes for ``mixed_fp16``, 16 for ``mixed_bf16``, 8 with fp32 main gradients
     (Megatron-Core's ``mixed_bf16_fp32_grads``: no copy), 4 (the norm) without a master
     copy."""
-    recipe = get_precision(precision)
+    recipe = get_precision(precision) if isinstance(precision, str) else precision
     grad = recipe.gradients_bytes
     norm = 4.0
     if recipe.master_bytes <= 0:
