@@ -1239,7 +1239,8 @@ def _megatron_bridge() -> list[str]:
         "on q, k, v, 16-bit main gradients (`_benchmark_common`: `grad_reduce_in_fp32 = "
         "False` → `training.grad_reduce_16bit`) and the FP8/FP4 recipes' weights kept in "
         "FP8/FP4 (`fp8_param_gather` / `fp4_param_gather` → "
-        "`training.low_precision_params`, Megatron's --fp8-param-gather). No constant was "
+        "`training.low_precision_params`, Megatron's --fp8-param-gather), DeepSeek-V3's bf16 "
+        "Adam moments (`adamw_bf16_moments`). No constant was "
         "fitted to these rows. "
         "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
         "optimistic). Releases re-measure the same setups, so rows with one layout are "
@@ -1332,7 +1333,6 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
             if rec.cpu_offload_layers
             else "",
             "MoE paged stash" if rec.paged_stash else "",
-            "bf16 Adam moments" if rec.bf16_moments else "",
             f"{rec.dispatcher} dispatcher" if rec.dispatcher else "",
             f"CUDA graphs {rec.cuda_graphs}" if rec.cuda_graphs != "none" else "",
         ]

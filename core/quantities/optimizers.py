@@ -306,6 +306,18 @@ OPTIMIZERS: dict[str, Optimizer] = {
             source="Kingma & Ba 2014 (arXiv:1412.6980)",
         ),
         Optimizer(
+            id="adamw_bf16_moments",
+            name="AdamW, bf16 moments (Megatron's precision-aware optimizer)",
+            full_states=2,
+            quantized_state_bytes=bytes_per_element("bf16"),
+            source="NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py: "
+            "--use-precision-aware-optimizer with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 "
+            "(Transformer Engine's FusedAdam keeps m and v in bf16, computes in fp32; the fp32 "
+            "main parameters stay, --main-params-dtype fp32); what Megatron-Bridge's "
+            "DeepSeek-V3 recipes set (NVIDIA-NeMo/Megatron-Bridge@067f987d "
+            "perf_recipes/deepseek/common.py _enable_deepseek_precision_aware_optimizer)",
+        ),
+        Optimizer(
             id="adam8bit",
             name="8-bit Adam, blockwise (bitsandbytes)",
             full_states=2,

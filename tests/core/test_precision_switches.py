@@ -133,3 +133,21 @@ def test_megatron_export_and_import_carry_the_switches() -> None:
     plain = megatron.export(launch_plan(_scenario("fp8_current"))).text
     assert "--fp8-param-gather" not in plain
     assert "--accumulate-allreduce-grads-in-fp32" in plain
+
+
+def test_bf16_adam_moments_halve_the_moments() -> None:
+    """Megatron's precision-aware optimizer with bf16 m and v: fp32 master 4 + 2 × 2 bytes
+    per parameter instead of 4 + 2 × 4 (Llama 3.1 8B: 8 × 8,030,261,248 instead of 12 ×);
+    exported as --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype
+    bf16 and read back."""
+    from llm_planner.core.files.stack_configs import megatron
+    from llm_planner.core.files.stack_configs.plan import launch_plan
+
+    adam = estimate(_scenario("mixed_bf16"), suggest=False).training
+    sc = _scenario("mixed_bf16", optimizer="adamw_bf16_moments")
+    bf16 = estimate(sc, suggest=False).training
+    assert adam.optimizer_bytes == pytest.approx(12 * PARAMS)
+    assert bf16.optimizer_bytes == pytest.approx(8 * PARAMS)
+    text = megatron.export(launch_plan(sc)).text
+    assert "--exp-avg-sq-dtype bf16" in text
+    assert megatron.parse(text, "exported").fields["training.optimizer"] == "adamw_bf16_moments"

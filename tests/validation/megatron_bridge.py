@@ -30,10 +30,12 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   ``peft.target_modules = ["linear_qkv"]``); every recipe's 16-bit main gradients
   (``_benchmark_common``: ``grad_reduce_in_fp32 = False`` → ``grad_reduce_16bit``) and, in
   the FP8/FP4 recipes, the weights kept in FP8/FP4 (``fp8_param_gather`` /
-  ``fp4_param_gather`` → ``low_precision_params``). What the recipes set that the app cannot state
-  is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`); MoE rows with the default load
-  imbalance 1 (the table's footnote: token distribution force-balanced), dropless, or with a
-  capacity factor of 1 where the row is labelled "tokendrop" (:data:`TOKENDROP_CAPACITY_FACTOR`);
+  ``fp4_param_gather`` → ``low_precision_params``); the DeepSeek-V3 recipes' precision-aware
+  optimizer with bf16 moments (``optimizer = "adamw_bf16_moments"``). What the recipes set
+  that the app cannot state is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`); MoE rows
+  with the default load imbalance 1 (the table's footnote: token distribution
+  force-balanced), dropless, or with a capacity factor of 1 where the row is labelled
+  "tokendrop" (:data:`TOKENDROP_CAPACITY_FACTOR`);
 - precision: the row's recipe as the app's precision choice (``PRECISION_OF``: FP8-CS →
   ``fp8_current``, MXFP8 and the 25.09 "32x32 block" rows → ``mxfp8``, NVFP4 → ``nvfp4``,
   BF16 → ``mixed_bf16``) at ``compute_dtype = "bf16"``: the recipe runs the layers' GEMMs at
@@ -129,8 +131,6 @@ NOT_EXPRESSED = (
     "activations on the GPU",
     "the MoE paged stash (`moe_paged_stash`, part of the experts' activations in a paged "
     "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
-    "the precision-aware optimizer's bf16 Adam moments (DeepSeek-V3: `exp_avg_dtype = "
-    "exp_avg_sq_dtype = bfloat16`; the app prices fp32 moments)",
     "CUDA graphs (`cuda_graph_impl`), the HybridEP flex dispatcher and its capacity factor, "
     "forced expert load balance: step-time settings the app has no input for",
 )
@@ -247,6 +247,8 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
         "low_precision_params": recipe != "bf16",
         **recompute_of(rec),
     }
+    if rec.bf16_moments:  # the precision-aware optimizer (DeepSeek-V3 recipes)
+        training["optimizer"] = "adamw_bf16_moments"
     if row["task"] == "lora":
         training["lora_rank"] = rec.lora_rank or LORA_RANK
         if rec.lora_targets is not None:

@@ -116,6 +116,13 @@ def _precision_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
         notes.append("pure bf16 without fp32 master weights: Megatron keeps fp32 main params")
     if plan.optimizer in {"adam", "adamw"}:
         args.append("--optimizer adam")
+    elif plan.optimizer == "adamw_bf16_moments":
+        args += [
+            "--optimizer adam",
+            "--use-precision-aware-optimizer",
+            "--exp-avg-dtype bf16",
+            "--exp-avg-sq-dtype bf16",
+        ]
     elif plan.optimizer in {"sgd", "sgd_momentum"}:
         args.append("--optimizer sgd")
     else:
@@ -202,6 +209,8 @@ def _parser() -> argparse.ArgumentParser:
         "fp8-recipe",
         "fp4-format",
         "fp4-recipe",
+        "exp-avg-dtype",
+        "exp-avg-sq-dtype",
     ):
         p.add_argument(f"--{name}")
     for name in (
@@ -213,6 +222,7 @@ def _parser() -> argparse.ArgumentParser:
         "fp16",
         "accumulate-allreduce-grads-in-fp32",
         "grad-reduce-in-bf16",
+        "use-precision-aware-optimizer",
         "fp8-param-gather",
         "fp4-param-gather",
         "group-query-attention",
@@ -338,6 +348,9 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
     if recipe is not None and (args.fp8_param_gather or args.fp4_param_gather):
         fields["training.low_precision_params"] = True
     optimizer = {"adam": "adamw", "sgd": "sgd"}.get(args.optimizer or "")
+    bf16_moments = args.exp_avg_dtype == "bf16" and args.exp_avg_sq_dtype == "bf16"
+    if args.optimizer in (None, "adam") and args.use_precision_aware_optimizer and bf16_moments:
+        optimizer = "adamw_bf16_moments"  # Adam is Megatron-LM's default --optimizer
     if optimizer:
         fields["training.optimizer"] = optimizer
     return fields
