@@ -1240,7 +1240,8 @@ def _megatron_bridge() -> list[str]:
         "False` → `training.grad_reduce_16bit`) and the FP8/FP4 recipes' weights kept in "
         "FP8/FP4 (`fp8_param_gather` / `fp4_param_gather` → "
         "`training.low_precision_params`, Megatron's --fp8-param-gather), DeepSeek-V3's bf16 "
-        "Adam moments (`adamw_bf16_moments`). No constant was "
+        "Adam moments (`adamw_bf16_moments`), CPU activation offloading "
+        "(`cpu_offloading_num_layers` → `training.activation_offload_layers`). No constant was "
         "fitted to these rows. "
         "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
         "optimistic). Releases re-measure the same setups, so rows with one layout are "
@@ -1309,8 +1310,8 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
         f"`…_config` at {rec_mod.SOURCE}; † the recipe now runs another layout or batch than "
         "the row, an older release's: the row's own columns are used):",
         "",
-        "| Recipe function | File | Rows | Recomputation | Sharding | Set, not stated |",
-        "|---|---|---:|---|---|---|",
+        "| Recipe function | File | Rows | Recomputation | Sharding | Offload | Set, not stated |",
+        "|---|---|---:|---|---|---|---|",
     ]
     by_fn: dict[str, list[Any]] = {}
     for r in rows:
@@ -1329,9 +1330,6 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
             f"ZeRO-{z}" + (" (Megatron-FSDP)" if z == 3 else "") for z in sorted(zero)
         )
         unstated = [
-            f"CPU activation offload {rec.cpu_offload_layers} layers"
-            if rec.cpu_offload_layers
-            else "",
             "MoE paged stash" if rec.paged_stash else "",
             f"{rec.dispatcher} dispatcher" if rec.dispatcher else "",
             f"CUDA graphs {rec.cuda_graphs}" if rec.cuda_graphs != "none" else "",
@@ -1339,6 +1337,7 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
         differs = "†" if any(r.layout_differs for r in group) else ""
         out.append(
             f"| `{fn}`{differs} | {rec.file} | {len(group)} | {rc} | {shard} | "
+            f"{f'{rec.cpu_offload_layers} layers' if rec.cpu_offload_layers else '—'} | "
             f"{', '.join(u for u in unstated if u) or '—'} |"
         )
     fit = mb.fitting(rows)

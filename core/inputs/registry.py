@@ -446,6 +446,15 @@ INPUTS: tuple[Input, ...] = (
         group=TRAINING,
     ),
     Input(
+        "training.activation_offload_layers",
+        "Activation offload (layers)",
+        "layers per pipeline stage whose activations go to host memory and back (Megatron "
+        "--cpu-offloading-num-layers; default 0)",
+        WHOLE,
+        flag="--activation-offload-layers",
+        group=TRAINING,
+    ),
+    Input(
         "training.low_precision_params",
         "Low-precision parameters",
         "FP8/FP4 recipes: the layers' matrices kept only in FP8/FP4, no 16-bit copy, and "

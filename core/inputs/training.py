@@ -107,6 +107,13 @@ class TrainingInputs(BaseModel):
         "sets the step (the slowest rank). 1: balanced, what an auxiliary balancing loss or "
         "forced balancing aims at (stated default, not fitted)",
     )
+    activation_offload_layers: int = Field(
+        default=0,
+        **bounds("training.activation_offload_layers"),
+        description="layers per pipeline stage whose activations go to host memory in the "
+        "forward and come back for the backward (Megatron --cpu-offloading-num-layers, "
+        "activations only; Transformer Engine's CPU offload)",
+    )
     low_precision_params: bool = Field(
         default=False,
         description="a low-precision recipe's layer matrices held only in FP8/FP4, no 16-bit "

@@ -124,6 +124,9 @@ class MemoryTerms:
     pipeline_stage_layers`: equal split, or the stack's cost-balanced one)."""
     logged_stage: str = "fullest"
     """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
+    activation_offload_layers: int = 0
+    """Layers per stage whose activations go to host memory (``TrainingInputs.
+    activation_offload_layers``; :func:`held_layers`)."""
 
 
 @lru_cache(maxsize=32)
@@ -214,6 +217,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         activations=stage_acts,
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
+        activation_offload_layers=ti.activation_offload_layers,
     )
 
 
@@ -407,6 +411,22 @@ def _spread(x: npt.ArrayLike, dtype: Any, n: int) -> npt.NDArray[Any]:
     )
 
 
+def held_layers(layers: npt.ArrayLike, offloaded: int) -> FloatArray:
+    """Layers of a stage whose activations stay on the GPU when ``offloaded`` of them go to
+    host memory: Transformer Engine's CPU offload (NVIDIA/TransformerEngine@d0067d0d
+    transformer_engine/pytorch/cpu_offload.py ``get_cpu_offload_context``: "activation
+    memory usage is equal to ``(num_layers - num_offloaded_layers) * T``, where ``T`` is
+    the memory footprint of a layer"), which Megatron-Core's ``cpu_offloading`` /
+    ``cpu_offloading_num_layers`` drive (NVIDIA/Megatron-LM@d98e8a64 megatron/core/
+    transformer/transformer_block.py), at most all layers but one (transformer_config.py:
+    ``cpu_offloading_num_layers`` must be below ``num_layers``; the last layer's activations
+    are used at once by its backward)."""
+    n = np.asarray(layers, dtype=np.float64)
+    if offloaded <= 0:
+        return n
+    return n - np.minimum(float(offloaded), np.maximum(n - 1.0, 0.0))
+
+
 _SCREENED = (
     "weights_bytes",
     "gradients_bytes",
@@ -513,7 +533,7 @@ def training_memory_arrays(
         )
         layers = layers_of_pp[pp_index]
         outside_acts = outside * flight
-        activ = kept * layers * flight + outside_acts
+        activ = kept * held_layers(layers, terms.activation_offload_layers) * flight + outside_acts
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp

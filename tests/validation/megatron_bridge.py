@@ -31,7 +31,9 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   (``_benchmark_common``: ``grad_reduce_in_fp32 = False`` → ``grad_reduce_16bit``) and, in
   the FP8/FP4 recipes, the weights kept in FP8/FP4 (``fp8_param_gather`` /
   ``fp4_param_gather`` → ``low_precision_params``); the DeepSeek-V3 recipes' precision-aware
-  optimizer with bf16 moments (``optimizer = "adamw_bf16_moments"``). What the recipes set
+  optimizer with bf16 moments (``optimizer = "adamw_bf16_moments"``); the Llama 3 70B
+  Megatron-FSDP recipes' CPU activation offloading (``model.cpu_offloading_num_layers`` →
+  ``activation_offload_layers``). What the recipes set
   that the app cannot state is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`); MoE rows
   with the default load imbalance 1 (the table's footnote: token distribution
   force-balanced), dropless, or with a capacity factor of 1 where the row is labelled
@@ -126,9 +128,9 @@ LORA_RANK = 32
 """The LoRA rank for a LoRA row whose recipe sets none (every LoRA recipe here sets 16)."""
 
 NOT_EXPRESSED = (
-    "CPU activation offloading (`model.cpu_offloading_num_layers`: 40 of 80 layers on GB200, "
-    "20 on GB300, Llama 3 70B FP8-CS with Megatron-FSDP): the app keeps every layer's "
-    "activations on the GPU",
+    "the host-link time of CPU activation offloading (its memory is stated: "
+    "`activation_offload_layers`, 40 of 80 layers on GB200, 20 on GB300, Llama 3 70B FP8-CS "
+    "with Megatron-FSDP; the copies are taken as hidden behind the layers' compute)",
     "the MoE paged stash (`moe_paged_stash`, part of the experts' activations in a paged "
     "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
     "CUDA graphs (`cuda_graph_impl`), the HybridEP flex dispatcher and its capacity factor, "
@@ -247,6 +249,8 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
         "low_precision_params": recipe != "bf16",
         **recompute_of(rec),
     }
+    if rec.cpu_offload_layers:  # model.cpu_offloading_num_layers (activations only)
+        training["activation_offload_layers"] = rec.cpu_offload_layers
     if rec.bf16_moments:  # the precision-aware optimizer (DeepSeek-V3 recipes)
         training["optimizer"] = "adamw_bf16_moments"
     if row["task"] == "lora":

@@ -1,0 +1,36 @@
+"""CPU activation offloading (training.activation_offload_layers): Megatron-Core's
+``cpu_offloading_num_layers`` through Transformer Engine's CPU offload, which keeps
+``(num_layers - num_offloaded_layers) * T`` of activations on the GPU
+(NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/cpu_offload.py).
+
+Llama 3.1 8B on one H100 (32 layers, one stage, one micro-batch in flight)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_planner.core.composition.estimate import estimate
+from llm_planner.core.sections.training_memory import held_layers
+
+from .test_precision_switches import _scenario
+
+
+def test_held_layers_by_hand() -> None:
+    """80 layers, 40 offloaded: 40 stay; 0 offloaded: all 80; asking for all 80 keeps the
+    last one (Megatron requires cpu_offloading_num_layers < num_layers)."""
+    assert held_layers(80, 40) == 40
+    assert held_layers(80, 0) == 80
+    assert held_layers(80, 80) == 1
+    assert np.array_equal(held_layers(np.array([20.0, 2.0]), 5), np.array([15.0, 1.0]))
+
+
+def test_offloaded_layers_leave_the_gpu() -> None:
+    """16 of the 32 layers offloaded: the activations drop by 16 layers' worth; the weights,
+    gradients and optimizer state do not move."""
+    base = estimate(_scenario("mixed_bf16"), suggest=False).training
+    off = estimate(_scenario("mixed_bf16", activation_offload_layers=16), suggest=False).training
+    per_layer = base.activations_per_layer_bytes
+    assert per_layer > 0
+    assert base.activations_bytes - off.activations_bytes == pytest.approx(16 * per_layer)
+    assert (off.weights_bytes, off.optimizer_bytes) == (base.weights_bytes, base.optimizer_bytes)
