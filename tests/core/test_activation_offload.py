@@ -34,3 +34,15 @@ def test_offloaded_layers_leave_the_gpu() -> None:
     assert per_layer > 0
     assert base.activations_bytes - off.activations_bytes == pytest.approx(16 * per_layer)
     assert (off.weights_bytes, off.optimizer_bytes) == (base.weights_bytes, base.optimizer_bytes)
+
+
+def test_megatron_export_carries_the_offloaded_layers() -> None:
+    """Exported as --cpu-offloading-num-layers 16 (Megatron turns cpu_offloading on with it)
+    and read back."""
+    from llm_planner.core.files.stack_configs import megatron
+    from llm_planner.core.files.stack_configs.plan import launch_plan
+
+    text = megatron.export(launch_plan(_scenario("mixed_bf16", activation_offload_layers=16))).text
+    assert "--cpu-offloading-num-layers 16" in text
+    fields = megatron.parse(text, "exported").fields
+    assert fields["training.activation_offload_layers"] == 16

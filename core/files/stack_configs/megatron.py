@@ -144,6 +144,9 @@ def _parallel_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
         args.append(f"--expert-model-parallel-size {plan.ep}")
     if plan.sequence_parallel:
         args.append("--sequence-parallel")
+    if plan.activation_offload_layers > 0:
+        # Megatron turns cpu_offloading on with it (arguments.py validate_args)
+        args.append(f"--cpu-offloading-num-layers {plan.activation_offload_layers}")
     return args
 
 
@@ -198,6 +201,7 @@ def _parser() -> argparse.ArgumentParser:
         "kv-channels",
         "num-experts",
         "max-position-embeddings",
+        "cpu-offloading-num-layers",
     ):
         p.add_argument(f"--{name}", type=int)
     for name in (
@@ -343,6 +347,8 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["training.precision"] = "mixed_bf16_fp32_grads" if grads else "mixed_bf16"
     else:
         fields["training.precision"] = "fp32"
+    if args.cpu_offloading_num_layers:
+        fields["training.activation_offload_layers"] = args.cpu_offloading_num_layers
     if args.grad_reduce_in_bf16:
         fields["training.grad_reduce_16bit"] = True
     if recipe is not None and (args.fp8_param_gather or args.fp4_param_gather):

@@ -63,6 +63,9 @@ class LaunchPlan:
     """FP8/FP4 recipe's layer matrices kept only in FP8/FP4 (Megatron --fp8-param-gather)."""
     grad_reduce_16bit: bool = False
     """Main gradients kept and reduced in 16 bits (Megatron --grad-reduce-in-bf16)."""
+    activation_offload_layers: int = 0
+    """Layers per stage whose activations go to host memory (Megatron
+    --cpu-offloading-num-layers)."""
 
     @property
     def nodes(self) -> int:
@@ -108,6 +111,7 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         cp=lay.cp,
         low_precision_params=tr.low_precision_params,
         grad_reduce_16bit=tr.grad_reduce_16bit,
+        activation_offload_layers=tr.activation_offload_layers,
     )
 
 
@@ -177,6 +181,12 @@ def common_unexpressed(plan: LaunchPlan) -> list[str]:
             notes.append(
                 "low-precision parameters are Megatron's --fp8-param-gather / "
                 "--fp4-param-gather; not stated in this stack's config"
+            )
+        if plan.activation_offload_layers:
+            notes.append(
+                f"activations of {plan.activation_offload_layers} layers per stage offloaded "
+                "to host memory are Megatron's --cpu-offloading-num-layers; not stated in this "
+                "stack's config"
             )
         if plan.grad_reduce_16bit:
             notes.append(
