@@ -433,6 +433,7 @@ _SCREENED = (
     "optimizer_bytes",
     "activations_bytes",
     "allocated_bytes",
+    "offloaded_activations_bytes",
 )
 """The components :func:`training_memory_arrays` returns without ``detail``."""
 
@@ -533,7 +534,8 @@ def training_memory_arrays(
         )
         layers = layers_of_pp[pp_index]
         outside_acts = outside * flight
-        activ = kept * held_layers(layers, terms.activation_offload_layers) * flight + outside_acts
+        held = held_layers(layers, terms.activation_offload_layers)
+        activ = kept * held * flight + outside_acts
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -548,6 +550,8 @@ def training_memory_arrays(
             "allocated_bytes": allocated,
             "layers_on_stage": layers,
             "microbatches_in_flight": flight,
+            # one micro-batch's activations this stage copies to the host and back
+            "offloaded_activations_bytes": kept * (layers - held),
         }
 
     def peak(allocated: FloatArray) -> tuple[FloatArray, FloatArray]:
