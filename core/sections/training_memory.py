@@ -534,8 +534,8 @@ def training_memory_arrays(
         )
         layers = layers_of_pp[pp_index]
         outside_acts = outside * flight
-        held = held_layers(layers, terms.activation_offload_layers)
-        activ = kept * held * flight + outside_acts
+        on_gpu = held_layers(layers, terms.activation_offload_layers)
+        activ = kept * on_gpu * flight + outside_acts
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -551,7 +551,7 @@ def training_memory_arrays(
             "layers_on_stage": layers,
             "microbatches_in_flight": flight,
             # one micro-batch's activations this stage copies to the host and back
-            "offloaded_activations_bytes": kept * (layers - held),
+            "offloaded_activations_bytes": kept * (layers - on_gpu),
         }
 
     def peak(allocated: FloatArray) -> tuple[FloatArray, FloatArray]:
