@@ -124,6 +124,7 @@ def cmd_model(args: argparse.Namespace) -> int:
         "experts",
         "shared_experts",
         "router",
+        "per_layer_inputs",
         "norms",
         "head",
     ):

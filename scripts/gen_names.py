@@ -20,6 +20,7 @@ from llm_planner.core.files.hf_import import (
     MODEL_TYPE_ALIASES,
     SUPPORTED_MODEL_TYPES,
 )
+from llm_planner.core.files.hf_model_types import MULTIMODAL_TEXT_TYPES
 from llm_planner.core.primitives.gpus import gpu_aliases, gpu_catalog
 from llm_planner.core.primitives.units import format_gb
 from llm_planner.core.quantities.optimizers import PRECISION_ALIASES, PRECISIONS
@@ -107,6 +108,11 @@ def page_text() -> str:
         "## Hugging Face model types (`config.json`)",
         "",
         "Mapped exactly: " + ", ".join(f"`{t}`" for t in sorted(SUPPORTED_MODEL_TYPES)) + ".",
+        "",
+        "Multimodal configs, read as their language model (`text_config`; the vision and "
+        "audio towers are not counted): "
+        + ", ".join(f"`{t}` → `{text}`" for t, text in sorted(MULTIMODAL_TEXT_TYPES.items()))
+        + ".",
         "",
         "Read as another family:",
         "",

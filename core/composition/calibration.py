@@ -77,6 +77,7 @@ from llm_planner.core.inputs.scenario import Scenario
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.sections.parallelism.layout import (
     resolve_layout,
 )
@@ -390,6 +391,10 @@ def calibrate(
         )
         for n in names
     }
+    if not entries:  # nothing measured: no pricing, no fit (the report lists the inputs alone)
+        pricing = _Pricing(arch, gpu, params_override, compute_dtype, include_attention_flops)
+        fit, report, rates = _calibrate(pricing, [], base, inputs)
+        return Calibration(parallelism=parallelism, training=training, report=report, rates=rates)
     # keyed on what each measurement is priced with, not on the scenario's own layout: an edit
     # elsewhere in the scenario does not refit
     key = json.dumps(
@@ -418,6 +423,7 @@ def calibrate(
     )
 
 
+@forgotten
 @lru_cache(maxsize=64)
 def _calibrate_cached(
     key: str,
@@ -766,7 +772,13 @@ def calibrate_scenario(scenario: Scenario) -> tuple[Scenario, Calibration]:
         return scenario, cal
     points = list(scenario.parallelism.measured_points)
     extra = [(g, r) for g, r in cal.rates if (g, r) not in points]
-    par = cal.parallelism.model_copy(update={"measured_points": points + extra})
+    # no new point: the calibrated inputs as they are (the very object when nothing was
+    # fitted, so the estimate's memo keys it once)
+    par = (
+        cal.parallelism.model_copy(update={"measured_points": points + extra})
+        if extra
+        else cal.parallelism
+    )
     update: dict[str, Any] = {
         "parallelism": par,
         "training": cal.training,

@@ -110,13 +110,39 @@ def _frozen(value: Any) -> Hashable:
         try:
             digest = hash(value)
         except TypeError:
-            return (kind, tuple((k, _frozen(v)) for k, v in value.__dict__.items()))
+            return _unhashable_key(value)
         return _Hashed((kind, value), digest)
     if isinstance(value, list | tuple):
         return (type(value), tuple(_frozen(v) for v in value))
     if isinstance(value, dict):
         return (dict, tuple(sorted((k, _frozen(v)) for k, v in value.items())))
     return (type(value), value)
+
+
+_UNHASHABLE: OrderedDict[int, tuple[BaseModel, Hashable]] = OrderedDict()
+"""Keys of the last few models that cannot be hashed, by identity (the model itself kept
+beside its key, so its id is not reused while the entry lives): a frozen model holding a
+list (``ParallelInputs.measured_points``) is keyed field by field, and one estimate keys it
+for four sections. Frozen models are not changed in place, lists inside them included."""
+_UNHASHABLE_SIZE = 32
+_UNHASHABLE_LOCK = threading.Lock()
+
+
+def _unhashable_key(value: BaseModel) -> Hashable:
+    """``value``'s key field by field, worked out once per model object."""
+    with _UNHASHABLE_LOCK:
+        known = _UNHASHABLE.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+    key = _Hashed(
+        key := (type(value), tuple((k, _frozen(v)) for k, v in value.__dict__.items())),
+        hash(key),
+    )
+    with _UNHASHABLE_LOCK:
+        _UNHASHABLE[id(value)] = (value, key)
+        while len(_UNHASHABLE) > _UNHASHABLE_SIZE:
+            _UNHASHABLE.popitem(last=False)
+    return key
 
 
 class _Memo:
@@ -160,6 +186,8 @@ def clear_memo() -> None:
     forget_all()  # the kept values of pure functions (parameter counts, training FLOPs)
     for memo in (_TRAINING, _GPUS_PER_INSTANCE, _PARALLELISM, _INFERENCE, _ZERO_STAGES, _COMPUTE):
         memo.clear()
+    with _UNHASHABLE_LOCK:
+        _UNHASHABLE.clear()
 
 
 def zero_stages(scenario: Scenario) -> list[dict[str, float]]:

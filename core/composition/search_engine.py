@@ -23,6 +23,7 @@ from llm_planner.core.composition.search_layouts import (
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.sections import parallelism as par
 
 # --------------------------------------------------------------------- the search
@@ -199,6 +200,7 @@ def _run_counts(
     ]
 
 
+@forgotten
 @functools.lru_cache(maxsize=32)
 def _screened(
     arch: Architecture,
@@ -318,23 +320,47 @@ def _first_that_fits(
 ) -> int | None:
     """The first GPU count of ``counts`` ((count, global batch) pairs) on which :func:`_run`
     would find a row, i.e. some candidate's peak memory fits; None if none. Only the memory
-    screen is evaluated (:func:`.parallelism.memory.memory_screen`, the very array
+    screen is evaluated (:func:`.parallelism.memory_screen`, the very array
     :func:`.parallelism.evaluate_layouts` returns as ``peak_bytes``, with the same
-    micro-batches per step), not the step time that orders the rows; the counts' candidates
-    in one call (the screen is element-wise, each with its own batch's micro-batches)."""
+    micro-batches per step), not the step time that orders the rows.
+
+    Count by count, each count's layouts without tensor parallelism first, then the rest:
+    every (tp, sequence parallel) pair prices its activations once
+    (:attr:`.training_memory.MemoryTerms.activations`), so a count that fits without tp
+    (most models on their first count that fits) never prices the larger tp degrees. The
+    rest of one count and the next count's layouts without tp are screened in one call
+    (the screen is element-wise: a layout's peak is the same screened alone or among
+    others), and the answer is the first count, in order, with a layout that fits."""
     if options.max_tp is None:  # as _run: tensor parallelism inside a node
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    each = [enumerate_layouts(problem.arch, n, batch, options) for n, batch in counts]
-    parts = [(part, batch) for part, (_, batch) in zip(each, counts, strict=True) if len(part)]
-    if not parts:
-        return None
-    lay = parts[0][0] if len(parts) == 1 else _concatenated([part for part, _ in parts])
-    m = np.concatenate([par.microbatches_per_step(batch, part) for part, batch in parts])
+    pieces: list[tuple[int, int, par.Layouts]] = []  # (count, its global batch, layouts)
+    for i, (n, batch) in enumerate(counts):
+        lay = enumerate_layouts(problem.arch, n, batch, options)
+        plain = lay.tp == 1
+        split = [lay.take(plain), lay.take(~plain)] if 0 < plain.sum() < len(lay) else [lay]
+        pieces += [(n, batch, part) for part in split if len(part)]
+        if i == 0 and pieces and _fitting_count(problem, pieces[:1]) is not None:
+            return n  # the first count's layouts without tp: no other count enumerated
+    # the rest two at a time: (rest of n, plain of 2n), ...
+    start = 1 if pieces and pieces[0][0] == counts[0][0] else 0
+    batches = [pieces[i : i + 2] for i in range(start, len(pieces), 2)]
+    for group in batches:
+        found = _fitting_count(problem, group)
+        if found is not None:
+            return found
+    return None
+
+
+def _fitting_count(problem: _Problem, group: list[tuple[int, int, par.Layouts]]) -> int | None:
+    """The first count of ``group`` ((count, global batch, layouts) pieces, screened in one
+    call) with a layout whose peak fits the GPU; None if none."""
+    lay = group[0][2] if len(group) == 1 else _concatenated([part for *_, part in group])
+    m = np.concatenate([par.microbatches_per_step(batch, part) for _, batch, part in group])
     fits = par.memory_screen(None, lay, problem.memory, m=m)["peak_bytes"] <= (
         problem.cluster.memory_bytes
     )
     offset = 0
-    for (n, _), part in zip(counts, each, strict=True):
+    for n, _, part in group:
         if np.any(fits[offset : offset + len(part)]):
             return n
         offset += len(part)

@@ -289,9 +289,22 @@ def read_config(
     return architecture, tuple(notes)
 
 
-_ACT_FIELDS = ("hidden_activation", "hidden_act", "activation_function")
+def _mtp_field(data: dict[str, Any]) -> str | None:
+    """The field that says the checkpoint holds multi-token-prediction layers, which
+    transformers' causal LM does not build (DeepSeek-V3 ``num_nextn_predict_layers``,
+    Qwen3.5 ``mtp_num_hidden_layers``, also inside ``text_config``)."""
+    text = data.get("text_config")
+    for where in (data, text if isinstance(text, dict) else {}):
+        for name in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+            if where.get(name):
+                return name
+    return None
+
+
+_ACT_FIELDS = ("hidden_activation", "hidden_act", "activation_function", "mlp_hidden_act")
 """Where configs name the MLP activation (Gemma's hidden_activation wins over hidden_act,
-as in transformers' modeling_gemma.py; GPT-2, GPT-J and GPTBigCode say activation_function)."""
+as in transformers' modeling_gemma.py; GPT-2, GPT-J and GPTBigCode say activation_function;
+Nemotron-H mlp_hidden_act)."""
 
 _ACT_DEFAULTS = {
     "gpt2": "gelu_new",
@@ -306,6 +319,8 @@ _ACT_DEFAULTS = {
     "gemma": "gelu_pytorch_tanh",
     "gemma2": "gelu_pytorch_tanh",
     "gemma3_text": "gelu_pytorch_tanh",
+    "gemma4_text": "gelu_pytorch_tanh",
+    "nemotron_h": "relu2",
 }
 """The activation each configuration class defaults to when config.json leaves it out
 (transformers 5.24.0 configuration_*.py; every other supported type: silu)."""
@@ -356,9 +371,10 @@ def architecture_from_path(path: Path) -> ImportedModel:
     architecture, type_notes = read_config(data, label)
     notes: list[str] = list(type_notes)
     warnings: list[str] = []
-    if data.get("num_nextn_predict_layers"):
+    mtp_field = _mtp_field(data)
+    if mtp_field:
         notes.append(
-            "the multi-token-prediction module (num_nextn_predict_layers) is stored in the "
+            f"the multi-token-prediction module ({mtp_field}) is stored in the "
             "checkpoint but not counted in the architecture"
         )
     if data.get("model_type") in _TEXT_CONFIG_TYPES:
@@ -442,11 +458,7 @@ def _count_mismatch(
     counted = count_parameters(arch).total
     if quantized or stored == counted:
         return []
-    extra = (
-        " (includes the multi-token-prediction layers)"
-        if data.get("num_nextn_predict_layers")
-        else ""
-    )
+    extra = " (includes the multi-token-prediction layers)" if _mtp_field(data) else ""
     return [
         f"warning: config.json describes {counted:,} parameters but the safetensors headers "
         f"hold {stored:,}{extra}; the estimates use config.json's architecture"

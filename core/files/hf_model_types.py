@@ -49,6 +49,13 @@ from llm_planner.core.files.hf_families import (
     _stablelm,
     _starcoder2,
 )
+from llm_planner.core.files.hf_families_hybrid import (
+    _gemma4_text,
+    _nemotron_h,
+    _qwen3_5_moe_text,
+    _qwen3_5_text,
+    _qwen3_next,
+)
 
 
 def _auto_rank(c: _Config, name: str, hidden: int) -> int:
@@ -223,11 +230,25 @@ _MAPPERS: dict[str, Callable[[_Config], Fields]] = {
     "rwkv": _rwkv,
     "jamba": _jamba,
     "chatglm": _chatglm,
+    "qwen3_5_text": _qwen3_5_text,
+    "qwen3_5_moe_text": _qwen3_5_moe_text,
+    "qwen3_next": _qwen3_next,
+    "nemotron_h": _nemotron_h,
+    "gemma4_text": _gemma4_text,
 }
 
-_TEXT_CONFIG_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+_TEXT_CONFIG_TYPES = {
+    "gemma3": "gemma3_text",
+    "llama4": "llama4_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+    "gemma4": "gemma4_text",
+}
 """Multimodal configs whose language model sits in ``text_config``: imported as that text
 model (the vision tower and projector are not counted; a note says so)."""
+
+MULTIMODAL_TEXT_TYPES: dict[str, str] = dict(_TEXT_CONFIG_TYPES)
+"""The multimodal model types read as their language model (a copy for the names page)."""
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_MAPPERS)
 
@@ -267,6 +288,11 @@ ARCHITECTURE_CLASSES: dict[str, str] = {
     "Mamba2ForCausalLM": "mamba2",
     "RwkvForCausalLM": "rwkv",
     "JambaForCausalLM": "jamba",
+    "Qwen3_5ForCausalLM": "qwen3_5_text",
+    "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
+    "Qwen3NextForCausalLM": "qwen3_next",
+    "NemotronHForCausalLM": "nemotron_h",
+    "Gemma4ForCausalLM": "gemma4_text",
 }
 """transformers' causal-LM class of each mapped ``model_type`` (``models/*/modeling_*.py``).
 A config whose ``model_type`` is not mapped but whose ``architectures`` names one of these

@@ -33,6 +33,7 @@ from llm_planner.core.inputs.registry_units import (
     DURATION,
     FRACTION,
     LENGTH,
+    NAMES,
     POINTS,
     PRICE,
     TFLOPS,
@@ -77,6 +78,7 @@ __all__ = [
     "INPUTS",
     "LENGTH",
     "MODEL",
+    "NAMES",
     "PARALLEL",
     "POINTS",
     "PRICE",
@@ -436,6 +438,49 @@ INPUTS: tuple[Input, ...] = (
         BYTES,
         optional=True,
         cli="--recompute threshold:{}",
+    ),
+    Input(
+        "training.recompute_method",
+        "Full recompute method",
+        "how full recomputation covers a stage's layers: uniform (Megatron: chunks of N "
+        "layers, each chunk's input kept), block (Megatron: the first N layers of each stage), "
+        "every (torchtitan selective_ac_option N: every N-th block)",
+        kind="choice",
+        flag="--recompute-method",
+        group=TRAINING,
+        metavar="M",
+        names=_names("llm_planner.core.quantities.activation_recompute", "RECOMPUTE_METHODS"),
+    ),
+    Input(
+        "training.recompute_layers",
+        "Recompute layers N",
+        "N of the full recompute method (Megatron --recompute-num-layers, torchtitan "
+        "selective_ac_option); empty: every layer checkpointed alone",
+        WHOLE,
+        flag="--recompute-layers",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
+        "training.recompute_modules",
+        "Selective modules",
+        "what selective recomputation drops, Megatron's --recompute-modules: core_attn, mlp, "
+        "moe, shared_experts, moe_act, layernorm, mla_up_proj (default core_attn)",
+        NAMES,
+        flag="--recompute-modules",
+        group=TRAINING,
+    ),
+    Input(
+        "training.recompute_checkpoint",
+        "Checkpoints on",
+        "where full recomputation's layer inputs live: gpu, partitioned (over tp: DeepSpeed "
+        "partition_activations, Megatron --distribute-saved-activations) or cpu (DeepSpeed "
+        "cpu_checkpointing)",
+        kind="choice",
+        flag="--recompute-checkpoint",
+        group=TRAINING,
+        metavar="WHERE",
+        names=_names("llm_planner.core.quantities.activation_recompute", "CHECKPOINT_PLACEMENTS"),
     ),
     Input(
         "training.flash_attention",

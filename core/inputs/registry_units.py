@@ -97,6 +97,17 @@ def parse_whole(text: str, what: str) -> int:
         ) from None
 
 
+def parse_names(text: str, what: str) -> tuple[str, ...]:
+    """A comma-separated list of ids (``core_attn, mlp``), lower-cased; the field that takes
+    it says which ids it knows."""
+    del what  # every text is a list; its ids are checked by the field
+    return tuple(part.strip().lower() for part in text.split(",") if part.strip())
+
+
+def format_names(value: Any) -> str:
+    return ",".join(value or ())
+
+
 def parse_chunks(text: str, what: str) -> int:
     """Model chunks per GPU of the interleaved schedule: a whole number, at least 2 (one
     chunk per GPU is no interleaving; Narayanan et al. 2021 section 2.2.2)."""
@@ -222,6 +233,7 @@ def parse_duration(text: str, what: str) -> float:
 LENGTH = Unit("length", parse_length, format_int, "N")
 WHOLE = Unit("whole", parse_whole, format_int, "N")
 CHUNKS = Unit("chunks", parse_chunks, format_int, "V")
+NAMES = Unit("names", parse_names, format_names, "LIST")
 COUNT = Unit("count", parse_count, format_count, "N")
 FRACTION = Unit("fraction", parse_fraction, format_fraction, "F")
 BYTES = Unit("bytes", parse_bytes, format_bytes_input, "BYTES")

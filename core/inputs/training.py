@@ -22,6 +22,12 @@ from pydantic import (
 
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES
 from llm_planner.core.primitives.limits import bounds
+from llm_planner.core.quantities.activation_recompute import (
+    DEFAULT_RECOMPUTE_MODULES,
+    MEGATRON_RECOMPUTE_MODULES,
+    CheckpointPlacement,
+    RecomputeMethod,
+)
 from llm_planner.core.quantities.activations import ALL_LINEAR, get_profile
 from llm_planner.core.quantities.optimizers import (
     PrecisionRecipe,
@@ -78,6 +84,32 @@ class TrainingInputs(BaseModel):
     recompute: Recompute = "selective"
     recompute_threshold_bytes: float | None = Field(
         default=None, **bounds("training.recompute_threshold_bytes")
+    )
+    recompute_method: RecomputeMethod = Field(
+        default="uniform",
+        description="how full recomputation covers a stage's layers: uniform (Megatron: "
+        "chunks of N layers, each chunk's input kept), block (Megatron: the first N layers "
+        "of each stage checkpointed, the rest keep everything), every (torchtitan's "
+        "selective_ac_option N: every N-th block checkpointed)",
+    )
+    recompute_layers: int | None = Field(
+        default=None,
+        **bounds("training.recompute_layers"),
+        description="N of the recompute method (Megatron --recompute-num-layers, "
+        "torchtitan selective_ac_option); None: every layer checkpointed alone",
+    )
+    recompute_modules: tuple[str, ...] = Field(
+        default=DEFAULT_RECOMPUTE_MODULES,
+        description="what selective recomputation drops, as Megatron's --recompute-modules "
+        "(core_attn, mlp, moe, shared_experts, moe_act, layernorm, mla_up_proj); other stacks' "
+        "selective is their own (torchtitan op-level, Hugging Face whole layer)",
+    )
+    recompute_checkpoint: CheckpointPlacement = Field(
+        default="gpu",
+        description="where full recomputation's layer checkpoints live: on the GPU, "
+        "partitioned over the tensor-parallel group (DeepSpeed partition_activations, "
+        "Megatron --distribute-saved-activations) or in host memory (DeepSpeed "
+        "cpu_checkpointing)",
     )
     flash_attention: bool = True
     implementation: str = Field(default="megatron", description="activation-ledger profile")
@@ -171,6 +203,26 @@ class TrainingInputs(BaseModel):
         if unknown or not value:
             raise ValueError(f"LoRA targets must be among {', '.join(LORA_TARGETS)}")
         return value
+
+    @field_validator("recompute_modules")
+    @classmethod
+    def _known_modules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [m for m in value if m not in MEGATRON_RECOMPUTE_MODULES]
+        if unknown:
+            raise ValueError(
+                f"recompute modules must be among {', '.join(MEGATRON_RECOMPUTE_MODULES)}"
+            )
+        return tuple(dict.fromkeys(value))
+
+    @property
+    def priced_recompute(self) -> Recompute:
+        """The policy the ledger prices: a stack whose only selective option is whole-layer
+        checkpointing (``StackProfile.selective_whole_layer``: Hugging Face) prices its
+        'selective' as 'full', as its export writes it (``gradient_checkpointing``)."""
+        stack = STACKS.get(self.stack)
+        if self.recompute == "selective" and stack is not None and stack.selective_whole_layer:
+            return "full"
+        return self.recompute
 
     @model_validator(mode="after")
     def _threshold_given(self) -> Self:

@@ -17,158 +17,41 @@ estimator takes P from it (or from a user override that the scenario carries).
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, Self
+from typing import Any, Literal, NamedTuple, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
+from llm_planner.core.primitives.architecture_parts import (
+    AttentionBias,
+    FFNKind,
+    MLAConfig,
+    MoEConfig,
+    NormKind,
+    PositionKind,
+    QKNormKind,
+    RecurrentConfig,
+    RecurrentKind,
+)
 from llm_planner.core.primitives.kept import kept
 
-FFNKind = Literal["gelu_mlp", "swiglu", "geglu"]
-"""``gelu_mlp``: two matrices (up, down) with GELU/ReLU between, as in GPT-2/3, BLOOM,
-NeoX, Falcon. ``swiglu`` / ``geglu``: three matrices (gate, up, down), as in Llama, Mistral,
-Qwen (SwiGLU; Shazeer 2020, "GLU Variants Improve Transformer") and Gemma (GeGLU)."""
-
-NormKind = Literal["layernorm", "rmsnorm", "layernorm_nobias", "nonparametric"]
-"""LayerNorm has a weight and a bias per channel (2·h parameters); RMSNorm only a weight (h);
-``layernorm_nobias`` a LayerNorm with a weight only (Cohere's, h); ``nonparametric`` a
-LayerNorm with neither (OLMo-1's ``OlmoLayerNorm``, 0)."""
-
-QKNormKind = Literal["none", "head", "full"]
-"""A norm on queries and keys before attention: ``head`` one norm of head_dim shared by all
-heads, once for q and once for k (Qwen3, Gemma 3: ``q_norm``/``k_norm`` of ``head_dim``);
-``full`` a norm over all query heads (a·d) and one over all key heads (kv·d) (OLMo-2,
-OLMoE, Cohere's ``use_qk_norm``, StableLM's per-head LayerNorms)."""
-
-RecurrentKind = Literal["mamba", "mamba2", "rwkv"]
-"""``mamba``: the selective SSM block of Gu & Dao 2023 (arXiv:2312.00752); ``mamba2``: the
-SSD block of Dao & Gu 2024 (arXiv:2405.21060); ``rwkv``: RWKV-4's time-mix and channel-mix
-(Peng et al. 2023, arXiv:2305.13048), Hugging Face's ``rwkv`` model type."""
-
-PositionKind = Literal["learned", "rotary", "alibi", "none"]
-"""Learned absolute positions add a (positions × h) table; rotary (RoPE) and ALiBi add none;
-``none``: no position encoding (Mamba, RWKV, Jamba's attention layers)."""
-
-AttentionBias = Literal["none", "qkv", "all"]
-"""Which attention projections carry a bias: none (Llama), q/k/v only (Qwen2), all (GPT)."""
-
-
-class MoEConfig(BaseModel):
-    """Mixture-of-experts feed-forward layers (Shazeer et al. 2017; Fedus et al. 2021).
-
-    Each MoE layer has ``num_experts`` routed experts, of which ``experts_per_token`` are
-    applied to each token, plus ``num_shared_experts`` always applied (DeepSeekMoE, Dai et
-    al. 2024), and a router (one linear map h → num_experts). The first
-    ``first_dense_layers`` layers use a dense FFN of the architecture's ``ffn_size`` instead
-    (DeepSeek-V3: 3); the rest are MoE with experts of ``expert_ffn_size``.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    num_experts: int = Field(ge=1, description="routed experts per MoE layer")
-    experts_per_token: int = Field(ge=1, description="routed experts applied to each token (top-k)")
-    expert_ffn_size: int = Field(ge=1, description="intermediate size of one expert")
-    num_shared_experts: int = Field(default=0, ge=0, description="experts every token passes")
-    first_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense FFN")
-    router_bias: bool = Field(
-        default=False, description="router has a per-expert bias (DeepSeek-V3 correction bias)"
-    )
-    layer_period: int = Field(
-        default=1, ge=1, description="after the dense lead, layer i is MoE when i % period = offset"
-    )
-    layer_offset: int = Field(default=0, ge=0, description="see layer_period")
-    shared_expert_gate: bool = Field(
-        default=False, description="a sigmoid gate h → 1 on the shared experts (Qwen2-MoE)"
-    )
-
-    @model_validator(mode="after")
-    def _top_k_fits(self) -> Self:
-        if self.layer_offset >= self.layer_period:
-            raise ValueError(
-                f"layer_offset ({self.layer_offset}) must be below layer_period "
-                f"({self.layer_period})"
-            )
-        if self.experts_per_token > self.num_experts:
-            raise ValueError(
-                f"experts_per_token ({self.experts_per_token}) exceeds num_experts "
-                f"({self.num_experts})"
-            )
-        return self
-
-
-class MLAConfig(BaseModel):
-    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434, section 2.1).
-
-    Queries go through a low-rank bottleneck of ``q_lora_rank`` (None: a direct projection);
-    keys and values are compressed into a latent of ``kv_lora_rank`` plus a decoupled rotary
-    key of ``qk_rope_head_dim`` shared by all heads. Only that latent and rotary key are
-    cached at inference: (kv_lora_rank + qk_rope_head_dim) elements per token per layer.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    q_lora_rank: int | None = Field(default=None, ge=1)
-    kv_lora_rank: int = Field(ge=1)
-    qk_nope_head_dim: int = Field(ge=1)
-    qk_rope_head_dim: int = Field(ge=0)
-    v_head_dim: int = Field(ge=1)
-
-
-class RecurrentConfig(BaseModel):
-    """State-space or recurrent mixers in place of attention (all layers, or all but a few).
-
-    Mamba (Gu & Dao 2023, section 3.4 and Figure 3): in_proj h → 2·d_inner, a depthwise
-    causal conv of ``conv_kernel`` over d_inner, x_proj d_inner → (dt_rank + 2·N),
-    dt_proj dt_rank → d_inner, A (d_inner × N), D (d_inner), out_proj d_inner → h; its
-    recurrent state is d_inner·N (SSM) + d_inner·(conv_kernel − 1) (conv) per layer.
-    Mamba-2 (Dao & Gu 2024, section 7): in_proj h → 2·d_inner + 2·G·N + H, conv over
-    d_inner + 2·G·N, per-head dt bias, A and D, a gated RMSNorm over d_inner, out_proj;
-    state H·P·N + (d_inner + 2·G·N)·(conv_kernel − 1). RWKV-4 (Peng et al. 2023, section
-    3): time-mix with ``inner_size`` channels and channel-mix with ``ffn_size``; state 5·h
-    per layer (the previous token for both mixes, and the WKV numerator, denominator and
-    running maximum). ``attention_period``/``attention_offset`` make a hybrid: layer i is an
-    attention layer when i % period = offset (Jamba: 8, 4).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: RecurrentKind
-    inner_size: int = Field(ge=1, description="d_inner (expand·h); RWKV: attention_hidden_size")
-    state_size: int = Field(default=16, ge=0, description="SSM state per channel/head (N)")
-    conv_kernel: int = Field(default=4, ge=0, description="causal conv width (d_conv)")
-    time_step_rank: int = Field(default=0, ge=0, description="Mamba's dt_rank")
-    heads: int = Field(default=0, ge=0, description="Mamba-2 heads (H)")
-    groups: int = Field(default=1, ge=1, description="Mamba-2 B/C groups (G)")
-    conv_bias: bool = True
-    proj_bias: bool = Field(default=False, description="in_proj and out_proj carry biases")
-    inner_norms: bool = Field(
-        default=False, description="RMSNorms on dt, B and C (Jamba's dt/b/c_layernorm)"
-    )
-    ffn_size: int = Field(default=0, ge=0, description="RWKV channel-mix width")
-    attention_period: int | None = Field(
-        default=None, ge=1, description="hybrids: layer i is attention when i % period = offset"
-    )
-    attention_offset: int = Field(default=0, ge=0)
-    has_ffn: bool = Field(
-        default=False, description="recurrent layers also carry the model's FFN (Jamba)"
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Self:
-        if self.kind == "mamba2" and (self.heads < 1 or self.inner_size % self.heads):
-            raise ValueError(
-                f"mamba2 needs heads ≥ 1 dividing inner_size ({self.inner_size}), got {self.heads}"
-            )
-        if self.attention_period is not None and self.attention_offset >= self.attention_period:
-            raise ValueError(
-                f"attention_offset ({self.attention_offset}) must be below attention_period "
-                f"({self.attention_period})"
-            )
-        return self
-
-    @property
-    def head_dim(self) -> int:
-        """Mamba-2's P = d_inner / H."""
-        return self.inner_size // self.heads if self.heads else 0
+__all__ = [
+    "AttentionBias",
+    "FFNKind",
+    "MLAConfig",
+    "MoEConfig",
+    "NormKind",
+    "PositionKind",
+    "QKNormKind",
+    "RecurrentConfig",
+    "RecurrentKind",
+]
 
 
 TensorSplit = Literal["columns", "rows", "none"]
@@ -254,6 +137,40 @@ class Architecture(BaseModel):
         default=False, description="one learned sink logit per head per layer (gpt-oss)"
     )
     head_bias: bool = Field(default=False, description="the output head has a bias (GPT-J, Phi-2)")
+    attention_output_gate: bool = Field(
+        default=False,
+        description="q_proj also emits a sigmoid gate on the attention output, a·d more "
+        "outputs (Qwen3-Next and Qwen3.5 attn_output_gate)",
+    )
+    global_head_dim: int | None = Field(
+        default=None, ge=1, description="head width of the global layers (Gemma 4: 512)"
+    )
+    global_kv_heads: int | None = Field(
+        default=None, ge=1, description="KV heads of the global layers (Gemma 4)"
+    )
+    global_values_are_keys: bool = Field(
+        default=False,
+        description="global layers have no v projection; the keys are the values "
+        "(Gemma 4 attention_k_eq_v)",
+    )
+    kv_shared_layers: int = Field(
+        default=0,
+        ge=0,
+        description="the last N layers reuse an earlier layer's keys and values: no k/v "
+        "projections and no KV cache of their own (Gemma 4 num_kv_shared_layers)",
+    )
+    kv_shared_ffn_multiplier: int = Field(
+        default=1, ge=1, description="FFN width factor of those layers (use_double_wide_mlp: 2)"
+    )
+    per_layer_input_size: int = Field(
+        default=0,
+        ge=0,
+        description="width of each layer's per-layer input embedding (Gemma 3n/4 "
+        "hidden_size_per_layer_input; 0: none)",
+    )
+    per_layer_input_vocab: int = Field(
+        default=0, ge=0, description="rows of the per-layer embedding table"
+    )
     hf_model_type: str | None = Field(
         default=None,
         max_length=64,
@@ -282,7 +199,21 @@ class Architecture(BaseModel):
                 f"moe.first_dense_layers ({self.moe.first_dense_layers}) exceeds layers "
                 f"({self.layers})"
             )
+        pattern = self.recurrent.layer_pattern if self.recurrent is not None else None
+        if pattern is not None and len(pattern) != self.layers:
+            raise ValueError(
+                f"recurrent.layer_pattern has {len(pattern)} letters for {self.layers} layers"
+            )
+        if self.kv_shared_layers > self.layers:
+            raise ValueError(
+                f"kv_shared_layers ({self.kv_shared_layers}) exceeds layers ({self.layers})"
+            )
         return self
+
+    def _letter(self, index: int) -> str | None:
+        """Layer ``index``'s letter in a hybrid's explicit pattern (None: no pattern)."""
+        r = self.recurrent
+        return r.layer_pattern[index] if r is not None and r.layer_pattern else None
 
     @property
     def is_moe(self) -> bool:
@@ -294,20 +225,62 @@ class Architecture(BaseModel):
         Qwen-MoE ``decoder_sparse_step``, Llama 4 ``interleave_moe_layer_step``, Jamba
         ``expert_layer_period``/``offset``)."""
         moe = self.moe
+        letter = self._letter(index)
+        if letter is not None:
+            return moe is not None and letter == "E"
         if moe is None or index < moe.first_dense_layers:
             return False
         return index % moe.layer_period == moe.layer_offset and self.has_ffn(index)
 
     def is_attention_layer(self, index: int) -> bool:
-        """Whether layer ``index`` mixes tokens by attention (else by its recurrent mixer)."""
+        """Whether layer ``index`` mixes tokens by attention (else by its recurrent mixer,
+        or, in an explicit pattern, not at all: Nemotron-H's MLP layers)."""
         r = self.recurrent
         if r is None:
             return True
+        letter = self._letter(index)
+        if letter is not None:
+            return letter == "*"
         return r.attention_period is not None and index % r.attention_period == r.attention_offset
 
+    def is_recurrent_layer(self, index: int) -> bool:
+        """Whether layer ``index`` mixes tokens by its recurrent (state-space) mixer."""
+        letter = self._letter(index)
+        if letter is not None:
+            return letter == "M"
+        return self.recurrent is not None and not self.is_attention_layer(index)
+
     def has_ffn(self, index: int) -> bool:
-        """Whether layer ``index`` has an FFN (Mamba and RWKV blocks have none of their own)."""
+        """Whether layer ``index`` has an FFN (Mamba and RWKV blocks have none of their own;
+        in Nemotron-H's pattern only the ``-`` and ``E`` layers do)."""
+        letter = self._letter(index)
+        if letter is not None:
+            return letter in "-E"
         return self.recurrent is None or self.recurrent.has_ffn or self.is_attention_layer(index)
+
+    def shares_kv(self, index: int) -> bool:
+        """Whether layer ``index`` reuses an earlier layer's keys and values (the last
+        ``kv_shared_layers``; transformers 5.24.0 ``Gemma4TextConfig.kv_sharing_modes``)."""
+        return index >= self.layers - self.kv_shared_layers
+
+    def is_windowed_layer(self, index: int) -> bool:
+        """Whether attention layer ``index`` attends within ``sliding_window`` tokens only:
+        all but every N-th with ``global_attention_every`` N (Gemma 3's 5 local : 1 global),
+        else every other from the first with ``alternate`` (Gemma 2), else all."""
+        if self.sliding_window is None:
+            return False
+        every = self.global_attention_every
+        if every is None and self.sliding_window_layers == "alternate":
+            every = 2
+        return every is None or (index + 1) % every != 0
+
+    def attention_geometry(self, index: int | None = None) -> tuple[int, int]:
+        """(KV heads, head width) of layer ``index``'s attention: a global layer's own when
+        the model gives them (Gemma 4 ``global_head_dim``, ``num_global_key_value_heads``),
+        else the model's; None: the model's."""
+        if index is None or self.sliding_window is None or self.is_windowed_layer(index):
+            return self.kv_heads, self.head_dim
+        return self.global_kv_heads or self.kv_heads, self.global_head_dim or self.head_dim
 
     @property
     def moe_layers(self) -> int:
@@ -331,7 +304,7 @@ class Architecture(BaseModel):
     @property
     def recurrent_layers(self) -> int:
         """Layers with a recurrent (state-space) mixer instead of attention."""
-        return self.layers - self.attention_layers
+        return sum(1 for i in range(self.layers) if self.is_recurrent_layer(i))
 
     @property
     def windowed_attention_layers(self) -> int:
@@ -340,14 +313,11 @@ class Architecture(BaseModel):
         ``global_attention_every`` N: all but every N-th (Gemma 3's 5 local : 1 global);
         else ``alternate``: every other layer from the first (Gemma 2); else all.
         """
-        if self.sliding_window is None:
-            return 0
-        every = self.global_attention_every
-        if every is None and self.sliding_window_layers == "alternate":
-            every = 2
-        if every is None:
-            return self.attention_layers
-        return sum(1 for i in range(self.layers) if self.is_attention_layer(i) and (i + 1) % every)
+        return sum(
+            1
+            for i in range(self.layers)
+            if self.is_attention_layer(i) and self.is_windowed_layer(i)
+        )
 
     @property
     def gated(self) -> bool:
@@ -364,26 +334,52 @@ class Architecture(BaseModel):
         """Width of all key (or value) heads together (kv_heads · head_dim)."""
         return self.kv_heads * self.head_dim
 
-    def layer_matrices(self, moe_layer: bool = False) -> tuple[LayerMatrix, ...]:
-        """Every weight matrix of one attention layer (an MoE layer when ``moe_layer``): the
-        one list from which parameter counts (:func:`count_parameters`), LoRA adapters,
-        FLOPs per token, the training state and the step time's GEMM shapes derive.
+    def layer_matrices(
+        self, moe_layer: bool = False, index: int | None = None
+    ) -> tuple[LayerMatrix, ...]:
+        """Every weight matrix of one layer (an MoE layer when ``moe_layer``): the one list
+        from which parameter counts (:func:`count_parameters`), LoRA adapters, FLOPs per
+        token, the training state and the step time's GEMM shapes derive. Without
+        ``index``: an attention layer of the model's usual shape; with it, layer ``index``
+        as it is (its mixer: attention, recurrent or none; its FFN or none; a global or
+        KV-sharing layer's own shapes; ``moe_layer`` then follows the layer).
 
-        Attention (Vaswani et al. 2017; GQA, Ainslie et al. 2023): q h→a·d, k and v h→kv·d,
-        o a·d→h. MLA (DeepSeek-V2, arXiv:2405.04434, section 2.1; names and tensor-parallel
-        classes from deepseek-ai/DeepSeek-V3 ``inference/model.py``): wq_a h→r_q
-        (replicated ``Linear``) and wq_b r_q→a·(d_nope + d_rope) (``ColumnParallelLinear``),
-        or wq h→a·(d_nope + d_rope) without r_q; wkv_a h→(r_kv + d_rope) (replicated),
-        wkv_b r_kv→a·(d_nope + d_v) (column-parallel); wo a·d_v→h (row-parallel). As LoRA
-        targets the query matrices are q, wkv_a is k and wkv_b is v. FFN (Shazeer 2020):
-        gate and up h→f (gated units only), down f→h; an MoE layer has E routed and S shared
-        experts of f_expert and a router h→E. Recurrent mixers (Mamba, RWKV) are not listed:
-        their parameters are counted by :func:`recurrent_params_per_layer`."""
-        h = self.hidden_size
+        Attention (Vaswani et al. 2017; GQA, Ainslie et al. 2023): q h→a·d (2·a·d with an
+        output gate), k and v h→kv·d (none on a KV-sharing layer; no v on a global layer
+        whose values are its keys), o a·d→h. MLA (DeepSeek-V2, arXiv:2405.04434, section
+        2.1; names and tensor-parallel classes from deepseek-ai/DeepSeek-V3
+        ``inference/model.py``): wq_a h→r_q (replicated ``Linear``) and wq_b
+        r_q→a·(d_nope + d_rope) (``ColumnParallelLinear``), or wq h→a·(d_nope + d_rope)
+        without r_q; wkv_a h→(r_kv + d_rope) (replicated), wkv_b r_kv→a·(d_nope + d_v)
+        (column-parallel); wo a·d_v→h (row-parallel). As LoRA targets the query matrices
+        are q, wkv_a is k and wkv_b is v. Recurrent mixers: :meth:`recurrent_matrices`.
+        FFN (Shazeer 2020): gate and up h→f (gated units only), down f→h; an MoE layer has
+        E routed and S shared experts of f_expert and a router h→E. Per-layer inputs
+        (Gemma 4): a gate h→p and a projection p→h in every layer."""
+        if index is not None:
+            moe_layer = self.is_moe_layer(index)
         mats: list[LayerMatrix] = []
+        if index is None or self.is_attention_layer(index):
+            mats += self.attention_matrices(index)
+        elif self.is_recurrent_layer(index):
+            mats += self.recurrent_matrices()
+        if index is None or self.has_ffn(index):
+            mats += self.ffn_matrices(moe_layer, index)
+        p = self.per_layer_input_size
+        if p:
+            h = self.hidden_size
+            mats.append(LayerMatrix("ple_gate", "", h, p, 1, "none", False, "ple_gate"))
+            mats.append(LayerMatrix("ple_proj", "", p, h, 1, "none", False, "ple_proj"))
+        return tuple(mats)
+
+    def attention_matrices(self, index: int | None = None) -> tuple[LayerMatrix, ...]:
+        """The attention matrices of layer ``index`` (None: the usual layer); see
+        :meth:`layer_matrices`."""
+        h = self.hidden_size
         if self.mla is not None:
             m = self.mla
             qk = self.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+            mats: list[LayerMatrix] = []
             if m.q_lora_rank is None:
                 mats.append(LayerMatrix("q", "q", h, qk, 1, "columns", False, "q"))
             else:
@@ -394,22 +390,92 @@ class Architecture(BaseModel):
             mats.append(LayerMatrix("kv_a", "k", h, kv_a, 1, "none", False, "kv_a"))
             mats.append(LayerMatrix("kv_b", "v", m.kv_lora_rank, kv_b, 1, "columns", False, "kv_b"))
             mats.append(LayerMatrix("o", "o", self.heads * m.v_head_dim, h, 1, "rows", False, "o"))
-        else:
-            mats += [
-                LayerMatrix("q", "q", h, self.q_size, 1, "columns", False, "qkv"),
-                LayerMatrix("k", "k", h, self.kv_size, 1, "columns", False, "qkv"),
-                LayerMatrix("v", "v", h, self.kv_size, 1, "columns", False, "qkv"),
-                LayerMatrix("o", "o", self.q_size, h, 1, "rows", False, "o"),
-            ]
+            return tuple(mats)
+        kv_heads, d = self.attention_geometry(index)
+        q = self.heads * d
+        gate = 2 if self.attention_output_gate else 1
+        out = [LayerMatrix("q", "q", h, gate * q, 1, "columns", False, "qkv")]
+        if index is None or not self.shares_kv(index):
+            out.append(LayerMatrix("k", "k", h, kv_heads * d, 1, "columns", False, "qkv"))
+            keys_only = (
+                index is not None
+                and self.global_values_are_keys
+                and self.sliding_window is not None
+                and not self.is_windowed_layer(index)
+            )
+            if not keys_only:
+                out.append(LayerMatrix("v", "v", h, kv_heads * d, 1, "columns", False, "qkv"))
+        out.append(LayerMatrix("o", "o", q, h, 1, "rows", False, "o"))
+        return tuple(out)
+
+    def recurrent_matrices(self) -> tuple[LayerMatrix, ...]:
+        """The weight matrices of one recurrent mixer (none without one).
+
+        Names and shapes from transformers 5.24.0: Mamba (``modeling_mamba.py``
+        ``MambaMixer``): in_proj h→2·d, x_proj d→(dt_rank + 2·N), dt_proj dt_rank→d,
+        out_proj d→h. Mamba-2 (``modeling_mamba2.py`` ``Mamba2Mixer``, Nemotron-H's
+        ``NemotronHMamba2Mixer``): in_proj h→(d + (d + 2·G·N) + H) (z, x·B·C, dt), out_proj
+        d→h. Gated DeltaNet (``modeling_qwen3_5.py`` ``Qwen3_5GatedDeltaNet``; Yang et al.
+        2024, arXiv:2412.06464): in_proj_qkv h→(2·G·N + d) (G key heads of N, d = H value
+        heads of P), in_proj_z h→d, in_proj_b and in_proj_a h→H, out_proj d→h. RWKV-4
+        (``modeling_rwkv.py``): key, value, receptance h→d and output d→h; the channel
+        mix's key h→f, value f→h, receptance h→h. Tensor parallelism splits d
+        (column-parallel in, row-parallel out); the small dt/B/C maps are replicated."""
+        r = self.recurrent
+        if r is None:
+            return ()
+        h, d, n = self.hidden_size, r.inner_size, r.state_size
+
+        def mat(name: str, d_in: int, d_out: int, split: TensorSplit) -> LayerMatrix:
+            return LayerMatrix(name, "", d_in, d_out, 1, split, False, name)
+
+        if r.kind == "rwkv":
+            f = r.ffn_size
+            return (
+                *(mat(k, h, d, "columns") for k in ("key", "value", "receptance")),
+                mat("output", d, h, "rows"),
+                mat("ffn_key", h, f, "columns"),
+                mat("ffn_value", f, h, "rows"),
+                mat("ffn_receptance", h, h, "none"),
+            )
+        if r.kind == "mamba":
+            rank = r.time_step_rank
+            return (
+                mat("in_proj", h, 2 * d, "columns"),
+                mat("x_proj", d, rank + 2 * n, "rows"),
+                mat("dt_proj", rank, d, "columns"),
+                mat("out_proj", d, h, "rows"),
+            )
+        conv_dim = d + 2 * r.groups * n
+        if r.kind == "mamba2":
+            return (
+                mat("in_proj", h, d + conv_dim + r.heads, "columns"),
+                mat("out_proj", d, h, "rows"),
+            )
+        return (
+            mat("in_proj_qkv", h, conv_dim, "columns"),
+            mat("in_proj_z", h, d, "columns"),
+            mat("in_proj_b", h, r.heads, "columns"),
+            mat("in_proj_a", h, r.heads, "columns"),
+            mat("out_proj", d, h, "rows"),
+        )
+
+    def ffn_size_of(self, index: int | None) -> int:
+        """The dense FFN width of layer ``index`` (a KV-sharing layer's may be wider)."""
+        wide = index is not None and self.kv_shared_layers and self.shares_kv(index)
+        return self.ffn_size * (self.kv_shared_ffn_multiplier if wide else 1)
+
+    def ffn_matrices(self, moe_layer: bool, index: int | None = None) -> tuple[LayerMatrix, ...]:
+        """The FFN matrices of an MoE or a dense layer (``index``: that layer's width)."""
         if moe_layer and self.moe is not None:
             moe = self.moe
-            mats += self.mlp_matrices(moe.expert_ffn_size, moe.num_experts, routed=True)
+            h = self.hidden_size
+            mats = list(self.mlp_matrices(moe.expert_ffn_size, moe.num_experts, routed=True))
             if moe.num_shared_experts:
                 mats += self.mlp_matrices(moe.expert_ffn_size, moe.num_shared_experts)
             mats.append(LayerMatrix("router", "", h, moe.num_experts, 1, "none", False, ""))
-        else:
-            mats += self.mlp_matrices(self.ffn_size)
-        return tuple(mats)
+            return tuple(mats)
+        return self.mlp_matrices(self.ffn_size_of(index))
 
     def mlp_matrices(
         self, ffn_size: int, count: int = 1, *, routed: bool = False
@@ -439,6 +505,14 @@ class ParameterCount(BaseModel):
     shared_experts: int = Field(description="all shared (always-on) experts")
     router: int = Field(description="all MoE routers (and Qwen2-MoE's shared-expert gates)")
     recurrent: int = Field(default=0, description="all recurrent / state-space mixers")
+    per_layer_inputs: int = Field(
+        default=0,
+        description="Gemma 4's per-layer inputs: the per-layer embedding table, its projection "
+        "h → L·p and norm, and each layer's gate h → p and projection p → h",
+    )
+    per_layer_table: int = Field(
+        default=0, description="of which the per-layer embedding table (a lookup, like V·h)"
+    )
     norms: int = Field(description="every norm: in-layer, embedding, final")
     head: int = Field(description="output projection (0 when tied to the embedding)")
     total: int = Field(description="every stored parameter")
@@ -452,10 +526,20 @@ class ParameterCount(BaseModel):
     )
     routed_experts_active: int = Field(description="routed-expert parameters a token touches")
 
+    @model_serializer(mode="wrap")
+    def _without_absent_parts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The per-layer-input counts are written only for a model that has them, so every
+        other model's breakdown keeps its published keys."""
+        data: dict[str, Any] = handler(self)
+        if not self.per_layer_inputs:
+            data.pop("per_layer_inputs", None)
+            data.pop("per_layer_table", None)
+        return data
+
     @property
     def non_embedding(self) -> int:
         """Total without embedding, position and (untied) head tables (Kaplan et al. 2020's N)."""
-        return self.total - self.embedding - self.positions - self.head
+        return self.total - self.embedding - self.positions - self.head - self.per_layer_table
 
 
 def norm_params(arch: Architecture, width: int | None = None) -> int:
@@ -469,69 +553,75 @@ def _norm_params(arch: Architecture) -> int:
     return norm_params(arch)
 
 
-def attention_params_per_layer(arch: Architecture) -> int:
-    """Parameters of one layer's attention block.
+@kept()
+def attention_params_per_layer(arch: Architecture, index: int | None = None) -> int:
+    """Parameters of one layer's attention block (``index``: that layer's own shapes).
 
-    Standard / GQA / MQA (Vaswani et al. 2017; Ainslie et al. 2023): W_q h×(a·d),
-    W_k and W_v h×(kv·d) each, W_o (a·d)×h, plus biases per ``attention_bias``, plus the
-    query/key norms (``qk_norm``: 2·d for per-head norms, a·d + kv·d over all heads, each
-    doubled for a LayerNorm with bias) and gpt-oss's sinks (a per layer; Hugging Face
-    ``modeling_gpt_oss.py``, ``GptOssAttention.sinks``).
+    Standard / GQA / MQA (Vaswani et al. 2017; Ainslie et al. 2023): the matrices of
+    :meth:`.Architecture.attention_matrices` (W_q h×(a·d) or h×(2·a·d) with an output gate,
+    W_k and W_v h×(kv·d) unless the layer shares another's, W_o (a·d)×h), plus biases per
+    ``attention_bias`` on those matrices' outputs, plus the query/key norms (``qk_norm``:
+    d each for per-head norms, none for the keys of a KV-sharing layer; a·d + kv·d over
+    all heads, each doubled for a LayerNorm with bias) and gpt-oss's sinks (a per layer;
+    Hugging Face ``modeling_gpt_oss.py``, ``GptOssAttention.sinks``). Gemma 4's value norm
+    has no scale (``Gemma4RMSNorm(with_scale=False)``): no parameters.
     MLA (DeepSeek-V2 section 2.1, layer names from DeepSeek-V3 ``inference/model.py``):
     wq_a h×r_q, q_norm r_q, wq_b r_q×a·(d_nope+d_rope) (or wq h×a·(d_nope+d_rope) without
     r_q), wkv_a h×(r_kv+d_rope), kv_norm r_kv, wkv_b r_kv×a·(d_nope+d_v), wo a·d_v×h.
     """
-    h = arch.hidden_size
-    weights = sum(m.elements for m in arch.layer_matrices() if m.target in ("q", "k", "v", "o"))
+    mats = arch.attention_matrices(index)
+    weights = sum(m.elements for m in mats)
     if arch.mla is not None:  # q_norm (r_q) and kv_norm (r_kv), RMSNorm weights
         return weights + (arch.mla.q_lora_rank or 0) + arch.mla.kv_lora_rank
     bias = 0
     if arch.attention_bias in ("qkv", "all"):
-        bias += arch.q_size + 2 * arch.kv_size
+        bias += sum(m.d_out for m in mats if m.name in ("q", "k", "v"))
     if arch.attention_bias == "all":
-        bias += h
+        bias += arch.hidden_size
+    kv_heads, d = arch.attention_geometry(index)
+    has_keys = any(m.name == "k" for m in mats)
     qk_norm = 0
     if arch.qk_norm == "head":
-        qk_norm = 2 * norm_params(arch, arch.head_dim)
+        qk_norm = norm_params(arch, d) * (2 if has_keys else 1)
     elif arch.qk_norm == "full":
-        qk_norm = norm_params(arch, arch.q_size) + norm_params(arch, arch.kv_size)
+        qk_norm = norm_params(arch, arch.heads * d) + norm_params(arch, kv_heads * d)
     sinks = arch.heads if arch.attention_sinks else 0
     return weights + bias + qk_norm + sinks
 
 
 def recurrent_params_per_layer(arch: Architecture) -> int:
-    """Parameters of one layer's recurrent mixer (0 without one).
+    """Parameters of one layer's recurrent mixer (0 without one): its matrices
+    (:meth:`.Architecture.recurrent_matrices`) and its vectors.
 
-    Layer names and shapes from Hugging Face transformers ``modeling_mamba.py``
-    (``MambaMixer``), ``modeling_mamba2.py`` (``Mamba2Mixer``), ``modeling_jamba.py``
-    (``JambaMambaMixer``: adds dt/B/C RMSNorms) and ``modeling_rwkv.py``
-    (``RwkvSelfAttention`` + ``RwkvFeedForward``); see :class:`RecurrentConfig`.
+    Layer names and shapes from Hugging Face transformers 5.24.0 ``modeling_mamba.py``
+    (``MambaMixer``: conv d·k (+d bias), dt_proj's bias d, A d·N, D d), ``modeling_mamba2.py``
+    (``Mamba2Mixer``: conv (d + 2·G·N)·k (+ bias), dt_bias, A_log and D of H each, the
+    gated RMSNorm d), ``modeling_jamba.py`` (``JambaMambaMixer``: adds dt/B/C RMSNorms),
+    ``modeling_rwkv.py`` (``RwkvSelfAttention``: time_decay and time_first d, three mixes h;
+    ``RwkvFeedForward``: two mixes h) and ``modeling_qwen3_5.py`` (``Qwen3_5GatedDeltaNet``:
+    conv (2·G·N + d)·k, no bias, dt_bias and A_log of H, a gated RMSNorm of one head's
+    width P shared by all heads, no D); see :class:`RecurrentConfig`.
     """
     r = arch.recurrent
     if r is None:
         return 0
     h, d, n, k = arch.hidden_size, r.inner_size, r.state_size, r.conv_kernel
+    weights = sum(m.elements for m in arch.recurrent_matrices())
     if r.kind == "rwkv":
-        time_mix = 4 * h * d + 2 * d + 3 * h  # key/value/receptance/output, decay, first, mixes
-        channel_mix = 2 * h * r.ffn_size + h * h + 2 * h  # key, value, receptance, mixes
-        return time_mix + channel_mix
-    proj_bias = r.proj_bias
+        return weights + 2 * d + 3 * h + 2 * h
+    bias = r.proj_bias
     if r.kind == "mamba":
         rank = r.time_step_rank
-        in_proj = h * 2 * d + (2 * d if proj_bias else 0)
-        conv = d * k + (d if r.conv_bias else 0)
-        x_proj = d * (rank + 2 * n)
-        dt_proj = rank * d + d
-        out_proj = d * h + (h if proj_bias else 0)
-        norms = rank + 2 * n if r.inner_norms else 0
-        return in_proj + conv + x_proj + dt_proj + d * n + d + out_proj + norms
-    heads = r.heads
+        vectors = d * k + (d if r.conv_bias else 0) + d + d * n + d
+        biases = (2 * d + h) if bias else 0
+        return weights + vectors + biases + (rank + 2 * n if r.inner_norms else 0)
     conv_dim = d + 2 * r.groups * n
-    projection = d + conv_dim + heads
-    in_proj = h * projection + (projection if proj_bias else 0)
     conv = conv_dim * k + (conv_dim if r.conv_bias else 0)
-    out_proj = d * h + (h if proj_bias else 0)
-    return in_proj + conv + 3 * heads + d + out_proj  # dt_bias, A_log, D; gated norm d
+    if r.kind == "gated_deltanet":
+        return weights + conv + 2 * r.heads + r.head_dim
+    projection = d + conv_dim + r.heads
+    biases = (projection + h) if bias else 0
+    return weights + conv + 3 * r.heads + d + biases  # dt_bias, A_log, D; gated norm d
 
 
 def _moe_layer_params(arch: Architecture) -> tuple[int, int, int, int]:
@@ -543,6 +633,8 @@ def _moe_layer_params(arch: Architecture) -> tuple[int, int, int, int]:
     router = arch.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
     if moe.shared_expert_gate and moe.num_shared_experts:
         router += arch.hidden_size
+    if moe.router_scales:
+        router += arch.hidden_size + moe.num_experts
     return (
         moe.num_experts * one_expert,
         moe.experts_per_token * one_expert,
@@ -551,22 +643,44 @@ def _moe_layer_params(arch: Architecture) -> tuple[int, int, int, int]:
     )
 
 
+def _layer_mixer(arch: Architecture, index: int) -> tuple[int, int]:
+    """(attention, recurrent) parameters of layer ``index``'s mixer (a Nemotron-H MLP layer
+    has neither)."""
+    if arch.is_attention_layer(index):
+        return attention_params_per_layer(arch, index), 0
+    if arch.is_recurrent_layer(index):
+        return 0, recurrent_params_per_layer(arch)
+    return 0, 0
+
+
+def per_layer_input_params(arch: Architecture) -> tuple[int, int]:
+    """(outside the layers, in each layer) parameters of Gemma 4's per-layer inputs
+    (transformers 5.24.0 ``modeling_gemma4.py``): ``embed_tokens_per_layer``
+    V_p × L·p, ``per_layer_model_projection`` h → L·p and ``per_layer_projection_norm``
+    (p) outside; ``per_layer_input_gate`` h → p and ``per_layer_projection`` p → h in each
+    layer (its ``post_per_layer_input_norm`` is one of ``norms_per_layer``)."""
+    p = arch.per_layer_input_size
+    if not p:
+        return 0, 0
+    lp = arch.layers * p
+    outside = arch.per_layer_input_vocab * lp + arch.hidden_size * lp + norm_params(arch, p)
+    return outside, 2 * arch.hidden_size * p
+
+
 def layer_params(arch: Architecture, index: int) -> int:
-    """All parameters of layer ``index``: its mixer (attention or recurrent), its FFN
-    (dense, MoE with router and shared experts, or none) and its ``norms_per_layer`` norms."""
-    mixer = (
-        attention_params_per_layer(arch)
-        if arch.is_attention_layer(index)
-        else recurrent_params_per_layer(arch)
-    )
+    """All parameters of layer ``index``: its mixer (attention, recurrent or none), its FFN
+    (dense, MoE with router and shared experts, or none), its per-layer-input gate and
+    projection (Gemma 4) and its ``norms_per_layer`` norms."""
+    attention, recurrent = _layer_mixer(arch, index)
     if arch.is_moe_layer(index):
         experts, _, shared, router = _moe_layer_params(arch)
         ffn = experts + shared + router
     elif arch.has_ffn(index):
-        ffn = mlp_params(arch, arch.ffn_size)
+        ffn = mlp_params(arch, arch.ffn_size_of(index))
     else:
         ffn = 0
-    return mixer + ffn + arch.norms_per_layer * norm_params(arch)
+    ple = per_layer_input_params(arch)[1]
+    return attention + recurrent + ffn + ple + arch.norms_per_layer * norm_params(arch)
 
 
 def mean_layer_params(arch: Architecture, moe_layer: bool) -> float:
@@ -578,6 +692,7 @@ def mean_layer_params(arch: Architecture, moe_layer: bool) -> float:
     return sum(picked) / len(picked) if picked else 0.0
 
 
+@kept()
 def mlp_params(arch: Architecture, ffn_size: int) -> int:
     """Parameters of one feed-forward block of intermediate size ``ffn_size``.
 
@@ -603,12 +718,14 @@ def count_parameters(arch: Architecture) -> ParameterCount:
 def _count_parameters(arch: Architecture) -> ParameterCount:
     """Exact parameter count of ``arch``, component by component.
 
-    Per layer: attention (:func:`attention_params_per_layer`) or a recurrent mixer
-    (:func:`recurrent_params_per_layer`), FFN (:func:`mlp_params`, or for MoE layers routed
+    Per layer (each layer as it is: :func:`layer_params`): attention
+    (:func:`attention_params_per_layer`), a recurrent mixer (:func:`recurrent_params_per_layer`)
+    or none, FFN (:func:`mlp_params`, or for MoE layers routed
     experts + shared experts + router h·E [+E bias], or none in a Mamba/RWKV block) and
     ``norms_per_layer`` norms. Outside the layers: token embedding V·h, learned positions
     (max_context + position_offset)·h, optional embedding norm, final norm, and an untied
-    output head V·h (+V with ``head_bias``). This is the standard accounting of e.g.
+    output head V·h (+V with ``head_bias``), Gemma 4's per-layer inputs
+    (:func:`per_layer_input_params`). This is the standard accounting of e.g.
     Narayanan et al. 2021 (arXiv:2104.04473, section 5.1) written out term by term rather
     than approximated as 12·L·h²; it reproduces published totals (see
     tests/core/test_architecture.py).
@@ -624,19 +741,24 @@ def _count_parameters(arch: Architecture) -> ParameterCount:
     norms = arch.layers * arch.norms_per_layer * norm + norm  # in-layer + final
     if arch.embedding_norm:
         norms += norm
-    attention_layers = arch.attention_layers
-    attention = attention_layers * attention_params_per_layer(arch)
-    recurrent = (arch.layers - attention_layers) * recurrent_params_per_layer(arch)
+    attention = recurrent = mlp = 0
+    for i in range(arch.layers):
+        layer_attention, layer_recurrent = _layer_mixer(arch, i)
+        attention += layer_attention
+        recurrent += layer_recurrent
+        if arch.has_ffn(i) and not arch.is_moe_layer(i):
+            mlp += mlp_params(arch, arch.ffn_size_of(i))
+    ple_outside, ple_layer = per_layer_input_params(arch)
+    per_layer_inputs = ple_outside + arch.layers * ple_layer
+    table = arch.per_layer_input_vocab * arch.layers * arch.per_layer_input_size
     moe_layers = arch.moe_layers
-    ffn_layers = sum(1 for i in range(arch.layers) if arch.has_ffn(i))
-    mlp = (ffn_layers - moe_layers) * mlp_params(arch, arch.ffn_size)
     one_experts, one_active, one_shared, one_router = _moe_layer_params(arch)
     experts = moe_layers * one_experts
     routed_active = moe_layers * one_active
     shared = moe_layers * one_shared
     router = moe_layers * one_router
     total = embedding + positions + attention + recurrent + mlp + experts + shared + router + norms
-    total += head
+    total += head + per_layer_inputs
     active = total - experts + routed_active
     return ParameterCount(
         embedding=embedding,
@@ -647,11 +769,13 @@ def _count_parameters(arch: Architecture) -> ParameterCount:
         shared_experts=shared,
         router=router,
         recurrent=recurrent,
+        per_layer_inputs=per_layer_inputs,
+        per_layer_table=table,
         norms=norms,
         head=head,
         total=total,
         active=active,
         # a tied head multiplies by the embedding table, so only an untied table is lookup-only
-        active_compute=active - positions - (0 if arch.tied_embeddings else embedding),
+        active_compute=active - positions - table - (0 if arch.tied_embeddings else embedding),
         routed_experts_active=routed_active,
     )

@@ -5,7 +5,9 @@ parameter count of one shape a dozen times, the training FLOPs of one recipe sev
 times); :func:`kept` keeps the last few by their arguments. Equal frozen inputs give equal
 values, so a kept value is the value: the figures do not change. An argument that cannot
 be hashed (a model holding a list) is computed afresh. :func:`forget_all` clears every
-kept value (an estimate timed from scratch calls it).
+kept value and every cache registered with :func:`forgotten` (an estimate timed from
+scratch calls it, so "from scratch" recomputes every value derived from the inputs; the
+catalogs read from files, which take no input, stay loaded).
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ def kept(maxsize: int = 64) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return call
 
     return wrap
+
+
+C = TypeVar("C")
+
+
+def forgotten(cache: C) -> C:
+    """Register a ``functools`` cache of a pure function of the inputs with
+    :func:`forget_all` (as a decorator above ``@lru_cache``/``@cache``); returns it as is."""
+    _KEPT.append(cache)
+    return cache
 
 
 def forget_all() -> None:

@@ -3,6 +3,7 @@ FFN, recurrent mixers, and the whole layer's list (:mod:`.activations`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from llm_planner.core.primitives.architecture import Architecture
@@ -255,20 +256,28 @@ def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list
     return out
 
 
+def _share(arch: Architecture, moe_layer: bool, has: Callable[[int], bool]) -> float:
+    """Fraction of the model's MoE (or other) layers for which ``has`` holds."""
+    kind = [i for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer]
+    return sum(has(i) for i in kind) / len(kind) if kind else 1.0
+
+
 def _attention_share(arch: Architecture, moe_layer: bool) -> float:
     """Fraction of the model's MoE (or other) layers whose mixer is attention: 1 for a
     transformer, 0 for Mamba / RWKV, Jamba's 1/8 of its non-MoE layers."""
-    kind = [i for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer]
-    return sum(arch.is_attention_layer(i) for i in kind) / len(kind) if kind else 1.0
+    return _share(arch, moe_layer, arch.is_attention_layer)
 
 
 def _recurrent_layer_tensors(
     arch: Architecture, cfg: LedgerConfig, moe_layer: bool
 ) -> list[SavedTensor]:
     """A layer of a model with recurrent mixers (:mod:`.recurrent`): its norms, the mean of
-    its kind's mixers (attention tensors × the attention share, recurrent × the rest) and
-    its FFN where the block has one (Jamba; not Mamba or RWKV)."""
+    its kind's mixers (attention tensors × the attention share, recurrent × the recurrent
+    share; Nemotron-H's MLP layers have neither) and its FFN × the share of the kind's
+    layers that have one (all of Jamba's and Qwen3.5's, none of Mamba's or RWKV's)."""
     share = _attention_share(arch, moe_layer)
+    recurrent_share = _share(arch, moe_layer, arch.is_recurrent_layer)
+    ffn_share = _share(arch, moe_layer, arch.has_ffn)
     tensors = norm_tensors(arch, cfg, "mixer norm")
     if share > 0:
         tensors += [replace(t, elements=t.elements * share) for t in attention_tensors(arch, cfg)]
@@ -276,17 +285,18 @@ def _recurrent_layer_tensors(
         fp32 = saved.dtype == "fp32"
         tensors.append(
             SavedTensor(
-                saved.name if share == 0 else f"{saved.name} (× {1 - share:.3g} of layers)",
+                saved.name
+                if recurrent_share == 1
+                else f"{saved.name} (× {recurrent_share:.3g} of layers)",
                 saved.shape,
                 "fp32" if fp32 else cfg.act_dtype,
-                saved.elements * (1 - share),
+                saved.elements * recurrent_share,
                 FP32 if fp32 else cfg.act,
                 "recurrent",
                 saved.shard,
             )
         )
-    if arch.recurrent is not None and (arch.recurrent.has_ffn or share > 0):
-        ffn_share = 1.0 if arch.recurrent.has_ffn else share
+    if ffn_share > 0:
         more = norm_tensors(arch, cfg, "MLP norm") if arch.norms_per_layer > 1 else []
         more += _ffn_tensors(arch, cfg, moe_layer)
         tensors += [replace(t, elements=t.elements * ffn_share) for t in more]

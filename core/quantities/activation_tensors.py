@@ -114,6 +114,10 @@ class LedgerConfig:
     dropout: bool
     lora_rank: int | None
     lora_targets: frozenset[str]
+    recompute_modules: frozenset[str] = frozenset({"core_attn"})
+    """What 'selective' drops (Megatron's ``--recompute-modules``; :mod:`.activation_recompute`)."""
+    checkpoint_placement: str = "gpu"
+    """Where full recompute's layer inputs live (gpu, partitioned over tp, cpu)."""
     gemm_input: tuple[str, float] | None = None
     """(dtype label, bytes per element) of the copy a linear layer saves of its input under a
     low-precision recipe whose stack saves it quantized (Transformer Engine); None: the

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 
 from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities import recurrent
 from llm_planner.core.quantities.activation_layer import _attention_share, _layer_tensors
 from llm_planner.core.quantities.activation_profiles import (
@@ -46,6 +47,10 @@ from llm_planner.core.quantities.activation_profiles import (
     ImplementationProfile,
     ModuleTraits,
     get_profile,
+)
+from llm_planner.core.quantities.activation_recompute import (
+    selective_drops,
+    selective_module_flops,
 )
 from llm_planner.core.quantities.activation_tensors import (
     FP32,
@@ -60,7 +65,6 @@ from llm_planner.core.quantities.activation_tensors import (
     dropout_mask,
     ledger_entry,
     norm_tensors,
-    shard_divisor,
     tensor_bytes,
 )
 
@@ -80,7 +84,9 @@ __all__ = [
     "layer_activations",
     "layer_forward_flops",
     "logits_working_bytes",
+    "outside_layer_bytes",
     "outside_layer_ledger",
+    "outside_tensors",
 ]
 """The ledger's public API; the profiles (:mod:`.activation_profiles`) are re-exported for
 the faces that list them."""
@@ -97,6 +103,8 @@ def _config(
     activation_dtype: str,
     lora_rank: int | None,
     lora_targets: tuple[str, ...] | frozenset[str],
+    recompute_modules: tuple[str, ...] | frozenset[str] = ("core_attn",),
+    checkpoint_placement: str = "gpu",
     gemm_input: tuple[str, float] | None = None,
 ) -> LedgerConfig:
     prof = profile if isinstance(profile, ImplementationProfile) else get_profile(profile)
@@ -111,6 +119,8 @@ def _config(
         dropout=dropout,
         lora_rank=lora_rank,
         lora_targets=frozenset(lora_targets),
+        recompute_modules=frozenset(recompute_modules),
+        checkpoint_placement=checkpoint_placement,
         gemm_input=gemm_input,
     )
 
@@ -134,10 +144,11 @@ def _recompute_split(
     if recompute == "none":
         return total, 0.0, 0.0
     if recompute == "full":
-        # keep the layer input (Megatron stores it sharded along s with SP), rerun the layer
-        kept = (
-            cfg.s * cfg.b * arch.hidden_size * cfg.act / shard_divisor("sp", tp, sequence_parallel)
-        )
+        # keep the layer input (Megatron stores it sharded along s with SP; partitioned over
+        # tp or on the host: CHECKPOINT_PLACEMENTS), rerun the layer
+        split = cfg.checkpoint_placement == "partitioned" or sequence_parallel
+        on_gpu = 0.0 if cfg.checkpoint_placement == "cpu" else 1.0
+        kept = on_gpu * cfg.s * cfg.b * arch.hidden_size * cfg.act / (tp if split else 1)
         return kept, total, -1.0  # -1: the whole layer's forward (computed by the caller)
     if recompute == "selective" and _op_sac_applies(cfg, arch):
         sac = op_sac_tensors(arch, cfg, sequence_parallel, moe_layer=_is_moe_ledger(tensors))
@@ -145,17 +156,39 @@ def _recompute_split(
         fwd = layer_forward_flops(arch, cfg.s, cfg.b, _is_moe_ledger(tensors)) / tp
         return kept, total, fwd - _op_sac_saved_flops(arch, cfg, _is_moe_ledger(tensors)) / tp
     if recompute == "selective":
-        # Megatron recomputes the attention core (QK^T, softmax, dropout, P·V) from Q, K, V
-        core = sum(x for x, t in zip(all_bytes, tensors, strict=True) if t.attention_core)
-        has_core = any(t.attention_core for t in tensors)
-        flops = 4.0 * cfg.b * cfg.s * cfg.s * arch.q_size / tp if has_core else 0.0
-        return total - core, core, flops
+        # Megatron recomputes the modules of --recompute-modules (default the attention core,
+        # QK^T, softmax, dropout, P·V, from Q, K, V): :mod:`.activation_recompute`
+        return _megatron_selective(tensors, all_bytes, total, cfg=cfg, arch=arch)
     # threshold: drop every tensor larger than X bytes (EleutherAI NeoX-style)
     dropped = sum(x * (x > threshold_bytes) for x in all_bytes)
     flops = sum(
         t.producer_flops / tp * (x > threshold_bytes)
         for x, t in zip(all_bytes, tensors, strict=True)
     )
+    return total - dropped, dropped, flops
+
+
+def _megatron_selective(
+    tensors: list[SavedTensor],
+    all_bytes: list[Num],
+    total: Num,
+    *,
+    cfg: LedgerConfig,
+    arch: Architecture,
+) -> tuple[Num, Num, Num]:
+    """(kept, working set, recomputed forward FLOPs per GPU) under Megatron's selective
+    recompute of ``cfg.recompute_modules``: the dropped tensors are the working set; the
+    attention core replays 4·b·s²·a·d when its tensors are saved (none under flash), the
+    checkpointed MLP / MoE modules their GEMMs (:func:`.selective_module_flops`)."""
+    modules, moe = cfg.recompute_modules, _is_moe_ledger(tensors)
+    dropped = sum(
+        x
+        for x, t in zip(all_bytes, tensors, strict=True)
+        if selective_drops(t, modules, moe_layer=moe, mla=arch.mla is not None)
+    )
+    has_core = "core_attn" in modules and any(t.attention_core for t in tensors)
+    flops = 4.0 * cfg.b * cfg.s * cfg.s * arch.q_size / cfg.tp if has_core else 0.0
+    flops = flops + selective_module_flops(arch, cfg.s * cfg.b, modules, moe_layer=moe) / cfg.tp
     return total - dropped, dropped, flops
 
 
@@ -324,6 +357,18 @@ class LayerActivations:
     forward_flops: float  # one layer's forward FLOPs per GPU
 
 
+@kept()
+def _kept_layer_tensors(
+    arch: Architecture, cfg: LedgerConfig, moe_layer: bool
+) -> tuple[SavedTensor, ...]:
+    """:func:`.activation_layer._layer_tensors`, kept by its arguments: the tensors do not
+    depend on the recomputation policy or sequence parallelism, and one estimate prices the
+    same layer under three policies (training, the fewest-GPUs screen, the step time's
+    element-wise traffic). Arrays in the configuration (the vectorised callers) cannot be
+    hashed: computed afresh."""
+    return tuple(_layer_tensors(arch, cfg, moe_layer))
+
+
 def layer_activations(
     arch: Architecture,
     seq_len: int,
@@ -340,14 +385,18 @@ def layer_activations(
     moe_layer: bool | None = None,
     lora_rank: int | None = None,
     lora_targets: tuple[str, ...] = ALL_LINEAR,
+    recompute_modules: tuple[str, ...] = ("core_attn",),
+    checkpoint_placement: str = "gpu",
     gemm_input: tuple[str, float] | None = None,
 ) -> LayerActivations:
     """The ledger of one layer (every saved tensor, bytes per GPU) and its recomputation.
 
-    ``gemm_input``: (dtype label, bytes per element) of the copy each linear layer saves of
-    its input for the weight-gradient GEMM under a low-precision recipe whose stack saves it
-    quantized (:attr:`.stacks.StackProfile.saves_quantized_gemm_inputs`); None: in the
-    activation dtype."""
+    ``recompute_modules``: what Megatron's selective drops; ``checkpoint_placement``: where
+    full recompute's layer inputs live (:mod:`.activation_recompute`). ``gemm_input``: (dtype
+    label, bytes per element) of the copy each linear layer saves of its input for the
+    weight-gradient GEMM under a low-precision recipe whose stack saves it quantized
+    (:attr:`.stacks.StackProfile.saves_quantized_gemm_inputs`); None: in the activation
+    dtype."""
     moe = arch.moe is not None if moe_layer is None else moe_layer
     cfg = _config(
         seq_len=seq_len,
@@ -359,9 +408,11 @@ def layer_activations(
         activation_dtype=activation_dtype,
         lora_rank=lora_rank,
         lora_targets=lora_targets,
+        recompute_modules=recompute_modules,
+        checkpoint_placement=checkpoint_placement,
         gemm_input=gemm_input,
     )
-    tensors = _layer_tensors(arch, cfg, moe)
+    tensors = list(_kept_layer_tensors(arch, cfg, moe))
     x = float("inf") if threshold_bytes is None else threshold_bytes
     kept, working, flops = _recompute_split(
         tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
@@ -374,7 +425,9 @@ def layer_activations(
         if op_sac:
             return False
         if recompute == "selective":
-            return not t.attention_core
+            return not selective_drops(
+                t, cfg.recompute_modules, moe_layer=moe, mla=arch.mla is not None
+            )
         if recompute == "threshold":
             return size <= x
         return recompute == "none"
@@ -426,6 +479,76 @@ def outside_layer_ledger(
     recompute: RecomputeKind = "none",
     flash: bool = True,
 ) -> list[LedgerEntry]:
+    """:func:`outside_tensors` as the report's ledger lines, bytes per GPU."""
+    tensors = outside_tensors(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        first_stage=first_stage,
+        last_stage=last_stage,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    return [ledger_entry(t, float(tensor_bytes(t, tp, sequence_parallel))) for t in tensors]
+
+
+def outside_layer_bytes(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: Num,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    first_stage: bool = True,
+    last_stage: bool = True,
+    lora: bool = False,
+    recompute: RecomputeKind = "none",
+    flash: bool = True,
+) -> Num:
+    """The sum of :func:`outside_layer_ledger`'s bytes, the same additions in the same
+    order, without building its lines (the memory terms price it for three kinds of stage
+    at two micro-batches per activation setting). ``micro_batch`` may be an integer array:
+    one sum per entry, each the scalar's (the tensors' sizes are products in b)."""
+    tensors = outside_tensors(
+        arch,
+        seq_len,
+        micro_batch,
+        tp=tp,
+        profile=profile,
+        dropout=dropout,
+        activation_dtype=activation_dtype,
+        first_stage=first_stage,
+        last_stage=last_stage,
+        lora=lora,
+        recompute=recompute,
+        flash=flash,
+    )
+    return sum((tensor_bytes(t, tp, sequence_parallel) for t in tensors), 0.0 * micro_batch)
+
+
+def outside_tensors(
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    tp: int = 1,
+    profile: str | ImplementationProfile = "megatron",
+    dropout: bool = True,
+    activation_dtype: str = "bf16",
+    first_stage: bool = True,
+    last_stage: bool = True,
+    lora: bool = False,
+    recompute: RecomputeKind = "none",
+    flash: bool = True,
+) -> list[SavedTensor]:
     """Tensors saved outside the layers (Korthikanti 2022 section 4.3, equation 5):
     embedding (its dropout mask; the int64 token ids in PyTorch), final norm, output
     projection input, and the cross-entropy's fp32 softmax of the logits, 4·s·b·V/t
@@ -563,7 +686,7 @@ def outside_layer_ledger(
                     "tp",
                 )
             )
-    return [ledger_entry(t, float(tensor_bytes(t, tp, sequence_parallel))) for t in tensors]
+    return tensors
 
 
 def logits_working_bytes(

@@ -144,7 +144,8 @@ def tensor_parallel_bytes_per_layer(
     Megatron (Shoeybi et al. 2019, arXiv:1909.08053 section 3, Figure 4): each transformer
     layer does 2 all-reduces in the forward pass (after attention and after the MLP) and 2
     in the backward, each of the s·b·h activation; full recomputation replays the forward:
-    2 more. With sequence parallelism each all-reduce becomes an all-gather plus a
+    2 more (``full_recompute`` may be the share of layers replayed). With sequence
+    parallelism each all-reduce becomes an all-gather plus a
     reduce-scatter of the same total volume (Korthikanti et al. 2022, arXiv:2205.05198
     section 4.2.2), so the bytes are the same. ``tokens`` = s·b. ``regathers`` (sequence
     parallelism only): the two column-parallel linears all-gather their input again in the
@@ -154,7 +155,7 @@ def tensor_parallel_bytes_per_layer(
     s·b·h, the bytes of one more all-reduce.
     """
     tp_ = np.asarray(tp, dtype=np.float64)
-    count = np.where(np.asarray(full_recompute, dtype=bool), 6.0, 4.0)
+    count = 4.0 + 2.0 * np.asarray(full_recompute, dtype=np.float64)  # a share replays part
     count = count + np.where(np.asarray(regathers, dtype=bool), 1.0, 0.0)
     message = np.asarray(tokens, dtype=np.float64) * hidden * COMM_BYTES_PER_ELEMENT
     return np.asarray(count * ring_all_reduce_bytes(tp_, message))

@@ -53,11 +53,16 @@ def attention_forward_flops_per_token(
     Kaplan et al. 2020, Table 1 counts half of this (2·n_layer·n_ctx·d_attn, scores only).
     ``causal=False`` counts every token against the full context, as these papers do;
     ``causal=True`` averages over positions (a prompt's token i sees i tokens). Layers
-    with a sliding window see at most ``sliding_window`` tokens.
+    with a sliding window see at most ``sliding_window`` tokens; global layers of their own
+    head width (Gemma 4's ``global_head_dim``) count at that width.
     """
     qk, v = _attention_widths(arch)
     per_context_token = 2.0 * (qk + v)
     windowed = windowed_layers(arch)
+    full: float = arch.attention_layers - windowed
+    if arch.global_head_dim is not None and arch.mla is None:
+        # global layers of their own head width (Gemma 4): count them in local-layer widths
+        full = full * arch.global_head_dim / arch.head_dim
 
     def effective(limit: float | None) -> float:
         if limit is None or context <= limit:
@@ -67,7 +72,7 @@ def attention_forward_flops_per_token(
         return limit - limit * limit / (2.0 * context)  # mean of min(i, w) for i ≤ s
 
     window = float(arch.sliding_window) if arch.sliding_window is not None else None
-    total = windowed * effective(window) + (arch.attention_layers - windowed) * effective(None)
+    total = windowed * effective(window) + full * effective(None)
     return per_context_token * total
 
 

@@ -1,7 +1,8 @@
 """What a recurrent (state-space) layer saves for its backward pass, tensor by tensor.
 
 The activation ledger of :mod:`.activations` lists a transformer layer's saved tensors;
-this module lists those of the mixers that replace attention: Mamba, Mamba-2 and RWKV-4.
+this module lists those of the mixers that replace attention: Mamba, Mamba-2, Gated
+DeltaNet and RWKV-4.
 Each line is a shape formula in tokens T = s·b, a dtype ("act": the activation dtype, or
 fp32) and an element count; the ledger turns them into bytes. Sources, per mixer:
 
@@ -17,6 +18,10 @@ fp32) and an element count; the ledger turns them into bytes. Sources, per mixer
   outputs (``ops/triton/ssd_combined.py``): zxbcdt (in_proj output), the scan output before
   the gated norm, the norm's fp32 rstd per group and out_proj's input. An assumption:
   not yet read line by line.
+* Gated DeltaNet: as Mamba-2's, from the inputs and outputs of transformers 5.24.0
+  ``Qwen3_5GatedDeltaNet.forward`` with the chunked kernel (the projections' outputs, the
+  conv output, the delta-rule output before the gated norm, the norm's fp32 rstd per head,
+  out_proj's input). An assumption: the kernel's own saved chunk states are not read.
 * RWKV-4: derived from the operations of Hugging Face ``modeling_rwkv.py`` with the CUDA
   WKV kernel: the token-shift output, the three mixed inputs of key / value / receptance,
   r and σ(r), k, v and the WKV output in fp32 (the kernel runs in float), the output
@@ -98,6 +103,19 @@ def recurrent_saved_tensors(
             SavedTensor("gated norm rstd (fp32)", "T·G", "fp32", t * r.groups, "tp"),
             SavedTensor("out_proj input", "T·d_inner", "act", t * d, "tp"),
         ]
+    if r.kind == "gated_deltanet":
+        conv_dim = d + 2 * r.groups * n
+        projection = conv_dim + d + 2 * r.heads
+        return [
+            SavedTensor("in_proj input (norm output)", "T·h", "act", t * h, "sp"),
+            SavedTensor(
+                "qkv, z, b, a (in_proj outputs)", "T·(2GN + 2·d + 2H)", "act", t * projection, "tp"
+            ),
+            SavedTensor("q, k, v after the conv", "T·(2GN + d)", "act", t * conv_dim, "tp"),
+            SavedTensor("delta-rule output (before gated norm)", "T·d", "act", t * d, "tp"),
+            SavedTensor("gated norm rstd (fp32)", "T·H", "fp32", t * r.heads, "tp"),
+            SavedTensor("out_proj input", "T·d", "act", t * d, "tp"),
+        ]
     a, f = d, r.ffn_size
     return [
         SavedTensor("time-mix: token shift", "T·h", "act", t * h, "sp"),
@@ -115,23 +133,27 @@ def recurrent_saved_tensors(
 def recurrent_forward_flops(arch: Architecture, seq_len: Num, micro_batch: Num) -> Num:
     """Forward FLOPs of one recurrent mixer: 2·T·(its matrix parameters) plus the scan.
 
-    Matrices: Mamba in_proj 2d·h, x_proj d·(r + 2N), dt_proj r·d, out_proj d·h; Mamba-2
-    in_proj (2d + 2GN + H)·h and out_proj d·h; RWKV 4·h·a + 2·h·f + h². Scan: ~9·d·N per
-    token for Mamba's selective scan (discretise, multiply-add state, contract with C; Gu &
-    Dao 2023 section 3.3), 2·H·P·N·2 for Mamba-2's recurrent form; RWKV's WKV ~10·a.
+    Matrices (:meth:`.Architecture.recurrent_matrices`): Mamba in_proj 2d·h, x_proj
+    d·(r + 2N), dt_proj r·d, out_proj d·h; Mamba-2 in_proj (2d + 2GN + H)·h and out_proj
+    d·h; Gated DeltaNet in_proj (2GN + 2d + 2H)·h and out_proj d·h; RWKV 4·h·a + 2·h·f +
+    h². Scan: ~9·d·N per token for Mamba's selective scan (discretise, multiply-add state,
+    contract with C; Gu & Dao 2023 section 3.3), 2·H·P·N·2 for Mamba-2's recurrent form;
+    ~6·H·P·N for Gated DeltaNet's (Yang et al. 2024, arXiv:2412.06464, section 2: per
+    value head the retrieval S·k, the rank-one update and the read-out S·q, 2·N·P each);
+    RWKV's WKV ~10·a.
     """
     r = arch.recurrent
     if r is None:
         return 0.0
-    h, d, n, t = arch.hidden_size, r.inner_size, r.state_size, seq_len * micro_batch
+    d, n, t = r.inner_size, r.state_size, seq_len * micro_batch
+    mats = sum(m.elements for m in arch.recurrent_matrices())
     if r.kind == "mamba":
-        mats = 2 * d * h + d * (r.time_step_rank + 2 * n) + r.time_step_rank * d + d * h
         scan = 9 * d * n
     elif r.kind == "mamba2":
-        mats = (2 * d + 2 * r.groups * n + r.heads) * h + d * h
         scan = 4 * d * n
+    elif r.kind == "gated_deltanet":
+        scan = 6 * d * n
     else:
-        mats = 4 * h * d + 2 * h * r.ffn_size + h * h
         scan = 10 * d
     return t * (2.0 * mats + scan)
 

@@ -182,6 +182,14 @@ class StackProfile(BaseModel):
         description="a DDP-style bucket buffer is held while the gradients are reduced "
         "(Megatron reduces in place in its contiguous grad buffer: no)",
     )
+    selective_whole_layer: bool = Field(
+        default=False,
+        description="the stack's only layer-level recompute is whole-layer checkpointing, so "
+        "its 'selective' is priced as full (Hugging Face: gradient_checkpointing wraps each "
+        "decoder layer: huggingface/transformers@00029cfa src/transformers/modeling_layers.py "
+        "GradientCheckpointingLayer.__call__ runs the layer under the checkpoint function; "
+        "no per-op or attention-core option)",
+    )
     zero3_prefetch_layers: int = Field(
         default=1, ge=0, description="layers all-gathered ahead of the one computing (FSDP/ZeRO-3)"
     )
@@ -374,6 +382,7 @@ STACKS: dict[str, StackProfile] = {
             implementation="pytorch",
             extra_gradient_bytes_per_param=0.0,
             dp_bucket_bytes=25.0 * MIB,
+            selective_whole_layer=True,
             source="PyTorch DistributedDataParallel defaults (bucket_cap_mb = 25, "
             "gradient_as_bucket_view = False), which accelerate and the Trainer use; Hugging "
             "Face modeling_llama.py modules (the 'pytorch' activation profile, measured in "

@@ -28,7 +28,7 @@ from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities.comm import sms_of
 from llm_planner.core.quantities.engines import get_engine
-from llm_planner.core.quantities.flops import attention_forward_flops_per_token, windowed_layers
+from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 from llm_planner.core.quantities.quantization import WeightFormat
 from llm_planner.core.sections.serving import (
     Deployment,
@@ -62,16 +62,19 @@ def weights_bytes(params_total: float, fmt: WeightFormat) -> float:
     return params_total * fmt.bits_per_weight / 8.0
 
 
-def kv_elements_per_token_per_layer(arch: Architecture) -> int:
-    """Cached elements per token per layer.
+def kv_elements_per_token_per_layer(arch: Architecture, index: int | None = None) -> int:
+    """Cached elements per token per layer (``index``: that layer's own shapes).
 
     Standard, GQA, MQA: 2·kv_heads·head_dim (a key and a value per KV head; Shazeer 2019,
-    Ainslie et al. 2023). MLA: kv_lora_rank + qk_rope_head_dim: only the compressed
-    latent and the shared rotary key are cached (DeepSeek-V2, arXiv:2405.04434, sec. 2.1).
+    Ainslie et al. 2023), with a global layer's own KV heads and head width where they
+    differ (Gemma 4; a layer whose values are its keys still caches both, as transformers'
+    cache does). MLA: kv_lora_rank + qk_rope_head_dim: only the compressed latent and the
+    shared rotary key are cached (DeepSeek-V2, arXiv:2405.04434, sec. 2.1).
     """
     if arch.mla is not None:
         return arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim
-    return 2 * arch.kv_heads * arch.head_dim
+    kv_heads, head_dim = arch.attention_geometry(index)
+    return 2 * kv_heads * head_dim
 
 
 def kv_cache_bytes(arch: Architecture, context: int, batch: int, kv_dtype: str) -> float:
@@ -80,13 +83,22 @@ def kv_cache_bytes(arch: Architecture, context: int, batch: int, kv_dtype: str) 
     Σ_layers elements/token/layer × bytes(kv_dtype) × cached tokens × batch, where a
     sliding-window layer caches at most ``sliding_window`` tokens (Mistral 7B: every
     layer; Gemma 2: every other layer). Llama-2-7B, 4096 tokens, bf16:
-    2·32·32·128·2·4096 = 2 GiB.
+    2·32·32·128·2·4096 = 2 GiB. Only attention layers cache (a hybrid's recurrent layers
+    keep a fixed state, :func:`recurrent_state_bytes`), and a layer that reuses an earlier
+    layer's keys and values caches none (Gemma 4's last ``num_kv_shared_layers``;
+    transformers 5.24.0 ``modeling_gemma4.py``, ``Gemma4TextAttention.is_kv_shared_layer``).
     """
-    per_token_layer = kv_elements_per_token_per_layer(arch) * bytes_per_element(kv_dtype)
-    windowed = windowed_layers(arch)
+    windowed = full = 0
+    for i in range(arch.layers):
+        if not arch.is_attention_layer(i) or (arch.kv_shared_layers and arch.shares_kv(i)):
+            continue
+        if arch.is_windowed_layer(i):
+            windowed += kv_elements_per_token_per_layer(arch, i)
+        else:
+            full += kv_elements_per_token_per_layer(arch, i)
     window_tokens = min(context, arch.sliding_window) if arch.sliding_window else context
-    tokens = windowed * window_tokens + (arch.attention_layers - windowed) * context
-    return per_token_layer * tokens * batch
+    width = bytes_per_element(kv_dtype)
+    return (windowed * window_tokens + full * context) * width * batch
 
 
 def recurrent_state_bytes_per_layer(arch: Architecture, state_dtype: str) -> float:
@@ -96,7 +108,10 @@ def recurrent_state_bytes_per_layer(arch: Architecture, state_dtype: str) -> flo
     section 3.4: constant-time, constant-memory decoding; ``mamba_ssm`` ``Mamba.
     allocate_inference_cache`` and transformers ``MambaCache`` keep d_conv inputs).
     Mamba-2: H·P·N + (d_inner + 2·G·N)·d_conv (Dao & Gu 2024, section 7; ``Mamba2.
-    allocate_inference_cache``). Both in ``state_dtype``. RWKV-4: the previous token of the
+    allocate_inference_cache``). Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464,
+    section 2; transformers 5.24.0 ``modeling_qwen3_5.py``): the same shapes, one key-by-
+    value matrix N·P per value head and the conv window over q, k and v. All in
+    ``state_dtype``. RWKV-4: the previous token of the
     time-mix and of the channel-mix (2·h, in ``state_dtype``) and the WKV numerator,
     denominator and running maximum (3·a, fp32 as transformers ``modeling_rwkv.py`` keeps
     them; Peng et al. 2023, section 3).
@@ -109,7 +124,7 @@ def recurrent_state_bytes_per_layer(arch: Architecture, state_dtype: str) -> flo
         return 2 * arch.hidden_size * width + 3 * r.inner_size * bytes_per_element("fp32")
     if r.kind == "mamba":
         return r.inner_size * (r.state_size + r.conv_kernel) * width
-    conv_dim = r.inner_size + 2 * r.groups * r.state_size
+    conv_dim = r.inner_size + 2 * r.groups * r.state_size  # Mamba-2, Gated DeltaNet
     return (r.heads * r.head_dim * r.state_size + conv_dim * r.conv_kernel) * width
 
 
@@ -303,12 +318,14 @@ def max_context(
 def weights_read_fraction(arch: Architecture, batch: int) -> float:
     """Share of the stored weights one decode step reads from memory.
 
-    All but the input embedding table (only ``batch`` rows are read) and, for MoE, the
+    All but the input embedding tables (only ``batch`` rows are read: the token embedding
+    unless the head shares it, and Gemma 4's per-layer embedding table) and, for MoE, the
     routed experts no token of the batch was sent to: with uniform, independent routing
     of top-k among E experts, an expert is touched with probability 1 − (1 − k/E)^batch.
     """
     counts = count_parameters(arch)
     untouched = float(counts.positions + (0 if arch.tied_embeddings else counts.embedding))
+    untouched += counts.per_layer_table
     if arch.moe is not None and counts.experts:
         k, experts = arch.moe.experts_per_token, arch.moe.num_experts
         touched = 1.0 - (1.0 - k / experts) ** batch

@@ -38,10 +38,19 @@ from llm_planner.core.inputs.training import (
     TrainingInputs,
     stack_fields,
 )
-from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.architecture import (
+    Architecture,
+    LayerMatrix,
+    count_parameters,
+)
+from llm_planner.core.primitives.architecture_groups import layer_groups
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.kept import kept
+from llm_planner.core.quantities.activation_recompute import (
+    recomputed_fraction,
+    selective_module_flops,
+)
 from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
 from llm_planner.core.quantities.stacks import get_stack
@@ -320,14 +329,12 @@ class TrainingReport(BaseModel):
         ]
 
 
-def _matmul_params_per_token(arch: Architecture, moe_layer: bool) -> int:
-    """Weight-matrix elements one token multiplies in one layer
+def _matmul_params_per_token(arch: Architecture, mats: tuple[LayerMatrix, ...]) -> int:
+    """Weight-matrix elements one token multiplies in a layer of matrices ``mats``
     (:meth:`.Architecture.layer_matrices`; an MoE layer: the router, the shared experts and
     the k routed experts the token is sent to)."""
     k = arch.moe.experts_per_token if arch.moe is not None else 0
-    return sum(
-        m.d_in * m.d_out * (k if m.routed else m.copies) for m in arch.layer_matrices(moe_layer)
-    )
+    return sum(m.d_in * m.d_out * (k if m.routed else m.copies) for m in mats)
 
 
 class TrainingFlops(NamedTuple):
@@ -351,7 +358,9 @@ class TrainingFlops(NamedTuple):
 
 
 @kept()
-def training_flops(arch: Architecture, inputs: TrainingInputs) -> TrainingFlops:
+def training_flops(
+    arch: Architecture, inputs: TrainingInputs, layers_on_stage: int | None = None
+) -> TrainingFlops:
     """Model and recomputed FLOPs per token of one training step under ``inputs``.
 
     Model FLOPs follow Chowdhery et al. 2022 (PaLM, arXiv:2204.02311) Appendix B: 6·N per
@@ -367,34 +376,59 @@ def training_flops(arch: Architecture, inputs: TrainingInputs) -> TrainingFlops:
       drops it; with a fused (flash) kernel no s² tensor is saved, so nothing is dropped;
       torchtitan's op-level selective (profile ``selective = "op_sac"``): each layer's
       forward less the matmuls and attention it keeps (:func:`.activations.op_sac_tensors`);
-    - threshold: the producers of every dropped tensor, from the ledger.
+    - threshold: the producers of every dropped tensor, from the ledger;
+    - partial full (``recompute_method`` block / every with N = ``recompute_layers``): the
+      share of a stage's ``layers_on_stage`` layers replayed
+      (:func:`.activation_recompute.recomputed_fraction`; None: all layers, pp = 1);
+    - Megatron's selective modules beyond the attention core (mlp, moe, shared_experts):
+      their GEMMs (:func:`.activation_recompute.selective_module_flops`);
+    - a stack whose selective is whole-layer (Hugging Face) is priced as full
+      (:attr:`.TrainingInputs.priced_recompute`).
 
     LoRA adapters' own FLOPs (r·(d_in + d_out) per token per matrix) are neglected.
     """
     s = inputs.seq_len
     head = 2.0 * arch.hidden_size * arch.vocab_size
-    layers = sum(2.0 * n * _matmul_params_per_token(arch, moe) for moe, n in layer_kinds(arch))
+    layers = sum(  # each group of identical layers (a hybrid's kinds) with its own matrices
+        2.0 * n * _matmul_params_per_token(arch, mats)
+        for moe, _ in layer_kinds(arch)
+        for mats, n in layer_groups(arch, moe)
+    )
     attention = attention_forward_flops_per_token(arch, s)
     recomputed = 0.0
-    if inputs.recompute == "full":
-        recomputed = layers + attention
-    elif inputs.recompute in ("selective", "threshold"):
+    policy = inputs.priced_recompute
+    if policy == "full":
+        stage = arch.layers if layers_on_stage is None else layers_on_stage
+        share = recomputed_fraction(inputs.recompute_method, inputs.recompute_layers, stage)
+        recomputed = float(share) * (layers + attention)
+    elif policy in ("selective", "threshold"):
         kinds = [
-            (n, layer_activations_for(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=m))
+            (
+                n,
+                m,
+                layer_activations_for(arch, inputs, 1, tp=1, sequence_parallel=False, moe_layer=m),
+            )
             for m, n in layer_kinds(arch)
         ]
         op_sac = get_profile(inputs.implementation).selective == "op_sac" and arch.recurrent is None
-        if inputs.recompute == "selective" and not op_sac:
-            dropped = any(la.recompute_working_bytes > 0 for _, la in kinds)
-            recomputed = attention if dropped else 0.0
+        if policy == "selective" and not op_sac:
+            core = any(e.attention_core and not e.kept for _, _, la in kinds for e in la.ledger)
+            modules = frozenset(inputs.recompute_modules)
+            replayed = sum(
+                n * selective_module_flops(arch, s, modules, moe_layer=m) for n, m, _ in kinds
+            )
+            recomputed = (attention if core else 0.0) + float(replayed) / s
         else:
-            recomputed = sum(n * la.recompute_flops for n, la in kinds) / s
+            recomputed = sum(n * la.recompute_flops for n, _, la in kinds) / s
     passes = 2 if inputs.effective_lora_rank is not None else 3
     return TrainingFlops(layers + head, attention, recomputed, passes)
 
 
 def hardware_flops_factor(
-    arch: Architecture, inputs: TrainingInputs, model_flops_per_token: float | None = None
+    arch: Architecture,
+    inputs: TrainingInputs,
+    model_flops_per_token: float | None = None,
+    layers_on_stage: int | None = None,
 ) -> float:
     """Hardware FLOPs ÷ model FLOPs: 1 + recomputed ÷ model, per token.
 
@@ -405,7 +439,7 @@ def hardware_flops_factor(
     default: this training step's own (:attr:`TrainingFlops.model`). The recomputed
     FLOPs come from :func:`training_flops`: none → 1; full → 4/3 for a layer stack.
     """
-    flops = training_flops(arch, inputs)
+    flops = training_flops(arch, inputs, layers_on_stage)
     model = flops.model if model_flops_per_token is None else model_flops_per_token
     return 1.0 + flops.recomputed / model if model > 0 else 1.0
 
@@ -468,7 +502,7 @@ def estimate_training(
     last_flight = (last_stage_microbatches_in_flight or 1) if pp > 1 else first_flight
     code = RECOMPUTE_POLICIES.index(inputs.recompute)
 
-    def memory(b: npt.ArrayLike) -> dict[str, FloatArray]:
+    def memory(b: npt.ArrayLike, detail: bool = True) -> dict[str, FloatArray]:
         return training_memory_arrays(
             terms,
             tp=tp,
@@ -482,6 +516,7 @@ def estimate_training(
             recompute=code,
             first_in_flight=first_flight,
             last_in_flight=last_flight,
+            detail=detail,
         )
 
     # the scenario's micro-batch, and b = 1, 2 for the largest that fits, in one evaluation
@@ -535,7 +570,9 @@ def estimate_training(
         max_micro_batch=max_b,
         capacity_bytes=capacity,
         after_load_bytes=persistent + out["cuda_context_bytes"],
-        hardware_flops_factor=hardware_flops_factor(arch, inputs),
+        hardware_flops_factor=hardware_flops_factor(
+            arch, inputs, layers_on_stage=round(out["layers_on_stage"])
+        ),
         ledger=la.ledger,
         outside_ledger=outside,
         stack=inputs.stack,
@@ -569,7 +606,7 @@ bisecting below 2^21)."""
 
 
 def _largest_micro_batch(
-    memory: Callable[[npt.ArrayLike], dict[str, FloatArray]],
+    memory: Callable[[npt.ArrayLike, bool], dict[str, FloatArray]],
     capacity: float,
     peaks_at_1_2: tuple[float, float],
     *,
@@ -581,7 +618,7 @@ def _largest_micro_batch(
     doubling, then bisection."""
 
     def fits(bs: list[int]) -> list[bool]:
-        return [bool(x) for x in memory(bs)["peak_bytes"] <= capacity]
+        return [bool(x) for x in memory(bs, False)["peak_bytes"] <= capacity]
 
     p1, p2 = peaks_at_1_2
     if not p1 <= capacity:

@@ -40,6 +40,8 @@ import numpy.typing as npt
 
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.kept import forgotten
+from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
@@ -51,7 +53,7 @@ from llm_planner.core.sections.training_params import (
     layer_activations_for,
     layer_kinds,
     layer_temporaries,
-    outside_ledger_for,
+    outside_bytes_for,
     pipeline_stage_layers,
     routed_expert_params,
     stage_params,
@@ -64,6 +66,7 @@ IntArray = npt.NDArray[np.int64]
 RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full", "threshold")
 """Recomputation policies by integer code (the search enumerates the first three)."""
 _THRESHOLD = RECOMPUTE_POLICIES.index("threshold")
+_FULL = RECOMPUTE_POLICIES.index("full")
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,13 @@ class MemoryTerms:
     activation_offload_layers: int = 0
     """Layers per stage whose activations go to host memory (``TrainingInputs.
     activation_offload_layers``; :func:`held_layers`)."""
+    recompute_method: str = "uniform"
+    """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
+    recompute_layers: int | None = None
+    """Its N (``TrainingInputs.recompute_layers``); None: every layer alone."""
 
 
+@forgotten
 @lru_cache(maxsize=32)
 def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> MemoryTerms:
     """The :class:`MemoryTerms` of ``arch`` with ``params`` parameters under ``inputs``."""
@@ -146,15 +154,14 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         kept = sum(n * la.kept_bytes for n, la in layers) / arch.layers
         working = max(la.recompute_working_bytes for _, la in layers)
 
-        def priced(first_stage: bool, last_stage: bool, n: int) -> float:
-            ledger = outside_ledger_for(
-                arch, ti_rc, n, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
-            )
-            return float(sum(e.bytes for e in ledger))
-
         def outside(first_stage: bool, last_stage: bool) -> tuple[float, float]:
-            """(part ∝ b at this b, part independent of b): linear in b, priced twice."""
-            one, two = priced(first_stage, last_stage, b), priced(first_stage, last_stage, 2 * b)
+            """(part ∝ b at this b, part independent of b): linear in b, priced at b and 2b
+            (one pricing of both: element-wise, each the scalar pricing's value)."""
+            bs = np.array([b, 2 * b])
+            at = outside_bytes_for(
+                arch, ti_rc, bs, tp=t, sequence_parallel=sp, first=first_stage, last=last_stage
+            )
+            one, two = float(at[0]), float(at[1])
             return two - one, 2 * one - two
 
         act_dtype = get_precision(ti.precision).activations_dtype
@@ -218,6 +225,8 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
         activation_offload_layers=ti.activation_offload_layers,
+        recompute_method=ti.recompute_method,
+        recompute_layers=ti.recompute_layers,
     )
 
 
@@ -276,6 +285,42 @@ def _activation_terms(
         fixed = np.array([getattr(a, name + "_fixed") for a in acts])[inv]
         out[name] = np.asarray(per_b + fixed)
     return out
+
+
+def _saved_without_recompute(
+    terms: MemoryTerms, tp: IntArray, sp: npt.NDArray[np.bool_], rc: IntArray, b: FloatArray
+) -> FloatArray | None:
+    """Each layer's bytes without recompute, only where full covers a stage partly."""
+    if not (is_partial(terms.recompute_method, terms.recompute_layers) and np.any(rc == _FULL)):
+        return None
+    return _activation_terms(terms, tp, sp, np.zeros_like(rc), b)["kept_per_layer"]
+
+
+def _partial_full(
+    terms: MemoryTerms,
+    acts: dict[str, FloatArray],
+    saved: FloatArray | None,
+    rc: IntArray,
+    layers: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """(bytes the stage's layers keep per micro-batch, recompute working set) per layout:
+    kept per layer × layers, except where the policy is full and its method covers the
+    stage partly (Megatron uniform N > 1 or block N, torchtitan every N:
+    :func:`.activation_recompute.partial_full_stage`, from the layer's checkpoint under full
+    and its ``saved`` bytes without recompute). Interleaved chunks are not told apart: N
+    counts over the stage's layers."""
+    kept, working = acts["kept_per_layer"] * layers, acts["recompute_working"]
+    if saved is None:
+        return kept, working
+    part_kept, part_working = partial_full_stage(
+        method=terms.recompute_method,
+        n=terms.recompute_layers,
+        layers_on_stage=layers,
+        checkpoint_bytes=acts["kept_per_layer"],
+        saved_bytes=saved,
+    )
+    full = rc == _FULL
+    return np.where(full, part_kept, kept), np.where(full, part_working, working)
 
 
 class _Sharding(NamedTuple):
@@ -427,6 +472,15 @@ def held_layers(layers: npt.ArrayLike, offloaded: int) -> FloatArray:
     return n - np.minimum(float(offloaded), np.maximum(n - 1.0, 0.0))
 
 
+def _on_gpu_share(layers: FloatArray, offloaded: int) -> FloatArray:
+    """Share of what a stage's layers keep that stays on the GPU under CPU activation
+    offload (:func:`held_layers` ÷ layers; the offloaded layers taken as keeping the
+    stage's mean, which partial full recomputation makes uneven)."""
+    if offloaded <= 0:
+        return np.ones_like(layers)
+    return np.where(layers > 0, held_layers(layers, offloaded) / np.maximum(layers, 1.0), 1.0)
+
+
 _SCREENED = (
     "weights_bytes",
     "gradients_bytes",
@@ -507,7 +561,8 @@ def training_memory_arrays(
     pp_index, pp_values = _distinct(pp_i)
     counts = np.array([terms.stage_layers(int(p)) for p in pp_values.tolist()], dtype=f64)
     acts = _activation_terms(terms, tp_i, sp_b, rc_i, b_f)
-    kept, working, logits = acts["kept_per_layer"], acts["recompute_working"], acts["logits"]
+    logits = acts["logits"]
+    saved = _saved_without_recompute(terms, tp_i, sp_b, rc_i, b_f)
     outside_only = acts["outside_only"]
 
     bucket, gather, dequant = _fixed_temporaries(terms, tp_f, zero_i, shard_f, ep_i)
@@ -533,9 +588,9 @@ def training_memory_arrays(
             sharding=sharding,
         )
         layers = layers_of_pp[pp_index]
-        outside_acts = outside * flight
-        on_gpu = held_layers(layers, terms.activation_offload_layers)
-        activ = kept * on_gpu * flight + outside_acts
+        in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
+        on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
+        activ = on_gpu * flight + outside * flight
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -544,14 +599,16 @@ def training_memory_arrays(
             "gradients_bytes": g,
             "optimizer_bytes": o,
             "activations_bytes": activ,
-            "outside_activations_bytes": outside_acts,
+            "outside_activations_bytes": outside * flight,
             "logits_bytes": lg,
             "temporary_bytes": temp,
             "allocated_bytes": allocated,
             "layers_on_stage": layers,
             "microbatches_in_flight": flight,
+            "recompute_working_bytes": working,
+            "layer_activations_bytes": in_layers,
             # one micro-batch's activations this stage copies to the host and back
-            "offloaded_activations_bytes": kept * (layers - on_gpu),
+            "offloaded_activations_bytes": in_layers - on_gpu,
         }
 
     def peak(allocated: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -576,18 +633,20 @@ def training_memory_arrays(
         last=True,
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
-    selected = first if detail else _SCREENED
+    selected = first if detail else (*_SCREENED, "recompute_working_bytes")
     out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in selected}
     out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
-    if detail:
-        out["activations_per_layer_bytes"] = np.where(out["layers_on_stage"] > 0, kept, 0.0)
+    if detail:  # the mean layer's kept bytes per micro-batch (partial full: its average)
+        stage_layers = out["layers_on_stage"]
+        out["activations_per_layer_bytes"] = np.where(
+            stage_layers > 0, out["layer_activations_bytes"] / np.maximum(stage_layers, 1.0), 0.0
+        )
     # torch.cuda.max_memory_reserved: the caching allocator's segments, i.e. allocated plus
     # fragmentation; the CUDA context is outside it (it is in nvidia-smi's figure, the peak)
     reserve = 1.0 + terms.fragmentation_fraction
     logged = first["allocated_bytes"] if terms.logged_stage == "first" else out["allocated_bytes"]
     out.update(
         last_stage=use_last.astype(f64),
-        recompute_working_bytes=np.asarray(working),
         gradient_bucket_bytes=np.asarray(bucket),
         zero3_gathered_bytes=np.asarray(gather),
         dequant_bytes=np.broadcast_to(dequant, (n,)),

@@ -10,7 +10,7 @@ The memory arithmetic over layouts is :mod:`.training_memory`; the report,
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,12 +24,15 @@ from llm_planner.core.primitives.architecture import (
     mean_layer_params,
     mlp_params,
     norm_params,
+    per_layer_input_params,
 )
+from llm_planner.core.primitives.architecture_groups import layer_groups, layers_differ
 from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
     layer_activations,
+    outside_layer_bytes,
     outside_layer_ledger,
 )
 from llm_planner.core.quantities.optimizers import (
@@ -57,10 +60,12 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
         return arch.layers, arch.layers
     if not get_stack(inputs.stack).pipeline_balances_head:
         return equal, equal
-    costs = [
-        float(sum(m.elements for m in arch.layer_matrices(arch.is_moe_layer(i))))
+    each = layers_differ(arch)  # a hybrid's layers cost their own matrices
+    layers = [
+        arch.layer_matrices(index=i) if each else arch.layer_matrices(arch.is_moe_layer(i))
         for i in range(arch.layers)
     ]
+    costs = [float(sum(m.elements for m in mats)) for mats in layers]
     costs.append(float(arch.vocab_size * arch.hidden_size))
     total = sum(costs)
     counts = [0] * pp
@@ -84,10 +89,13 @@ def _norm_params(arch: Architecture) -> int:
     return norm_params(arch)
 
 
+@kept()
 def _layer_params(arch: Architecture, moe_layer: bool) -> float:
     """All parameters of one layer (matrices, biases, norms); the mean layer of its kind
     when layers differ (QK-norms, sinks, hybrids: :func:`.architecture.mean_layer_params`)."""
     differs = arch.recurrent is not None or arch.qk_norm != "none" or arch.attention_sinks
+    differs = differs or arch.attention_output_gate or arch.per_layer_input_size > 0
+    differs = differs or arch.kv_shared_layers > 0 or arch.global_head_dim is not None
     if differs or (arch.moe is not None and arch.moe.shared_expert_gate):
         return mean_layer_params(arch, moe_layer)
     norm = _norm_params(arch) * arch.norms_per_layer
@@ -109,13 +117,15 @@ def outside_layer_params(
     arch: Architecture, counts: ParameterCount, *, first: bool, last: bool, pp: int
 ) -> int:
     """Parameters outside the layers on a pipeline stage (``counts``: the model's): the
-    first holds the embedding, learned positions and embedding norm; the last the final
+    first holds the embedding, learned positions and embedding norm (and Gemma 4's
+    per-layer embedding table, its projection and norm); the last the final
     norm and the output head (a tied head is a copy of the embedding when pp > 1, as in
     Megatron-LM; one stage holding both counts it once)."""
     outside = 0
     if first:
         outside += counts.embedding + counts.positions
         outside += _norm_params(arch) if arch.embedding_norm else 0
+        outside += per_layer_input_params(arch)[0]
     if last:
         outside += _head_params(counts, pp) + _norm_params(arch)
     return outside
@@ -176,6 +186,7 @@ def _routed_per_layer(arch: Architecture, inputs: TrainingInputs) -> _Routed:
     return _Routed(total, mat, factored, lora, lora_factored)
 
 
+@kept()
 def largest_local_layer(arch: Architecture, ep: int = 1) -> float:
     """Parameters of the largest layer as one expert-parallel rank holds it (E/ep of the
     routed experts of an MoE layer; unscaled): what a ZeRO-3 gather or a bucket holds."""
@@ -213,6 +224,49 @@ def routed_expert_params(
     )
 
 
+def _matrix_sums(
+    mats: tuple[LayerMatrix, ...], rank: int | None, targets: tuple[str, ...]
+) -> tuple[int, float, int, float, float]:
+    """(matrix elements, Adafactor factored values, largest matrix, LoRA adapter parameters
+    and their factored values) of one layer's matrices ``mats``."""
+    mat = sum(m.elements for m in mats)
+    # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
+    per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
+    largest = max(m.d_in * m.d_out for m in mats)
+    layer_lora = layer_lora_factored = 0.0
+    if rank is not None:
+        adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in targets]
+        layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
+        layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+    return mat, per_layer, largest, layer_lora, layer_lora_factored
+
+
+@kept()
+def _kind_sums(
+    arch: Architecture, moe_layer: bool, rank: int | None, targets: tuple[str, ...]
+) -> tuple[float, float, float, int, float, float]:
+    """One layer of a kind (the mean layer where a hybrid's differ,
+    :func:`.architecture_groups.layer_groups`), as :func:`stage_params` sums it:
+    (parameters, matrix elements, Adafactor factored values of the matrices, largest
+    matrix, LoRA adapter parameters and
+    their factored values on ``targets`` at ``rank``). Kept: every stage of every layout
+    the estimate prices has the same layers."""
+    total = _layer_params(arch, moe_layer)
+    groups = layer_groups(arch, moe_layer)  # a hybrid's layers of the kind, each as it is
+    n = sum(count for _, count in groups)
+    sums = [_matrix_sums(mats, rank, targets) for mats, _ in groups]
+    largest = max(g[2] for g in sums)
+    mat: float
+    if len(groups) == 1:
+        mat, per_layer, _, layer_lora, layer_lora_factored = sums[0]
+    else:  # the mean layer of the kind
+        mat = sum(c * g[0] for (_, c), g in zip(groups, sums, strict=True)) / n
+        per_layer = sum(c * g[1] for (_, c), g in zip(groups, sums, strict=True)) / n
+        layer_lora = sum(c * g[3] for (_, c), g in zip(groups, sums, strict=True)) / n
+        layer_lora_factored = sum(c * g[4] for (_, c), g in zip(groups, sums, strict=True)) / n
+    return total, mat, per_layer, largest, layer_lora, layer_lora_factored
+
+
 def stage_params(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -238,21 +292,15 @@ def stage_params(
     lora = lora_factored = 0.0
     largest = 0
     rank = inputs.effective_lora_rank
+    targets = inputs.lora_targets if rank is not None else ()
     for moe_layer, n in layer_kinds(arch):
-        mats = arch.layer_matrices(moe_layer)
-        total = _layer_params(arch, moe_layer)
-        mat = sum(m.elements for m in mats)
+        total, mat, per_layer, big, layer_lora, layer_lora_factored = _kind_sums(
+            arch, moe_layer, rank, targets
+        )
         layer_params += n * share * total
         matrix_params += n * share * mat
-        # k copies of a matrix: k × its factored values (no k-fold list for 256 experts)
-        per_layer = sum(m.copies * factored_state_values([(m.d_in, m.d_out)], 0) for m in mats)
         factored += n * share * (per_layer + (total - mat))
-        largest = max(largest, *(m.d_in * m.d_out for m in mats))
-        layer_lora = layer_lora_factored = 0.0
-        if rank is not None:
-            adapted = [(m.d_in, m.d_out, m.copies) for m in mats if m.target in inputs.lora_targets]
-            layer_lora = sum(rank * (r + c) * k for r, c, k in adapted)
-            layer_lora_factored = sum(2 * (rank + (r + c) / 2) * k for r, c, k in adapted)
+        largest = max(largest, big)
         if moe_layer and routed is not None:  # other ranks hold (1 − 1/ep) of the experts
             away = 1.0 - 1.0 / ep
             layer_params -= n * share * routed.params * away
@@ -407,7 +455,7 @@ def layer_activations_for(
         micro_batch,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        recompute=inputs.recompute,
+        recompute=inputs.priced_recompute,
         threshold_bytes=inputs.recompute_threshold_bytes,
         flash=inputs.flash_attention,
         profile=inputs.implementation,
@@ -416,6 +464,8 @@ def layer_activations_for(
         moe_layer=moe_layer,
         lora_rank=inputs.effective_lora_rank,
         lora_targets=inputs.lora_targets,
+        recompute_modules=inputs.recompute_modules,
+        checkpoint_placement=inputs.recompute_checkpoint,
         gemm_input=(
             (f"{recipe.gemm_dtype} ({recipe.id})", recipe.saved_input_bytes_per_element)
             if quantized
@@ -436,6 +486,34 @@ def outside_ledger_for(
 ) -> list[LedgerEntry]:
     """Tensors saved outside the layers on a first and/or last pipeline stage."""
     return outside_layer_ledger(
+        arch,
+        inputs.seq_len,
+        micro_batch,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        profile=inputs.implementation,
+        dropout=inputs.dropout,
+        activation_dtype=get_precision(inputs.precision).activations_dtype,
+        first_stage=first,
+        last_stage=last,
+        lora=inputs.effective_lora_rank is not None,
+        recompute=inputs.priced_recompute,
+        flash=inputs.flash_attention,
+    )
+
+
+def outside_bytes_for(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    micro_batch: Any,
+    *,
+    tp: int,
+    sequence_parallel: bool,
+    first: bool,
+    last: bool,
+) -> Any:
+    """The bytes of :func:`outside_ledger_for`'s lines, summed (without building them)."""
+    return outside_layer_bytes(
         arch,
         inputs.seq_len,
         micro_batch,

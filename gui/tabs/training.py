@@ -112,7 +112,7 @@ class TrainingTab(Tab):
             "training.recompute",
             [
                 ("none", "none"),
-                ("selective (attention core)", "selective"),
+                ("selective (as the stack defines it)", "selective"),
                 ("full (layer inputs only)", "full"),
                 ("drop tensors above X", "threshold"),
             ],
@@ -120,6 +120,32 @@ class TrainingTab(Tab):
             also=self._threshold_start,
         )
         self.threshold = self.input(acts, "training.recompute_threshold_bytes")
+        self.recompute_method = self.combo(
+            acts,
+            "Full recompute method",
+            "training.recompute_method",
+            [
+                ("uniform (chunks of N layers)", "uniform"),
+                ("block (first N layers per stage)", "block"),
+                ("every N-th layer (torchtitan)", "every"),
+            ],
+            "How full recomputation covers a stage's layers (Megatron --recompute-method, "
+            "torchtitan selective_ac_option N)",
+        )
+        self.recompute_layers = self.input(acts, "training.recompute_layers")
+        self.recompute_checkpoint = self.combo(
+            acts,
+            "Checkpoints on",
+            "training.recompute_checkpoint",
+            [
+                ("GPU", "gpu"),
+                ("partitioned over TP", "partitioned"),
+                ("CPU (host memory)", "cpu"),
+            ],
+            "Where full recomputation's layer inputs live (DeepSpeed partition_activations, "
+            "cpu_checkpointing; Megatron --distribute-saved-activations)",
+        )
+        self.recompute_modules = self.input(acts, "training.recompute_modules")
         self.activation_offload = self.input(acts, "training.activation_offload_layers")
         self.flash = self.check(
             acts,
@@ -201,7 +227,17 @@ class TrainingTab(Tab):
 
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
-        self.threshold.setEnabled(scenario.training.recompute == "threshold")
+        policy = scenario.training.recompute
+        self.threshold.setEnabled(policy == "threshold")
+        # each option applies to one policy (full: how it covers a stage and where its
+        # checkpoints live; selective: Megatron's module list) and the MoE inputs to a model
+        # with experts: the others are greyed out, as X is
+        for widget in (self.recompute_method, self.recompute_layers, self.recompute_checkpoint):
+            widget.setEnabled(policy == "full")
+        self.recompute_modules.setEnabled(policy == "selective")
+        has_experts = scenario.model.architecture.moe is not None
+        for widget in (self.moe_capacity, self.moe_imbalance, self.moe_dispatcher):
+            widget.setEnabled(has_experts)
         section = report.training
         par = report.parallelism
         self.layout_note.setText(

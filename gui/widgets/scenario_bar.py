@@ -41,7 +41,7 @@ def model_kind(arch: Architecture) -> str:
     recurrent = arch.recurrent
     if recurrent is not None:
         kind = str(recurrent.kind)
-        return f"hybrid {kind} + attention" if recurrent.attention_period else kind
+        return f"hybrid {kind} + attention" if arch.attention_layers else kind
     return "MoE" if arch.moe is not None else "dense"
 
 

@@ -319,3 +319,14 @@ def test_command_table_is_the_groups_own():
         alone = vars(build_parser(argv[0]).parse_args(argv))
         whole.pop("command_names"), alone.pop("command_names")
         assert alone == whole
+
+
+def test_model_text_lists_gemma4_per_layer_inputs(capsys):
+    assert main(["model", str(FIXTURES / "gemma-4-e2b-it")]) == 0
+    out = capsys.readouterr().out
+    # google/gemma-4-E2B-it: the per-layer embedding table 262,144 × 35·256, its projection
+    # 1,536 → 35·256 and norm (256), and each layer's gate and projection 2 × 1,536 × 256
+    per_layer = 262_144 * 35 * 256 + 1_536 * 35 * 256 + 256 + 35 * 2 * 1_536 * 256
+    assert per_layer == 2_390_098_176
+    assert "per_layer_inputs" in out
+    assert "2,390,098,176" in out

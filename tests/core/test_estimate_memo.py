@@ -63,6 +63,9 @@ def test_memo_keys_tell_types_and_list_fields_apart() -> None:
     b = base.model_copy(update={"measured_points": [(8, 2.0)]})
     assert est._frozen(a) != est._frozen(b)
     assert est._frozen(a) == est._frozen(base.model_copy(update={"measured_points": [(8, 1.0)]}))
+    # a model that cannot be hashed is keyed field by field once per object
+    assert est._frozen(a) is est._frozen(a)
+    assert hash(est._frozen(a)) == hash(est._frozen(a.model_copy()))
 
 
 def test_the_zero_stage_rows_are_the_comparison_s_own_and_kept() -> None:

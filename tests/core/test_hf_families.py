@@ -30,9 +30,14 @@ from llm_planner.core.primitives.presets import get_preset
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "hf"
 CASES = sorted(p.parent.name for p in FIXTURES.glob("*/expected.json"))
 REMOTE_CODE = {"internlm2_5-7b", "deepseek-moe-16b-base", "refinedweb-40b", "chatglm3-6b"}
-BUFFER_PARAMS = {"deepseek-v3": 58 * 256, "kimi-k2-instruct": 60 * 384}
+BUFFER_PARAMS = {
+    "deepseek-v3": 58 * 256,
+    "kimi-k2-instruct": 60 * 384,
+    "nemotron-3-nano-30b-a3b": 23 * 128,
+}
 """DeepSeek-V3's per-expert score-correction biases: stored in the checkpoint (and counted
-here), registered as buffers, not parameters, by transformers' DeepseekV3TopkRouter."""
+here), registered as buffers, not parameters, by transformers' DeepseekV3TopkRouter (and
+NemotronHTopkRouter: Nemotron 3 Nano's 23 MoE layers of 128 experts)."""
 
 META_MODEL_TYPE = {"kimi-k2-instruct": "deepseek_v3"}
 """Configs whose model_type transformers has no class for, built as the class their
@@ -42,6 +47,7 @@ REQUIRED_TYPES = {
     *("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo", "olmo2", "olmoe", "cohere"),
     *("cohere2", "starcoder2", "gpt_oss", "llama4", "gptj", "gpt_bigcode", "stablelm", "phi"),
     *("internlm2", "deepseek", "granite", "granitemoe", "mamba", "mamba2", "rwkv", "jamba"),
+    *("qwen3_5", "qwen3_5_moe", "nemotron_h", "gemma4"),
 }
 
 

@@ -72,15 +72,23 @@ ACCELERATE_LAYOUTS: list[dict[str, Any]] = [
     {"parallelism.zero_stage": 3, "parallelism.tp": 2, "training.precision": "mixed_fp16"},
     {"parallelism.fsdp_strategy": "HYBRID_SHARD", "training.recompute": "none"},
 ]
+# nanotron recomputes whole layers or nothing (recompute_layer, huggingface/nanotron@2411b022
+# config/parallelism_config.py): a selective plan exports as recompute_layer false (with a
+# note), so these layouts state none
 NANOTRON_LAYOUTS: list[dict[str, Any]] = [
-    {"parallelism.zero_stage": 0},
+    {"parallelism.zero_stage": 0, "training.recompute": "none"},
     {
         "parallelism.zero_stage": 1,
         "parallelism.tp": 4,
         "parallelism.sequence_parallel": True,
         "training.recompute": "full",
     },
-    {"parallelism.pp": 4, "parallelism.schedule": "gpipe", "training.micro_batch": 2},
+    {
+        "parallelism.pp": 4,
+        "parallelism.schedule": "gpipe",
+        "training.micro_batch": 2,
+        "training.recompute": "none",
+    },
     {
         "parallelism.pp": 2,
         "parallelism.tp": 2,

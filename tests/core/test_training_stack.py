@@ -64,15 +64,17 @@ def test_a_hugging_face_config_import_defaults_to_the_hf_stack() -> None:
 def test_report_with_an_imported_config_runs_on_the_hf_stack(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    imported = _report(capsys, "--model", str(LLAMA_DIR / "config.json"))
+    # without recompute (the Hugging Face stack's selective is whole-layer checkpointing)
+    none = ("--recompute", "none")
+    imported = _report(capsys, "--model", str(LLAMA_DIR / "config.json"), *none)
     assert imported["training"]["stack"] == "hf"
     assert imported["training"]["stack_name"] == STACK_NAMES["hf"]
-    preset = _report(capsys, "--model", "llama-3.1-8b")
+    preset = _report(capsys, "--model", "llama-3.1-8b", *none)
     assert preset["training"]["stack"] == "megatron"
     # the HF modules save more than Megatron's fused kernels for the same model
     assert imported["training"]["activations_bytes"] > preset["training"]["activations_bytes"]
     # --implementation overrides the stack's profile; --stack overrides the import's stack
-    mixed = _report(capsys, "--model", str(LLAMA_DIR), "--implementation", "megatron")
+    mixed = _report(capsys, "--model", str(LLAMA_DIR), "--implementation", "megatron", *none)
     assert mixed["training"]["stack"] == "hf"
     assert mixed["training"]["activations_bytes"] == preset["training"]["activations_bytes"]
     ds = _report(capsys, "--model", str(LLAMA_DIR), "--stack", "deepspeed")

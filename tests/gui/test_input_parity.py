@@ -24,6 +24,7 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "length": ("8", "8k", "16k", "1.5k", "512", "1e3", "0", "3.5", "-1", "eight"),
     "whole": ("1", "16", "2k", "0", "1.5", "-2", "many"),
     "chunks": ("2", "4", "1", "0", "2.5", "two"),
+    "names": ("core_attn", "core_attn, mlp", "MLP,moe_act", "attention", "core_attn,foo"),
     "count": ("1.4T", "300B", "7e9", "2k", "2e-5", "-3", "12 GB", "lots"),
     "fraction": ("0.4", "40%", "1", "0.05", "0", "150%", "half"),
     "bytes": ("80 GB", "80 GiB", "64MiB", "1e9", "-1 GB", "80 GHz"),

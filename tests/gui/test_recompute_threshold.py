@@ -48,3 +48,37 @@ def test_choose_threshold_then_lower_x(qtbot: Any, window: MainWindow) -> None:
     window.flush()
     assert window.state.scenario.training.recompute == "selective"
     assert window.state.scenario.training.recompute_threshold_bytes is None
+
+
+def test_each_recompute_option_is_enabled_with_its_policy(qtbot: Any, window: MainWindow) -> None:
+    """Full recomputation's method, N and checkpoint placement apply under "full" only,
+    Megatron's module list under "selective" only, and the MoE inputs to a model with
+    experts: elsewhere they are greyed out (typing in them would change nothing)."""
+    combo = window.findChild(QComboBox, "training.recompute")
+    full_only = [
+        window.findChild(QComboBox, "training.recompute_method"),
+        window.findChild(QLineEdit, "training.recompute_layers"),
+        window.findChild(QComboBox, "training.recompute_checkpoint"),
+    ]
+    modules = window.findChild(QLineEdit, "training.recompute_modules")
+    moe = [
+        window.findChild(QLineEdit, "training.moe_capacity_factor"),
+        window.findChild(QLineEdit, "training.moe_load_imbalance"),
+        window.findChild(QComboBox, "training.moe_dispatcher"),
+    ]
+    assert combo is not None
+    assert modules is not None
+    assert all(w is not None for w in full_only + moe)
+    window.tabs.setCurrentIndex(2)
+    window.flush()
+    assert window.state.scenario.training.recompute == "selective"
+    assert [w.isEnabled() for w in full_only] == [False, False, False]
+    assert modules.isEnabled()
+    assert [w.isEnabled() for w in moe] == [False, False, False]  # Llama-3.1-8B is dense
+    choose(window, combo, "full")
+    assert [w.isEnabled() for w in full_only] == [True, True, True]
+    assert not modules.isEnabled()
+    type_into(qtbot, window, full_only[1], "4")
+    assert window.state.scenario.training.recompute_layers == 4
+    choose(window, window.bar.model, "mixtral-8x7b")
+    assert [w.isEnabled() for w in moe] == [True, True, True]

@@ -68,7 +68,6 @@ from typing import Any
 from llm_planner.core.composition.estimate import estimate
 from llm_planner.core.composition.scenario import default_scenario
 from llm_planner.core.inputs.scenario import Scenario
-from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
 
@@ -190,32 +189,21 @@ def subgroups(row: dict[str, Any]) -> tuple[str, ...]:
 SUBGROUPS = ("dense BF16", "dense FP8/FP4", "fine-grained MoE", "large MoE", "Hopper", "Blackwell")
 
 
-RECOMPUTE_INPUTS = "recompute_modules" in TrainingInputs.model_fields
-"""Whether the app takes Megatron's recompute method, layer count and modules as inputs
-(``training.recompute_method`` / ``recompute_layers`` / ``recompute_modules``); without them
-only the recipes that recompute nothing or everything can be stated."""
-
-
 def recompute_of(rec: recipes.Recipe) -> dict[str, Any]:
     """The recipe's recomputation as the app's ``training`` fields: Megatron's
     ``recompute_granularity`` → ``recompute`` (None → ``none``), ``recompute_method`` /
     ``recompute_num_layers`` → ``recompute_method`` / ``recompute_layers``,
-    ``recompute_modules`` → ``recompute_modules``. Selective with the modules set empty (the
-    DeepSeek-V3 GB300 MXFP8 recipe) recomputes nothing: ``none``. Where the app lacks the
-    method/modules inputs (:data:`RECOMPUTE_INPUTS`), a partial recipe is stated as none
-    (what it recomputes is not counted)."""
+    ``recompute_modules`` → ``recompute_modules`` (unset: Megatron's default
+    ``["core_attn"]``). Selective with the modules set empty (the DeepSeek-V3 GB300 MXFP8
+    recipe) recomputes nothing: ``none``."""
     if rec.recompute == "full":
-        if RECOMPUTE_INPUTS:
-            return {
-                "recompute": "full",
-                "recompute_method": rec.method or "uniform",
-                "recompute_layers": rec.layers,
-            }
-        return {"recompute": "full" if rec.method is None else "none"}
+        return {
+            "recompute": "full",
+            "recompute_method": rec.method or "uniform",
+            "recompute_layers": rec.layers,
+        }
     if rec.recompute == "selective" and rec.modules != ():
-        if RECOMPUTE_INPUTS:
-            return {"recompute": "selective", "recompute_modules": rec.modules or ("core_attn",)}
-        return {"recompute": "none"}
+        return {"recompute": "selective", "recompute_modules": rec.modules or ("core_attn",)}
     return {"recompute": "none"}
 
 

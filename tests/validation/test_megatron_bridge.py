@@ -95,15 +95,17 @@ def test_no_row_is_refused() -> None:
 
 
 def test_errors_do_not_get_worse() -> None:
-    """Median |error| of tokens/s per GPU over all rows ≤ 11.1% (11.0% with each row stated
-    as the recipe that ran it, megatron_bridge_recipes.py; 10.9% with every row assumed ZeRO-1
-    without recomputation, after the MoE work and the GB200 network per GPU; 10.4% once the
-    MoE work was priced, issue 27 item 4; 13.1% with the low-precision recipes and the NVL72
-    NVLink domain; 41.6% when the module landed), p90 ≤ 33% (32.1%; 32.1%; 43.0%; 69.8%)."""
+    """Median |error| of tokens/s per GPU over all rows ≤ 10.5% (10.1% with each row stated
+    as the recipe that ran it, megatron_bridge_recipes.py: Megatron-FSDP, recomputation,
+    LoRA targets, precision switches, bf16 moments, activation offload; 10.9% with every
+    row assumed ZeRO-1 without recomputation, after the MoE work and the GB200 network per
+    GPU; 10.4% once the MoE work was priced, issue 27 item 4; 13.1% with the low-precision
+    recipes and the NVL72 NVLink domain; 41.6% when the module landed), p90 ≤ 31% (30.8%;
+    32.1%; 43.0%; 69.8%)."""
     st = mb.stats(mb.bridge_rows())
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.111, st
-    assert st.p90_abs_error <= 0.33, st
+    assert st.median_abs_error <= 0.105, st
+    assert st.p90_abs_error <= 0.31, st
 
 
 def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
@@ -120,14 +122,16 @@ def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
 
 
 def test_large_moe_rows_within_issue_27s_subgroup_target() -> None:
-    """DeepSeek-V3 rows: median |error| ≤ 12% (11.3% reached with the MoE work priced,
+    """DeepSeek-V3 rows: median |error| ≤ 10% (9.3% with each row's recipe: its selective
+    recompute_modules, bf16 Adam moments, 16-bit main gradients, FP8 parameters; 11.3%
+    reached with the MoE work priced,
     issue 27 item 4, and the GB200 tray's network per GPU halved to its one 400 Gb/s NIC:
     five GB200 rows closer, the median row further; 10.2% with the MoE work alone; 14.3%
     once an expert-parallel group inside an NVL72 rack rides NVLink; 48.6% when the module
     landed)."""
     st = mb.stats([r for r in mb.bridge_rows() if "large MoE" in r.groups])
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.12, st
+    assert st.median_abs_error <= 0.10, st
 
 
 def test_fine_grained_moe_rows_do_not_get_worse() -> None:
@@ -212,16 +216,22 @@ def test_precision_switches_as_the_recipes_set_them() -> None:
 
 def test_recompute_as_the_recipe_sets_it() -> None:
     """Selective with the modules set empty recomputes nothing (DeepSeek-V3 GB300 MXFP8,
-    ``recompute_modules = []``); no recompute where the recipe sets none (Qwen3 on GB300)."""
+    ``recompute_modules = []``); no recompute where the recipe sets none (Qwen3 on GB300);
+    DeepSeek-V3 GB200 MXFP8 selective ``["mla_up_proj"]``; Llama 3 8B H100 full, block, 5."""
     assert mb.scenario_of(_row("-L112")).training.recompute == "none"
     assert mb.scenario_of(_row("-L129")).training.recompute == "none"
+    ds = mb.scenario_of(_row("-L114")).training
+    assert (ds.recompute, ds.recompute_modules) == ("selective", ("mla_up_proj",))
+    h100 = mb.scenario_of(_row("-L589")).training
+    assert (h100.recompute, h100.recompute_method, h100.recompute_layers) == ("full", "block", 5)
 
 
 def test_rows_that_fit_in_the_apps_memory_model() -> None:
     """NVIDIA ran all 86 rows, so every row the app does not fit is a miss of its memory
-    model. Floor: 41 rows fit with the recipes' settings applied (Megatron-FSDP, LoRA on q, k,
-    v, FP8/FP4 parameters and 16-bit main gradients: 24 without the last two; 21 when every
-    row was stated with no recomputation and ZeRO-1)."""
+    model. Floor: 47 rows fit with the recipes' settings applied (Megatron-FSDP, LoRA on q, k,
+    v, FP8/FP4 parameters, 16-bit main gradients, the recipes' recomputation: 41 without the
+    last, 24 without the precision switches; 21 when every row was stated with no
+    recomputation and ZeRO-1)."""
     rows = mb.bridge_rows()
-    assert mb.fitting(rows) >= 41
+    assert mb.fitting(rows) >= 47
     assert all(r.peak_bytes is not None and r.peak_bytes > 0 for r in rows)

@@ -587,6 +587,14 @@ NOT_MEASURED: dict[str, str] = {
     "mamba2": "recurrent: the CPU slow path (no mamba_ssm / causal_conv1d kernels)",
     "rwkv": "recurrent: the CPU path of the WKV recurrence, not the CUDA kernel",
     "jamba": "recurrent hybrid: its Mamba layers take the CPU slow path (no mamba_ssm)",
+    "nemotron_h": "recurrent hybrid: its Mamba-2 layers take the CPU slow path (no mamba_ssm)",
+    "qwen3_5_text": "recurrent hybrid: its Gated DeltaNet layers take the torch fallback on CPU "
+    "(no flash-linear-attention kernels), not the chunked kernel the ledger assumes",
+    "qwen3_5_moe_text": "recurrent hybrid: Gated DeltaNet on the CPU torch fallback (as qwen3_5)",
+    "qwen3_next": "recurrent hybrid: Gated DeltaNet on the CPU torch fallback (as qwen3_5)",
+    "gemma4_text": "not measured yet: the ledger takes every attention layer at the local "
+    "head width and leaves out the per-layer-input tensors (parameters and KV cache are "
+    "per layer; activations are this approximation)",
     "chatglm": "remote code (trust_remote_code) for ChatGLM2/3: transformers 5.24.0's glm "
     "classes are GLM-4's; the importer's count is checked by hand from the modelling file "
     "(tests/core/test_model_type_reading.py), its activations are not measured",

@@ -32,6 +32,7 @@ from llm_planner.core.files.stack_configs.plan import (
 )
 from llm_planner.core.files.stack_configs.textfmt import TextFormatError, dump_yaml, load_yaml
 from llm_planner.core.primitives.version import __version__
+from llm_planner.core.quantities.activation_recompute import is_partial
 
 STACK = "accelerate"
 TRAINING_ARGS_SUFFIX = ".training_args.json"
@@ -107,8 +108,19 @@ def _layout_notes(plan: LaunchPlan, recompute: str) -> list[str]:
     notes: list[str] = []
     if recompute == "selective":
         notes.append(
-            "selective recomputation: Hugging Face checkpoints whole layers "
-            "(gradient_checkpointing, fsdp_activation_checkpointing) or none"
+            "selective recomputation: Hugging Face's only option is whole-layer "
+            "checkpointing (gradient_checkpointing; transformers GradientCheckpointingLayer)"
+            + (
+                ", which is how the plan prices it on this stack"
+                if plan.stack == "hf"
+                else f"; the plan prices {plan.stack}'s selective, this file checkpoints whole "
+                "layers"
+            )
+        )
+    if recompute == "full" and is_partial(plan.recompute_method, plan.recompute_layers):
+        notes.append(
+            f"full recompute {plan.recompute_method} N = {plan.recompute_layers}: Hugging "
+            "Face checkpoints every layer"
         )
     if plan.pp > 1:
         notes.append(f"pp={plan.pp}: accelerate's FSDP and DeepSpeed plugins do not pipeline")

@@ -115,8 +115,11 @@ def export(plan: LaunchPlan) -> ExportedConfig:
     else:
         notes.append(f"optimizer {plan.optimizer!r} is not one DeepSpeed builds: pass it in code")
     recompute = export_recompute(plan)
-    if recompute != "none" and plan.tp > 1:
-        config["activation_checkpointing"] = {"partition_activations": True}
+    if recompute == "full" and plan.recompute_checkpoint != "gpu":
+        config["activation_checkpointing"] = {
+            "partition_activations": plan.recompute_checkpoint == "partitioned",
+            "cpu_checkpointing": plan.recompute_checkpoint == "cpu",
+        }
     notes += _model_code_notes(plan, recompute)
     config[BLOCK] = {
         "app_version": __version__,
@@ -131,6 +134,8 @@ def export(plan: LaunchPlan) -> ExportedConfig:
         "sequence_parallel": plan.sequence_parallel,
         "expert_parallel": plan.ep,
         "recompute": recompute,
+        "recompute_method": plan.recompute_method,
+        "recompute_layers": plan.recompute_layers,
         "comment": provenance_lines(plan, "DeepSpeed"),
         "unexpressed": notes,
     }
@@ -146,6 +151,8 @@ _BLOCK_FIELDS: tuple[tuple[str, str, type], ...] = (
     ("sequence_parallel", "parallelism.sequence_parallel", bool),
     ("expert_parallel", "parallelism.expert_parallel", int),
     ("recompute", "training.recompute", str),
+    ("recompute_method", "training.recompute_method", str),
+    ("recompute_layers", "training.recompute_layers", int),
 )
 """What an exported file's ``llm_planner`` block restores (DeepSpeed's JSON has no key)."""
 
@@ -182,6 +189,25 @@ def _precision_in(r: Reader) -> str:
     return "fp32"
 
 
+def _checkpointing_fields(r: Reader) -> dict[str, Any]:
+    """``activation_checkpointing`` (deepspeedai/DeepSpeed@edaa7221 deepspeed/runtime/
+    activation_checkpointing/checkpointing.py): ``partition_activations`` splits each
+    checkpointed layer input over the model-parallel group, ``cpu_checkpointing`` moves it
+    to host memory; both are priced as where the checkpoints live
+    (``training.recompute_checkpoint``). ``number_checkpoints`` and
+    ``contiguous_memory_optimization`` (one buffer for them) change no byte count; which
+    layers are checkpointed is the model code's, so the policy is not read here."""
+    partitioned = r.get("activation_checkpointing.partition_activations", bool, False)
+    cpu = r.get("activation_checkpointing.cpu_checkpointing", bool, False)
+    r.get("activation_checkpointing.number_checkpoints", int)
+    r.get("activation_checkpointing.contiguous_memory_optimization", bool)
+    if cpu:
+        return {"training.recompute_checkpoint": "cpu"}
+    if partitioned:
+        return {"training.recompute_checkpoint": "partitioned"}
+    return {}
+
+
 def parse(text: str, source: str) -> ImportedConfig:
     """A DeepSpeed config JSON as scenario fields."""
     try:
@@ -214,6 +240,7 @@ def parse(text: str, source: str) -> ImportedConfig:
         value = r.get(f"{BLOCK}.{key}", kind)
         if value is not None:
             fields[path] = value
+    fields |= _checkpointing_fields(r)
     name = r.get(f"{BLOCK}.model", str)
     ignored = sorted(leaf_paths(data, stop=frozenset({BLOCK})) - set(r.read) - {BLOCK})
     return ImportedConfig(

@@ -7,8 +7,9 @@ field of Megatron-Core's ``ModelParallelConfig``, ``TransformerConfig``,
 ``--num-layers-per-virtual-pipeline-stage``, ``--context-parallel-size``,
 ``--expert-model-parallel-size``, ``--sequence-parallel``, ``--use-distributed-optimizer``
 (ZeRO-1: optimizer states sharded over dp), ``--recompute-granularity/-method/-num-layers``,
-``--micro-batch-size``, ``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``,
-``--grad-reduce-in-bf16``, ``--fp8-param-gather``/``--fp4-param-gather``.
+``--recompute-modules``, ``--distribute-saved-activations``, ``--micro-batch-size``,
+``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``, ``--grad-reduce-in-bf16``,
+``--fp8-param-gather``/``--fp4-param-gather``, ``--cpu-offloading-num-layers``.
 ZeRO-2/3 are Megatron-FSDP's ``--data-parallel-sharding-strategy optim_grads`` /
 ``optim_grads_params`` with ``--use-megatron-fsdp`` (Megatron-LM
 megatron/core/distributed/fsdp/README.md, "Required Configurations").
@@ -31,6 +32,11 @@ from llm_planner.core.files.stack_configs.plan import (
     export_recompute,
     match_preset,
     provenance_lines,
+)
+from llm_planner.core.quantities.activation_recompute import (
+    DEFAULT_RECOMPUTE_MODULES,
+    MEGATRON_RECOMPUTE_MODULES,
+    checkpointed_layers,
 )
 
 STACK = "megatron"
@@ -85,16 +91,36 @@ def _zero_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
     return args
 
 
-def _recompute_args(recompute: str) -> list[str]:
+def _recompute_args(plan: LaunchPlan, recompute: str, notes: list[str]) -> list[str]:
+    """``--recompute-granularity`` with its method, N and modules
+    (NVIDIA/Megatron-LM@d98e8a64 megatron/core/recompute.py, transformer_config.py)."""
     if recompute == "selective":
-        return ["--recompute-granularity selective"]
-    if recompute == "full":
-        return [
-            "--recompute-granularity full",
-            "--recompute-method uniform",
-            "--recompute-num-layers 1",
-        ]
-    return []
+        args = ["--recompute-granularity selective"]
+        if plan.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
+            args.append(f"--recompute-modules {' '.join(plan.recompute_modules)}")
+        return args
+    if recompute != "full":
+        return []
+    method, n = plan.recompute_method, plan.recompute_layers
+    if method == "every":
+        notes.append(
+            f"full recompute of every {n}-th layer (torchtitan's layer-level option) is not "
+            "Megatron's: exported as --recompute-method block with the same number of layers"
+            " per stage"
+        )
+        stage = -(-plan.arch.layers // plan.pp)
+        n = int(checkpointed_layers("every", n, stage))
+        method = "block"
+    args = [
+        "--recompute-granularity full",
+        f"--recompute-method {method}",
+        f"--recompute-num-layers {n or 1}",
+    ]
+    if plan.recompute_checkpoint == "partitioned":
+        args.append("--distribute-saved-activations")
+    elif plan.recompute_checkpoint == "cpu":
+        notes.append("layer checkpoints in host memory: DeepSpeed's cpu_checkpointing")
+    return args
 
 
 def _precision_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
@@ -154,7 +180,7 @@ def export(plan: LaunchPlan) -> ExportedConfig:
     """The plan as Megatron-LM arguments."""
     notes = common_unexpressed(plan)
     args = _parallel_args(plan, notes) + _zero_args(plan, notes)
-    args += _recompute_args(export_recompute(plan))
+    args += _recompute_args(plan, export_recompute(plan), notes)
     args += [
         f"--micro-batch-size {plan.micro_batch}",
         f"--global-batch-size {plan.global_batch}",
@@ -204,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
         "cpu-offloading-num-layers",
     ):
         p.add_argument(f"--{name}", type=int)
+    p.add_argument("--recompute-modules", nargs="*")
     for name in (
         "recompute-granularity",
         "recompute-method",
@@ -218,6 +245,7 @@ def _parser() -> argparse.ArgumentParser:
     ):
         p.add_argument(f"--{name}")
     for name in (
+        "distribute-saved-activations",
         "sequence-parallel",
         "use-distributed-optimizer",
         "use-megatron-fsdp",
@@ -271,8 +299,6 @@ def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
     granularity = args.recompute_granularity
     if granularity not in (None, "selective", "full"):
         raise StackConfigError(f"{source}: --recompute-granularity {granularity!r}")
-    if granularity == "full":
-        _full_recompute_covers_every_layer(args, pp, source)
     return {
         "parallelism.tp": args.tensor_model_parallel_size or 1,
         "parallelism.pp": pp,
@@ -284,29 +310,44 @@ def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
         "parallelism.zero_stage": zero,
         "parallelism.fsdp_strategy": None,
         "training.recompute": granularity or "none",
+        **_recompute_fields(args, source),
     }
 
 
-def _full_recompute_covers_every_layer(args: argparse.Namespace, pp: int, source: str) -> None:
-    """The planner's 'full' is every layer checkpointed alone, its input kept. Megatron-LM
-    (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py,
-    recompute_method / recompute_num_layers): no method, or uniform with 1 layer per unit,
-    is that; uniform with N > 1 keeps one input per N-layer unit and replays N layers at
-    once; block recomputes N layers per pipeline stage and keeps the rest whole, which is
-    'full' only when N covers the stage. Other settings are refused, not mispriced."""
-    method, n = args.recompute_method, args.recompute_num_layers
-    if method is None or (method == "uniform" and n in (None, 1)):
-        return
-    stage = -(-args.num_layers // pp) if args.num_layers else None
-    if method == "block" and n is not None and stage is not None and n >= stage:
-        return
-    if method not in ("uniform", "block"):
-        raise StackConfigError(f"{source}: --recompute-method {method!r}")
-    raise StackConfigError(
-        f"{source}: --recompute-method {method} --recompute-num-layers {n}: the planner "
-        "prices full recomputation of every layer alone (uniform 1, or block covering the "
-        "stage's layers)"
+def _recompute_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
+    """The recompute method, N and modules as Megatron-LM reads them
+    (NVIDIA/Megatron-LM@d98e8a64 megatron/core/recompute.py ``checkpointed_forward``:
+    uniform chunks of N layers, each chunk's input kept; block: the first N layers of each
+    stage checkpointed, the rest run without; transformer_config.py ``recompute_modules``,
+    default ["core_attn"]). Only what the granularity uses is set."""
+    granularity, method, n = (
+        args.recompute_granularity,
+        args.recompute_method,
+        args.recompute_num_layers,
     )
+    if granularity == "full":
+        placement = "partitioned" if args.distribute_saved_activations else "gpu"
+        if method not in (None, "uniform", "block"):
+            raise StackConfigError(f"{source}: --recompute-method {method!r}")
+        if method == "block" and n is None:
+            raise StackConfigError(
+                f"{source}: --recompute-method block needs --recompute-num-layers"
+            )
+        return {
+            "training.recompute_checkpoint": placement,
+            "training.recompute_method": method or "uniform",
+            "training.recompute_layers": None if (n in (None, 1) and method != "block") else n,
+        }
+    if granularity == "selective" and args.recompute_modules is not None:
+        known = set(MEGATRON_RECOMPUTE_MODULES)
+        unknown = [m for m in args.recompute_modules if m not in known]
+        if unknown:
+            raise StackConfigError(
+                f"{source}: --recompute-modules {' '.join(unknown)}: the planner prices "
+                f"{', '.join(MEGATRON_RECOMPUTE_MODULES)}"
+            )
+        return {"training.recompute_modules": tuple(args.recompute_modules)}
+    return {}
 
 
 def _low_precision_of(args: argparse.Namespace) -> str | None:

@@ -4,7 +4,8 @@ Sections as nanotron v0.2 reads them (src/nanotron/config/config.py ``Config``, 
 dacite strict: unknown keys are refused, so provenance goes into comments and
 ``general.run``): ``parallelism`` dp, tp, pp, pp_engine "1f1b" / "afab" (all forward then
 all backward: GPipe), tp_mode ALL_REDUCE / REDUCE_SCATTER (= sequence parallelism),
-recompute_granularity SELECTIVE / FULL, expert_parallel_size (parallelism_config.py);
+recompute_layer (the older recompute_granularity read on import), expert_parallel_size
+(parallelism_config.py);
 ``tokens`` sequence_length, micro_batch_size, batch_accumulation_per_replica (global batch =
 micro × accumulation × dp, ``Config.global_batch_size``); ``optimizer`` zero_stage (0 or 1),
 accumulate_grad_in_fp32; ``model`` dtype, ddp_bucket_cap_mb and a LlamaConfig.
@@ -29,6 +30,7 @@ from llm_planner.core.files.stack_configs.plan import (
 )
 from llm_planner.core.files.stack_configs.textfmt import TextFormatError, dump_yaml, load_yaml
 from llm_planner.core.primitives.version import __version__
+from llm_planner.core.quantities.activation_recompute import is_partial
 
 STACK = "nanotron"
 
@@ -45,6 +47,7 @@ def export(plan: LaunchPlan) -> ExportedConfig:
             f"interleaved schedule (v={plan.v}): nanotron runs 1F1B or all-forward-all-backward"
         )
     recompute = export_recompute(plan)
+    notes += _recompute_notes(plan, recompute)
     if plan.fsdp_strategy is not None:
         notes.append(f"FSDP {plan.fsdp_strategy}: nanotron has no FSDP")
     if a.ffn_kind != "swiglu" or a.norm != "rmsnorm" or a.moe is not None or a.mla is not None:
@@ -63,7 +66,7 @@ def export(plan: LaunchPlan) -> ExportedConfig:
             "pp_engine": engine,
             "tp_mode": "REDUCE_SCATTER" if plan.sequence_parallel else "ALL_REDUCE",
             "tp_linear_async_communication": plan.sequence_parallel,
-            "recompute_granularity": None if recompute == "none" else recompute.upper(),
+            "recompute_layer": recompute == "full",
             "expert_parallel_size": plan.ep,
         },
         "model": {
@@ -129,6 +132,21 @@ def export(plan: LaunchPlan) -> ExportedConfig:
     )
 
 
+def _recompute_notes(plan: LaunchPlan, recompute: str) -> list[str]:
+    """nanotron recomputes whole layers or nothing (``recompute_layer``)."""
+    if recompute == "selective":
+        return [
+            "selective recomputation: nanotron has none (recompute_layer: false); with flash "
+            "attention the plan's selective keeps what none keeps"
+        ]
+    if recompute == "full" and is_partial(plan.recompute_method, plan.recompute_layers):
+        return [
+            f"full recompute {plan.recompute_method} N = {plan.recompute_layers}: nanotron's "
+            "recompute_layer checkpoints every layer"
+        ]
+    return []
+
+
 def _parallel_fields(r: Reader) -> dict[str, Any]:
     if not isinstance(r.data.get("parallelism"), dict):
         raise r.fail("no 'parallelism' section (dp, tp, pp)")
@@ -139,9 +157,14 @@ def _parallel_fields(r: Reader) -> dict[str, Any]:
     if engine not in {"1f1b", "afab"}:
         raise r.fail("parallelism.pp_engine must be 1f1b or afab")
     mode = r.get("parallelism.tp_mode", str, "ALL_REDUCE").upper()
+    # huggingface/nanotron@2411b022 config/parallelism_config.py: recompute_layer (a
+    # CheckpointFunction around each decoder layer, models/llama.py); the older
+    # recompute_granularity (deprecated in d0f74c76) is still read from old files
     recompute = r.get("parallelism.recompute_granularity", str, "none").lower()
     if recompute not in {"none", "selective", "full"}:
         raise r.fail(f"parallelism.recompute_granularity {recompute!r}")
+    if r.get("parallelism.recompute_layer", bool, False):
+        recompute = "full"
     return {
         "num_gpus": dp * tp * pp,
         "parallelism.dp": dp,

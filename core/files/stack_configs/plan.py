@@ -66,6 +66,14 @@ class LaunchPlan:
     activation_offload_layers: int = 0
     """Layers per stage whose activations go to host memory (Megatron
     --cpu-offloading-num-layers)."""
+    recompute_method: str = "uniform"
+    """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
+    recompute_layers: int | None = None
+    """Its N (Megatron --recompute-num-layers, torchtitan selective_ac_option N)."""
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    """Megatron's --recompute-modules under selective recomputation."""
+    recompute_checkpoint: str = "gpu"
+    """Where full recompute's layer inputs live: gpu, partitioned (over tp) or cpu."""
 
     @property
     def nodes(self) -> int:
@@ -112,6 +120,10 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         low_precision_params=tr.low_precision_params,
         grad_reduce_16bit=tr.grad_reduce_16bit,
         activation_offload_layers=tr.activation_offload_layers,
+        recompute_method=tr.recompute_method,
+        recompute_layers=tr.recompute_layers,
+        recompute_modules=tr.recompute_modules,
+        recompute_checkpoint=tr.recompute_checkpoint,
     )
 
 

@@ -34,6 +34,7 @@ from llm_planner.core.files.stack_configs.plan import (
 )
 from llm_planner.core.files.stack_configs.textfmt import dump_toml
 from llm_planner.core.primitives.version import __version__
+from llm_planner.core.quantities.activation_recompute import is_partial
 
 STACK = "torchtitan"
 
@@ -116,6 +117,24 @@ def _model(plan: LaunchPlan, notes: list[str]) -> dict[str, Any]:
     return {"name": plan.model_id, "flavor": ""}
 
 
+def _checkpoint_section(plan: LaunchPlan, notes: list[str]) -> dict[str, Any]:
+    """``[activation_checkpoint]``: mode none / full, selective "op" (op-level SAC), or
+    selective with digits N for full recompute of every N-th block (pytorch/torchtitan@
+    1f029641 torchtitan/distributed/activation_checkpoint.py ``_apply_layer_sac``)."""
+    recompute = export_recompute(plan)
+    method, n = plan.recompute_method, plan.recompute_layers
+    if recompute == "full" and method == "every" and n is not None and n > 1:
+        return {"mode": "selective", "selective_ac_option": str(n)}
+    if recompute == "full" and is_partial(method, n):
+        notes.append(
+            f"full recompute with Megatron's method {method} N = {n}: torchtitan checkpoints "
+            "every block (mode full) or every N-th (selective_ac_option N)"
+        )
+    if recompute == "selective":
+        return {"mode": "selective", "selective_ac_option": "op"}
+    return {"mode": recompute}
+
+
 def export(plan: LaunchPlan) -> ExportedConfig:
     """The plan as a torchtitan job TOML."""
     notes = common_unexpressed(plan)
@@ -129,10 +148,7 @@ def export(plan: LaunchPlan) -> ExportedConfig:
         "mixed_precision_reduce": "float32",
     }
     parallelism = _parallelism(plan, notes)
-    recompute = export_recompute(plan)
-    checkpoint: dict[str, Any] = {"mode": recompute}
-    if recompute == "selective":
-        checkpoint["selective_ac_option"] = "op"
+    checkpoint = _checkpoint_section(plan, notes)
     sections: dict[str, dict[str, Any]] = {
         "job": {"description": f"{plan.scenario_name} (LLM Planner {__version__})"},
         "model": model,
@@ -253,19 +269,21 @@ def parse(text: str, source: str) -> ImportedConfig:
             f"activation_checkpoint.mode {mode!r}: the planner knows none, selective, full"
         )
     if mode == "selective":
-        # the TOML era (pytorch/torchtitan@169ba3bd7, torchtitan/distributed/
+        # the TOML era (pytorch/torchtitan@1f029641, torchtitan/distributed/
         # activation_checkpoint.py): selective_ac_option "op" is op-level SAC (the planner's
         # torchtitan 'selective'); digits N are _apply_layer_sac, every N-th block fully
         # checkpointed and the others kept whole ("if not ac_freq or count % ac_freq == 0"):
-        # 0 and 1 checkpoint every block, i.e. full; other N are not a policy priced here
+        # 0 and 1 checkpoint every block, i.e. full; N > 1 is full recompute, method every
         option = r.get("activation_checkpoint.selective_ac_option", str, "op")
-        if option.isdigit() and int(option) <= 1:
+        if option.isdigit():
             mode = "full"
+            if int(option) > 1:
+                fields["training.recompute_method"] = "every"
+                fields["training.recompute_layers"] = int(option)
         elif option != "op":
             raise r.fail(
-                f"activation_checkpoint.selective_ac_option {option!r}: layer-level "
-                "checkpointing of every N-th block is not modeled; the planner prices 'op' "
-                "(op-level selective), 0 or 1 (every block: full) or mode none/full"
+                f"activation_checkpoint.selective_ac_option {option!r}: torchtitan takes "
+                "'op' (op-level selective) or a number N (every N-th block checkpointed)"
             )
     fields["training.recompute"] = mode
     opt = r.get("optimizer.name", str)

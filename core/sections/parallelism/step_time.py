@@ -36,6 +36,8 @@ from llm_planner.core.sections.parallelism.step_time_inputs import (
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
+    full_replay_share,
+    layout_hw_factors,
 )
 from llm_planner.core.sections.training_memory import MemoryTerms
 
@@ -156,7 +158,6 @@ def evaluate_layouts(
     (GPUs · peak); HFU = the FLOPs executed (matmuls, attention, recomputation) ÷ peak
     (Korthikanti et al. 2022 section 6; Chowdhery et al. 2022 Appendix B).
     """
-    f64 = np.float64
     si = step_inputs or StepInputs()
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
@@ -168,7 +169,7 @@ def evaluate_layouts(
     # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
     dp_work, m = _replicas_at_work(work.global_batch, dp, b)
     tokens_mb = work.seq_len * b / lay.as_float("cp")  # this GPU's share of the sequences
-    hw_factor = np.asarray(work.hw_flops_factor, dtype=f64)[lay.recompute]
+    hw_factor = layout_hw_factors(work, lay)
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
     chunk_layers = np.ceil(work.layers / (pp * v))
@@ -184,7 +185,7 @@ def evaluate_layouts(
 
     links = cluster.links
     layers_stage = work.layers / pp
-    full = lay.recompute == 2
+    full = full_replay_share(work, lay)
     regathers = lay.sp & work.stack.tp_backward_regathers_input
     tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
         tp, tokens_mb, work.hidden, full, regathers

@@ -15,6 +15,8 @@ from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
+    full_replay_share,
+    layout_hw_factors,
 )
 
 
@@ -126,7 +128,7 @@ def _context_parallel(
     if not np.any(cp > 1.0) or si.kv_width <= 0.0:
         zero = np.zeros_like(tp)
         return zero, zero
-    passes = np.where(lay.recompute == 2, 4.0, 3.0)
+    passes = 3.0 + full_replay_share(work, lay)
     steps = passes * (cp - 1.0) * layers
     bytes_mb = steps * tokens_mb * si.kv_width / tp * comm.COMM_BYTES_PER_ELEMENT
     links = cluster.links
@@ -136,7 +138,7 @@ def _context_parallel(
     attention_eff = cluster.attention_efficiency or comm.ATTENTION_EFFICIENCY[
         work.stack.flash_attention_generation
     ].get(cluster.generation, cluster.kernel_efficiency)
-    hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
+    hw = layout_hw_factors(work, lay)
     attention = min(work.attention_flops_per_token, work.model_flops_per_token)
     t_attention = (
         layers
@@ -191,7 +193,7 @@ def _tensor_parallel_latency(
     cluster: Cluster,
     lay: Layouts,
     layers: FloatArray,
-    full_recompute: npt.NDArray[np.bool_],
+    full_recompute: npt.NDArray[np.float64],
     *,
     regathers: npt.NDArray[np.bool_],
     network_step: float | None,
@@ -218,7 +220,7 @@ def _tensor_parallel_latency(
     gather = comm.collective_latency_seconds(
         "all_gather", tp, nodes, intra_step=intra, inter_step=inter, base=base
     )
-    passes = np.where(full_recompute, 3.0, 2.0)
+    passes = 2.0 + full_recompute
     per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
     per_layer = per_layer + np.where(regathers, 2.0 * gather, 0.0)
     return np.asarray(layers * per_layer)

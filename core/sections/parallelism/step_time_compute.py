@@ -18,6 +18,8 @@ from llm_planner.core.sections.parallelism.step_time_inputs import (
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
+    full_replay_share,
+    layout_hw_factors,
 )
 
 
@@ -91,7 +93,7 @@ def _compute_seconds(
     ``MatMul4Bit``): (NF4 bits ÷ 8 read + 2 written) bytes per parameter per use, per
     micro-batch, memory-bound. Accumulated gradients are the adapters' only."""
     si = step_inputs
-    hw = np.take(np.asarray(work.hw_flops_factor, dtype=np.float64), lay.recompute)
+    hw = layout_hw_factors(work, lay)
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     attention = min(work.attention_flops_per_token, work.model_flops_per_token)
@@ -116,9 +118,9 @@ def _compute_seconds(
         layer_gemm * inverse * (hw - frozen) + attention * inverse_attention * hw
     )
     per_token = per_token + head_on_stage * head * inverse_head * (hw - frozen)
-    full = lay.recompute == 2
+    full = full_replay_share(work, lay)  # the share of the layers' forward replayed
     if si.adapter_params > 0:
-        adapter_flops = si.adapter_params * np.where(full, 8.0, 6.0)
+        adapter_flops = si.adapter_params * (6.0 + 2.0 * full)
         inverse_adapter = (
             _adapter_inverse_efficiency(cluster, tokens_mb, si)
             if work.gemms and cluster.sms > 0
@@ -143,7 +145,7 @@ def _compute_seconds(
         merge_bytes = ADAPTER_MERGE_BYTES_PER_OUTPUT * si.adapter_params / (2.0 * si.lora_rank)
         t_mem = t_mem + stage_tokens * merge_bytes / cluster.memory_bytes_per_s
     if si.dequantised_params > 0:
-        uses = np.where(full, 3.0, 2.0)
+        uses = 2.0 + full
         per_use = NF4_DOUBLE_QUANT_BITS / 8.0 + comm.COMM_BYTES_PER_ELEMENT
         dequant = si.dequantised_params * layers_share / tp * per_use * uses
         t_mem = t_mem + dequant / cluster.memory_bytes_per_s
@@ -187,7 +189,7 @@ def _executed_flops_per_token(
         attention = min(work.attention_flops_per_token, work.model_flops_per_token)
         executed = executed - (work.model_flops_per_token - attention) / 3.0
     if si.adapter_params > 0:
-        executed = executed + si.adapter_params * np.where(lay.recompute == 2, 8.0, 6.0)
+        executed = executed + si.adapter_params * (6.0 + 2.0 * full_replay_share(work, lay))
     return np.asarray(executed)
 
 

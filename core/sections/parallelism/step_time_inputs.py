@@ -8,6 +8,7 @@ from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.optimizers import PrecisionRecipe, get_precision
 from llm_planner.core.sections.training_params import stage_params
 
@@ -49,6 +50,7 @@ class StepInputs:
     """HBM bytes per GEMM operand element the recipe quantizes, per pass."""
 
 
+@forgotten
 @cache
 def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepInputs:
     """:class:`StepInputs` of a model trained with ``training_inputs``."""

@@ -8,6 +8,9 @@ import math
 from dataclasses import dataclass, field
 from functools import cache
 
+import numpy as np
+import numpy.typing as npt
+
 from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import (
@@ -15,9 +18,12 @@ from llm_planner.core.primitives.architecture import (
     LayerMatrix,
 )
 from llm_planner.core.primitives.architecture import count_parameters as _count_parameters
+from llm_planner.core.primitives.architecture_groups import layer_groups
 from llm_planner.core.primitives.gpus import GPU
+from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities import moe as moe_work
+from llm_planner.core.quantities.activation_recompute import is_partial, recomputed_fraction
 from llm_planner.core.quantities.activations import LedgerEntry, get_profile
 from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
@@ -25,7 +31,7 @@ from llm_planner.core.quantities.flops import (
     model_flops_per_token,
 )
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
-from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES
+from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, Layouts
 from llm_planner.core.sections.training import (
     hardware_flops_factor,
     layer_activations_for,
@@ -104,6 +110,10 @@ class Workload:
     head_flops_per_token: float = 0.0
     """Output-head GEMM FLOPs per token, forward + backward (6·V·h), part of
     model_flops_per_token; it runs on the last pipeline stage only."""
+    recompute_method: str = "uniform"
+    """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
+    recompute_layers: int | None = None
+    """Its N; None: every layer alone (``hw_flops_factor`` full is then every layer's)."""
     tied_embedding_params: float = 0.0
     """Parameters of an input embedding tied to the output head (V·h), 0 when untied: with a
     pipeline the two copies sit on the first and the last stage and their gradients are
@@ -140,6 +150,7 @@ def _is_non_gemm(entry: LedgerEntry) -> bool:
     return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
 
 
+@forgotten
 @cache
 def elementwise_bytes_of(
     arch: Architecture, training_inputs: TrainingInputs
@@ -196,6 +207,7 @@ def elementwise_bytes_of(
     )
 
 
+@forgotten
 @cache
 def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: TrainingInputs) -> float:
     """HBM bytes the optimizer step moves per parameter of the model, once per step.
@@ -294,13 +306,17 @@ def workload_of(
         tied_embedding_params=(
             float(arch.vocab_size * arch.hidden_size) if arch.tied_embeddings else 0.0
         ),
+        recompute_method=ti.recompute_method,
+        recompute_layers=ti.recompute_layers,
     )
 
 
+@forgotten
 @cache
 def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     """The weight GEMMs of one token's pass through the layers, with their FLOP shares, from
-    the layer's matrices (:meth:`.Architecture.layer_matrices`).
+    the layer's matrices (:meth:`.Architecture.layer_matrices`; each kind of layer of a
+    hybrid its own, :func:`.architecture.layer_groups`).
 
     Matrices that read the same input and run as one GEMM (Megatron-LM fuses q, k and v, and
     gate with up; Shoeybi et al. 2019 section 3) are one GEMM with N = the sum of their
@@ -314,9 +330,10 @@ def gemm_shapes_of(arch: Architecture) -> tuple[GemmShape, ...]:
     for the backward too)."""
     top_k = arch.moe.experts_per_token if arch.moe is not None else 0
     out: list[tuple[float, float, float, bool, bool, bool]] = []
-    for moe, n in layer_kinds(arch):
+    kinds = [group for moe, _ in layer_kinds(arch) for group in layer_groups(arch, moe)]
+    for layer, n in kinds:
         groups: dict[tuple[str, bool], list[LayerMatrix]] = {}
-        for m in arch.layer_matrices(moe):
+        for m in layer:
             if m.gemm:
                 groups.setdefault((m.gemm, m.routed), []).append(m)
         for (_, routed), mats in groups.items():
@@ -443,6 +460,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
     )
 
 
+@forgotten
 @cache
 def hardware_flops_factors(
     arch: Architecture, training_inputs: TrainingInputs, model_flops: float
@@ -450,7 +468,7 @@ def hardware_flops_factors(
     """Hardware ÷ model FLOPs for each policy of RECOMPUTE_CODES, relative to
     ``model_flops`` per token (this module's MFU count, :func:`model_flops_per_token`):
     :func:`llm_planner.core.sections.training.hardware_flops_factor`, the one definition."""
-    ti = training_inputs
+    ti = training_inputs.model_copy(update={"recompute_layers": None})
     values = [
         hardware_flops_factor(arch, ti.model_copy(update={"recompute": rc}), model_flops)
         for rc in RECOMPUTE_CODES
@@ -468,3 +486,36 @@ def _param_gather_bytes(ti: TrainingInputs) -> float:
     if recipe.quantized_params:
         return recipe.low_precision_copy_bytes / 2
     return comm.COMM_BYTES_PER_ELEMENT
+
+
+def full_replay_share(work: Workload, lay: Layouts) -> npt.NDArray[np.float64]:
+    """Share of the fullest stage's layers whose whole forward is replayed in backward, per
+    layout: 1 under full recomputation (and a stack's whole-layer 'selective',
+    ``StackProfile.selective_whole_layer``), the replayed share where full covers a stage
+    partly (:func:`layout_hw_factors`' share), else 0. What the replay repeats beyond its
+    FLOPs (tensor-parallel collectives, kernel launches, context-parallel ring passes,
+    adapters' GEMMs) scales with it."""
+    full = RECOMPUTE_CODES.index("full")
+    selective = 1.0 if work.stack.selective_whole_layer else 0.0
+    share = np.take(np.array([0.0, selective, 1.0]), lay.recompute)
+    if not is_partial(work.recompute_method, work.recompute_layers):
+        return np.asarray(share)
+    stage = np.ceil(work.layers / lay.as_float("pp"))
+    part = recomputed_fraction(work.recompute_method, work.recompute_layers, stage)
+    return np.asarray(np.where(lay.recompute == full, part, share))
+
+
+def layout_hw_factors(work: Workload, lay: Layouts) -> npt.NDArray[np.float64]:
+    """Hardware ÷ model FLOPs of each layout's recompute policy
+    (:attr:`Workload.hw_flops_factor`), where full covers a stage partly (Megatron block N,
+    torchtitan every N): 1 + share × (full's − 1), the share of the fullest stage's
+    ⌈L/pp⌉ layers replayed (:func:`.activation_recompute.recomputed_fraction`; interleaved
+    chunks not told apart, as the memory's count). Uniform N replays every layer."""
+    factors = np.asarray(work.hw_flops_factor, dtype=np.float64)
+    hw = np.take(factors, lay.recompute)
+    if not is_partial(work.recompute_method, work.recompute_layers):
+        return np.asarray(hw)
+    stage = np.ceil(work.layers / lay.as_float("pp"))
+    share = recomputed_fraction(work.recompute_method, work.recompute_layers, stage)
+    partial = 1.0 + share * (factors[RECOMPUTE_CODES.index("full")] - 1.0)
+    return np.asarray(np.where(lay.recompute == RECOMPUTE_CODES.index("full"), partial, hw))
