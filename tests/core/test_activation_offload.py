@@ -57,3 +57,28 @@ def test_copies_hidden_behind_compute_until_the_link_is_too_slow() -> None:
 
     assert float(exposed_seconds(156e9, 3.0, 360e9)) == 0.0
     assert float(exposed_seconds(156e9, 3.0, 50e9)) == pytest.approx(2.12 + 1.12)
+
+
+def test_the_copies_on_the_step_time() -> None:
+    """Llama 3.1 8B, one micro-batch of 4,096 tokens: each offloaded layer copies what it
+    keeps (the report's activations per layer, a) over the H100's PCIe Gen5 x16 at 0.8 × 64
+    GB/s one way. With 31 layers the copy C31 = 31·a/link outlasts both passes: exposed
+    2·C31 − t_c, which gives the micro-batch's compute t_c; with 16 layers it outlasts the
+    forward only (t_c/3): exposed C16 − t_c/3. On GB200 (NVLink-C2C, 0.8 × 450 GB/s) 16
+    layers' copies hide behind the compute; without offload nothing is added."""
+    from llm_planner.core.primitives.gpus import get_gpu
+
+    def report(gpu: str, n: int):  # type: ignore[no-untyped-def]
+        sc = _scenario("mixed_bf16", activation_offload_layers=n)
+        return estimate(sc.model_copy(update={"gpu": get_gpu(gpu)}), suggest=False)
+
+    link = 0.8 * 64e9
+    per_layer = report("h100-sxm", 0).training.activations_per_layer_bytes
+    off31 = report("h100-sxm", 31).parallelism.time_breakdown_seconds["offload"]
+    off16 = report("h100-sxm", 16).parallelism.time_breakdown_seconds["offload"]
+    t_c = 2 * 31 * per_layer / link - off31
+    compute = report("h100-sxm", 0).parallelism.time_breakdown_seconds["compute"]
+    assert 0 < t_c < compute
+    assert off16 == pytest.approx(16 * per_layer / link - t_c / 3, rel=1e-9)
+    assert report("h100-sxm", 0).parallelism.time_breakdown_seconds["offload"] == 0.0
+    assert report("gb200", 16).parallelism.time_breakdown_seconds["offload"] == 0.0

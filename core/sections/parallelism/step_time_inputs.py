@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
-from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.optimizers import PrecisionRecipe, get_precision
+from llm_planner.core.sections.training_memory import memory_terms
 from llm_planner.core.sections.training_params import stage_params
 
 
@@ -48,6 +49,12 @@ class StepInputs:
     dtype's peak for every GEMM; :class:`.optimizers.PrecisionRecipe`)."""
     quantize_bytes_per_element: float = 0.0
     """HBM bytes per GEMM operand element the recipe quantizes, per pass."""
+    offload_layers: float = 0.0
+    """Layers per stage whose activations go to host memory (``TrainingInputs.
+    activation_offload_layers``)."""
+    offload_bytes_per_token: float = 0.0
+    """Activation bytes one layer keeps per token at tp 1 (the model's mean layer under the
+    training inputs' recomputation): what an offloaded layer copies to the host and back."""
 
 
 @forgotten
@@ -75,7 +82,20 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         kv_width=float(_kv_width(arch)),
         gemm_dtype=recipe.gemm_dtype,
         quantize_bytes_per_element=recipe.quantize_bytes_per_element,
+        offload_layers=float(ti.activation_offload_layers),
+        offload_bytes_per_token=_offload_bytes_per_token(arch, ti),
     )
+
+
+def _offload_bytes_per_token(arch: Architecture, ti: TrainingInputs) -> float:
+    """Mean activation bytes a layer keeps per token at micro-batch 1, tp 1, without
+    sequence parallelism, under the inputs' recomputation (:func:`.training_memory.
+    memory_terms`' ``kept_per_layer`` ÷ s); 0 without activation offload."""
+    if ti.activation_offload_layers <= 0:
+        return 0.0
+    terms = memory_terms(arch, ti, float(count_parameters(arch).total))
+    kept = terms.activations(1, 1, False, ti.priced_recompute).kept_per_layer
+    return float(kept) / ti.seq_len
 
 
 def _kv_width(arch: Architecture) -> int:
