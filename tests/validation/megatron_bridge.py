@@ -127,13 +127,14 @@ LORA_RANK = 32
 """The LoRA rank for a LoRA row whose recipe sets none (every LoRA recipe here sets 16)."""
 
 NOT_EXPRESSED = (
-    "the host-link time of CPU activation offloading (its memory is stated: "
-    "`activation_offload_layers`, 40 of 80 layers on GB200, 20 on GB300, Llama 3 70B FP8-CS "
-    "with Megatron-FSDP; the copies are taken as hidden behind the layers' compute)",
     "the MoE paged stash (`moe_paged_stash`, part of the experts' activations in a paged "
     "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
-    "CUDA graphs (`cuda_graph_impl`), the HybridEP flex dispatcher and its capacity factor, "
-    "forced expert load balance: step-time settings the app has no input for",
+    'the HybridEP/DeepEP flex dispatcher (`moe_token_dispatcher_type = "flex"`, stated as '
+    "the all-to-all dispatcher) and its per-rank capacity factor 1.5",
+    "FP8 attention (`fp8_dot_product_attention`: DeepSeek-V3 GB300 MXFP8, the NVFP4 recipes; "
+    "the app runs attention at BF16's rate)",
+    "CUDA graphs (`cuda_graph_impl`: the host launch overhead they remove is priced as "
+    "without them)",
 )
 """What the recipes set that the scenario cannot state (the page lists them)."""
 
