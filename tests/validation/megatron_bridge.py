@@ -131,8 +131,9 @@ NOT_EXPRESSED = (
     "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
     'the HybridEP/DeepEP flex dispatcher (`moe_token_dispatcher_type = "flex"`, stated as '
     "the all-to-all dispatcher) and its per-rank capacity factor 1.5",
-    "FP8 attention (`fp8_dot_product_attention`: DeepSeek-V3 GB300 MXFP8, the NVFP4 recipes; "
-    "the app runs attention at BF16's rate)",
+    "FP8 attention (`fp8_dot_product_attention`: the DeepSeek-V3 B300/GB300 and Qwen3 "
+    "B300/GB200/GB300 MXFP8 recipes, `_enable_deepseek_full_iteration_mxfp8` / "
+    "`_enable_hybridep_full_iteration_mxfp8`; the app runs attention at BF16's rate)",
     "CUDA graphs (`cuda_graph_impl`: the host launch overhead they remove is priced as "
     "without them)",
 )
