@@ -1238,6 +1238,10 @@ def _serving() -> list[str]:
     return out
 
 
+BRIDGE_ASSUMED = (0.109, 0.321)
+"""Median and p90 |error| of the Bridge rows' tokens/s per GPU when every row was stated
+with no recomputation and ZeRO-1 (before megatron_bridge_recipes.py; main at 1197602)."""
+
 BRIDGE_BEFORE = {
     "expressible": 82,
     "fit": 21,
@@ -1396,7 +1400,8 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
         f"`…_config` at {rec_mod.SOURCE}; † the recipe now runs another layout or batch than "
         "the row, an older release's: the row's own columns are used):",
         "",
-        "| Recipe function | File | Rows | Recomputation | Sharding | Offload | Set, not stated |",
+        "| Recipe function | File | Rows | Recomputation | Sharding | Activations to host | "
+        "Set, not stated |",
         "|---|---|---:|---|---|---|---|",
     ]
     by_fn: dict[str, list[Any]] = {}
@@ -1436,7 +1441,9 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
         f"Rows the app's memory model fits on their GPU: **{fit} of {len(rows)}** (NVIDIA ran "
         "all of them, so each other row is a miss of the memory model; peak and GPU memory "
         "per row in the last column below; when every row was stated with no recomputation "
-        f"and ZeRO-1: {BRIDGE_BEFORE['fit']}).",
+        f"and ZeRO-1: {BRIDGE_BEFORE['fit']}). Tokens/s per GPU with that assumption (main at "
+        f"1197602): median |error| {_bridge_cell(BRIDGE_ASSUMED[0])}, p90 "
+        f"{_bridge_cell(BRIDGE_ASSUMED[1])}; with the recipes, in the table below.",
         "",
     ]
     return out
