@@ -25,18 +25,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from llm_planner.core.inputs.registry_host import HOST_INPUTS
 from llm_planner.core.inputs.registry_units import (
     BANDWIDTH,
     BYTES,
     CHUNKS,
+    COMPUTE,
     COUNT,
     DURATION,
     FRACTION,
+    INFERENCE,
     LENGTH,
+    MODEL,
     NAMES,
+    PARALLEL,
     POINTS,
     PRICE,
+    SCHEDULE,
     TFLOPS,
+    TRAINING,
     USD,
     WHOLE,
     Input,
@@ -115,13 +122,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ the inputs
-
-MODEL = "model and hardware"
-COMPUTE = "compute budget"
-INFERENCE = "inference memory"
-SCHEDULE = "schedule, budget and failures"
-TRAINING = "training memory"
-PARALLEL = "parallelism"
 
 
 def _names(module: str, attribute: str) -> Callable[[], Iterable[str]]:
@@ -491,33 +491,6 @@ INPUTS: tuple[Input, ...] = (
         group=TRAINING,
     ),
     Input(
-        "training.activation_offload_layers",
-        "Activation offload (layers)",
-        "layers per pipeline stage whose activations go to host memory and back (Megatron "
-        "--cpu-offloading-num-layers; default 0)",
-        WHOLE,
-        flag="--activation-offload-layers",
-        group=TRAINING,
-    ),
-    Input(
-        "training.low_precision_params",
-        "Low-precision parameters",
-        "FP8/FP4 recipes: the layers' matrices kept only in FP8/FP4, no 16-bit copy, and "
-        "all-gathered so (Megatron --fp8-param-gather; default off)",
-        kind="switch",
-        flag="--low-precision-params",
-        group=TRAINING,
-    ),
-    Input(
-        "training.grad_reduce_16bit",
-        "16-bit gradient reduce",
-        "main gradients kept and reduced in 16 bits, not fp32 (Megatron "
-        "--grad-reduce-in-bf16; default off)",
-        kind="switch",
-        flag="--grad-reduce-16bit",
-        group=TRAINING,
-    ),
-    Input(
         "training.dropout",
         "Dropout",
         "dropout on attention probabilities and residuals",
@@ -581,6 +554,7 @@ INPUTS: tuple[Input, ...] = (
         metavar="NAME",
         names=_names("llm_planner.core.quantities.activations", "PROFILES"),
     ),
+    *HOST_INPUTS,
     Input(
         "training.cuda_context_bytes",
         "CUDA context",

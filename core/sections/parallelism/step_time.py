@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from llm_planner.core.quantities import activation_offload, comm
+from llm_planner.core.quantities.offload import host_link_bytes_per_s
 from llm_planner.core.sections.parallelism.layout import Layouts
 from llm_planner.core.sections.parallelism.memory import memory_screen
 from llm_planner.core.sections.parallelism.schedule import FloatArray
@@ -33,6 +34,7 @@ from llm_planner.core.sections.parallelism.step_time_inputs import (
     mixed_precision_optimizer_extra_bytes,
     step_inputs_of,
 )
+from llm_planner.core.sections.parallelism.step_time_offload import offload_seconds
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
@@ -182,7 +184,9 @@ def evaluate_layouts(
     t_c, t_mem = _compute_seconds(
         work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head, step_inputs=si
     )
-    t_opt = _optimizer_step_seconds(work, lay, cluster, tp_pp, si)
+    off = offload_seconds(work, cluster, lay, si.offload, m=m, t_c=t_c, tp_pp=tp_pp)
+    # DeepSpeedCPUAdam steps the offloaded layouts instead of the GPU
+    t_opt = off.gpu_optimizer(_optimizer_step_seconds(work, lay, cluster, tp_pp, si))
 
     links = cluster.links
     layers_stage = work.layers / pp
@@ -213,7 +217,7 @@ def evaluate_layouts(
     cp_bytes_mb, t_cp = _context_parallel(
         work, cluster, lay, tokens_mb, layers=chunk_layers * v, si=si
     )
-    t_off = _activation_offload_seconds(work, cluster, lay, si, t_c=t_c, tokens_mb=tokens_mb)
+    t_off, off_bytes = _activation_offload(work, cluster, lay, si, t_c=t_c, tokens_mb=tokens_mb)
     t_gpu = t_c + t_tp + t_pp + t_ep + t_cp + t_off
     # when the launches set the pace the backward lasts longer by the GPU's idle time
     hidden_by_compute = (
@@ -225,7 +229,7 @@ def evaluate_layouts(
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
     exposed_dp = exposed_dp + _tied_embedding_sync_seconds(work, cluster, lay)
-    step = slots * t_mb + exposed_dp + t_opt
+    step = slots * t_mb + exposed_dp + t_opt + off.exposed
     tokens_per_s = work.global_batch * work.seq_len / step
     mfu = work.mfu_flops_per_token * tokens_per_s / (gpus * peak)
     hfu = _executed_flops_per_token(work, lay, si, hw_factor) * tokens_per_s / (gpus * peak)
@@ -246,7 +250,8 @@ def evaluate_layouts(
         "time_context_parallel": m * t_cp,
         "time_data_parallel": exposed_dp,
         "time_data_parallel_total": t_dp,
-        "time_offload": m * t_off,
+        "time_offload": off.exposed + m * t_off,
+        "comm_offload_bytes": off.host_link_bytes + m * off_bytes,
         "time_overhead": m * (t_mb - t_gpu),
         "time_gemm_attention": m * (t_c - t_mem),
         "comm_tp_bytes": m * tp_bytes_mb,
@@ -267,7 +272,7 @@ def evaluate_layouts(
     return out
 
 
-def _activation_offload_seconds(
+def _activation_offload(
     work: Workload,
     cluster: Cluster,
     lay: Layouts,
@@ -275,22 +280,23 @@ def _activation_offload_seconds(
     *,
     t_c: FloatArray,
     tokens_mb: FloatArray,
-) -> FloatArray:
-    """Seconds per micro-batch CPU activation offloading adds on the fullest stage
-    (:func:`.activation_offload.exposed_seconds`): the offloaded layers (at most all of the
-    stage's layers but one, :func:`.training_memory.held_layers`) copy what each keeps of
-    this GPU's tokens (``si.offload_bytes_per_token`` × s·b/cp ÷ tp: the activations split
-    over the tensor-parallel group, exact with sequence parallelism, an approximation
-    without) to the host in the forward and back in the backward, over the GPU's host link
-    (:func:`.activation_offload.host_link_bytes_per_s`), hidden behind the micro-batch's
-    compute ``t_c`` as far as it lasts."""
+) -> tuple[FloatArray, FloatArray]:
+    """(seconds, host-link bytes) per micro-batch of CPU activation offloading on the
+    fullest stage (:func:`.activation_offload.exposed_seconds`): the offloaded layers (at
+    most all of the stage's layers but one, :func:`.training_memory.held_layers`) copy what
+    each keeps of this GPU's tokens (``si.offload_bytes_per_token`` × s·b/cp ÷ tp: the
+    activations split over the tensor-parallel group, exact with sequence parallelism, an
+    approximation without) to the host in the forward and back in the backward, over the
+    GPU's host link (``training.pcie_bandwidth_bytes_per_s``, else
+    :func:`.offload.host_link_bytes_per_s`), hidden behind the micro-batch's compute
+    ``t_c`` as far as it lasts."""
     if si.offload_layers <= 0:
-        return np.zeros_like(t_c)
+        return np.zeros_like(t_c), np.zeros_like(t_c)
     stage = np.ceil(work.layers / lay.as_float("pp"))
     offloaded = np.minimum(si.offload_layers, np.maximum(stage - 1.0, 0.0))
     copy = offloaded * si.offload_bytes_per_token * tokens_mb / lay.as_float("tp")
-    link = activation_offload.host_link_bytes_per_s(cluster.gpu_id)
-    return activation_offload.exposed_seconds(copy, t_c, link)
+    link = si.host_link_bytes_per_s or host_link_bytes_per_s(cluster.gpu_id)
+    return activation_offload.exposed_seconds(copy, t_c, link), 2.0 * copy
 
 
 def bottleneck_of(row: dict[str, float]) -> str:
@@ -310,7 +316,8 @@ def bottleneck_of(row: dict[str, float]) -> str:
         "expert_all_to_all": "MoE all-to-all",
         "context_parallel": "context-parallel K/V ring",
         "data_parallel": "data-parallel gradient sync",
-        "offload": "CPU offload (host link)",
+        "offload": "offload over the host link (ZeRO offload, CPU optimizer step, "
+        "activation copies)",
         "overhead": "host (CPU) launch overhead",
     }
     return f"{labels[worst]} ({100 * overhead[worst] / total:.0f}% of step)"

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.optimizers import PrecisionRecipe, get_precision
+from llm_planner.core.sections.parallelism.step_time_offload import OffloadStep
 from llm_planner.core.sections.training_memory import memory_terms
-from llm_planner.core.sections.training_params import stage_params
+from llm_planner.core.sections.training_params import StageParams, stage_params, state_bytes
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class StepInputs:
     offload_bytes_per_token: float = 0.0
     """Activation bytes one layer keeps per token at tp 1 (the model's mean layer under the
     training inputs' recomputation): what an offloaded layer copies to the host and back."""
+    host_link_bytes_per_s: float | None = None
+    """Host-GPU copy rate per GPU, one direction (``training.pcie_bandwidth_bytes_per_s``;
+    None: the GPU's, :func:`.offload.host_link_bytes_per_s`)."""
+    offload: OffloadStep = field(default_factory=OffloadStep)
+    """ZeRO-Offload / ZeRO-Infinity settings (:func:`.step_time_offload.offload_seconds`)."""
 
 
 @forgotten
@@ -84,6 +90,27 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         quantize_bytes_per_element=recipe.quantize_bytes_per_element,
         offload_layers=float(ti.activation_offload_layers),
         offload_bytes_per_token=_offload_bytes_per_token(arch, ti),
+        host_link_bytes_per_s=ti.pcie_bandwidth_bytes_per_s,
+        offload=_offload_step(ti, whole),
+    )
+
+
+def _offload_step(ti: TrainingInputs, whole: StageParams) -> OffloadStep:
+    """The offload settings the step time reads (:class:`.step_time_offload.OffloadStep`)."""
+    if ti.offload_optimizer == "none" and ti.offload_params == "none":
+        return OffloadStep()
+    everything = whole.layer_params + whole.outside_params
+    lora = ti.effective_lora_rank is not None
+    trained = whole.lora_params if lora else everything
+    recipe = ti.launched_recipe
+    return OffloadStep(
+        optimizer=ti.offload_optimizer,
+        params=ti.offload_params,
+        host_link_bytes_per_s=ti.pcie_bandwidth_bytes_per_s,
+        optimizer_bytes_per_param=state_bytes(whole, ti).optimizer / trained if trained else 0.0,
+        gradient_bytes_per_param=recipe.gradients_bytes,
+        weight_bytes_per_param=recipe.weights_bytes,
+        trained_fraction=trained / everything if everything else 1.0,
     )
 
 
