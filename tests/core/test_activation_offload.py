@@ -63,9 +63,10 @@ def test_the_copies_on_the_step_time() -> None:
     """Llama 3.1 8B, one micro-batch of 4,096 tokens: each offloaded layer copies what it
     keeps (the report's activations per layer, a) over the H100's PCIe Gen5 x16: 32 GT/s ×
     16 lanes × 128/130 ÷ 8 = 63.0 GB/s one way, × 0.8 achieved. With 31 layers the copy
-    C31 = 31·a/link outlasts both passes: exposed 2·C31 − t_c, which gives the micro-batch's compute t_c; with 16 layers it outlasts the
-    forward only (t_c/3): exposed C16 − t_c/3. On GB200 (NVLink-C2C, 0.8 × 450 GB/s) 16
-    layers' copies hide behind the compute; without offload nothing is added."""
+    C31 = 31·a/link outlasts both passes: exposed 2·C31 − t_c, which gives the
+    micro-batch's compute t_c; with 16 layers it outlasts the forward only (t_c/3):
+    exposed C16 − t_c/3. On GB200 (NVLink-C2C, 0.8 × 450 GB/s) 16 layers' copies hide
+    behind the compute; without offload nothing is added."""
     from llm_planner.core.primitives.gpus import get_gpu
 
     def report(gpu: str, n: int):  # type: ignore[no-untyped-def]
