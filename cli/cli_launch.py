@@ -115,7 +115,12 @@ def imported_scenario(args: argparse.Namespace) -> tuple[Any, Any, str]:
                 "architecture": arch.model_dump(mode="json"),
                 "params_override": None,
             }
-            model_note = f"model {imported.model} (named in the config)"
+            how = (
+                "matched by the shape in the config"
+                if imported.arch_hint
+                else "named in the config"
+            )
+            model_note = f"model {imported.model} ({how})"
     else:
         model_note = (
             f"the config names no model: using {base.model.architecture.name} (pass --model)"
@@ -169,6 +174,44 @@ def _layout_text(scenario: Any) -> str:
     )
 
 
+def _offload_json(training: Any, parallelism: Any) -> dict[str, Any] | None:
+    """The offload part of ``check --json`` (None when nothing is offloaded): devices, host
+    and NVMe bytes, the exposed time per step."""
+    off = training.offload
+    if off is None:
+        return None
+    return {
+        "optimizer": off.optimizer,
+        "params": off.params,
+        "host_bytes_per_gpu": off.host_bytes,
+        "host_bytes_per_node": off.host_bytes_per_node,
+        "host_capacity_bytes_per_node": off.host_capacity_bytes_per_node,
+        "host_fits": off.host_fits,
+        "nvme_bytes_per_gpu": off.nvme_bytes,
+        "step_seconds": parallelism.time_breakdown_seconds.get("offload", 0.0),
+        "notes": list(off.notes),
+    }
+
+
+def _offload_lines(training: Any, parallelism: Any) -> list[str]:
+    """What ZeRO offload moves and costs, when the plan offloads."""
+    off = training.offload
+    if off is None:
+        return []
+    lines = [
+        f"  offload: optimizer {off.optimizer}, parameters {off.params}; host RAM "
+        f"{units.format_gb(off.host_bytes_per_node)} per node of "
+        f"{units.format_gb(off.host_capacity_bytes_per_node)}"
+        + ("" if off.host_fits else " (DOES NOT FIT in host RAM)"),
+        f"  offload adds {parallelism.time_breakdown_seconds.get('offload', 0.0):.3g} s per "
+        "step (host-link copies not hidden, CPU Adam step)",
+    ]
+    if off.nvme_bytes:
+        lines.append(f"  on NVMe per GPU: {units.format_gb(off.nvme_bytes)}")
+    lines += [f"  offload: {note}" for note in off.notes]
+    return lines
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from llm_planner.core.composition.estimate import estimate
 
@@ -195,6 +238,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "peak_bytes": peak,
                 "capacity_bytes": capacity,
                 "headroom_bytes": capacity - peak,
+                "step_seconds": report.parallelism.step_seconds,
+                "offload": _offload_json(training, report.parallelism),
                 "problems": problems,
                 "read": list(imported.read),
                 "ignored": list(imported.ignored),
@@ -210,7 +255,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"  layout: {_layout_text(scenario)}",
         f"  peak per GPU {units.format_gb(peak)} of {units.format_gb(capacity)}; headroom "
         f"{units.format_gb(capacity - peak)}",
+        f"  step time {report.parallelism.step_seconds:.3g} s",
     ]
+    lines += _offload_lines(training, report.parallelism)
     lines += [f"  problem: {p}" for p in problems]
     if not fits:
         if suggestions:

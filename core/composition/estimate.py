@@ -24,6 +24,7 @@ before.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -333,10 +334,16 @@ def _training_section(scenario: Scenario, model: ModelReport, layout: ResolvedLa
         scenario.gpu,
         _override(model),
     )
+    node = min(scenario.num_gpus, scenario.parallelism.gpus_per_node)
     return _TRAINING.get(
-        (arch, training, gpu, override, layout),
+        (arch, training, gpu, override, layout, node),
         lambda: estimate_training(
-            arch, training, gpu, params_override=override, **training_layout_kwargs(layout)
+            arch,
+            training,
+            gpu,
+            params_override=override,
+            gpus_per_node=node,
+            **training_layout_kwargs(layout),
         ),
     )
 
@@ -546,10 +553,10 @@ def with_fit_suggestions(scenario: Scenario, report: Report) -> Report:
 
 
 def _training_peak(scenario: Scenario) -> float:
-    """The training peak per GPU exactly as :func:`estimate` computes it (for ``fit``)."""
-    return float(
-        _training_section(scenario, model_section(scenario), scenario_layout(scenario)).peak_bytes
-    )
+    """The training peak per GPU exactly as :func:`estimate` computes it (for ``fit``); a
+    plan whose offloaded state overflows the host RAM fits no GPU (infinite)."""
+    training = _training_section(scenario, model_section(scenario), scenario_layout(scenario))
+    return float(training.peak_bytes) if training.host_fits else math.inf
 
 
 def _priced(scenario: Scenario) -> Priced:

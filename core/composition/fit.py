@@ -23,8 +23,12 @@ The training candidates are the standard memory ladder of large-model training:
 - when no single change is enough, the ladder's steps combined (micro-batch 1 + full
   recompute + ZeRO-3 + tp to a node).
 
-CPU offload (ZeRO-Offload) is not proposed: the training memory model has no offload
-input yet, so no estimator could give its peak.
+- when no change of layout or recomputation fits on the same GPUs, ZeRO-3 with DeepSpeed's
+  CPU offload (Ren et al. 2021, ZeRO-Offload; Rajbhandari
+  et al. 2021, ZeRO-Infinity): the optimizer state alone, then the parameters too, each
+  also with full recomputation; priced by the same estimate, which adds the host-link
+  copies and the CPU Adam step to the step time and refuses a plan whose offloaded state
+  overflows the node's host RAM.
 
 For inference: a quantized weight format (fp8, int8, 4-bit), an fp8 KV cache, twice the
 GPUs per replica (tensor parallel), or the largest batch that fits.
@@ -291,6 +295,43 @@ def _ladder(scenario: Scenario) -> list[tuple[str, dict[str, Any]]]:
     return prefixes
 
 
+def _offload_candidates(scenario: Scenario) -> list[tuple[str, dict[str, Any]]]:
+    """ZeRO-3 + CPU optimizer offload, then + parameter offload, alone and with full
+    recomputation (what DeepSpeed's docs add step by step: docs/code-docs/source/zero3.rst
+    at deepspeedai/DeepSpeed@edaa7221, "Example ZeRO-3 Configurations")."""
+    training, par = scenario.training, scenario.parallelism
+    zero3 = {"parallelism.zero_stage": 3, "parallelism.fsdp_strategy": None}
+    if par.zero_stage == 3 and par.fsdp_strategy in (None, "FULL_SHARD"):
+        zero3 = {}
+    prefix = "ZeRO-3 + " if zero3 else ""
+    full = {} if training.recompute == "full" else {"training.recompute": "full"}
+    out: list[tuple[str, dict[str, Any]]] = []
+    steps = (
+        ("CPU optimizer offload", {"training.offload_optimizer": "cpu"}),
+        (
+            "CPU offload",
+            {"training.offload_optimizer": "cpu", "training.offload_params": "cpu"},
+        ),
+    )
+    for label, offload in steps:
+        if all(getattr(training, k.split(".")[1]) == v for k, v in offload.items()):
+            continue
+        out.append((prefix + label, {**zero3, **offload}))
+        if full:
+            out.append((f"{prefix}{label} + full recompute", {**zero3, **offload, **full}))
+    return out
+
+
+_OTHER_RUN = frozenset({"gpu", "num_gpus", "training.lora_rank", "training.qlora"})
+"""Changes that train on other GPUs or train something else (adapters)."""
+
+
+def _same_run(suggestion: FitSuggestion) -> bool:
+    """The suggestion keeps the GPUs and trains the same weights (a layout or recompute
+    change): offload, which costs host RAM and step time, is offered only without one."""
+    return not _OTHER_RUN.intersection(suggestion.changes)
+
+
 def _by_time(suggestion: FitSuggestion) -> tuple[bool, float]:
     """Fastest first; a suggestion with no time (not priced) last."""
     wall = suggestion.wall_seconds
@@ -315,7 +356,7 @@ def training_fit_suggestions(
     """
     if peak_bytes <= capacity_bytes:
         return []
-    found, _ = _evaluate(
+    found, budget = _evaluate(
         scenario,
         [*training_candidates(scenario), *_ladder(scenario)],
         peak_of,
@@ -324,6 +365,17 @@ def training_fit_suggestions(
         price_of=price_of,
         most=MAX_CANDIDATES,
     )
+    if not any(_same_run(s) for s in found):
+        offloaded, _ = _evaluate(
+            scenario,
+            _offload_candidates(scenario),
+            peak_of,
+            capacity_bytes,
+            budget,
+            price_of=price_of,
+            most=MAX_CANDIDATES,
+        )
+        found += offloaded
     # a change that contains a smaller one that already fits changes the plan for nothing
     minimal = [
         a

@@ -29,6 +29,7 @@ from llm_planner.core.quantities.activation_recompute import (
     RecomputeMethod,
 )
 from llm_planner.core.quantities.activations import ALL_LINEAR, get_profile
+from llm_planner.core.quantities.offload import OFFLOAD_HOST_MEMORY_BYTES_PER_NODE
 from llm_planner.core.quantities.optimizers import (
     canonical_precision,
     get_optimizer,
@@ -37,6 +38,9 @@ from llm_planner.core.quantities.optimizers import (
 from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
 Recompute = Literal["none", "selective", "full", "threshold"]
+Offload = Literal["none", "cpu", "nvme"]
+"""Where DeepSpeed ZeRO keeps a state it offloads (``offload_optimizer.device`` /
+``offload_param.device``, deepspeed/runtime/zero/offload_config.py ``OffloadDeviceEnum``)."""
 MoeDispatcher = Literal["alltoall", "allgather"]
 
 NF4_DOUBLE_QUANT_BITS = 4 + 8 / 64 + 32 / (64 * 256)
@@ -147,6 +151,28 @@ class TrainingInputs(BaseModel):
         **bounds("training.cuda_context_bytes"),
         description="allowance for the CUDA context, cuBLAS/NCCL workspaces (typically "
         "0.5-1 GB with lazy module loading; an assumption, not derived)",
+    )
+    offload_optimizer: Offload = Field(
+        default="none",
+        description="ZeRO-Offload: fp32 master weights, optimizer moments and the fp32 "
+        "gradient partition on the host (cpu) or NVMe, stepped by DeepSpeed's CPU Adam "
+        "(ZeRO stage 1-3)",
+    )
+    offload_params: Offload = Field(
+        default="none",
+        description="ZeRO-Infinity: the 16-bit parameter partitions on the host (cpu) or "
+        "NVMe, fetched layer by layer (ZeRO-3 only)",
+    )
+    host_memory_bytes_per_node: float = Field(
+        default=OFFLOAD_HOST_MEMORY_BYTES_PER_NODE,
+        **bounds("training.host_memory_bytes_per_node"),
+        description="host (CPU) RAM per node that offloaded state may use",
+    )
+    pcie_bandwidth_bytes_per_s: float | None = Field(
+        default=None,
+        **bounds("training.pcie_bandwidth_bytes_per_s"),
+        description="achieved host-GPU bandwidth per GPU, one direction; None: the GPU's "
+        "PCIe generation",
     )
     fragmentation_fraction: float = Field(
         default=0.05,

@@ -145,6 +145,8 @@ RANGES: dict[str, Range] = {
     "training.recompute_layers": _r(1, 2**16, "layers"),
     "training.cuda_context_bytes": _r(0, MAX_BYTES, "bytes", least=1e6),
     "training.fragmentation_fraction": _r(0, 1, least=1e-6),
+    "training.host_memory_bytes_per_node": _r(1e6, MAX_BYTES, "bytes"),
+    "training.pcie_bandwidth_bytes_per_s": _r(1e6, MAX_BANDWIDTH_BYTES_PER_S, "B/s"),
     # parallelism
     "parallelism.gpus_per_node": _r(1, 2**12, "GPUs"),
     "parallelism.nvlink_domain": _r(1, 2**12, "GPUs"),

@@ -60,6 +60,7 @@ from llm_planner.core.sections.training_memory import (
     memory_terms,
     training_memory_arrays,
 )
+from llm_planner.core.sections.training_offload import OffloadReport, offload_report
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,
@@ -154,6 +155,15 @@ class TrainingReport(BaseModel):
     dequant_bytes: float
     cuda_context_bytes: float
     fragmentation_bytes: float
+    offload: OffloadReport | None = Field(
+        default=None,
+        description="ZeRO CPU/NVMe offload: host and NVMe bytes (None: nothing offloaded)",
+    )
+
+    @property
+    def host_fits(self) -> bool:
+        """The offloaded state fits the node's host RAM (True without offload)."""
+        return self.offload is None or self.offload.host_fits
 
     def figures(self) -> list[Figure]:
         zero = "ZeRO (Rajbhandari et al. 2019, Figure 1)"
@@ -321,12 +331,58 @@ class TrainingReport(BaseModel):
                 "Hu et al. 2021",
             ),
         ]
+        rows += _offload_rows(self)
         optional = {"gradient_bucket_bytes", "zero3_gather_bytes", "dequant_bytes"}
         return [
             Figure(key=k, label=label, value=v, unit=unit, formula=f, source=src)
             for k, label, v, unit, f, src in rows
             if not (k in optional and v == 0)
         ]
+
+
+def _offload_rows(
+    report: TrainingReport,
+) -> list[tuple[str, str, float | int | bool, Unit, str, str]]:
+    """The host and NVMe figures, when something is offloaded."""
+    off = report.offload
+    if off is None:
+        return []
+    src = "DeepSpeed@edaa7221 stage_1_and_2.py, stage3.py; Ren et al. 2021 (ZeRO-Offload)"
+    return [
+        (
+            "host_bytes",
+            "Offloaded to host RAM, per GPU",
+            off.host_bytes,
+            "bytes",
+            "optimizer (O + 4 + 2)·n on cpu; 16-bit params on cpu; swap buffers on nvme",
+            src,
+        ),
+        (
+            "host_bytes_per_node",
+            "Offloaded to host RAM, per node",
+            off.host_bytes_per_node,
+            "bytes",
+            "per GPU × GPUs per node",
+            src,
+        ),
+        (
+            "host_capacity_bytes_per_node",
+            "Host RAM per node",
+            off.host_capacity_bytes_per_node,
+            "bytes",
+            "stated (--host-memory; DGX H100: 2 TB)",
+            "assumption",
+        ),
+        ("host_fits", "Host RAM fits", off.host_fits, "bool", "per node ≤ host RAM", ""),
+        (
+            "nvme_bytes",
+            "Offloaded to NVMe, per GPU",
+            off.nvme_bytes,
+            "bytes",
+            "optimizer state + fp32 gradients (nvme); 16-bit params (nvme)",
+            src,
+        ),
+    ]
 
 
 def _matmul_params_per_token(arch: Architecture, mats: tuple[LayerMatrix, ...]) -> int:
@@ -459,6 +515,7 @@ def estimate_training(
     ep: int = 1,
     last_stage_microbatches_in_flight: int | None = None,
     cp: int = 1,
+    gpus_per_node: int = 8,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout: the
     one memory function (:func:`.training_memory.training_memory_arrays`) at this layout.
@@ -490,6 +547,11 @@ def estimate_training(
     The largest micro-batch that fits: the peak is linear in b (every saved tensor is
     s·b·(something)), so it is solved from the peaks at b = 1 and 2 and checked at the
     neighbouring b; the threshold policy (not linear) is bisected.
+
+    ZeRO-Offload / ZeRO-Infinity (``inputs.offload_optimizer``, ``offload_params``:
+    :mod:`.training_offload`) take their state off the GPU; the host holds it, ×
+    ``gpus_per_node`` GPUs sharing a node's RAM (``inputs.host_memory_bytes_per_node``):
+    a plan fits when both the GPU's peak and the node's host bytes fit.
     """
     if ep < 1:
         raise ValueError(f"expert parallelism ep must be ≥ 1, got {ep}")
@@ -523,6 +585,14 @@ def estimate_training(
     at = memory([inputs.micro_batch, 1, 2])
     out = {k: float(v[0]) for k, v in at.items()}
     capacity = gpu.memory_bytes
+    offload = offload_report(
+        inputs,
+        host_bytes=out["host_bytes"],
+        nvme_bytes=out["nvme_bytes"],
+        gpus_per_node=gpus_per_node,
+        zero_stage=zero_stage,
+    )
+    host_fits = offload is None or offload.host_fits
     max_b = _largest_micro_batch(
         memory,
         capacity,
@@ -566,7 +636,7 @@ def estimate_training(
         overhead_bytes=out["cuda_context_bytes"] + out["fragmentation_bytes"],
         persistent_bytes=persistent,
         peak_bytes=out["peak_bytes"],
-        fits=out["peak_bytes"] <= capacity,
+        fits=out["peak_bytes"] <= capacity and host_fits,
         max_micro_batch=max_b,
         capacity_bytes=capacity,
         after_load_bytes=persistent + out["cuda_context_bytes"],
@@ -597,6 +667,7 @@ def estimate_training(
         dequant_bytes=out["dequant_bytes"],
         cuda_context_bytes=out["cuda_context_bytes"],
         fragmentation_bytes=out["fragmentation_bytes"],
+        offload=offload,
     )
 
 

@@ -46,6 +46,11 @@ from llm_planner.core.quantities.activation_recompute import is_partial, partial
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
+from llm_planner.core.sections.training_offload import (
+    OffloadTerms,
+    offload_terms,
+    offloaded_state,
+)
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StageParams,
@@ -145,6 +150,8 @@ class MemoryTerms:
     pipeline_stage_layers`: equal split, or the stack's cost-balanced one)."""
     logged_stage: str = "fullest"
     """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
+    offload: OffloadTerms | None = None
+    """ZeRO-Offload / ZeRO-Infinity (:func:`.training_offload.offload_terms`); None: none."""
     recompute_method: str = "uniform"
     """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
     recompute_layers: int | None = None
@@ -257,6 +264,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         activations=stage_acts,
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
+        offload=offload_terms(ti, state_bytes(whole, ti), whole),
         recompute_method=ti.recompute_method,
         recompute_layers=ti.recompute_layers,
         gathered_head=gathered_head,
@@ -628,14 +636,18 @@ def training_memory_arrays(
         last: bool,
     ) -> dict[str, FloatArray]:
         share_of_pp = layers_of_pp / terms.layers
-        w, g, o = _state(
-            terms,
-            held,
-            share_of_pp=share_of_pp,
-            multi_of_pp=multi_of_pp,
-            pp_index=pp_index,
-            sharding=sharding,
-        )
+        w, g, o, host, nvme = offloaded_state(
+            terms.offload,
+            _state(
+                terms,
+                held,
+                share_of_pp=share_of_pp,
+                multi_of_pp=multi_of_pp,
+                pp_index=pp_index,
+                sharding=sharding,
+            ),
+            zero_i,
+        )  # the stage's state, less what ZeRO offload takes off the GPU
         layers = layers_of_pp[pp_index]
         outside_acts = outside * flight
         in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
@@ -654,6 +666,8 @@ def training_memory_arrays(
             "allocated_bytes": allocated,
             "layers_on_stage": layers,
             "microbatches_in_flight": flight,
+            "host_bytes": host,
+            "nvme_bytes": nvme,
             "recompute_working_bytes": working,
             "layer_activations_bytes": in_layers,
         }

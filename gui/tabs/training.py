@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 
 from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario
+from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives import units
 from llm_planner.core.quantities.activation_tensors import LedgerEntry
 from llm_planner.core.quantities.activations import PROFILES
@@ -157,6 +158,24 @@ class TrainingTab(Tab):
             "training.dropout",
             "Dropout on attention probabilities and residuals (GPT-3 style; Llama uses none)",
         )
+        offload = self.group("Offload (DeepSpeed ZeRO)")
+        devices = [("none", "none"), ("host RAM (cpu)", "cpu"), ("NVMe", "nvme")]
+        self.offload_optimizer = self.combo(
+            offload,
+            input_at("training.offload_optimizer").label,
+            "training.offload_optimizer",
+            devices,
+            input_at("training.offload_optimizer").help,
+        )
+        self.offload_params = self.combo(
+            offload,
+            input_at("training.offload_params").label,
+            "training.offload_params",
+            devices,
+            input_at("training.offload_params").help,
+        )
+        self.host_memory = self.input(offload, "training.host_memory_bytes_per_node")
+        self.host_link = self.input(offload, "training.pcie_bandwidth_bytes_per_s")
         experts = self.group("Mixture of experts")
         self.moe_capacity = self.input(experts, "training.moe_capacity_factor")
         self.moe_imbalance = self.input(experts, "training.moe_load_imbalance")

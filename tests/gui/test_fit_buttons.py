@@ -61,3 +61,40 @@ def test_tp_8_for_70b_on_h100(qtbot: Any, window: MainWindow) -> None:
     window.flush()
     assert window.state.scenario.parallelism.tp == 8
     assert window.state.report.compute.wall_seconds is not None
+
+
+def test_zero3_cpu_offload_for_70b_on_one_node_of_h100(qtbot: Any, window: MainWindow) -> None:
+    """70B at ZeRO-1 on 8 H100: 2 + 2 bytes per parameter of weights and gradients alone are
+    282 GB per GPU, and no layout of 8 GPUs shards them below 80 GB without offload; ZeRO-3
+    with DeepSpeed's CPU optimizer offload is offered with its time, and a click applies it."""
+    from scenario_helpers import preset_scenario
+
+    scenario = preset_scenario(
+        "llama-3.1-70b",
+        "h100-sxm",
+        8,
+        **{
+            "training.stack": "deepspeed",
+            "parallelism.zero_stage": 1,
+            "parallelism.global_batch": 128,
+            "compute.tokens": 1e11,
+        },
+    )
+    buttons = _offered(qtbot, window, scenario)
+    texts = [b.text().replace("\n", " ") for b in buttons]
+    offload = [b for b, t in zip(buttons, texts, strict=True) if "CPU optimizer offload" in t]
+    assert offload, texts
+    button = offload[0]
+    _unclipped(button)
+    assert "\u00a0days" in button.text()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    window.flush()
+    applied = window.state.scenario
+    assert applied.parallelism.zero_stage == 3
+    assert applied.training.offload_optimizer == "cpu"
+    report = estimate(applied)
+    assert report.training.fits
+    assert report.training.offload is not None
+    assert report.training.offload.host_bytes > 0
+    assert report.parallelism.time_breakdown_seconds["offload"] > 0
+    assert window.state.report.compute.wall_seconds is not None

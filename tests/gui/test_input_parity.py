@@ -15,6 +15,7 @@ from llm_planner.cli_scenario import build_scenario
 from llm_planner.core.inputs import registry
 from llm_planner.core.inputs.registry import INPUTS, Input
 from llm_planner.core.inputs.scenario import default_scenario, with_changes
+from llm_planner.core.primitives.presets import get_preset
 from llm_planner.gui.binding import get_path
 from llm_planner.gui.main_window import MainWindow
 
@@ -46,9 +47,13 @@ SET_BY_THE_OPTION = {
         "training.recompute_threshold_bytes": 1e9,
     },
     "parallelism.interleave_chunks": {"parallelism.schedule": "interleaved", "parallelism.pp": 2},
+    "training.recompute_layers": {"training.recompute": "full"},
 }
 """Fields the command line's form sets along with the input (``--recompute threshold:X``,
 ``--schedule interleaved:V``): the window's row is enabled once they are set."""
+
+NEEDS_EXPERTS = {"training.moe_capacity_factor", "training.moe_load_imbalance"}
+"""Rows enabled only for a model with experts: typed with Mixtral chosen."""
 
 DIFFERENT_MEANING = {
     "model.params_override": "--params also proposes the shapes of a model of P parameters "
@@ -77,6 +82,12 @@ def _window(qtbot: Any, window: MainWindow, spec: Input, text: str) -> tuple[str
     base = default_scenario()
     if spec.path in SET_BY_THE_OPTION:
         base = with_changes(base, SET_BY_THE_OPTION[spec.path])
+    if spec.path in NEEDS_EXPERTS:
+        mixtral = get_preset("mixtral-8x7b")
+        model = base.model.model_copy(
+            update={"preset_id": mixtral.id, "architecture": mixtral.architecture}
+        )
+        base = base.model_copy(update={"model": model})
     window.state.load(base, None)
     window.flush()
     mode = spec.also.get("compute.throughput_mode")

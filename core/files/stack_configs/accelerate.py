@@ -62,8 +62,12 @@ _STRATEGIES = {1: "FULL_SHARD", 2: "SHARD_GRAD_OP", 3: "NO_SHARD", 4: "HYBRID_SH
 
 
 def default_backend(plan: LaunchPlan) -> str:
-    """FSDP unless the plan shards optimizer states only (ZeRO-1, which FSDP cannot)."""
-    return "deepspeed" if plan.zero_stage == 1 and plan.fsdp_strategy is None else "fsdp"
+    """FSDP unless the plan shards optimizer states only (ZeRO-1, which FSDP cannot) or
+    offloads as DeepSpeed does (ZeRO-Offload's optimizer on the host, which FSDP's
+    all-or-nothing ``CPUOffload`` is not)."""
+    offloaded = plan.offload_optimizer != "none" or plan.offload_params != "none"
+    zero1 = plan.zero_stage == 1 and plan.fsdp_strategy is None
+    return "deepspeed" if zero1 or offloaded else "fsdp"
 
 
 def _backend_config(
@@ -79,8 +83,8 @@ def _backend_config(
                 "deepspeed_config": {
                     "zero_stage": plan.zero_stage,
                     "gradient_accumulation_steps": plan.accumulation,
-                    "offload_optimizer_device": "none",
-                    "offload_param_device": "none",
+                    "offload_optimizer_device": plan.offload_optimizer,
+                    "offload_param_device": plan.offload_params,
                     "zero3_init_flag": plan.zero_stage == 3,
                 },
             },
@@ -264,7 +268,18 @@ def _deepspeed_fields(r: Reader) -> dict[str, Any]:
         return {}
     if stage not in (0, 1, 2, 3):
         raise r.fail("deepspeed_config.zero_stage must be 0-3")
-    return {"parallelism.zero_stage": stage}
+    fields: dict[str, Any] = {"parallelism.zero_stage": stage}
+    for key, path in (
+        ("offload_optimizer_device", "training.offload_optimizer"),
+        ("offload_param_device", "training.offload_params"),
+    ):
+        device = r.get(f"deepspeed_config.{key}", str)
+        if device is None:
+            continue
+        if device.lower() not in ("none", "cpu", "nvme"):
+            raise r.fail(f"deepspeed_config.{key} must be none, cpu or nvme")
+        fields[path] = device.lower()
+    return fields
 
 
 def _cluster_fields(r: Reader) -> dict[str, Any]:

@@ -66,6 +66,7 @@ def _zero(plan: LaunchPlan, notes: list[str]) -> dict[str, Any]:
             "stage3_max_live_parameters",
         ]
     zero.update({key: profile_value(STACK, key, DEEPSPEED_ZERO[key]) for key in keys})
+    _offload_out(plan, zero, notes)
     if plan.fsdp_strategy == "HYBRID_SHARD":
         notes.append(
             f"HYBRID_SHARD (shard inside groups of {plan.shard}, replicate across) is "
@@ -73,6 +74,26 @@ def _zero(plan: LaunchPlan, notes: list[str]) -> dict[str, Any]:
             "shards only the secondary weight copy"
         )
     return zero
+
+
+def _offload_out(plan: LaunchPlan, zero: dict[str, Any], notes: list[str]) -> None:
+    """``offload_optimizer`` / ``offload_param`` with the plan's devices (DeepSpeed@edaa7221
+    deepspeed/runtime/zero/offload_config.py: ``device`` cpu or nvme, ``pin_memory``; an
+    nvme device needs ``nvme_path``, which only the user knows)."""
+    for key, device, needs in (
+        ("offload_optimizer", plan.offload_optimizer, 1),
+        ("offload_param", plan.offload_params, 3),
+    ):
+        if device == "none":
+            continue
+        if plan.zero_stage < needs:
+            notes.append(f"{key} {device!r} needs ZeRO stage ≥ {needs}: not written")
+            continue
+        block: dict[str, Any] = {"device": device, "pin_memory": True}
+        if device == "nvme":
+            block["nvme_path"] = "/local_nvme"
+            notes.append(f"{key}.nvme_path: set it to the node's NVMe mount")
+        zero[key] = block
 
 
 def _model_code_notes(plan: LaunchPlan, recompute: str) -> list[str]:
@@ -189,6 +210,27 @@ def _precision_in(r: Reader) -> str:
     return "fp32"
 
 
+def _offload_in(r: Reader) -> dict[str, Any]:
+    """``zero_optimization.offload_optimizer.device`` / ``offload_param.device`` as the
+    offload fields (``none``, ``cpu`` or ``nvme``: DeepSpeed's ``OffloadDeviceEnum``). The
+    legacy ``cpu_offload`` / ``cpu_offload_params`` booleans (deepspeed/runtime/zero/
+    config.py, deprecated for these blocks) mean ``cpu``."""
+    fields: dict[str, Any] = {}
+    for key, legacy, path in (
+        ("offload_optimizer", "cpu_offload", "training.offload_optimizer"),
+        ("offload_param", "cpu_offload_params", "training.offload_params"),
+    ):
+        device = r.get(f"zero_optimization.{key}.device", str)
+        if device is None and r.get(f"zero_optimization.{legacy}", bool, False):
+            device = "cpu"
+        if device is None:
+            continue
+        if device.lower() not in ("none", "cpu", "nvme"):
+            raise r.fail(f"zero_optimization.{key}.device must be none, cpu or nvme")
+        fields[path] = device.lower()
+    return fields
+
+
 def _checkpointing_fields(r: Reader) -> dict[str, Any]:
     """``activation_checkpointing`` (deepspeedai/DeepSpeed@edaa7221 deepspeed/runtime/
     activation_checkpointing/checkpointing.py): ``partition_activations`` splits each
@@ -229,6 +271,7 @@ def parse(text: str, source: str) -> ImportedConfig:
             raise r.fail(f"zero_optimization.stage must be 0-3, not {stage}")
         fields["parallelism.zero_stage"] = stage
         fields["parallelism.fsdp_strategy"] = None
+    fields.update(_offload_in(r))
     fields["training.precision"] = _precision_in(r)
     names = {v.lower(): k for k, v in DEEPSPEED_OPTIMIZERS.items()}
     opt = r.get("optimizer.type", str)

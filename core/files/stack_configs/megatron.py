@@ -30,6 +30,7 @@ from llm_planner.core.files.stack_configs.plan import (
     common_unexpressed,
     export_recompute,
     match_preset,
+    offload_unexpressed,
     provenance_lines,
 )
 from llm_planner.core.quantities.activation_recompute import (
@@ -162,7 +163,7 @@ def _parallel_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
 
 def export(plan: LaunchPlan) -> ExportedConfig:
     """The plan as Megatron-LM arguments."""
-    notes = common_unexpressed(plan)
+    notes = common_unexpressed(plan) + offload_unexpressed(plan)
     args = _parallel_args(plan, notes) + _zero_args(plan, notes)
     args += _recompute_args(plan, export_recompute(plan), notes)
     args += [
@@ -223,6 +224,8 @@ def _parser() -> argparse.ArgumentParser:
         "fp8-recipe",
         "fp4-format",
         "fp4-recipe",
+        "tokenizer-type",
+        "merge-file",
     ):
         p.add_argument(f"--{name}")
     for name in (
@@ -371,6 +374,23 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
     return fields
 
 
+GPT2_BPE_VOCAB = 50257
+"""GPT-2's BPE vocabulary (Radford et al. 2019; its encoder.json / gpt2-vocab.json), before
+Megatron pads it to a multiple of 128 × tp (``--make-vocab-size-divisible-by``)."""
+
+
+def _vocab_of(args: argparse.Namespace) -> int | None:
+    """The vocabulary the tokenizer arguments name: GPT-2's BPE for ``--tokenizer-type
+    GPT2BPETokenizer`` or a ``--merge-file`` (the BPE merges only that tokenizer reads,
+    NVIDIA/Megatron-LM megatron/training/tokenizer/tokenizer.py ``_GPT2BPETokenizer(
+    vocab_file, merge_file)``); None otherwise."""
+    if args.tokenizer_type == "GPT2BPETokenizer" or (
+        args.tokenizer_type is None and args.merge_file is not None
+    ):
+        return GPT2_BPE_VOCAB
+    return None
+
+
 def parse(text: str, source: str) -> ImportedConfig:
     """Megatron-LM arguments (a bash array file or a command line) as scenario fields."""
     tokens = tokens_of(text)
@@ -398,6 +418,7 @@ def parse(text: str, source: str) -> ImportedConfig:
             "ffn_size": args.ffn_hidden_size,
             "kv_heads": args.num_query_groups if args.group_query_attention else None,
             "max_context": args.max_position_embeddings,
+            "vocab_size": _vocab_of(args),
         }.items()
         if v
     }

@@ -26,6 +26,7 @@ from llm_planner.core.files.stack_configs.plan import (
     export_recompute,
     leaf_paths,
     match_preset,
+    offload_unexpressed,
     provenance_lines,
 )
 from llm_planner.core.files.stack_configs.textfmt import TextFormatError, dump_yaml, load_yaml
@@ -37,7 +38,7 @@ STACK = "nanotron"
 
 def export(plan: LaunchPlan) -> ExportedConfig:
     """The plan as a nanotron config YAML."""
-    notes = common_unexpressed(plan)
+    notes = common_unexpressed(plan) + offload_unexpressed(plan)
     a = plan.arch
     if plan.zero_stage > 1:
         notes.append(f"ZeRO-{plan.zero_stage}: nanotron shards optimizer states only (ZeRO-1)")

@@ -59,6 +59,9 @@ class LaunchPlan:
     problems: tuple[str, ...]
     cp: int = 1
     """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
+    offload_optimizer: str = "none"
+    offload_params: str = "none"
+    """ZeRO-Offload / ZeRO-Infinity devices (``training.offload_*``)."""
     recompute_method: str = "uniform"
     """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
     recompute_layers: int | None = None
@@ -110,6 +113,8 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         qlora=tr.qlora,
         problems=lay.problems,
         cp=lay.cp,
+        offload_optimizer=tr.offload_optimizer,
+        offload_params=tr.offload_params,
         recompute_method=tr.recompute_method,
         recompute_layers=tr.recompute_layers,
         recompute_modules=tr.recompute_modules,
@@ -156,6 +161,18 @@ def provenance_lines(plan: LaunchPlan, stack: str) -> list[str]:
         f"Layout: dp={plan.dp} tp={plan.tp} pp={plan.pp} ep={plan.ep} ZeRO-{plan.zero_stage}"
         f" micro-batch {plan.micro_batch} x {plan.accumulation} accumulation steps"
         f" = global batch {plan.global_batch}; seq len {plan.seq_len}",
+    ]
+
+
+def offload_unexpressed(plan: LaunchPlan) -> list[str]:
+    """For a stack without DeepSpeed's ZeRO offload: the plan's offload, which it cannot
+    state."""
+    if plan.offload_optimizer == "none" and plan.offload_params == "none":
+        return []
+    return [
+        f"ZeRO offload (optimizer: {plan.offload_optimizer}, parameters: "
+        f"{plan.offload_params}) is priced as DeepSpeed runs it; not stated in this stack's "
+        "config"
     ]
 
 

@@ -29,6 +29,7 @@ from llm_planner.core.files.stack_configs.plan import (
     flavor_of,
     known_model,
     leaf_paths,
+    offload_unexpressed,
     preset_of_flavor,
     provenance_lines,
 )
@@ -137,7 +138,7 @@ def _checkpoint_section(plan: LaunchPlan, notes: list[str]) -> dict[str, Any]:
 
 def export(plan: LaunchPlan) -> ExportedConfig:
     """The plan as a torchtitan job TOML."""
-    notes = common_unexpressed(plan)
+    notes = common_unexpressed(plan) + offload_unexpressed(plan)
     model = _model(plan, notes)
     notes += _precision_notes(plan)
     training: dict[str, Any] = {

@@ -105,10 +105,17 @@ def training_memory(
     training_inputs: TrainingInputs,
     *,
     params_override: float | None = None,
+    gpus_per_node: int = 8,
 ) -> TrainingReport:
-    """The training estimator's report for this layout."""
+    """The training estimator's report for this layout (``gpus_per_node`` share a node's
+    host RAM when state is offloaded)."""
     return estimate_training(
-        arch, training_inputs, gpu, params_override=params_override, **training_layout_kwargs(lay)
+        arch,
+        training_inputs,
+        gpu,
+        params_override=params_override,
+        gpus_per_node=gpus_per_node,
+        **training_layout_kwargs(lay),
     )
 
 

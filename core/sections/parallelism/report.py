@@ -294,10 +294,17 @@ def parallelism_report(
     exact = (
         training_report
         if training_report is not None
-        else training_memory(arch, gpu, lay, training_inputs, params_override=params_override)
+        else training_memory(
+            arch,
+            gpu,
+            lay,
+            training_inputs,
+            params_override=params_override,
+            gpus_per_node=inputs.gpus_per_node,
+        )
     )
     peak = float(exact.peak_bytes)
-    fits = peak <= gpu.memory_bytes
+    fits = peak <= gpu.memory_bytes and exact.host_fits  # offloaded state in host RAM too
     g = inputs.gpus_per_node
     domain = nvlink_domain_of(gpu, inputs)  # a group inside one NVLink domain stays on it
     links = {

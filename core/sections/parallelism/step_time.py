@@ -33,6 +33,7 @@ from llm_planner.core.sections.parallelism.step_time_inputs import (
     mixed_precision_optimizer_extra_bytes,
     step_inputs_of,
 )
+from llm_planner.core.sections.parallelism.step_time_offload import offload_seconds
 from llm_planner.core.sections.parallelism.workload import (
     Cluster,
     Workload,
@@ -63,6 +64,7 @@ TIME_PARTS = (
     "expert_all_to_all",
     "context_parallel",
     "data_parallel",
+    "offload",
     "overhead",
 )
 """Keys of the step-time breakdown, in display order."""
@@ -181,7 +183,9 @@ def evaluate_layouts(
     t_c, t_mem = _compute_seconds(
         work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head, step_inputs=si
     )
-    t_opt = _optimizer_step_seconds(work, lay, cluster, tp_pp, si)
+    off = offload_seconds(work, cluster, lay, si.offload, m=m, t_c=t_c, tp_pp=tp_pp)
+    # DeepSpeedCPUAdam steps the offloaded layouts instead of the GPU
+    t_opt = off.gpu_optimizer(_optimizer_step_seconds(work, lay, cluster, tp_pp, si))
 
     links = cluster.links
     layers_stage = work.layers / pp
@@ -223,7 +227,7 @@ def evaluate_layouts(
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
     exposed_dp = exposed_dp + _tied_embedding_sync_seconds(work, cluster, lay)
-    step = slots * t_mb + exposed_dp + t_opt
+    step = slots * t_mb + exposed_dp + t_opt + off.exposed
     tokens_per_s = work.global_batch * work.seq_len / step
     mfu = work.mfu_flops_per_token * tokens_per_s / (gpus * peak)
     hfu = _executed_flops_per_token(work, lay, si, hw_factor) * tokens_per_s / (gpus * peak)
@@ -244,6 +248,8 @@ def evaluate_layouts(
         "time_context_parallel": m * t_cp,
         "time_data_parallel": exposed_dp,
         "time_data_parallel_total": t_dp,
+        "time_offload": off.exposed,
+        "comm_offload_bytes": off.host_link_bytes,
         "time_overhead": m * (t_mb - t_gpu),
         "time_gemm_attention": m * (t_c - t_mem),
         "comm_tp_bytes": m * tp_bytes_mb,
@@ -281,6 +287,7 @@ def bottleneck_of(row: dict[str, float]) -> str:
         "expert_all_to_all": "MoE all-to-all",
         "context_parallel": "context-parallel K/V ring",
         "data_parallel": "data-parallel gradient sync",
+        "offload": "ZeRO offload (host link, CPU optimizer step)",
         "overhead": "host (CPU) launch overhead",
     }
     return f"{labels[worst]} ({100 * overhead[worst] / total:.0f}% of step)"

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.optimizers import get_precision, launched_precision
-from llm_planner.core.sections.training_params import stage_params
+from llm_planner.core.sections.parallelism.step_time_offload import OffloadStep
+from llm_planner.core.sections.training_params import StageParams, stage_params, state_bytes
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class StepInputs:
     dtype's peak for every GEMM; :class:`.optimizers.PrecisionRecipe`)."""
     quantize_bytes_per_element: float = 0.0
     """HBM bytes per GEMM operand element the recipe quantizes, per pass."""
+    offload: OffloadStep = field(default_factory=OffloadStep)
+    """ZeRO-Offload / ZeRO-Infinity settings (:func:`.step_time_offload.offload_seconds`)."""
 
 
 @forgotten
@@ -75,6 +78,26 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         kv_width=float(_kv_width(arch)),
         gemm_dtype=recipe.gemm_dtype,
         quantize_bytes_per_element=recipe.quantize_bytes_per_element,
+        offload=_offload_step(ti, whole),
+    )
+
+
+def _offload_step(ti: TrainingInputs, whole: StageParams) -> OffloadStep:
+    """The offload settings the step time reads (:class:`.step_time_offload.OffloadStep`)."""
+    if ti.offload_optimizer == "none" and ti.offload_params == "none":
+        return OffloadStep()
+    everything = whole.layer_params + whole.outside_params
+    lora = ti.effective_lora_rank is not None
+    trained = whole.lora_params if lora else everything
+    recipe = launched_precision(ti.precision, ti.stack)
+    return OffloadStep(
+        optimizer=ti.offload_optimizer,
+        params=ti.offload_params,
+        host_link_bytes_per_s=ti.pcie_bandwidth_bytes_per_s,
+        optimizer_bytes_per_param=state_bytes(whole, ti).optimizer / trained if trained else 0.0,
+        gradient_bytes_per_param=recipe.gradients_bytes,
+        weight_bytes_per_param=recipe.weights_bytes,
+        trained_fraction=trained / everything if everything else 1.0,
     )
 
 
