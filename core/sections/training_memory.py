@@ -505,7 +505,7 @@ def gathered_head_bytes(
     head = terms.gathered_head
     if head is None:
         return logits
-    tpf = tp.astype(np.float64)
+    tpf = np.asarray(tp, dtype=np.float64)  # arrays or scalars alike
     w = np.where((zero >= 3) & (shard > 1), head.head_params * head.weight_bytes / tpf, 0.0)
     gradient = head.activation_bytes * head.logits_per_sequence * b / tpf + 2.0 * w
     reduce = w * (1.0 + head.reduce_bytes / head.weight_bytes)
