@@ -554,17 +554,31 @@ def _recompute_by_stack() -> list[str]:
     out += [
         "",
         "Both are under by about the same amount (the sharded state's difference between 8 "
-        "and 128 GPUs is priced within a GiB of the published one): a term of about 10 GiB "
-        "that does not shrink with the FSDP degree, left unfitted. One mechanism from the "
-        "source accounts for part of it: torchtitan does not reshard the output head after "
-        "the forward (torchtitan/distributed/fsdp.py `apply_fsdp_to_decoder`: `[norm, "
-        "lm_head]` with `reshard_after_forward` only under the policy 'always'), so at the "
-        "start of the backward the head's V·h weights stay gathered (128,256 × 4,096 in bf16: "
-        "1.0 GiB), its gradient is produced unsharded (1.0 GiB) and cast to fp32 for the "
-        "reduce-scatter (`mixed_precision_reduce = float32`: 2.0 GiB), about 3.9 GiB beside "
-        "the logits, against the one-layer bucket and two-layer gather (1.2 GiB) the model "
-        "holds; the rest is the caching allocator's reserve beyond the 5% allowance (not read "
-        "from a source). Not priced yet: it would move every FSDP plan's temporaries.",
+        "and 128 GPUs is priced within a GiB of the published one): a term that does not "
+        "shrink with the FSDP degree. Priced from the source: torchtitan does not reshard the "
+        "output head after the forward (torchtitan/distributed/fsdp.py "
+        "`apply_fsdp_to_decoder`: `[norm, lm_head]` with `reshard_after_forward` only under "
+        "the policy 'always'), so its bf16 weights (128,256 × 4,096: 1.0 GiB) sit beside the "
+        "logits at the loss's backward (core/sections/training_memory.py "
+        "`gathered_head_bytes`, tests/core/test_torchtitan_gathered_head.py); its unsharded "
+        "gradient and that gradient's fp32 copy for the reduce-scatter come later, in its own "
+        "backward, once the loss's tensors are freed (priced as the other moment, smaller "
+        "here). The embedding and the last block are resharded under the 'default' policy at "
+        "this commit (at the benchmark's own, 9dec370, the root module held the embedding and "
+        "the head, and the last block kept `reshard_after_forward=False`). Before: 71.6 and "
+        "56.9 GiB. Read from the source but not priced: torchtitan's loss upcasts the logits "
+        "(torchtitan/components/loss.py `pred.float()`, then torch's cross-entropy), whose "
+        "backward holds the NLL's dense fp32 gradient and log-softmax's fp32 input gradient "
+        "beside the saved fp32 log-probabilities: 2 × 4 × 16,384 × 128,256 bytes = 15.7 GiB "
+        "against the bf16 logits and one fp32 copy (11.7 GiB) priced for every stack, i.e. "
+        "+3.9 GiB here (76.7 and 62.0 GiB, −7%). It is left out because the MPT FSDP rows "
+        "above borrow this stack's profile while llm-foundry runs flash-attn's fused "
+        "cross-entropy (its default `loss_fn`), and with it MPT-13B on 128 A100 40GB would "
+        "read as not fitting; it needs a per-scenario loss kernel or a Composer profile. "
+        "The rest (about 5.6 GiB) is not read from a source (the caching allocator's cached "
+        "blocks beyond the 5% allowance are a candidate). The published figure is max "
+        "reserved, without the CUDA context our peak includes (0.9 GiB), on H100s with 96 GB "
+        "of HBM.",
         "",
     ]
     return out
