@@ -554,17 +554,31 @@ def _recompute_by_stack() -> list[str]:
     out += [
         "",
         "Both are under by about the same amount (the sharded state's difference between 8 "
-        "and 128 GPUs is priced within a GiB of the published one): a term of about 10 GiB "
-        "that does not shrink with the FSDP degree, left unfitted. One mechanism from the "
-        "source accounts for part of it: torchtitan does not reshard the output head after "
-        "the forward (torchtitan/distributed/fsdp.py `apply_fsdp_to_decoder`: `[norm, "
-        "lm_head]` with `reshard_after_forward` only under the policy 'always'), so at the "
-        "start of the backward the head's V·h weights stay gathered (128,256 × 4,096 in bf16: "
-        "1.0 GiB), its gradient is produced unsharded (1.0 GiB) and cast to fp32 for the "
-        "reduce-scatter (`mixed_precision_reduce = float32`: 2.0 GiB), about 3.9 GiB beside "
-        "the logits, against the one-layer bucket and two-layer gather (1.2 GiB) the model "
-        "holds; the rest is the caching allocator's reserve beyond the 5% allowance (not read "
-        "from a source). Not priced yet: it would move every FSDP plan's temporaries.",
+        "and 128 GPUs is priced within a GiB of the published one): a term that does not "
+        "shrink with the FSDP degree. Priced from the source: torchtitan does not reshard the "
+        "output head after the forward (torchtitan/distributed/fsdp.py "
+        "`apply_fsdp_to_decoder`: `[norm, lm_head]` with `reshard_after_forward` only under "
+        "the policy 'always'), so its bf16 weights (128,256 × 4,096: 1.0 GiB) sit beside the "
+        "logits at the loss's backward (core/sections/training_memory.py "
+        "`gathered_head_bytes`, tests/core/test_torchtitan_gathered_head.py); its unsharded "
+        "gradient and that gradient's fp32 copy for the reduce-scatter come later, in its own "
+        "backward, once the loss's tensors are freed (priced as the other moment, smaller "
+        "here). The embedding and the last block are resharded under the 'default' policy at "
+        "this commit (at the benchmark's own, 9dec370, the root module held the embedding and "
+        "the head, and the last block kept `reshard_after_forward=False`). Before: 71.6 and "
+        "56.9 GiB. Read from the source but not priced: torchtitan's loss upcasts the logits "
+        "(torchtitan/components/loss.py `pred.float()`, then torch's cross-entropy), whose "
+        "backward holds the NLL's dense fp32 gradient and log-softmax's fp32 input gradient "
+        "beside the saved fp32 log-probabilities: 2 × 4 × 16,384 × 128,256 bytes = 15.7 GiB "
+        "against the bf16 logits and one fp32 copy (11.7 GiB) priced for every stack, i.e. "
+        "+3.9 GiB here (76.7 and 62.0 GiB, −7%). It is left out because the MPT FSDP rows "
+        "above borrow this stack's profile while llm-foundry runs flash-attn's fused "
+        "cross-entropy (its default `loss_fn`), and with it MPT-13B on 128 A100 40GB would "
+        "read as not fitting; it needs a per-scenario loss kernel or a Composer profile. "
+        "The rest (about 5.6 GiB) is not read from a source (the caching allocator's cached "
+        "blocks beyond the 5% allowance are a candidate). The published figure is max "
+        "reserved, without the CUDA context our peak includes (0.9 GiB), on H100s with 96 GB "
+        "of HBM.",
         "",
     ]
     return out
@@ -1238,8 +1252,13 @@ def _serving() -> list[str]:
     return out
 
 
+BRIDGE_ASSUMED = (0.109, 0.321)
+"""Median and p90 |error| of the Bridge rows' tokens/s per GPU when every row was stated
+with no recomputation and ZeRO-1 (before megatron_bridge_recipes.py; main at 1197602)."""
+
 BRIDGE_BEFORE = {
     "expressible": 82,
+    "fit": 21,
     "all rows": (0.416, 0.698),
     "dense BF16": (None, None),
     "dense FP8/FP4": (0.257, 0.456),
@@ -1250,7 +1269,9 @@ BRIDGE_BEFORE = {
 }
 """The Megatron-Bridge rows as the model priced them when tests/validation/megatron_bridge.py
 landed (issue 27 step 1, before any model change): rows expressible, and (median, p90)
-|error| of tokens/s per GPU per subgroup."""
+|error| of tokens/s per GPU per subgroup. ``fit``: rows the app's memory model fitted when
+every row was stated with no recomputation and ZeRO-1 (main at 5bd7af7, before the recipes
+were read)."""
 
 
 BRIDGE_BEFORE_MOE = {
@@ -1305,20 +1326,34 @@ def _megatron_bridge() -> list[str]:
         "node (4 per GB200/GB300 tray, 8 per HGX board) and its NVLink domain (72 on the "
         "GB200/GB300 NVL72 racks: a group inside a rack rides NVLink although it spans "
         "trays), the row's tp, pp, cp, ep, vp (interleaved "
-        "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, ZeRO-1, "
-        "`training.stack = megatron`, the row's sequence and micro-batch, no recomputation "
-        "(assumed: the table does not say), LoRA rank 32 for LoRA rows; the row's recipe as "
+        "1F1B) and dp = GPUs/(tp·pp·cp), sequence parallelism with tp > 1, "
+        "`training.stack = megatron`, the row's sequence and micro-batch; the row's recipe as "
         "the app's precision choice (FP8-CS → `fp8_current`, MXFP8 → `mxfp8`, NVFP4 → "
         "`nvfp4`, BF16 → `mixed_bf16`; Transformer Engine's recipes, "
         "core/quantities/optimizers.py) at `compute_dtype = bf16`: the layers' GEMMs at the "
         "GPU's FP8/FP4 peak, attention, embedding and output layer at BF16's, the quantize "
         "kernels memory-bound, the quantized weight copies in memory. (When the module "
         "landed, FP8 rows were stated as `compute_dtype = fp8`, every FLOP at the FP8 peak, "
-        "and NVFP4 was refused: the right-hand column.) No constant was fitted to these rows. "
+        "and NVFP4 was refused: the right-hand column.) The memory settings the table does "
+        "not publish are read from the recipe that ran the row "
+        "(tests/validation/megatron_bridge_recipes.py: the function per model, task, GPU "
+        "count, system and precision in "
+        "NVIDIA-NeMo/Megatron-Bridge@067f987d `src/megatron/bridge/perf_recipes/`, table "
+        "below): Megatron-FSDP as ZeRO-3, recomputation as the recipe sets it, LoRA rank 16 "
+        "on q, k, v, 16-bit main gradients (`_benchmark_common`: `grad_reduce_in_fp32 = "
+        "False` → `training.grad_reduce_16bit`) and the FP8/FP4 recipes' weights kept in "
+        "FP8/FP4 (`fp8_param_gather` / `fp4_param_gather` → "
+        "`training.low_precision_params`, Megatron's --fp8-param-gather), DeepSeek-V3's bf16 "
+        "Adam moments (`adamw_bf16_moments`), CPU activation offloading "
+        "(`cpu_offloading_num_layers` → `training.activation_offload_layers`). No constant was "
+        "fitted to these rows. "
         "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
         "optimistic). Releases re-measure the same setups, so rows with one layout are "
         "repeats, not independent points.",
         "",
+    ]
+    out += _bridge_recipes(mb, rows)
+    out += [
         f"Rows expressible: **{len(priced)} of {len(rows)}** "
         f"(when the module landed: {BRIDGE_BEFORE['expressible']}).",
         "",
@@ -1348,17 +1383,83 @@ def _megatron_bridge() -> list[str]:
         "",
         "Every row (the table's id names the release, system, GPUs, precision and layout):",
         "",
-        "| Model | GPU | Recipe | Layout | Measured tok/s/GPU | Predicted | Error |",
-        "|---|---|---|---|---:|---:|---:|",
+        "| Model | GPU | Recipe | Layout | Measured tok/s/GPU | Predicted | Error | "
+        "Peak / GPU memory |",
+        "|---|---|---|---|---:|---:|---:|---|",
     ]
     for r in rows:
         pred = "refused" if r.predicted is None else f"{r.predicted:,.0f}"
         err = "—" if r.error is None else _pct(r.error)
         out.append(
             f"| {r.model} | {r.gpu} | {r.recipe} | {r.layout} | {r.measured:,.0f} | {pred} | "
-            f"{err} |"
+            f"{err} | {_bridge_memory(r)} |"
         )
     out.append("")
+    return out
+
+
+def _bridge_memory(r: Any) -> str:
+    """'peak / memory GB', marked when the app's memory model does not fit the row."""
+    if r.peak_bytes is None:
+        return "—"
+    cell = f"{r.peak_bytes / 1e9:,.0f} / {r.memory_bytes / 1e9:,.0f} GB"
+    return cell if r.fits else f"**{cell} (miss)**"
+
+
+def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
+    """The recipe settings applied, one line per recipe function, and the fit count."""
+    rec_mod = mb.recipes
+    out = [
+        "Recipes read (file under `src/megatron/bridge/perf_recipes/` and function "
+        f"`…_config` at {rec_mod.SOURCE}; † the recipe now runs another layout or batch than "
+        "the row, an older release's: the row's own columns are used):",
+        "",
+        "| Recipe function | File | Rows | Recomputation | Sharding | Activations to host | "
+        "Set, not stated |",
+        "|---|---|---:|---|---|---|---|",
+    ]
+    by_fn: dict[str, list[Any]] = {}
+    for r in rows:
+        by_fn.setdefault(r.function, []).append(r)
+    for fn, group in sorted(by_fn.items()):
+        rec = rec_mod.RECIPES[fn]
+        if rec.recompute == "full":
+            rc = f"full, {rec.method} {rec.layers}" if rec.method else "full"
+        elif rec.recompute == "selective":
+            mods = ["core_attn"] if rec.modules is None else list(rec.modules)
+            rc = f"selective {mods}" + (" (recomputes nothing)" if not mods else "")
+        else:
+            rc = "none"
+        zero = {r.zero_stage for r in group}
+        shard = " / ".join(
+            f"ZeRO-{z}" + (" (Megatron-FSDP)" if z == 3 else "") for z in sorted(zero)
+        )
+        unstated = [
+            "MoE paged stash" if rec.paged_stash else "",
+            f"{rec.dispatcher} dispatcher" if rec.dispatcher else "",
+            f"CUDA graphs {rec.cuda_graphs}" if rec.cuda_graphs != "none" else "",
+        ]
+        differs = "†" if any(r.layout_differs for r in group) else ""
+        out.append(
+            f"| `{fn}`{differs} | {rec.file} | {len(group)} | {rc} | {shard} | "
+            f"{f'{rec.cpu_offload_layers} layers' if rec.cpu_offload_layers else '—'} | "
+            f"{', '.join(u for u in unstated if u) or '—'} |"
+        )
+    fit = mb.fitting(rows)
+    out += [
+        "",
+        "Not expressible in the app (every recipe or as noted): "
+        + "; ".join(mb.NOT_EXPRESSED)
+        + ".",
+        "",
+        f"Rows the app's memory model fits on their GPU: **{fit} of {len(rows)}** (NVIDIA ran "
+        "all of them, so each other row is a miss of the memory model; peak and GPU memory "
+        "per row in the last column below; when every row was stated with no recomputation "
+        f"and ZeRO-1: {BRIDGE_BEFORE['fit']}). Tokens/s per GPU with that assumption (main at "
+        f"1197602): median |error| {_bridge_cell(BRIDGE_ASSUMED[0])}, p90 "
+        f"{_bridge_cell(BRIDGE_ASSUMED[1])}; with the recipes, in the table below.",
+        "",
+    ]
     return out
 
 

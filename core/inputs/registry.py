@@ -25,18 +25,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from llm_planner.core.inputs.registry_host import HOST_INPUTS
 from llm_planner.core.inputs.registry_units import (
     BANDWIDTH,
     BYTES,
     CHUNKS,
+    COMPUTE,
     COUNT,
     DURATION,
     FRACTION,
+    INFERENCE,
     LENGTH,
+    MODEL,
     NAMES,
+    PARALLEL,
     POINTS,
     PRICE,
+    SCHEDULE,
     TFLOPS,
+    TRAINING,
     USD,
     WHOLE,
     Input,
@@ -115,17 +122,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ the inputs
-
-MODEL = "model and hardware"
-COMPUTE = "compute budget"
-INFERENCE = "inference memory"
-SCHEDULE = "schedule, budget and failures"
-TRAINING = "training memory"
-PARALLEL = "parallelism"
-
-
-OFFLOAD_DEVICES = ("none", "cpu", "nvme")
-"""DeepSpeed's offload devices (``OffloadDeviceEnum``); the scenario validates them."""
 
 
 def _names(module: str, attribute: str) -> Callable[[], Iterable[str]]:
@@ -558,46 +554,7 @@ INPUTS: tuple[Input, ...] = (
         metavar="NAME",
         names=_names("llm_planner.core.quantities.activations", "PROFILES"),
     ),
-    Input(
-        "training.offload_optimizer",
-        "Offload optimizer",
-        "DeepSpeed ZeRO-Offload: optimizer state and fp32 gradients on the host (cpu) or "
-        "NVMe, Adam stepped on the CPU (ZeRO 1-3; default none)",
-        kind="choice",
-        flag="--offload-optimizer",
-        group=TRAINING,
-        metavar="none|cpu|nvme",
-        names=lambda: OFFLOAD_DEVICES,
-    ),
-    Input(
-        "training.offload_params",
-        "Offload parameters",
-        "DeepSpeed ZeRO-Infinity: 16-bit parameter partitions on the host (cpu) or NVMe, "
-        "fetched per layer (ZeRO-3 only; default none)",
-        kind="choice",
-        flag="--offload-params",
-        group=TRAINING,
-        metavar="none|cpu|nvme",
-        names=lambda: OFFLOAD_DEVICES,
-    ),
-    Input(
-        "training.host_memory_bytes_per_node",
-        "Host RAM per node",
-        "host memory per node offloaded state may use (default 2 TB, a DGX H100's)",
-        BYTES,
-        flag="--host-memory",
-        group=TRAINING,
-    ),
-    Input(
-        "training.pcie_bandwidth_bytes_per_s",
-        "Host link per GPU",
-        "achieved host-GPU bandwidth per GPU for offload (empty: the GPU's PCIe "
-        "generation, e.g. 25 GB/s on PCIe 4.0, 50 GB/s on 5.0)",
-        BANDWIDTH,
-        flag="--host-link-bandwidth",
-        group=TRAINING,
-        optional=True,
-    ),
+    *HOST_INPUTS,
     Input(
         "training.cuda_context_bytes",
         "CUDA context",

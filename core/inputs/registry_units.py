@@ -243,3 +243,12 @@ USD = Unit("usd", parse_usd, format_count, "USD")
 DURATION = Unit("duration", parse_duration, units.format_duration, "TIME")
 TFLOPS = Unit("tflops", parse_tflops, format_tflops, "F")
 POINTS = Unit("points", parse_points, format_points, "GPUS:TOKENS_PER_S")
+
+
+MODEL = "model and hardware"
+COMPUTE = "compute budget"
+INFERENCE = "inference memory"
+SCHEDULE = "schedule, budget and failures"
+TRAINING = "training memory"
+PARALLEL = "parallelism"
+"""The groups of inputs (the command line's help sections)."""

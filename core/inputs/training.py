@@ -31,9 +31,11 @@ from llm_planner.core.quantities.activation_recompute import (
 from llm_planner.core.quantities.activations import ALL_LINEAR, get_profile
 from llm_planner.core.quantities.offload import OFFLOAD_HOST_MEMORY_BYTES_PER_NODE
 from llm_planner.core.quantities.optimizers import (
+    PrecisionRecipe,
     canonical_precision,
     get_optimizer,
     get_precision,
+    launched_precision,
 )
 from llm_planner.core.quantities.stacks import STACKS, Stack, get_stack
 
@@ -141,6 +143,23 @@ class TrainingInputs(BaseModel):
         "sets the step (the slowest rank). 1: balanced, what an auxiliary balancing loss or "
         "forced balancing aims at (stated default, not fitted)",
     )
+    activation_offload_layers: int = Field(
+        default=0,
+        **bounds("training.activation_offload_layers"),
+        description="layers per pipeline stage whose activations go to host memory in the "
+        "forward and come back for the backward (Megatron --cpu-offloading-num-layers, "
+        "activations only; Transformer Engine's CPU offload)",
+    )
+    low_precision_params: bool = Field(
+        default=False,
+        description="a low-precision recipe's layer matrices held only in FP8/FP4, no 16-bit "
+        "copy, and all-gathered so (Megatron --fp8-param-gather / --fp4-param-gather)",
+    )
+    grad_reduce_16bit: bool = Field(
+        default=False,
+        description="main gradients kept and reduced in 16 bits instead of fp32 (Megatron "
+        "--grad-reduce-in-bf16; Megatron-Bridge grad_reduce_in_fp32 = False)",
+    )
     dropout: bool = Field(
         default=False,
         description="dropout on attention probabilities and residuals (GPT-3 style); modern "
@@ -244,6 +263,17 @@ class TrainingInputs(BaseModel):
         ValueError (from :func:`.stacks.get_stack`) lists the known ids."""
         return stack_fields(
             stack, current_stack=self.stack, current_implementation=self.implementation
+        )
+
+    @property
+    def launched_recipe(self) -> PrecisionRecipe:
+        """The precision recipe as the stack runs it, with the two precision switches
+        (:func:`.optimizers.launched_precision`)."""
+        return launched_precision(
+            self.precision,
+            self.stack,
+            low_precision_params=self.low_precision_params,
+            grad_reduce_16bit=self.grad_reduce_16bit,
         )
 
     @property

@@ -140,6 +140,7 @@ RANGES: dict[str, Range] = {
     "training.micro_batch": _r(1, 2**16, "sequences"),
     "training.recompute_threshold_bytes": _r(1, MAX_BYTES, "bytes", low_open=False),
     "training.lora_rank": _r(1, 2**16),
+    "training.activation_offload_layers": _r(0, 2**16, "layers"),
     "training.moe_capacity_factor": _r(0, 64, low_open=True),
     "training.moe_load_imbalance": _r(1, 1024),
     "training.recompute_layers": _r(1, 2**16, "layers"),

@@ -57,6 +57,12 @@ class PrecisionRecipe(BaseModel):
         description="HBM bytes moved per GEMM operand element quantized (16-bit read, "
         "row-wise and column-wise low-precision copies and scales written)",
     )
+    quantized_params: bool = Field(
+        default=False,
+        description="the layers' matrices held only in their low-precision copies, no "
+        "16-bit weight beside them, and all-gathered in it (Megatron's --fp8-param-gather / "
+        "--fp4-param-gather; :func:`configured_precision`)",
+    )
 
     @property
     def weights_bytes(self) -> float:
@@ -300,6 +306,18 @@ OPTIMIZERS: dict[str, Optimizer] = {
             source="Kingma & Ba 2014 (arXiv:1412.6980)",
         ),
         Optimizer(
+            id="adamw_bf16_moments",
+            name="AdamW, bf16 moments (Megatron's precision-aware optimizer)",
+            full_states=2,
+            quantized_state_bytes=bytes_per_element("bf16"),
+            source="NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py: "
+            "--use-precision-aware-optimizer with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 "
+            "(Transformer Engine's FusedAdam keeps m and v in bf16, computes in fp32; the fp32 "
+            "main parameters stay, --main-params-dtype fp32); what Megatron-Bridge's "
+            "DeepSeek-V3 recipes set (NVIDIA-NeMo/Megatron-Bridge@067f987d "
+            "perf_recipes/deepseek/common.py _enable_deepseek_precision_aware_optimizer)",
+        ),
+        Optimizer(
             id="adam8bit",
             name="8-bit Adam, blockwise (bitsandbytes)",
             full_states=2,
@@ -438,14 +456,58 @@ def get_precision(recipe_id: str) -> PrecisionRecipe:
     return _lookup(PRECISIONS, recipe_id, "precision")
 
 
-def launched_precision(recipe_id: str, stack_id: str) -> PrecisionRecipe:
+def launched_precision(
+    recipe_id: str,
+    stack_id: str,
+    *,
+    low_precision_params: bool = False,
+    grad_reduce_16bit: bool = False,
+) -> PrecisionRecipe:
     """The precision recipe ``recipe_id`` as the training stack ``stack_id`` runs it when
     launched with the config the app exports (``StackProfile.precision_as_launched``):
     Megatron-LM's ``--bf16`` keeps fp32 main gradients, so mixed_bf16 runs as
     mixed_bf16_fp32_grads there (2 + 4 + 12 bytes per parameter); other stacks run the recipe
-    as named. Every training-state byte count reads the recipe through this."""
+    as named; then the two switches of :func:`configured_precision`. Every training-state
+    byte count reads the recipe through this (``TrainingInputs.launched_recipe``)."""
     launched = get_stack(stack_id).precision_as_launched.get(recipe_id, recipe_id)
-    return get_precision(launched)
+    return configured_precision(
+        get_precision(launched),
+        low_precision_params=low_precision_params,
+        grad_reduce_16bit=grad_reduce_16bit,
+    )
+
+
+def configured_precision(
+    recipe: PrecisionRecipe, *, low_precision_params: bool, grad_reduce_16bit: bool
+) -> PrecisionRecipe:
+    """``recipe`` with Megatron-LM's two switches on the stored dtypes (read at
+    NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py):
+
+    * ``low_precision_params``: ``--fp8-param-gather`` ("Keep the compute param in fp8 (do
+      not use any other intermediate dtype) and perform the param all-gather in fp8"; NVFP4:
+      ``--fp4-param-gather``; Megatron-Bridge's ``fp8_param`` / ``fp4_param``, which every
+      FP8/FP4 mixed-precision config of NVIDIA-NeMo/Megatron-Bridge@067f987d
+      src/megatron/bridge/training/mixed_precision.py turns on): the layers' matrices live
+      only as their quantized copies (:attr:`PrecisionRecipe.low_precision_copy_bytes`),
+      the 16-bit weight of each is gone (the fp32 master copy in the distributed optimizer
+      stays); embeddings, norms and the output layer stay 16-bit. A recipe without
+      quantized copies (16- or 32-bit) is unchanged.
+    * ``grad_reduce_16bit``: ``--grad-reduce-in-bf16`` (validate_args then clears
+      ``accumulate_allreduce_grads_in_fp32``: the main-gradient buffer and its
+      reduce-scatter in the 16-bit dtype; Megatron-Bridge's ``grad_reduce_in_fp32 = False``,
+      which its performance recipes set in ``perf_recipes/_common.py:_benchmark_common``):
+      fp32 gradients of a recipe with 16-bit weights and an fp32 master become 16-bit."""
+    update: dict[str, object] = {}
+    if low_precision_params and recipe.low_precision_copy_bytes > 0:
+        update["quantized_params"] = True
+    if (
+        grad_reduce_16bit
+        and recipe.gradients_dtype == "fp32"
+        and recipe.master_dtype is not None
+        and recipe.weights_dtype in ("bf16", "fp16")
+    ):
+        update["gradients_dtype"] = recipe.weights_dtype
+    return recipe.model_copy(update=update) if update else recipe
 
 
 def get_optimizer(optimizer_id: str) -> Optimizer:

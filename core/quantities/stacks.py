@@ -287,6 +287,12 @@ class StackProfile(BaseModel):
         "megatron/core/transformer/transformer_config.py); the scenario's ep_overlap sets a "
         "run that turns them on",
     )
+    head_kept_gathered: bool = Field(
+        default=False,
+        description="under FSDP the output head is not resharded after the forward: its "
+        "weights stay gathered through the loss's backward, and its own backward holds the "
+        "unsharded gradient and that gradient's copy in the reduce dtype",
+    )
     memory_figure: str = Field(
         default="torch.cuda.max_memory_reserved",
         description="what the stack's logs call peak memory (the app's peak includes the "
@@ -361,9 +367,14 @@ STACKS: dict[str, StackProfile] = {
             fp8_recipe="fp8_current",
             fp8_recipe_name="torchao float8, row-wise dynamic scaling",
             fp8_vendors=("NVIDIA", "AMD"),
+            head_kept_gathered=True,
             source="pytorch/torchtitan@b5bcd76c: torchtitan/distributed/fsdp.py (fully_shard "
             "per transformer block: one all-gather and one reduce-scatter per block, implicit "
-            "prefetch of the next block), torchtitan/config/configs.py (mixed_precision_param "
+            "prefetch of the next block; apply_fsdp_to_decoder wraps [norm, lm_head] with "
+            "reshard_after_forward only under the policy 'always', so by default the head "
+            "stays gathered from the forward into its backward; the embedding and the blocks "
+            "follow the 'default' policy, resharded when there is no pipeline), "
+            "torchtitan/config/configs.py (mixed_precision_param "
             "bfloat16, mixed_precision_reduce float32; training.dtype float32: the sharded "
             "parameters, their gradients and AdamW's moments stay fp32, 4 + 4 + 8 = 16 bytes "
             "per parameter, the same total per GPU as mixed_bf16's 2 + 2 + 12 under FSDP's "

@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
+from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.quantities.activations import logits_working_bytes
@@ -93,6 +94,23 @@ class StageActivations:
     outside_only_fixed: float = 0.0
 
 
+@dataclass(frozen=True)
+class GatheredHead:
+    """An output head the stack keeps gathered under FSDP (``StackProfile.
+    head_kept_gathered``): what :func:`gathered_head_bytes` needs."""
+
+    logits_per_sequence: float
+    """s·V: logits of one sequence (÷ tp: vocabulary-parallel)."""
+    head_params: float
+    """V·h: the output head's weights."""
+    weight_bytes: float
+    """Bytes per gathered weight and per unsharded gradient (the recipe's weights dtype)."""
+    reduce_bytes: float
+    """Bytes per element of the gradient's copy for the reduce-scatter."""
+    activation_bytes: float
+    """Bytes per logit of the logits' gradient (the activation dtype)."""
+
+
 @dataclass(frozen=True, eq=False)
 class MemoryTerms:
     """What is fixed for one model, parameter count and training inputs: the persistent
@@ -132,12 +150,18 @@ class MemoryTerms:
     pipeline_stage_layers`: equal split, or the stack's cost-balanced one)."""
     logged_stage: str = "fullest"
     """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
+    activation_offload_layers: int = 0
+    """Layers per stage whose activations go to host memory (``TrainingInputs.
+    activation_offload_layers``; :func:`held_layers`)."""
     offload: OffloadTerms | None = None
     """ZeRO-Offload / ZeRO-Infinity (:func:`.training_offload.offload_terms`); None: none."""
     recompute_method: str = "uniform"
     """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
     recompute_layers: int | None = None
     """Its N (``TrainingInputs.recompute_layers``); None: every layer alone."""
+    gathered_head: GatheredHead | None = None
+    """The output head the stack keeps gathered under FSDP (:func:`gathered_head_bytes`);
+    None: resharded like the layers."""
 
 
 @forgotten
@@ -204,6 +228,21 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
     def stage_layers(pp: int) -> tuple[int, int]:
         return pipeline_stage_layers(arch, ti, pp)
 
+    stack = get_stack(ti.stack)
+    precision = get_precision(ti.precision)
+    gathered_head = (
+        GatheredHead(
+            logits_per_sequence=float(ti.seq_len * arch.vocab_size),
+            head_params=float(arch.vocab_size * arch.hidden_size),
+            weight_bytes=bytes_per_element(precision.weights_dtype),
+            reduce_bytes=stack.gradient_reduce_bytes
+            or bytes_per_element(precision.gradients_dtype),
+            activation_bytes=bytes_per_element(precision.activations_dtype),
+        )
+        if stack.head_kept_gathered
+        else None
+    )
+
     # any pp > 1: the first stage holds the embedding, the last the head
     return MemoryTerms(
         layers=arch.layers,
@@ -222,9 +261,11 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         activations=stage_acts,
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
+        activation_offload_layers=ti.activation_offload_layers,
         offload=offload_terms(ti, state_bytes(whole, ti), whole),
         recompute_method=ti.recompute_method,
         recompute_layers=ti.recompute_layers,
+        gathered_head=gathered_head,
     )
 
 
@@ -455,6 +496,48 @@ def _fixed_temporaries(
     return bucket, gather, dequant
 
 
+def gathered_head_bytes(
+    terms: MemoryTerms,
+    logits: FloatArray,
+    *,
+    b: FloatArray,
+    tp: IntArray,
+    zero: IntArray,
+    shard: FloatArray,
+) -> FloatArray:
+    """The last stage's logits term (``logits``: :func:`.activations.logits_working_bytes`)
+    with the output head a stack keeps gathered under FSDP (ZeRO-3 over a shard group > 1);
+    ``logits`` itself elsewhere or when the stack reshards it (``terms.gathered_head``
+    None). ``b``: sequences per GPU (micro-batch ÷ cp).
+
+    pytorch/torchtitan@b5bcd76c torchtitan/distributed/fsdp.py ``apply_fsdp_to_decoder``
+    wraps ``[norm, lm_head]`` with ``reshard_after_forward`` only under the policy 'always',
+    so by default the head's weights, w = V·h·weight bytes/t, stay gathered from the end of
+    the forward into the head's own backward. The larger of two moments counts:
+
+    * the loss's backward: the logits term with w beside it;
+    * the head's backward: the logits' gradient in the activation dtype beside the weights
+      and their unsharded gradient (a·s·b·V/t + 2w), then, in its post-backward (PyTorch
+      FSDP2 ``FSDPParamGroup.post_backward`` reshards the weights first), the gradient and
+      its copy in the reduce dtype for the reduce-scatter (w + w·reduce/weight bytes:
+      ``foreach_reduce`` casts to ``mp_policy.reduce_dtype``, torchtitan's
+      ``mixed_precision_reduce`` float32).
+
+    Assumes one V·h head (tied or not), trained (a frozen head under LoRA has no gradient)
+    and vocabulary-parallel over tp. The embedding and the blocks follow the 'default'
+    policy (resharded when there is no pipeline): the model's gradient bucket and two
+    gathered layers stay priced beside it."""
+    head = terms.gathered_head
+    if head is None:
+        return logits
+    tpf = np.asarray(tp, dtype=np.float64)  # arrays or scalars alike
+    w = np.where((zero >= 3) & (shard > 1), head.head_params * head.weight_bytes / tpf, 0.0)
+    gradient = head.activation_bytes * head.logits_per_sequence * b / tpf + 2.0 * w
+    reduce = w * (1.0 + head.reduce_bytes / head.weight_bytes)
+    at_head = np.maximum(gradient, reduce)
+    return np.asarray(np.where(w > 0, np.maximum(logits + w, at_head), logits))
+
+
 def _size(x: npt.ArrayLike) -> int:
     """``np.size(x)``, without its array conversion for an array or a plain scalar (the
     report's few layouts pass Python numbers and short lists)."""
@@ -481,12 +564,38 @@ def _spread(x: npt.ArrayLike, dtype: Any, n: int) -> npt.NDArray[Any]:
     )
 
 
+def held_layers(layers: npt.ArrayLike, offloaded: int) -> FloatArray:
+    """Layers of a stage whose activations stay on the GPU when ``offloaded`` of them go to
+    host memory: Transformer Engine's CPU offload (NVIDIA/TransformerEngine@d0067d0d
+    transformer_engine/pytorch/cpu_offload.py ``get_cpu_offload_context``: "activation
+    memory usage is equal to ``(num_layers - num_offloaded_layers) * T``, where ``T`` is
+    the memory footprint of a layer"), which Megatron-Core's ``cpu_offloading`` /
+    ``cpu_offloading_num_layers`` drive (NVIDIA/Megatron-LM@d98e8a64 megatron/core/
+    transformer/transformer_block.py), at most all layers but one (transformer_config.py:
+    ``cpu_offloading_num_layers`` must be below ``num_layers``; the last layer's activations
+    are used at once by its backward)."""
+    n = np.asarray(layers, dtype=np.float64)
+    if offloaded <= 0:
+        return n
+    return n - np.minimum(float(offloaded), np.maximum(n - 1.0, 0.0))
+
+
+def _on_gpu_share(layers: FloatArray, offloaded: int) -> FloatArray:
+    """Share of what a stage's layers keep that stays on the GPU under CPU activation
+    offload (:func:`held_layers` ÷ layers; the offloaded layers taken as keeping the
+    stage's mean, which partial full recomputation makes uneven)."""
+    if offloaded <= 0:
+        return np.ones_like(layers)
+    return np.where(layers > 0, held_layers(layers, offloaded) / np.maximum(layers, 1.0), 1.0)
+
+
 _SCREENED = (
     "weights_bytes",
     "gradients_bytes",
     "optimizer_bytes",
     "activations_bytes",
     "allocated_bytes",
+    "offloaded_activations_bytes",
 )
 """The components :func:`training_memory_arrays` returns without ``detail``."""
 
@@ -560,7 +669,7 @@ def training_memory_arrays(
     pp_index, pp_values = _distinct(pp_i)
     counts = np.array([terms.stage_layers(int(p)) for p in pp_values.tolist()], dtype=f64)
     acts = _activation_terms(terms, tp_i, sp_b, rc_i, b_f)
-    logits = acts["logits"]
+    logits = gathered_head_bytes(terms, acts["logits"], b=b_f, tp=tp_i, zero=zero_i, shard=shard_f)
     saved = _saved_without_recompute(terms, tp_i, sp_b, rc_i, b_f)
     outside_only = acts["outside_only"]
 
@@ -591,9 +700,9 @@ def training_memory_arrays(
             zero_i,
         )  # the stage's state, less what ZeRO offload takes off the GPU
         layers = layers_of_pp[pp_index]
-        outside_acts = outside * flight
         in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
-        activ = in_layers * flight + outside_acts
+        on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
+        activ = on_gpu * flight + outside * flight
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -602,7 +711,7 @@ def training_memory_arrays(
             "gradients_bytes": g,
             "optimizer_bytes": o,
             "activations_bytes": activ,
-            "outside_activations_bytes": outside_acts,
+            "outside_activations_bytes": outside * flight,
             "logits_bytes": lg,
             "temporary_bytes": temp,
             "allocated_bytes": allocated,
@@ -612,6 +721,8 @@ def training_memory_arrays(
             "nvme_bytes": nvme,
             "recompute_working_bytes": working,
             "layer_activations_bytes": in_layers,
+            # one micro-batch's activations this stage copies to the host and back
+            "offloaded_activations_bytes": in_layers - on_gpu,
         }
 
     def peak(allocated: FloatArray) -> tuple[FloatArray, FloatArray]:

@@ -41,7 +41,6 @@ from llm_planner.core.quantities.offload import (
     PARAM_SWAP_BUFFERS,
     SUB_GROUP_ELEMENTS,
 )
-from llm_planner.core.quantities.optimizers import launched_precision
 from llm_planner.core.sections.training_params import StageParams, StateBytes
 
 FloatArray = npt.NDArray[np.float64]
@@ -121,7 +120,7 @@ def offload_terms(
         optimizer_device=inputs.offload_optimizer,
         params_device=inputs.offload_params,
         optimizer_bytes_per_param=whole_state.optimizer / trained if trained else 0.0,
-        weight_bytes_per_param=launched_precision(inputs.precision, inputs.stack).weights_bytes,
+        weight_bytes_per_param=inputs.launched_recipe.weights_bytes,
     )
 
 

@@ -42,7 +42,6 @@ from llm_planner.core.quantities.optimizers import (
     factored_state_values,
     get_optimizer,
     get_precision,
-    launched_precision,
 )
 from llm_planner.core.quantities.stacks import get_stack
 
@@ -357,7 +356,7 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
     every count of ``params``, so the layout search may price a stage as layers × share +
     outside.
     """
-    recipe = launched_precision(inputs.precision, inputs.stack)
+    recipe = inputs.launched_recipe
     opt = get_optimizer(inputs.optimizer)
     lora = inputs.effective_lora_rank is not None
     base = params.layer_params + params.outside_params
@@ -377,8 +376,11 @@ def state_bytes(params: StageParams, inputs: TrainingInputs) -> StateBytes:
         weights = (base + trainable) * w_bytes
     if not inputs.qlora:
         # a low-precision recipe's quantized copies of the layers' matrices (row-wise and
-        # column-wise, with their scales), next to the 16-bit weights (:mod:`.optimizers`)
+        # column-wise, with their scales), next to the 16-bit weights (:mod:`.optimizers`);
+        # with the parameters kept in low precision (--fp8-param-gather) they replace them
         weights = weights + params.layer_matrix_params * recipe.low_precision_copy_bytes
+        if recipe.quantized_params:
+            weights = weights - params.layer_matrix_params * w_bytes
     # the stack's own gradient buffers (nanotron: fp32 accumulation buffer + DDP bucket copy)
     gradients = trainable * (
         recipe.gradients_bytes + get_stack(inputs.stack).extra_gradient_bytes_per_param
@@ -406,11 +408,13 @@ def layer_temporaries(
     layers: a bucket holds one layer's gradients (under LoRA its adapters' only); ZeRO-3
     gathers weights in their stored dtype (NF4 under QLoRA); QLoRA dequantises one matrix
     at a time to 16 bits for its matmul (Dettmers et al. 2023, section 3)."""
-    recipe = launched_precision(inputs.precision, inputs.stack)
+    recipe = inputs.launched_recipe
     w_bytes = recipe.weights_bytes
     lora = inputs.effective_lora_rank is not None
     trained = params.lora_params / max(layers_on_stage, 1) if lora else params.one_layer_params
     stored = NF4_DOUBLE_QUANT_BITS / 8 if inputs.qlora else w_bytes
+    if recipe.quantized_params:  # gathered in the low-precision dtype, one direction
+        stored = recipe.low_precision_copy_bytes / 2
     return LayerTemporaries(
         zero2_bucket=trained * recipe.gradients_bytes,
         zero3_gather=2 * params.one_layer_params * stored,

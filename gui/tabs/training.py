@@ -90,6 +90,19 @@ class TrainingTab(Tab):
             named_items(OPTIMIZERS),
             "Optimizer (its state per parameter)",
         )
+        self.low_precision_params = self.check(
+            recipe,
+            "Low-precision parameters",
+            "training.low_precision_params",
+            "FP8/FP4 recipes: weights kept only in FP8/FP4 and gathered so "
+            "(Megatron --fp8-param-gather)",
+        )
+        self.grad_reduce_16bit = self.check(
+            recipe,
+            "16-bit gradient reduce",
+            "training.grad_reduce_16bit",
+            "Main gradients kept and reduced in 16 bits (Megatron --grad-reduce-in-bf16)",
+        )
         shape = self.group("Batch")
         self.seq_len = self.input(shape, "training.seq_len")
         self.micro_batch = self.input(shape, "training.micro_batch")
@@ -134,6 +147,7 @@ class TrainingTab(Tab):
             "cpu_checkpointing; Megatron --distribute-saved-activations)",
         )
         self.recompute_modules = self.input(acts, "training.recompute_modules")
+        self.activation_offload = self.input(acts, "training.activation_offload_layers")
         self.flash = self.check(
             acts,
             "FlashAttention",

@@ -17,13 +17,27 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   states (4 per GB200/GB300 compute tray, 8 per HGX board);
 - layout: the row's tp, pp, cp, ep, interleaved 1F1B with ``vp`` chunks where vp > 1, dp from the
   GPU count; sequence parallelism wherever tp > 1 (Megatron-Bridge's recipes turn it on with
-  tensor parallelism); ZeRO-1 (Megatron's distributed optimizer, the recipes' default);
-- training: ``stack = "megatron"``, the row's sequence length and micro-batch, no
-  recomputation (not published in the table; assumed), LoRA rank 32 on every linear layer for
-  ``lora`` rows (Megatron-Bridge's LoRA defaults; as in ``fine_tuning.py``); MoE rows with
-  the default load imbalance 1 (the table's footnote: token distribution force-balanced),
-  dropless, or with a capacity factor of 1 where the row is labelled "tokendrop"
-  (:data:`TOKENDROP_CAPACITY_FACTOR`);
+  tensor parallelism); ZeRO-3 where the row ran Megatron-FSDP (the table's FSDP column, or
+  the recipe's ``ddp.use_megatron_fsdp``), else ZeRO-1 (Megatron's distributed optimizer,
+  every recipe's ``use_distributed_optimizer``);
+- training: ``stack = "megatron"``, the row's sequence length and micro-batch; recomputation
+  and LoRA as the recipe that ran the row sets them (``megatron_bridge_recipes.py``: one
+  function per model, task, GPU count, system and precision in
+  NVIDIA-NeMo/Megatron-Bridge@067f987d ``src/megatron/bridge/perf_recipes/``, read with its
+  base recipe and helpers): Llama 3 8B on H100 full recomputation of 5 layers per stage
+  (block), DeepSeek-V3 selective with its ``recompute_modules``, the others none; LoRA rows
+  rank 16 on the fused q, k, v projection (``llama3_70b_peft_config``: dim 16;
+  ``peft.target_modules = ["linear_qkv"]``); every recipe's 16-bit main gradients
+  (``_benchmark_common``: ``grad_reduce_in_fp32 = False`` → ``grad_reduce_16bit``) and, in
+  the FP8/FP4 recipes, the weights kept in FP8/FP4 (``fp8_param_gather`` /
+  ``fp4_param_gather`` → ``low_precision_params``); the DeepSeek-V3 recipes' precision-aware
+  optimizer with bf16 moments (``optimizer = "adamw_bf16_moments"``); the Llama 3 70B
+  Megatron-FSDP recipes' CPU activation offloading (``model.cpu_offloading_num_layers`` →
+  ``activation_offload_layers``). What the recipes set
+  that the app cannot state is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`); MoE rows
+  with the default load imbalance 1 (the table's footnote: token distribution
+  force-balanced), dropless, or with a capacity factor of 1 where the row is labelled
+  "tokendrop" (:data:`TOKENDROP_CAPACITY_FACTOR`);
 - precision: the row's recipe as the app's precision choice (``PRECISION_OF``: FP8-CS →
   ``fp8_current``, MXFP8 and the 25.09 "32x32 block" rows → ``mxfp8``, NVFP4 → ``nvfp4``,
   BF16 → ``mixed_bf16``) at ``compute_dtype = "bf16"``: the recipe runs the layers' GEMMs at
@@ -40,12 +54,15 @@ Used by ``test_megatron_bridge.py`` and ``scripts/gen_accuracy.py`` (the page's 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import statistics
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from llm_planner.core.composition.estimate import estimate
@@ -53,6 +70,21 @@ from llm_planner.core.composition.scenario import default_scenario
 from llm_planner.core.inputs.scenario import Scenario
 from llm_planner.core.primitives.gpus import get_gpu
 from llm_planner.core.primitives.presets import get_preset
+
+
+def _sibling(name: str, file: str) -> ModuleType:
+    """``tests/validation/<file>`` imported once under ``name`` (the folder is not a package;
+    as scripts/gen_accuracy.py loads this module)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
+        assert spec is not None
+        assert spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+recipes = _sibling("llm_planner_megatron_bridge_recipes", "megatron_bridge_recipes.py")
 
 SHARED_PATH = Path("/work/shared/data/megatron-bridge-4-models.json")
 DEFAULT_PATH = Path(__file__).with_name("megatron-bridge-4-models.json")
@@ -92,7 +124,20 @@ used). The other MoE rows are dropless, Megatron-Core's default. Every MoE row r
 load forced balanced (the page's footnote), the app's default load imbalance of 1."""
 
 LORA_RANK = 32
-"""Megatron-Bridge's LoRA default rank (as fine_tuning.py assumes for the same table)."""
+"""The LoRA rank for a LoRA row whose recipe sets none (every LoRA recipe here sets 16)."""
+
+NOT_EXPRESSED = (
+    "the MoE paged stash (`moe_paged_stash`, part of the experts' activations in a paged "
+    "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
+    'the HybridEP/DeepEP flex dispatcher (`moe_token_dispatcher_type = "flex"`, stated as '
+    "the all-to-all dispatcher) and its per-rank capacity factor 1.5",
+    "FP8 attention (`fp8_dot_product_attention`: the DeepSeek-V3 B300/GB300 and Qwen3 "
+    "B300/GB200/GB300 MXFP8 recipes, `_enable_deepseek_full_iteration_mxfp8` / "
+    "`_enable_hybridep_full_iteration_mxfp8`; the app runs attention at BF16's rate)",
+    "CUDA graphs (`cuda_graph_impl`: the host launch overhead they remove is priced as "
+    "without them)",
+)
+"""What the recipes set that the scenario cannot state (the page lists them)."""
 
 
 def data_path() -> Path:
@@ -146,9 +191,37 @@ def subgroups(row: dict[str, Any]) -> tuple[str, ...]:
 SUBGROUPS = ("dense BF16", "dense FP8/FP4", "fine-grained MoE", "large MoE", "Hopper", "Blackwell")
 
 
+def recompute_of(rec: recipes.Recipe) -> dict[str, Any]:
+    """The recipe's recomputation as the app's ``training`` fields: Megatron's
+    ``recompute_granularity`` → ``recompute`` (None → ``none``), ``recompute_method`` /
+    ``recompute_num_layers`` → ``recompute_method`` / ``recompute_layers``,
+    ``recompute_modules`` → ``recompute_modules`` (unset: Megatron's default
+    ``["core_attn"]``). Selective with the modules set empty (the DeepSeek-V3 GB300 MXFP8
+    recipe) recomputes nothing: ``none``."""
+    if rec.recompute == "full":
+        return {
+            "recompute": "full",
+            "recompute_method": rec.method or "uniform",
+            "recompute_layers": rec.layers,
+        }
+    if rec.recompute == "selective" and rec.modules != ():
+        return {"recompute": "selective", "recompute_modules": rec.modules or ("core_attn",)}
+    return {"recompute": "none"}
+
+
+def zero_stage_of(row: dict[str, Any], rec: recipes.Recipe) -> int:
+    """3 where the row ran Megatron-FSDP, as the table's FSDP column says (25.11 to 26.04) or
+    the recipe sets (``ddp.use_megatron_fsdp`` with ``optim_grads_params``: parameters,
+    gradients and optimizer state all sharded over the data-parallel group, ZeRO-3); else
+    1 (Megatron's distributed optimizer, every recipe's ``use_distributed_optimizer``)."""
+    fsdp = row["layout"].get("fsdp_column")
+    return 3 if rec.megatron_fsdp or (fsdp is not None and int(fsdp) > 0) else 1
+
+
 def scenario_of(row: dict[str, Any]) -> Scenario:
-    """The row as a user would state it (the module docstring lists each choice)."""
+    """The row as its recipe states it (the module docstring lists each choice)."""
     recipe = recipe_of(row["precision"])
+    _, rec = recipes.recipe_for(row, recipe)
     preset = PRESET_OF[model_key(row["model"]["name"])]
     lay = row["layout"]
     tp, pp, cp = int(lay["tp"]), int(lay["pp"]), int(lay["cp"] or 1)
@@ -158,12 +231,22 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
     training: dict[str, Any] = {
         "seq_len": int(row["seq_len"]),
         "micro_batch": int(row["micro_batch"]),
-        "recompute": "none",
         "stack": "megatron",
         "precision": PRECISION_OF[recipe],
+        # every perf recipe: _benchmark_common's grad_reduce_in_fp32 = False; the FP8/FP4
+        # mixed-precision configs' fp8_param_gather / fp4_param_gather = True
+        "grad_reduce_16bit": True,
+        "low_precision_params": recipe != "bf16",
+        **recompute_of(rec),
     }
+    if rec.cpu_offload_layers:  # model.cpu_offloading_num_layers (activations only)
+        training["activation_offload_layers"] = rec.cpu_offload_layers
+    if rec.bf16_moments:  # the precision-aware optimizer (DeepSeek-V3 recipes)
+        training["optimizer"] = "adamw_bf16_moments"
     if row["task"] == "lora":
-        training["lora_rank"] = LORA_RANK
+        training["lora_rank"] = rec.lora_rank or LORA_RANK
+        if rec.lora_targets is not None:
+            training["lora_targets"] = rec.lora_targets
     if "tokendrop" in row["model"]["name"].lower():
         training["moe_capacity_factor"] = TOKENDROP_CAPACITY_FACTOR
     schedule = {"schedule": "interleaved", "interleave_chunks": vp} if vp > 1 else {}
@@ -186,7 +269,7 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
                     "dp": None,
                     "expert_parallel": ep,
                     "sequence_parallel": tp > 1,
-                    "zero_stage": 1,
+                    "zero_stage": zero_stage_of(row, rec),
                     "global_batch": int(row["global_batch"]),
                     **schedule,
                 }
@@ -208,6 +291,24 @@ class BridgeRow:
     measured: float
     predicted: float | None
     refused: str | None
+    peak_bytes: float | None = None
+    """The app's peak memory per GPU for the row as its recipe states it."""
+    memory_bytes: float | None = None
+    """The GPU's memory (the catalog's, bytes)."""
+    function: str = ""
+    """The Megatron-Bridge recipe function that ran the row (megatron_bridge_recipes.py)."""
+    layout_differs: bool = False
+    """The recipe at 067f987d runs another layout or batch than the row (an older release)."""
+    zero_stage: int = 1
+    """The ZeRO stage the row is stated with (3: Megatron-FSDP)."""
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the app's memory model fits the row on its GPU (NVIDIA ran every row, so
+        False is a miss of the memory model)."""
+        if self.peak_bytes is None or self.memory_bytes is None:
+            return None
+        return self.peak_bytes <= self.memory_bytes
 
     @property
     def error(self) -> float | None:
@@ -226,9 +327,14 @@ def _layout(row: dict[str, Any]) -> str:
 def price(row: dict[str, Any]) -> BridgeRow:
     predicted: float | None = None
     refused: str | None = None
+    peak: float | None = None
+    memory: float | None = None
+    function, rec = recipes.recipe_for(row, recipe_of(row["precision"]))
     try:
-        par = estimate(scenario_of(row), suggest=False).parallelism
+        sc = scenario_of(row)
+        par = estimate(sc, suggest=False).parallelism
         predicted = par.tokens_per_s / par.gpus
+        peak, memory = par.peak_bytes, sc.gpu.memory_bytes
     except (ValueError, KeyError) as exc:
         refused = str(exc).splitlines()[0]
     return BridgeRow(
@@ -241,6 +347,11 @@ def price(row: dict[str, Any]) -> BridgeRow:
         measured=float(row["measured"]["tokens_per_s_per_gpu"]),
         predicted=predicted,
         refused=refused,
+        peak_bytes=peak,
+        memory_bytes=memory,
+        function=function,
+        layout_differs=recipes.layout_differs(row, rec),
+        zero_stage=zero_stage_of(row, rec),
     )
 
 
@@ -275,6 +386,11 @@ def stats(rows: list[BridgeRow] | tuple[BridgeRow, ...]) -> Stats:
     return Stats(
         len(rows), len(errs), statistics.median(absolute), _p90(absolute), statistics.median(errs)
     )
+
+
+def fitting(rows: list[BridgeRow] | tuple[BridgeRow, ...]) -> int:
+    """Rows whose peak per GPU the app's memory model fits in the GPU's memory."""
+    return sum(r.fits is True for r in rows)
 
 
 def refusals(rows: tuple[BridgeRow, ...]) -> dict[str, int]:

@@ -95,36 +95,43 @@ def test_no_row_is_refused() -> None:
 
 
 def test_errors_do_not_get_worse() -> None:
-    """Median |error| of tokens/s per GPU over all rows ≤ 11% (10.9% reached with the MoE
-    work and the GB200 network per GPU; 10.4% once the MoE work was priced, issue 27 item 4;
-    13.1% with the low-precision recipes and the NVL72 NVLink domain; 41.6% when the module
-    landed), p90 ≤ 33% (32.1%; 43.0%; 69.8%)."""
+    """Median |error| of tokens/s per GPU over all rows ≤ 10.5% (10.1% with each row stated
+    as the recipe that ran it, megatron_bridge_recipes.py: Megatron-FSDP, recomputation,
+    LoRA targets, precision switches, bf16 moments, activation offload; 10.9% with every
+    row assumed ZeRO-1 without recomputation, after the MoE work and the GB200 network per
+    GPU; 10.4% once the MoE work was priced, issue 27 item 4; 13.1% with the low-precision
+    recipes and the NVL72 NVLink domain; 41.6% when the module landed), p90 ≤ 31% (30.8%;
+    32.1%; 43.0%; 69.8%)."""
     st = mb.stats(mb.bridge_rows())
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.11, st
-    assert st.p90_abs_error <= 0.33, st
+    assert st.median_abs_error <= 0.105, st
+    assert st.p90_abs_error <= 0.31, st
 
 
 def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
-    """Dense FP8/FP4 rows (Llama 3 8B and 70B): median |error| ≤ 11% (10.0% reached; 25.7%
-    when FP8 was stated as every FLOP at the FP8 peak), p90 ≤ 20% (19.5%); issue 27 asks
-    ≤ 15% for every subgroup."""
+    """Dense FP8/FP4 rows (Llama 3 8B and 70B): median |error| ≤ 11% (10.1% reached; 25.7%
+    when FP8 was stated as every FLOP at the FP8 peak), p90 ≤ 22% (21.6%: 19.5% before the
+    rows' recipes were read; stated as the Megatron-FSDP they ran, the Llama 3 70B GB200
+    rows hide all their sharded-data-parallel traffic and move from +10-17% to +17-26%);
+    issue 27 asks ≤ 15% for every subgroup."""
     st = mb.stats([r for r in mb.bridge_rows() if "dense FP8/FP4" in r.groups])
     assert st.rows == 42
     assert st.median_abs_error is not None
     assert st.median_abs_error <= 0.11, st
-    assert st.p90_abs_error <= 0.20, st
+    assert st.p90_abs_error <= 0.22, st
 
 
 def test_large_moe_rows_within_issue_27s_subgroup_target() -> None:
-    """DeepSeek-V3 rows: median |error| ≤ 12% (11.3% reached with the MoE work priced,
+    """DeepSeek-V3 rows: median |error| ≤ 10% (9.3% with each row's recipe: its selective
+    recompute_modules, bf16 Adam moments, 16-bit main gradients, FP8 parameters; 11.3%
+    reached with the MoE work priced,
     issue 27 item 4, and the GB200 tray's network per GPU halved to its one 400 Gb/s NIC:
     five GB200 rows closer, the median row further; 10.2% with the MoE work alone; 14.3%
     once an expert-parallel group inside an NVL72 rack rides NVLink; 48.6% when the module
     landed)."""
     st = mb.stats([r for r in mb.bridge_rows() if "large MoE" in r.groups])
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.12, st
+    assert st.median_abs_error <= 0.10, st
 
 
 def test_fine_grained_moe_rows_do_not_get_worse() -> None:
@@ -153,3 +160,78 @@ def test_stats_by_hand() -> None:
     assert abs(st.median_abs_error - 0.20) < 1e-12
     assert abs(st.p90_abs_error - 0.36) < 1e-12
     assert abs(st.median_signed_error - 0.10) < 1e-12
+
+
+def test_every_row_has_the_recipe_that_ran_it() -> None:
+    """Each row names one function of NVIDIA-NeMo/Megatron-Bridge@067f987d perf_recipes/:
+    line 307 (26.04, Llama 3 70B, 64 GB200, FP8) is
+    ``llama3_70b_pretrain_64gpu_gb200_fp8cs_config`` in llama/gb200/llama3.py, which sets
+    ``ddp.use_megatron_fsdp = True`` and ``model.cpu_offloading_num_layers = 40``; line 589
+    (25.11, Llama 3 8B, 8 H100) is ``llama3_8b_pretrain_8gpu_h100_fp8cs_config`` in
+    llama/h100/llama3.py: ``recompute_granularity = "full"``, ``recompute_method = "block"``,
+    ``recompute_num_layers = 5``."""
+    rows = mb.bridge_rows()
+    assert all(r.function in mb.recipes.RECIPES for r in rows)
+    assert len({r.function for r in rows}) == 40
+    by_id = {r.id: r for r in rows}
+    l307 = by_id[_row("-L307")["id"]]
+    rec = mb.recipes.RECIPES[l307.function]
+    assert l307.function == "llama3_70b_pretrain_64gpu_gb200_fp8cs"
+    assert rec.file == "llama/gb200/llama3.py"
+    assert (rec.megatron_fsdp, rec.cpu_offload_layers) == (True, 40)
+    l589 = mb.recipes.RECIPES[by_id[_row("-L589")["id"]].function]
+    assert (l589.recompute, l589.method, l589.layers) == ("full", "block", 5)
+
+
+def test_megatron_fsdp_rows_are_stated_as_zero3() -> None:
+    """The table's FSDP column is non-zero on 9 rows (Llama 3 70B on 64 GB200/GB300 FP8-CS
+    in 25.09-26.04: lines 306, 307, 487, 488, 553, 566, 608; Llama 3 8B on 8 H100: 589,
+    628); the 26.06 table has no such column and its rows' recipes do not use Megatron-FSDP.
+    Megatron-FSDP's ``optim_grads_params`` shards all three: ZeRO-3."""
+    zero3 = sorted(
+        int(r["id"].rsplit("-L", 1)[1])
+        for r in mb.load()["rows"]
+        if mb.scenario_of(r).parallelism.zero_stage == 3
+    )
+    assert zero3 == [306, 307, 487, 488, 553, 566, 589, 608, 628]
+
+
+def test_lora_rows_use_the_recipes_adapter() -> None:
+    """llama3_70b_peft_config sets LoRA dim 16, and every LoRA perf recipe
+    ``peft.target_modules = ["linear_qkv"]``: rank 16 on q, k and v only."""
+    sc = mb.scenario_of(_row("-L187"))
+    assert sc.training.lora_rank == 16
+    assert sc.training.lora_targets == ("q", "k", "v")
+
+
+def test_precision_switches_as_the_recipes_set_them() -> None:
+    """``_benchmark_common`` sets ``grad_reduce_in_fp32 = False`` for every row; the FP8 and
+    FP4 mixed-precision configs ``fp8_param_gather`` / ``fp4_param_gather``; BF16 has no
+    low-precision copy to keep."""
+    fp8 = mb.scenario_of(_row("-L112")).training
+    assert (fp8.grad_reduce_16bit, fp8.low_precision_params) == (True, True)
+    bf16 = mb.scenario_of(_row("-L555")).training
+    assert (bf16.grad_reduce_16bit, bf16.low_precision_params) == (True, False)
+
+
+def test_recompute_as_the_recipe_sets_it() -> None:
+    """Selective with the modules set empty recomputes nothing (DeepSeek-V3 GB300 MXFP8,
+    ``recompute_modules = []``); no recompute where the recipe sets none (Qwen3 on GB300);
+    DeepSeek-V3 GB200 MXFP8 selective ``["mla_up_proj"]``; Llama 3 8B H100 full, block, 5."""
+    assert mb.scenario_of(_row("-L112")).training.recompute == "none"
+    assert mb.scenario_of(_row("-L129")).training.recompute == "none"
+    ds = mb.scenario_of(_row("-L114")).training
+    assert (ds.recompute, ds.recompute_modules) == ("selective", ("mla_up_proj",))
+    h100 = mb.scenario_of(_row("-L589")).training
+    assert (h100.recompute, h100.recompute_method, h100.recompute_layers) == ("full", "block", 5)
+
+
+def test_rows_that_fit_in_the_apps_memory_model() -> None:
+    """NVIDIA ran all 86 rows, so every row the app does not fit is a miss of its memory
+    model. Floor: 47 rows fit with the recipes' settings applied (Megatron-FSDP, LoRA on q, k,
+    v, FP8/FP4 parameters, 16-bit main gradients, the recipes' recomputation: 41 without the
+    last, 24 without the precision switches; 21 when every row was stated with no
+    recomputation and ZeRO-1)."""
+    rows = mb.bridge_rows()
+    assert mb.fitting(rows) >= 47
+    assert all(r.peak_bytes is not None and r.peak_bytes > 0 for r in rows)

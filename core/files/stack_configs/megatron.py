@@ -8,7 +8,8 @@ field of Megatron-Core's ``ModelParallelConfig``, ``TransformerConfig``,
 ``--expert-model-parallel-size``, ``--sequence-parallel``, ``--use-distributed-optimizer``
 (ZeRO-1: optimizer states sharded over dp), ``--recompute-granularity/-method/-num-layers``,
 ``--recompute-modules``, ``--distribute-saved-activations``, ``--micro-batch-size``,
-``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``.
+``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``, ``--grad-reduce-in-bf16``,
+``--fp8-param-gather``/``--fp4-param-gather``, ``--cpu-offloading-num-layers``.
 ZeRO-2/3 are Megatron-FSDP's ``--data-parallel-sharding-strategy optim_grads`` /
 ``optim_grads_params`` with ``--use-megatron-fsdp`` (Megatron-LM
 megatron/core/distributed/fsdp/README.md, "Required Configurations").
@@ -130,13 +131,25 @@ def _precision_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
         args.append("--bf16")
     elif plan.precision == "mixed_fp16":
         args.append("--fp16")
-    if plan.precision == "mixed_bf16_fp32_grads" or low:
+    bf16 = plan.precision in {"mixed_bf16", "mixed_bf16_fp32_grads", "pure_bf16"} or low
+    if plan.grad_reduce_16bit and bf16:
+        args.append("--grad-reduce-in-bf16")
+    elif plan.precision == "mixed_bf16_fp32_grads" or low:
         args.append("--accumulate-allreduce-grads-in-fp32")
     args.extend(low or ())
+    if low and plan.low_precision_params:
+        args.append("--fp4-param-gather" if plan.precision == "nvfp4" else "--fp8-param-gather")
     if plan.precision == "pure_bf16":
         notes.append("pure bf16 without fp32 master weights: Megatron keeps fp32 main params")
     if plan.optimizer in {"adam", "adamw"}:
         args.append("--optimizer adam")
+    elif plan.optimizer == "adamw_bf16_moments":
+        args += [
+            "--optimizer adam",
+            "--use-precision-aware-optimizer",
+            "--exp-avg-dtype bf16",
+            "--exp-avg-sq-dtype bf16",
+        ]
     elif plan.optimizer in {"sgd", "sgd_momentum"}:
         args.append("--optimizer sgd")
     else:
@@ -158,6 +171,9 @@ def _parallel_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
         args.append(f"--expert-model-parallel-size {plan.ep}")
     if plan.sequence_parallel:
         args.append("--sequence-parallel")
+    if plan.activation_offload_layers > 0:
+        # Megatron turns cpu_offloading on with it (arguments.py validate_args)
+        args.append(f"--cpu-offloading-num-layers {plan.activation_offload_layers}")
     return args
 
 
@@ -212,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
         "kv-channels",
         "num-experts",
         "max-position-embeddings",
+        "cpu-offloading-num-layers",
     ):
         p.add_argument(f"--{name}", type=int)
     p.add_argument("--recompute-modules", nargs="*")
@@ -224,6 +241,8 @@ def _parser() -> argparse.ArgumentParser:
         "fp8-recipe",
         "fp4-format",
         "fp4-recipe",
+        "exp-avg-dtype",
+        "exp-avg-sq-dtype",
         "tokenizer-type",
         "merge-file",
     ):
@@ -237,6 +256,10 @@ def _parser() -> argparse.ArgumentParser:
         "bf16",
         "fp16",
         "accumulate-allreduce-grads-in-fp32",
+        "grad-reduce-in-bf16",
+        "use-precision-aware-optimizer",
+        "fp8-param-gather",
+        "fp4-param-gather",
         "group-query-attention",
     ):
         p.add_argument(f"--{name}", action="store_true")
@@ -368,7 +391,16 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["training.precision"] = "mixed_bf16_fp32_grads" if grads else "mixed_bf16"
     else:
         fields["training.precision"] = "fp32"
+    if args.cpu_offloading_num_layers:
+        fields["training.activation_offload_layers"] = args.cpu_offloading_num_layers
+    if args.grad_reduce_in_bf16:
+        fields["training.grad_reduce_16bit"] = True
+    if recipe is not None and (args.fp8_param_gather or args.fp4_param_gather):
+        fields["training.low_precision_params"] = True
     optimizer = {"adam": "adamw", "sgd": "sgd"}.get(args.optimizer or "")
+    bf16_moments = args.exp_avg_dtype == "bf16" and args.exp_avg_sq_dtype == "bf16"
+    if args.optimizer in (None, "adam") and args.use_precision_aware_optimizer and bf16_moments:
+        optimizer = "adamw_bf16_moments"  # Adam is Megatron-LM's default --optimizer
     if optimizer:
         fields["training.optimizer"] = optimizer
     return fields

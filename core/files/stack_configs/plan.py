@@ -59,6 +59,13 @@ class LaunchPlan:
     problems: tuple[str, ...]
     cp: int = 1
     """Context-parallel degree (GPUs = tp·cp·pp·dp)."""
+    low_precision_params: bool = False
+    """FP8/FP4 recipe's layer matrices kept only in FP8/FP4 (Megatron --fp8-param-gather)."""
+    grad_reduce_16bit: bool = False
+    """Main gradients kept and reduced in 16 bits (Megatron --grad-reduce-in-bf16)."""
+    activation_offload_layers: int = 0
+    """Layers per stage whose activations go to host memory (Megatron
+    --cpu-offloading-num-layers)."""
     offload_optimizer: str = "none"
     offload_params: str = "none"
     """ZeRO-Offload / ZeRO-Infinity devices (``training.offload_*``)."""
@@ -113,6 +120,9 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         qlora=tr.qlora,
         problems=lay.problems,
         cp=lay.cp,
+        low_precision_params=tr.low_precision_params,
+        grad_reduce_16bit=tr.grad_reduce_16bit,
+        activation_offload_layers=tr.activation_offload_layers,
         offload_optimizer=tr.offload_optimizer,
         offload_params=tr.offload_params,
         recompute_method=tr.recompute_method,
@@ -195,6 +205,22 @@ def common_unexpressed(plan: LaunchPlan) -> list[str]:
             notes.append(
                 f"precision {plan.precision} is Transformer Engine's recipe as Megatron-Core "
                 "launches it; not stated in this stack's config"
+            )
+        if plan.low_precision_params:
+            notes.append(
+                "low-precision parameters are Megatron's --fp8-param-gather / "
+                "--fp4-param-gather; not stated in this stack's config"
+            )
+        if plan.activation_offload_layers:
+            notes.append(
+                f"activations of {plan.activation_offload_layers} layers per stage offloaded "
+                "to host memory are Megatron's --cpu-offloading-num-layers; not stated in this "
+                "stack's config"
+            )
+        if plan.grad_reduce_16bit:
+            notes.append(
+                "16-bit gradient reduce is Megatron's --grad-reduce-in-bf16; not stated in "
+                "this stack's config"
             )
     return notes
 

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from llm_planner.core.quantities import comm
+from llm_planner.core.quantities import activation_offload, comm
+from llm_planner.core.quantities.offload import host_link_bytes_per_s
 from llm_planner.core.sections.parallelism.layout import Layouts
 from llm_planner.core.sections.parallelism.memory import memory_screen
 from llm_planner.core.sections.parallelism.schedule import FloatArray
@@ -216,7 +217,8 @@ def evaluate_layouts(
     cp_bytes_mb, t_cp = _context_parallel(
         work, cluster, lay, tokens_mb, layers=chunk_layers * v, si=si
     )
-    t_gpu = t_c + t_tp + t_pp + t_ep + t_cp
+    t_off, off_bytes = _activation_offload(work, cluster, lay, si, t_c=t_c, tokens_mb=tokens_mb)
+    t_gpu = t_c + t_tp + t_pp + t_ep + t_cp + t_off
     # when the launches set the pace the backward lasts longer by the GPU's idle time
     hidden_by_compute = (
         cluster.dp_overlap * window_share * (t_c + np.maximum(t_launch - t_gpu, 0.0))
@@ -248,8 +250,8 @@ def evaluate_layouts(
         "time_context_parallel": m * t_cp,
         "time_data_parallel": exposed_dp,
         "time_data_parallel_total": t_dp,
-        "time_offload": off.exposed,
-        "comm_offload_bytes": off.host_link_bytes,
+        "time_offload": off.exposed + m * t_off,
+        "comm_offload_bytes": off.host_link_bytes + m * off_bytes,
         "time_overhead": m * (t_mb - t_gpu),
         "time_gemm_attention": m * (t_c - t_mem),
         "comm_tp_bytes": m * tp_bytes_mb,
@@ -270,6 +272,33 @@ def evaluate_layouts(
     return out
 
 
+def _activation_offload(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    si: StepInputs,
+    *,
+    t_c: FloatArray,
+    tokens_mb: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """(seconds, host-link bytes) per micro-batch of CPU activation offloading on the
+    fullest stage (:func:`.activation_offload.exposed_seconds`): the offloaded layers (at
+    most all of the stage's layers but one, :func:`.training_memory.held_layers`) copy what
+    each keeps of this GPU's tokens (``si.offload_bytes_per_token`` × s·b/cp ÷ tp: the
+    activations split over the tensor-parallel group, exact with sequence parallelism, an
+    approximation without) to the host in the forward and back in the backward, over the
+    GPU's host link (``training.pcie_bandwidth_bytes_per_s``, else
+    :func:`.offload.host_link_bytes_per_s`), hidden behind the micro-batch's compute
+    ``t_c`` as far as it lasts."""
+    if si.offload_layers <= 0:
+        return np.zeros_like(t_c), np.zeros_like(t_c)
+    stage = np.ceil(work.layers / lay.as_float("pp"))
+    offloaded = np.minimum(si.offload_layers, np.maximum(stage - 1.0, 0.0))
+    copy = offloaded * si.offload_bytes_per_token * tokens_mb / lay.as_float("tp")
+    link = si.host_link_bytes_per_s or host_link_bytes_per_s(cluster.gpu_id)
+    return activation_offload.exposed_seconds(copy, t_c, link), 2.0 * copy
+
+
 def bottleneck_of(row: dict[str, float]) -> str:
     """Name the largest non-compute part of a step, or 'compute' when compute dominates."""
     parts = {name: row.get(f"time_{name}", 0.0) for name in TIME_PARTS}
@@ -287,7 +316,8 @@ def bottleneck_of(row: dict[str, float]) -> str:
         "expert_all_to_all": "MoE all-to-all",
         "context_parallel": "context-parallel K/V ring",
         "data_parallel": "data-parallel gradient sync",
-        "offload": "ZeRO offload (host link, CPU optimizer step)",
+        "offload": "offload over the host link (ZeRO offload, CPU optimizer step, "
+        "activation copies)",
         "overhead": "host (CPU) launch overhead",
     }
     return f"{labels[worst]} ({100 * overhead[worst] / total:.0f}% of step)"

@@ -261,7 +261,8 @@ def _data_parallel_arrays(
     Dense parameters are synchronised over the ZeRO shard group (plus an all-reduce of the
     shards across replicas for HYBRID_SHARD); expert parameters over the expert-data-parallel
     group dp/ep (Megatron-LM's expert data parallelism). Gradients travel in the stack's
-    reduce dtype (nanotron and torchtitan reduce in fp32), parameters in 16 bits. The
+    reduce dtype (nanotron and torchtitan reduce in fp32), parameters in 16 bits (in FP8/FP4
+    where they are kept so: ``work.param_gather_bytes``). The
     gradients go in buckets of the stack's size (a stack without one reduces one layer per
     bucket, as FSDP2 does per block); each bucket's collective costs NCCL's latency
     (:func:`.comm.collective_latency_seconds`) + bytes ÷ link; ZeRO-3 all-gathers every
@@ -278,7 +279,7 @@ def _data_parallel_arrays(
     shard = np.minimum(lay.as_float("shard"), dp)
     replicas = dp / shard
     gbytes = work.gradient_reduce_bytes
-    pbytes = comm.COMM_BYTES_PER_ELEMENT
+    pbytes = work.param_gather_bytes
     gathered, experts = _gathered_params_per_gpu(work, lay, params_gpu_dense, params_gpu_expert)
     dp_bytes = comm.data_parallel_bytes(
         lay.zero, shard, params_gpu_dense * gbytes, gathered * pbytes, m

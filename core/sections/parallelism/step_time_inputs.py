@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from llm_planner.core.inputs.training import TrainingInputs
-from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.kept import forgotten
-from llm_planner.core.quantities.optimizers import get_precision, launched_precision
+from llm_planner.core.quantities.optimizers import PrecisionRecipe, get_precision
 from llm_planner.core.sections.parallelism.step_time_offload import OffloadStep
+from llm_planner.core.sections.training_memory import memory_terms
 from llm_planner.core.sections.training_params import StageParams, stage_params, state_bytes
 
 
@@ -49,6 +50,15 @@ class StepInputs:
     dtype's peak for every GEMM; :class:`.optimizers.PrecisionRecipe`)."""
     quantize_bytes_per_element: float = 0.0
     """HBM bytes per GEMM operand element the recipe quantizes, per pass."""
+    offload_layers: float = 0.0
+    """Layers per stage whose activations go to host memory (``TrainingInputs.
+    activation_offload_layers``)."""
+    offload_bytes_per_token: float = 0.0
+    """Activation bytes one layer keeps per token at tp 1 (the model's mean layer under the
+    training inputs' recomputation): what an offloaded layer copies to the host and back."""
+    host_link_bytes_per_s: float | None = None
+    """Host-GPU copy rate per GPU, one direction (``training.pcie_bandwidth_bytes_per_s``;
+    None: the GPU's, :func:`.offload.host_link_bytes_per_s`)."""
     offload: OffloadStep = field(default_factory=OffloadStep)
     """ZeRO-Offload / ZeRO-Infinity settings (:func:`.step_time_offload.offload_seconds`)."""
 
@@ -63,7 +73,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         arch, ti, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=1.0
     )
     targets = [t for t in ti.lora_targets if t != "gate" or arch.gated]
-    recipe = launched_precision(ti.precision, ti.stack)
+    recipe = ti.launched_recipe
     return StepInputs(
         flash_attention=ti.flash_attention,
         heads=float(arch.heads),
@@ -74,10 +84,13 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         adapted_matrices_per_layer=float(len(targets)) if rank is not None else 0.0,
         layers=float(arch.layers),
         dequantised_params=float(whole.layer_matrix_params) if ti.qlora else 0.0,
-        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(recipe.id),
+        optimizer_extra_bytes_per_param=mixed_precision_optimizer_extra_bytes(recipe),
         kv_width=float(_kv_width(arch)),
         gemm_dtype=recipe.gemm_dtype,
         quantize_bytes_per_element=recipe.quantize_bytes_per_element,
+        offload_layers=float(ti.activation_offload_layers),
+        offload_bytes_per_token=_offload_bytes_per_token(arch, ti),
+        host_link_bytes_per_s=ti.pcie_bandwidth_bytes_per_s,
         offload=_offload_step(ti, whole),
     )
 
@@ -89,7 +102,7 @@ def _offload_step(ti: TrainingInputs, whole: StageParams) -> OffloadStep:
     everything = whole.layer_params + whole.outside_params
     lora = ti.effective_lora_rank is not None
     trained = whole.lora_params if lora else everything
-    recipe = launched_precision(ti.precision, ti.stack)
+    recipe = ti.launched_recipe
     return OffloadStep(
         optimizer=ti.offload_optimizer,
         params=ti.offload_params,
@@ -99,6 +112,17 @@ def _offload_step(ti: TrainingInputs, whole: StageParams) -> OffloadStep:
         weight_bytes_per_param=recipe.weights_bytes,
         trained_fraction=trained / everything if everything else 1.0,
     )
+
+
+def _offload_bytes_per_token(arch: Architecture, ti: TrainingInputs) -> float:
+    """Mean activation bytes a layer keeps per token at micro-batch 1, tp 1, without
+    sequence parallelism, under the inputs' recomputation (:func:`.training_memory.
+    memory_terms`' ``kept_per_layer`` ÷ s); 0 without activation offload."""
+    if ti.activation_offload_layers <= 0:
+        return 0.0
+    terms = memory_terms(arch, ti, float(count_parameters(arch).total))
+    kept = terms.activations(1, 1, False, ti.priced_recompute).kept_per_layer
+    return float(kept) / ti.seq_len
 
 
 def _kv_width(arch: Architecture) -> int:
@@ -112,7 +136,7 @@ def _kv_width(arch: Architecture) -> int:
     return 2 * arch.kv_size
 
 
-def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
+def mixed_precision_optimizer_extra_bytes(precision: PrecisionRecipe | str) -> float:
     """HBM bytes per parameter a mixed-precision optimizer step moves besides Adam's update
     of the fp32 master weights and moments (which :func:`.workload.
     optimizer_step_bytes_per_param` prices: read the gradient, read and write 12 bytes of
@@ -128,7 +152,7 @@ def mixed_precision_optimizer_extra_bytes(precision: str) -> float:
     = 24 bytes for ``mixed_fp16``, 16 for ``mixed_bf16``, 8 with fp32 main gradients
     (Megatron-Core's ``mixed_bf16_fp32_grads``: no copy), 4 (the norm) without a master
     copy."""
-    recipe = get_precision(precision)
+    recipe = get_precision(precision) if isinstance(precision, str) else precision
     grad = recipe.gradients_bytes
     norm = 4.0
     if recipe.master_bytes <= 0:

@@ -31,7 +31,6 @@ from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
     model_flops_per_token,
 )
-from llm_planner.core.quantities.optimizers import launched_precision
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
 from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, Layouts
 from llm_planner.core.sections.training import (
@@ -101,6 +100,10 @@ class Workload:
     gradient_reduce_bytes: float = comm.COMM_BYTES_PER_ELEMENT
     """Bytes per element of the data-parallel gradient collective (the stack's, or the
     precision recipe's gradient dtype)."""
+    param_gather_bytes: float = comm.COMM_BYTES_PER_ELEMENT
+    """Bytes per element of the data-parallel parameter all-gather (ZeRO-1/2 after the step,
+    ZeRO-3 before each use): 16 bits, or one direction of the quantized copy when the
+    parameters are kept in low precision (Megatron's --fp8-param-gather)."""
     layer_params: float = 0.0
     """Parameters of the largest layer (a ZeRO-3 gather, FSDP2's per-block bucket)."""
     vocab: int = 0
@@ -222,7 +225,7 @@ def optimizer_step_bytes_per_param(arch: Architecture, training_inputs: Training
     params = whole.layer_params + whole.outside_params
     if params <= 0:
         return 0.0
-    recipe = launched_precision(training_inputs.precision, training_inputs.stack)
+    recipe = training_inputs.launched_recipe
     trained_w = w if training_inputs.effective_lora_rank is None else 0.0
     if training_inputs.effective_lora_rank is not None and recipe.gradients_bytes > 0:
         trained_w = g / recipe.gradients_bytes * recipe.weights_bytes
@@ -294,8 +297,8 @@ def workload_of(
             else (0.0, 0.0)
         ),
         stack=stack,
-        gradient_reduce_bytes=stack.gradient_reduce_bytes
-        or launched_precision(ti.precision, ti.stack).gradients_bytes,
+        gradient_reduce_bytes=stack.gradient_reduce_bytes or ti.launched_recipe.gradients_bytes,
+        param_gather_bytes=_param_gather_bytes(ti),
         layer_params=float(one_layer_params(arch)) * scale,
         vocab=arch.vocab_size,
         head_flops_per_token=min(6.0 * arch.vocab_size * arch.hidden_size, model),
@@ -470,6 +473,18 @@ def hardware_flops_factors(
         for rc in RECOMPUTE_CODES
     ]
     return (values[0], values[1], values[2])
+
+
+def _param_gather_bytes(ti: TrainingInputs) -> float:
+    """Bytes per element the data-parallel parameter all-gather moves: 16 bits, or, with the
+    layers' matrices kept in low precision (``TrainingInputs.low_precision_params``: Megatron
+    "perform the param all-gather in fp8"), one direction of their quantized copy with its
+    scales (half of :attr:`.optimizers.PrecisionRecipe.low_precision_copy_bytes`; the
+    16-bit rest of the model, embeddings and norms, is a small share and counted so too)."""
+    recipe = ti.launched_recipe
+    if recipe.quantized_params:
+        return recipe.low_precision_copy_bytes / 2
+    return comm.COMM_BYTES_PER_ELEMENT
 
 
 def full_replay_share(work: Workload, lay: Layouts) -> npt.NDArray[np.float64]:
