@@ -21,6 +21,7 @@ from llm_planner.core.sections.training_memory import (
     RECOMPUTE_POLICIES,
     MemoryTerms,
     StageActivations,
+    gathered_head_bytes,
 )
 from llm_planner.core.sections.training_offload import offloaded_state
 from llm_planner.core.sections.training_params import StateBytes
@@ -51,6 +52,14 @@ def _activation_terms(terms: MemoryTerms, tp: int, sp: bool, rc: int, b: float) 
         "outside_last": a.outside_last * scale + a.outside_last_fixed,
         "outside_only": a.outside_only * scale + a.outside_only_fixed,
     }
+
+
+def _on_gpu_share(layers: float, offloaded: int) -> float:
+    """:func:`.training_memory._on_gpu_share` of one layout (CPU activation offload)."""
+    if offloaded <= 0:
+        return 1.0
+    held = layers - min(float(offloaded), max(layers - 1.0, 0.0))
+    return held / max(layers, 1.0) if layers > 0 else 1.0
 
 
 def _fixed_temporaries(
@@ -101,16 +110,24 @@ def training_memory_one(
     """:func:`.training_memory.training_memory_arrays` at one layout (its arguments as
     plain numbers): the same keys, each value that layout's float."""
     tp, pp, ep, zero, rc = int(tp), int(pp), int(ep), int(zero), int(recompute)
-    cp_f = float(cp)
-    b = float(micro_batch) / cp_f
-    sp = bool(sp)
-    shard_f = float(shard)
-    tp_f = float(tp)
+    b = float(micro_batch) / float(cp)
+    sp, shard_f, tp_f = bool(sp), float(shard), float(tp)
     multi = pp > 1
     first_layers, last_layers = (float(x) for x in terms.stage_layers(pp))
 
     acts = _activation_terms(terms, tp, sp, rc, b)
     logits = acts["logits"]
+    if terms.gathered_head is not None:  # a head kept gathered under FSDP (rare: numpy's)
+        logits = float(
+            gathered_head_bytes(
+                terms,
+                np.array([logits]),
+                b=np.array([b]),
+                tp=np.array([tp]),
+                zero=np.array([zero]),
+                shard=np.array([shard_f]),
+            )[0]
+        )
     saved: float | None = None
     if is_partial(terms.recompute_method, terms.recompute_layers) and rc == _FULL:
         saved = _activation_terms(terms, tp, sp, 0, b)["kept_per_layer"]
@@ -162,7 +179,8 @@ def training_memory_one(
                 saved_bytes=saved,
             )
             in_layers, working = float(part_kept), float(part_working)
-        activ = in_layers * flight + outside_acts
+        on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
+        activ = on_gpu * flight + outside_acts
         lg = logits if last else (0.0 if multi else logits)
         temp = fixed_temporaries + max(lg, working)
         allocated = w + g + o + activ + temp
@@ -181,6 +199,7 @@ def training_memory_one(
             "nvme_bytes": nvme,
             "recompute_working_bytes": working,
             "layer_activations_bytes": in_layers,
+            "offloaded_activations_bytes": in_layers - on_gpu,
         }
 
     def peak(allocated: float) -> tuple[float, float]:
@@ -231,6 +250,7 @@ _SCREENED = (
     "optimizer_bytes",
     "activations_bytes",
     "allocated_bytes",
+    "offloaded_activations_bytes",
     "recompute_working_bytes",
 )
 """The components :func:`training_memory_one` returns without ``detail`` (as the array

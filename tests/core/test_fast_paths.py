@@ -196,6 +196,9 @@ def test_one_layout_step_time_equals_the_layout_among_others() -> None:
         }
         if rng.random() < 0.2:
             updates["lora_rank"] = 16
+        for name in ("low_precision_params", "grad_reduce_16bit"):
+            updates[name] = rng.random() < 0.3
+        updates["activation_offload_layers"] = rng.choice([0, 0, 2])
         try:
             training = base.training.model_copy(update=updates)
             training = type(training).model_validate(training.model_dump())

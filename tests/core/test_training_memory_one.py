@@ -3,9 +3,9 @@ the array function's values exactly (core/sections/training_memory.py), and the 
 activation pricings the memory terms use give the ledger's: random scenarios (dense, MoE,
 MLA and recurrent models, LoRA and QLoRA, every stack, profile, precision recipe and
 optimizer, every recomputation policy with partial full recomputation and checkpoint
-placements, ZeRO offload of the optimizer and the parameters to CPU or NVMe) at random
-layouts (tp, pp, cp, ep, ZeRO stage and shard group, micro-batch, sequence parallelism,
-micro-batches in flight)."""
+placements, ZeRO offload of the optimizer and the parameters to CPU or NVMe, CPU
+activation offload, a head kept gathered under FSDP) at random layouts (tp, pp, cp, ep,
+ZeRO stage and shard group, micro-batch, sequence parallelism, micro-batches in flight)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ def _inputs(rng: random.Random) -> TrainingInputs | None:
         "fragmentation_fraction": rng.choice([0.0, 0.07, 0.2]),
         "offload_optimizer": rng.choice(["none", "none", "cpu", "nvme"]),
         "offload_params": rng.choice(["none", "none", "cpu", "nvme"]),
+        "activation_offload_layers": rng.choice([0, 0, 1, 3]),
+        "low_precision_params": rng.random() < 0.2,
+        "grad_reduce_16bit": rng.random() < 0.2,
     }
     if fields["recompute"] == "threshold" and fields["recompute_threshold_bytes"] is None:
         fields["recompute_threshold_bytes"] = 1e7
@@ -124,7 +127,7 @@ def test_one_layout_equals_the_array_function_over_random_scenarios() -> None:
     rng = random.Random(20261201)
     compared = 0
     policies: set[int] = set()
-    partial = experts = offloaded = 0
+    partial = experts = offloaded = activations_offloaded = gathered_heads = 0
     while compared < 400:
         model = rng.choice(MODELS)
         arch = get_preset(model).architecture
@@ -143,11 +146,15 @@ def test_one_layout_equals_the_array_function_over_random_scenarios() -> None:
             partial += lay["recompute"] == 2 and ti.recompute_layers not in (None, 1)
             experts += lay["ep"] > 1
             offloaded += terms.offload is not None and lay["zero"] >= 1
+            activations_offloaded += terms.activation_offload_layers > 0
+            gathered_heads += terms.gathered_head is not None and lay["zero"] == 3
         compared += len(layouts)
     assert policies == {0, 1, 2, 3}
     assert partial > 10  # full recompute covering stages partly
     assert experts > 10  # expert parallelism
     assert offloaded > 10  # ZeRO offload of the optimizer or the parameters
+    assert activations_offloaded > 10  # CPU activation offload
+    assert gathered_heads > 10  # torchtitan's head kept gathered under FSDP (ZeRO-3)
 
 
 def test_lean_pricings_equal_the_ledger() -> None:

@@ -128,7 +128,7 @@ def data_parallel_one(
     shard = min(float(lay.shard[0]), dp)
     replicas = dp / shard
     gbytes = work.gradient_reduce_bytes
-    pbytes = comm.COMM_BYTES_PER_ELEMENT
+    pbytes = work.param_gather_bytes
     dp_bytes = _bytes(zero, shard, dense * gbytes, gathered * pbytes, m)
     if work.params_expert > 0:
         expert_dp = min(max(dp / ep, 1.0), shard)
