@@ -46,6 +46,7 @@ from llm_planner.core.primitives.layer_matrices import (
     TensorSplit,
     attention_matrices_of_form,
     layer_counts,
+    layers_differ,
 )
 
 __all__ = [
@@ -716,18 +717,22 @@ def _count_parameters(arch: Architecture) -> ParameterCount:
     attention = recurrent = mlp = 0
     mixers: dict[tuple[bool, bool, tuple[int, int, bool, bool]], tuple[int, int]] = {}
     ffns: dict[int, int] = {}  # layers of one form count alike: each form priced once
-    for i in range(arch.layers):
-        form = _mixer_form(arch, i)
-        if form not in mixers:
-            mixers[form] = _mixer_params(arch, *form)
-        layer_attention, layer_recurrent = mixers[form]
-        attention += layer_attention
-        recurrent += layer_recurrent
-        if arch.has_ffn(i) and not arch.is_moe_layer(i):
-            width = arch.ffn_size_of(i)
-            if width not in ffns:
-                ffns[width] = mlp_params(arch, width)
-            mlp += ffns[width]
+    if not layers_differ(arch):  # every layer alike: L × the first, dense FFNs × one FFN
+        attention, recurrent = (arch.layers * x for x in _layer_mixer(arch, 0))
+        mlp = (arch.layers - arch.moe_layers) * mlp_params(arch, arch.ffn_size_of(0))
+    else:  # each layer as it is
+        for i in range(arch.layers):
+            form = _mixer_form(arch, i)
+            if form not in mixers:
+                mixers[form] = _mixer_params(arch, *form)
+            layer_attention, layer_recurrent = mixers[form]
+            attention += layer_attention
+            recurrent += layer_recurrent
+            if arch.has_ffn(i) and not arch.is_moe_layer(i):
+                width = arch.ffn_size_of(i)
+                if width not in ffns:
+                    ffns[width] = mlp_params(arch, width)
+                mlp += ffns[width]
     ple_outside, ple_layer = per_layer_input_params(arch)
     per_layer_inputs = ple_outside + arch.layers * ple_layer
     table = arch.per_layer_input_vocab * arch.layers * arch.per_layer_input_size

@@ -6,18 +6,9 @@ from __future__ import annotations
 
 from llm_planner.core.primitives.architecture import Architecture, LayerMatrix
 from llm_planner.core.primitives.kept import kept
+from llm_planner.core.primitives.layer_matrices import layers_differ
 
-
-def layers_differ(arch: Architecture) -> bool:
-    """Whether layers of one kind (dense or MoE) differ in their matrices: a recurrent or
-    hybrid model (Jamba, Nemotron-H, Qwen3.5), or Gemma 4's global and KV-sharing layers."""
-    return (
-        arch.recurrent is not None
-        or arch.kv_shared_layers > 0
-        or arch.global_head_dim is not None
-        or arch.global_kv_heads is not None
-        or arch.global_values_are_keys
-    )
+__all__ = ["layer_groups", "layers_differ"]
 
 
 @kept()

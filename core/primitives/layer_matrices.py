@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple, Protocol
 
-from llm_planner.core.primitives.architecture_parts import MLAConfig
+from llm_planner.core.primitives.architecture_parts import MLAConfig, RecurrentConfig
 from llm_planner.core.primitives.kept import kept
 
 
@@ -25,6 +25,16 @@ class Shapes(Protocol):
     def attention_output_gate(self) -> bool: ...
     @property
     def mla(self) -> MLAConfig | None: ...
+    @property
+    def recurrent(self) -> RecurrentConfig | None: ...
+    @property
+    def kv_shared_layers(self) -> int: ...
+    @property
+    def global_head_dim(self) -> int | None: ...
+    @property
+    def global_kv_heads(self) -> int | None: ...
+    @property
+    def global_values_are_keys(self) -> bool: ...
     def is_moe_layer(self, index: int) -> bool: ...
     def is_attention_layer(self, index: int) -> bool: ...
     def is_recurrent_layer(self, index: int) -> bool: ...
@@ -115,4 +125,16 @@ def layer_counts(arch: Shapes) -> tuple[int, int, int, int]:
         sum(1 for i in layers if arch.is_attention_layer(i)),
         sum(1 for i in layers if arch.is_recurrent_layer(i)),
         sum(1 for i in layers if arch.is_attention_layer(i) and arch.is_windowed_layer(i)),
+    )
+
+
+def layers_differ(arch: Shapes) -> bool:
+    """Whether layers of one kind (dense or MoE) differ in their matrices: a recurrent or
+    hybrid model (Jamba, Nemotron-H, Qwen3.5), or Gemma 4's global and KV-sharing layers."""
+    return (
+        arch.recurrent is not None
+        or arch.kv_shared_layers > 0
+        or arch.global_head_dim is not None
+        or arch.global_kv_heads is not None
+        or arch.global_values_are_keys
     )

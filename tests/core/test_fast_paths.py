@@ -266,3 +266,26 @@ def test_few_layouts_enumerated_in_python_are_the_array_enumeration(
             assert x.dtype == y.dtype, name
             assert x.tolist() == y.tolist(), name
     assert small > 50
+
+
+def test_parameter_count_of_alike_layers_equals_the_layer_by_layer_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where every layer is alike (no hybrid, KV-sharing or global-layer shapes) the count
+    takes L × one layer; counted layer by layer instead it is the same, for every preset
+    and for MoE variants with dense leading layers and MoE periods."""
+    from llm_planner.core.primitives import architecture
+    from llm_planner.core.primitives.kept import forget_all
+    from llm_planner.core.primitives.presets import model_presets
+
+    archs = [p.architecture for p in model_presets().values()]
+    for arch in list(archs):
+        if arch.moe is not None:
+            moe = arch.moe.model_copy(update={"first_dense_layers": 3, "layer_period": 2})
+            archs.append(arch.model_copy(update={"moe": moe}))
+    assert sum(not architecture.layers_differ(a) for a in archs) > 10  # the fast path taken
+    alike = [architecture._count_parameters(a) for a in archs]
+    forget_all()
+    monkeypatch.setattr(architecture, "layers_differ", lambda _arch: True)
+    by_layer = [architecture._count_parameters(a) for a in archs]
+    assert alike == by_layer
