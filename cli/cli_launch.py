@@ -144,6 +144,7 @@ def cmd_import_config(args: argparse.Namespace) -> int:
                 "format": imported.stack,
                 "read": list(imported.read),
                 "ignored": list(imported.ignored),
+                "auto": list(imported.auto),
                 "model": model_note,
                 "scenario": scenario_document(scenario),
             }
@@ -153,12 +154,23 @@ def cmd_import_config(args: argparse.Namespace) -> int:
         f"{clean_text(str(args.config))}: {imported.stack} config; {model_note}",
         f"  read ({len(imported.read)}): {', '.join(imported.read) or '-'}",
         f"  ignored ({len(imported.ignored)}): {', '.join(imported.ignored) or '-'}",
+        *_auto_lines(imported),
         f"  layout: {_layout_text(scenario)}",
     ]
     if args.save:
         lines.append(f"  saved as {args.save}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def _auto_lines(imported: Any) -> list[str]:
+    """The keys the config leaves to the launcher ("auto"), whose values come from the
+    scenario (and the command line's options) instead."""
+    if not imported.auto:
+        return []
+    return [
+        f"  auto ({len(imported.auto)}, the scenario's value stands): " + ", ".join(imported.auto)
+    ]
 
 
 def _layout_text(scenario: Any) -> str:
@@ -243,6 +255,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "problems": problems,
                 "read": list(imported.read),
                 "ignored": list(imported.ignored),
+                "auto": list(imported.auto),
                 "suggestions": [row.model_dump(mode="json") for row in suggestions],
             }
         )
@@ -252,6 +265,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"{clean_text(str(args.config))} ({imported.stack}) on {scenario.num_gpus} × "
         f"{scenario.gpu.name}: {verdict}",
         f"  {model_note}",
+        *_auto_lines(imported),
         f"  layout: {_layout_text(scenario)}",
         f"  peak per GPU {units.format_gb(peak)} of {units.format_gb(capacity)}; headroom "
         f"{units.format_gb(capacity - peak)}",

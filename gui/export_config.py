@@ -154,7 +154,13 @@ def import_dropped(window: Any, path: str) -> bool:
     window.state.replace(scenario, f"Import {imported.stack} config")
     window.statusBar().showMessage(
         f"Imported {path} ({imported.stack}): read {len(imported.read)} keys, "
-        f"ignored {len(imported.ignored)}",
+        f"ignored {len(imported.ignored)}"
+        + (
+            f"; {len(imported.auto)} left to the launcher ('auto': the scenario's values "
+            f"stand): {', '.join(imported.auto)}"
+            if imported.auto
+            else ""
+        ),
         10000,
     )
     return True

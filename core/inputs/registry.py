@@ -528,6 +528,18 @@ INPUTS: tuple[Input, ...] = (
         names=_names("llm_planner.core.quantities.moe", "DISPATCHERS"),
     ),
     Input(
+        "training.cuda_graphs",
+        "CUDA graphs",
+        "what the step captures in CUDA graphs: none, attn, mlp, attn_moe_router, layer or "
+        "full_iteration (Megatron-Core's cuda_graph_impl / cuda_graph_modules); captured "
+        "kernels leave the host's launch floor",
+        kind="choice",
+        flag="--cuda-graphs",
+        group=TRAINING,
+        metavar="SCOPE",
+        names=_names("llm_planner.core.quantities.cuda_graphs", "CUDA_GRAPHS"),
+    ),
+    Input(
         "training.moe_load_imbalance",
         "MoE load imbalance",
         "tokens of the busiest expert ÷ the mean (1: balanced); the slowest rank sets the step",

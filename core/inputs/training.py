@@ -29,6 +29,7 @@ from llm_planner.core.quantities.activation_recompute import (
     RecomputeMethod,
 )
 from llm_planner.core.quantities.activations import ALL_LINEAR, get_profile
+from llm_planner.core.quantities.cuda_graphs import CudaGraphs
 from llm_planner.core.quantities.offload import OFFLOAD_HOST_MEMORY_BYTES_PER_NODE
 from llm_planner.core.quantities.optimizers import (
     PrecisionRecipe,
@@ -135,6 +136,13 @@ class TrainingInputs(BaseModel):
         "MoEAlltoAllTokenDispatcher, what expert-parallel recipes set) or allgather (every "
         "token gathered over the tp·ep group and the outputs reduce-scattered, "
         "MoEAllGatherTokenDispatcher, Megatron-Core's default type)",
+    )
+    cuda_graphs: CudaGraphs = Field(
+        default="none",
+        description="what the step captures in CUDA graphs (Megatron-Core's cuda_graph_impl "
+        "and cuda_graph_modules): none, per-layer attn, mlp, attn_moe_router (attention, MoE "
+        "router and dispatcher preprocessing), layer (whole layers), or full_iteration; "
+        "captured kernels leave the host's per-kernel launch floor",
     )
     moe_load_imbalance: float = Field(
         default=1.0,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_planner.core.files import stack_configs as sc
+from llm_planner.core.files.stack_configs.textfmt import load_yaml
 from llm_planner.core.inputs.scenario import default_scenario
 
 DEEPSEEK_V3_MFSDP = """\
@@ -183,12 +184,17 @@ def test_deepspeed_export_states_where_checkpoints_live() -> None:
     }
 
 
-def test_nanotron_exports_recompute_layer_not_the_deprecated_granularity() -> None:
-    """huggingface/nanotron@2411b022 config/parallelism_config.py: ``recompute_layer`` (bool);
-    ``recompute_granularity`` was removed (d0f74c76) and dacite strict refuses it."""
+def test_nanotron_exports_the_release_s_granularity_and_says_what_each_version_does() -> None:
+    """The export is parsed in CI by nanotron 0.2 (PyPI), whose ``ParallelismArgs`` has
+    ``recompute_granularity`` and refuses unknown keys (dacite strict); its Llama never
+    recomputes (models/llama.py hands the field to the FLOP count only), and main
+    (huggingface/nanotron@2411b022) renamed it ``recompute_layer``: the notes say both."""
     full = sc.export_config(_scenario(recompute="full"), "nanotron")
-    assert "recompute_layer: true" in full.text
-    assert "recompute_granularity" not in full.text
+    assert "recompute_granularity: FULL" in full.text
+    assert "recompute_layer" not in load_yaml(full.text)["parallelism"]
+    assert any("recompute_layer: true" in note for note in full.unexpressed)
     selective = sc.export_config(_scenario(recompute="selective"), "nanotron")
-    assert "recompute_layer: false" in selective.text
-    assert any("nanotron has none" in note for note in selective.unexpressed)
+    assert "recompute_granularity: SELECTIVE" in selective.text
+    assert any("main has no selective" in note for note in selective.unexpressed)
+    none = sc.export_config(_scenario(recompute="none"), "nanotron")
+    assert not any("recompute" in note for note in none.unexpressed)

@@ -72,9 +72,9 @@ ACCELERATE_LAYOUTS: list[dict[str, Any]] = [
     {"parallelism.zero_stage": 3, "parallelism.tp": 2, "training.precision": "mixed_fp16"},
     {"parallelism.fsdp_strategy": "HYBRID_SHARD", "training.recompute": "none"},
 ]
-# nanotron recomputes whole layers or nothing (recompute_layer, huggingface/nanotron@2411b022
-# config/parallelism_config.py): a selective plan exports as recompute_layer false (with a
-# note), so these layouts state none
+# nanotron recomputes whole layers or nothing (main's recompute_layer, huggingface/nanotron@
+# 2411b022 config/parallelism_config.py; the release's Llama not at all): a selective plan
+# exports with a note, so these layouts state none or full
 NANOTRON_LAYOUTS: list[dict[str, Any]] = [
     {"parallelism.zero_stage": 0, "training.recompute": "none"},
     {

@@ -139,3 +139,27 @@ def test_dropping_a_stack_config_imports_its_layout(
     assert s.training.stack == "torchtitan"
     window.state.undo_stack.undo()  # one undoable step
     assert window.state.scenario.model.preset == "llama-3.1-8b"
+
+
+def test_a_dropped_trainer_config_says_which_values_are_left_to_the_launcher(
+    qtbot: Any, window: MainWindow
+) -> None:
+    """The HF Trainer's ZeRO-3 offload config (batch and fp16 'auto') dropped on the window:
+    ZeRO-3 and the offload are applied, the scenario's batch and precision stay, and the
+    status line names the four 'auto' keys."""
+    from .test_drop_hostile import drop
+
+    fixture = (
+        Path(__file__).parents[1] / "fixtures" / "stack_configs" / "hf_trainer_zero3_auto.json"
+    )
+    before = window.state.scenario
+    drop(window, fixture)
+    window.flush()
+    after = window.state.scenario
+    assert after.parallelism.zero_stage == 3
+    assert after.training.offload_optimizer == "cpu"
+    assert after.training.micro_batch == before.training.micro_batch
+    assert after.training.precision == before.training.precision
+    message = window.statusBar().currentMessage()
+    assert "4 left to the launcher ('auto'" in message
+    assert "train_batch_size" in message

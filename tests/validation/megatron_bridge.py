@@ -134,8 +134,12 @@ NOT_EXPRESSED = (
     "FP8 attention (`fp8_dot_product_attention`: the DeepSeek-V3 B300/GB300 and Qwen3 "
     "B300/GB200/GB300 MXFP8 recipes, `_enable_deepseek_full_iteration_mxfp8` / "
     "`_enable_hybridep_full_iteration_mxfp8`; the app runs attention at BF16's rate)",
-    "CUDA graphs (`cuda_graph_impl`: the host launch overhead they remove is priced as "
-    "without them)",
+    "CUDA graphs (`cuda_graph_impl` / `cuda_graph_scope`): expressible as "
+    "`training.cuda_graphs` but not yet stated, the rows priced eager; with each recipe's "
+    "scope (megatron_bridge_recipes.cuda_graphs_of) the 25.09 token-drop Qwen3 row on 8 B200 "
+    "goes from -46% to +23%, but the dropless micro-batch-1 B200 rows, right eager, go to "
+    "+40% and +46% (all rows median 10.7%, fine-grained MoE 21.8%): the launch floor those "
+    "rows hit is not the per-kernel one the graphs remove",
 )
 """What the recipes set that the scenario cannot state (the page lists them)."""
 

@@ -357,3 +357,61 @@ def layout_differs(row: dict[str, Any], rec: Recipe) -> bool:
         int(row["global_batch"]),
     )
     return published != rec.layout
+
+
+GRAPH_MODULES: dict[str, str] = {
+    "llama3_70b_pretrain_64gpu_gb200_nvfp4": "layer",
+    "llama3_70b_sft_32gpu_h100_fp8cs": "mlp",
+    "llama3_70b_sft_32gpu_gb200_fp8cs": "mlp",
+    "llama3_70b_sft_32gpu_gb200_fp8mx": "mlp",
+    "llama3_70b_sft_32gpu_gb300_fp8cs": "mlp",
+    "llama3_70b_sft_32gpu_gb300_fp8mx": "mlp",
+    "llama3_70b_peft_8gpu_gb200_fp8cs": "mlp",
+    "llama3_70b_peft_8gpu_gb200_fp8mx": "mlp",
+    "llama3_70b_peft_8gpu_gb300_fp8cs": "mlp",
+    "llama3_70b_peft_8gpu_gb300_fp8mx": "mlp",
+}
+"""The ``cuda_graph_scope`` of the ``transformer_engine`` recipes that set another than
+``["attn", "moe_router", "moe_preprocess"]`` (every DeepSeek-V3 and Qwen3 one here, set in
+the function or by ``deepseek/common.py:_enable_deepseek_transformer_engine_graph``), as the
+app's ``training.cuda_graphs``: the Llama 3 70B SFT and LoRA recipes' ``["mlp"]``, and
+``llama3_70b_pretrain_64gpu_gb200_nvfp4``'s ``clear_cuda_graph_modules`` (an empty list:
+whole layers)."""
+
+TOKENDROP_RELEASE = "NVIDIA-NeMo/Megatron-Bridge@v0.1.0rc4"
+"""The Megatron-Bridge the 25.09 release ran (tag v0.1.0rc4, 2025-10-23): its
+``scripts/performance/run_script.py`` turns token dropping on (``apply_moe_token_drop``:
+capacity factor 1, padded to capacity) for the MoE runs, and
+``scripts/performance/configs/{qwen3,deepseek}/*_llm_pretrain.yaml`` set ``cuda_graphs`` per
+system, which ``utils/helpers.py:set_cuda_graph_overrides`` passes on as
+``enable_cuda_graph`` (Megatron-Core: ``cuda_graph_impl = "local"``, the default whole-layer
+scope)."""
+
+TOKENDROP_CUDA_GRAPHS: dict[tuple[str, str], str] = {
+    ("qwen3_30b_a3b", "gb200"): "layer",
+    ("qwen3_30b_a3b", "b200"): "layer",
+    ("qwen3_30b_a3b", "h100"): "none",
+    ("deepseek_v3", "gb200"): "none",
+    ("deepseek_v3", "b200"): "none",
+    ("deepseek_v3", "h100"): "none",
+}
+"""(model, system) → the token-drop rows' CUDA graphs in :data:`TOKENDROP_RELEASE`'s perf
+matrix (``cuda_graphs: true`` → whole layers; ``false`` → none)."""
+
+
+def cuda_graphs_of(row: dict[str, Any], function: str, rec: Recipe) -> str:
+    """The row's CUDA graphs as the app's ``training.cuda_graphs``. A token-drop row
+    (labelled "tokendrop"; 25.09) cannot have run the recipe at :data:`SOURCE` (dropless,
+    flex dispatcher): :data:`TOKENDROP_CUDA_GRAPHS`. Otherwise the recipe's: ``local`` with
+    scope ``["full_iteration"]`` (every Llama 3 8B recipe here) and ``full_iteration``
+    (``_enable_deepseek_full_iteration_mxfp8`` / ``_enable_hybridep_full_iteration_mxfp8``)
+    → ``full_iteration``; ``transformer_engine`` → :data:`GRAPH_MODULES`, else
+    ``attn_moe_router``; ``none`` → ``none``."""
+    if "tokendrop" in row["model"]["name"].lower():
+        model = _MODEL[row["model"]["name"].split(maxsplit=1)[0].lower()]
+        return TOKENDROP_CUDA_GRAPHS[(model, _SYSTEM[row["gpu"]["type"]])]
+    if rec.cuda_graphs in ("local", "full_iteration"):
+        return "full_iteration"
+    if rec.cuda_graphs == "transformer_engine":
+        return GRAPH_MODULES.get(function, "attn_moe_router")
+    return "none"

@@ -330,7 +330,12 @@ def parse(text: str, source: str, training_args: str | None = None) -> ImportedC
         model = _training_args(training_args, source, fields, r.read)
     ignored = sorted(leaf_paths(data) - set(r.read))
     return ImportedConfig(
-        stack=STACK, fields=fields, model=model, read=tuple(r.read), ignored=tuple(ignored)
+        stack=STACK,
+        fields=fields,
+        model=model,
+        read=tuple(r.read),
+        ignored=tuple(ignored),
+        auto=tuple(r.auto),
     )
 
 

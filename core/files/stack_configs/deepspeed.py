@@ -199,9 +199,14 @@ def _batch_fields(r: Reader, tp: int, pp: int) -> dict[str, Any]:
     return fields
 
 
-def _precision_in(r: Reader) -> str:
+def _precision_in(r: Reader) -> str | None:
+    """The recipe the ``fp16`` / ``bf16`` blocks enable; None when they are left to the
+    launcher (``"auto"``) and none is enabled outright: the scenario's precision stands."""
+    before = len(r.auto)
     fp16 = r.get("fp16.enabled", bool, False)
     bf16 = r.get("bf16.enabled", bool, False) or r.get("bfloat16.enabled", bool, False)
+    if not fp16 and not bf16 and len(r.auto) > before:
+        return None
     if fp16:
         return "mixed_fp16"
     if bf16:
@@ -272,7 +277,9 @@ def parse(text: str, source: str) -> ImportedConfig:
         fields["parallelism.zero_stage"] = stage
         fields["parallelism.fsdp_strategy"] = None
     fields.update(_offload_in(r))
-    fields["training.precision"] = _precision_in(r)
+    precision = _precision_in(r)
+    if precision is not None:
+        fields["training.precision"] = precision
     names = {v.lower(): k for k, v in DEEPSPEED_OPTIMIZERS.items()}
     opt = r.get("optimizer.type", str)
     if opt is not None and opt.lower() in names:
@@ -292,6 +299,7 @@ def parse(text: str, source: str) -> ImportedConfig:
         model=known_model(name) or name,
         read=tuple(r.read),
         ignored=tuple(ignored),
+        auto=tuple(r.auto),
     )
 
 

@@ -4,7 +4,9 @@ Sections as nanotron v0.2 reads them (src/nanotron/config/config.py ``Config``, 
 dacite strict: unknown keys are refused, so provenance goes into comments and
 ``general.run``): ``parallelism`` dp, tp, pp, pp_engine "1f1b" / "afab" (all forward then
 all backward: GPipe), tp_mode ALL_REDUCE / REDUCE_SCATTER (= sequence parallelism),
-recompute_layer (the older recompute_granularity read on import), expert_parallel_size
+recompute_granularity SELECTIVE / FULL (nanotron main, 2411b022, renamed it recompute_layer
+and reshaped the optimizer section; both spellings are read on import, the export writes the
+release's, which CI parses with nanotron 0.2 from PyPI), expert_parallel_size
 (parallelism_config.py);
 ``tokens`` sequence_length, micro_batch_size, batch_accumulation_per_replica (global batch =
 micro × accumulation × dp, ``Config.global_batch_size``); ``optimizer`` zero_stage (0 or 1),
@@ -67,7 +69,7 @@ def export(plan: LaunchPlan) -> ExportedConfig:
             "pp_engine": engine,
             "tp_mode": "REDUCE_SCATTER" if plan.sequence_parallel else "ALL_REDUCE",
             "tp_linear_async_communication": plan.sequence_parallel,
-            "recompute_layer": recompute == "full",
+            "recompute_granularity": None if recompute == "none" else recompute.upper(),
             "expert_parallel_size": plan.ep,
         },
         "model": {
@@ -134,18 +136,24 @@ def export(plan: LaunchPlan) -> ExportedConfig:
 
 
 def _recompute_notes(plan: LaunchPlan, recompute: str) -> list[str]:
-    """nanotron recomputes whole layers or nothing (``recompute_layer``)."""
-    if recompute == "selective":
-        return [
-            "selective recomputation: nanotron has none (recompute_layer: false); with flash "
-            "attention the plan's selective keeps what none keeps"
-        ]
+    """What the written ``recompute_granularity`` does on each nanotron: the PyPI release
+    (0.2) reads it but its Llama never recomputes (models/llama.py passes it only to the FLOP
+    count; ``checkpoint_attention`` is False); main (huggingface/nanotron@2411b022) renamed it
+    ``recompute_layer``, which checkpoints whole decoder layers, and has no selective."""
+    if recompute == "none":
+        return []
+    notes = [
+        f"{recompute} recomputation: nanotron 0.2's Llama does not recompute "
+        "(recompute_granularity only feeds its FLOP count); on nanotron main set "
+        f"recompute_layer: {'true' if recompute == 'full' else 'false'} (whole layers; main "
+        "has no selective)"
+    ]
     if recompute == "full" and is_partial(plan.recompute_method, plan.recompute_layers):
-        return [
-            f"full recompute {plan.recompute_method} N = {plan.recompute_layers}: nanotron's "
-            "recompute_layer checkpoints every layer"
-        ]
-    return []
+        notes.append(
+            f"full recompute {plan.recompute_method} N = {plan.recompute_layers}: nanotron "
+            "main's recompute_layer checkpoints every layer"
+        )
+    return notes
 
 
 def _parallel_fields(r: Reader) -> dict[str, Any]:

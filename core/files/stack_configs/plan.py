@@ -160,6 +160,9 @@ class ImportedConfig:
     ignored: tuple[str, ...]
     arch_hint: dict[str, int] = field(default_factory=dict)
     """Architecture numbers the config states (layers, hidden_size, heads...), if any."""
+    auto: tuple[str, ...] = ()
+    """Keys the config leaves to the launcher (``"auto"``, the Hugging Face integration's
+    form): the scenario's own value stands for each, and the faces say so."""
 
 
 def provenance_lines(plan: LaunchPlan, stack: str) -> list[str]:
@@ -345,15 +348,24 @@ class Reader:
         self.data = data
         self.source = source
         self.read: list[str] = []
+        self.auto: list[str] = []
 
     def get(self, path: str, kind: type, default: Any = None) -> Any:
         """The value at dotted ``path`` (``default`` when absent or null); a value of another
-        type raises StackConfigError naming the file and the key."""
+        type raises StackConfigError naming the file and the key. ``"auto"`` where a number
+        or a switch is expected is what the Hugging Face Trainer's DeepSpeed integration
+        fills in from its own arguments at launch (transformers integrations/deepspeed.py
+        ``HfTrainerDeepSpeedConfig.fill_match``): it reads as absent, so the scenario's own
+        value stands, and the key is listed in ``auto``."""
         node: Any = self.data
         for part in path.split("."):
             if not isinstance(node, dict) or node.get(part) is None:
                 return default
             node = node[part]
+        if kind is not str and isinstance(node, str) and node.strip().lower() == "auto":
+            self.read.append(path)
+            self.auto.append(path)
+            return default
         if isinstance(node, bool) != (kind is bool) or not isinstance(node, kind):
             raise StackConfigError(f"{self.source}: {path} has the wrong type ({node!r})")
         self.read.append(path)

@@ -139,10 +139,18 @@ def _host_floor(
     larger of the stack's host time (:func:`_host_seconds`) and the launch floor
     (:func:`_launch_seconds`, plus an MoE layer's own kernels: :func:`_moe_launches`); the
     second value is 0 where the stack's host time is the larger (a stack constant fitted
-    with the compute-only DP overlap window, nanotron's, keeps that window)."""
+    with the compute-only DP overlap window, nanotron's, keeps that window). CUDA graphs
+    (``si.cuda_graphs``) take their captured kernels off the launch floor
+    (:func:`_captured_launches`); a full-iteration graph takes all of them (one graph launch
+    per step, the host idle while the GPU runs it)."""
     launch = _launch_seconds(cluster, lay, layers, head_on_stage, si)
     if work.moe_layers > 0 and cluster.host_seconds_per_layer is None:
         launch = launch + layers * _moe_launches(work, lay) * comm.HOST_SECONDS_PER_KERNEL_LAUNCH
+    if si.cuda_graphs == "full_iteration":
+        launch = np.zeros_like(launch)
+    elif si.cuda_graphs != "none" and cluster.host_seconds_per_layer is None:
+        captured = _captured_launches(work, lay, si)
+        launch = launch - layers * captured * comm.HOST_SECONDS_PER_KERNEL_LAUNCH
     stack_host = _host_seconds(work, cluster, lay, layers)
     binding_launch = np.where(launch > stack_host, launch, 0.0)
     return np.asarray(np.maximum(stack_host, launch)), np.asarray(binding_launch)
@@ -210,3 +218,79 @@ def _launch_seconds(
     )
     kernels = layers * _layer_launches(lay, si) + outside
     return np.asarray(kernels * comm.HOST_SECONDS_PER_KERNEL_LAUNCH)
+
+
+ATTENTION_KERNELS_FORWARD = 11.0
+"""Of :data:`LAYER_KERNELS_FORWARD`, the kernels of the attention block (Megatron-Core's
+``TransformerLayer._forward_attention``, what the ``attn`` graph captures): input LayerNorm,
+QKV GEMM and bias, the query's reshape, scores, softmax, dropout, context, its permute, the
+output projection and the bias-dropout-add. The other 5 are the MLP block's
+(``_forward_mlp``: LayerNorm, fc1, bias-GeLU, fc2, bias-dropout-add)."""
+
+MLP_KERNELS_BACKWARD = 18.0
+"""Of :data:`LAYER_KERNELS_BACKWARD`, the MLP block's: fc1's and fc2's input and weight
+gradients (4), their bias gradients (2), the bias-GeLU and bias-dropout-add gradients (2),
+the LayerNorm backward (3), the residual sum (1) and the gradient accumulation into its six
+parameter tensors (6). The rest of the count is the attention block's."""
+
+MOE_ROUTER_KERNELS = 26.0
+"""Of an MoE block's kernels (:data:`MOE_KERNELS_FORWARD`, :data:`MOE_KERNELS_BACKWARD`),
+what the ``moe_router`` and ``moe_preprocess`` graphs capture: the router's 8 and the
+dispatcher preprocessing's 10 forward kernels, and the router's gradient (8, one per
+forward kernel, as the block's backward count assumes); the preprocessing has no
+gradient."""
+
+GRAPH_LAUNCHES_PER_CAPTURE = 2.0
+"""Graph launches that replace one captured callable's kernels per micro-batch: its forward
+graph and its backward graph (Transformer Engine's ``make_graphed_callables`` and Megatron's
+local ``CudaGraphManager`` record the two apart), each priced as one kernel launch."""
+
+
+def _captured_launches(work: Workload, lay: Layouts, si: StepInputs) -> FloatArray:
+    """Kernel launches per layer per micro-batch that per-layer CUDA graphs take off the
+    host, net of the graph launches replacing them, averaged over the layers.
+
+    Source: NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/transformer_layer.py
+    ``_te_cuda_graph_capture`` (the attention block when ``attn`` is in
+    ``cuda_graph_modules`` or the list is empty; the MLP/MoE block for an empty list, for
+    ``mlp`` in a dense layer, for ``moe`` or ``moe_router`` in an MoE layer) and
+    transformer_config.py ``__post_init__`` (``moe`` only with drop-and-pad MoE, ``mlp``
+    refused when every layer is MoE, ``moe_preprocess`` only with ``moe_router``).
+
+    - ``attn``: :data:`ATTENTION_KERNELS_FORWARD` + the backward's attention share
+      (:data:`LAYER_KERNELS_BACKWARD` − :data:`MLP_KERNELS_BACKWARD`) + the selective replay
+      (inside the graphed backward) + half the tensor-parallel collectives, − 2 graph
+      launches (:data:`GRAPH_LAUNCHES_PER_CAPTURE`).
+    - ``mlp``: the dense MLP block's (5 forward + :data:`MLP_KERNELS_BACKWARD` + half the
+      collectives) − 2, in the dense layers only (share 1 − MoE layers ÷ L).
+    - ``attn_moe_router``: ``attn`` + in the MoE layers :data:`MOE_ROUTER_KERNELS` − 2.
+    - ``layer``: every kernel of the layer (:func:`_layer_launches`, and an MoE layer's own,
+      :func:`_moe_launches`) − 2; for an MoE model without a capacity factor (dropless: the
+      experts' token counts, hence their shapes, change every step, and Megatron refuses to
+      graph the MoE block) the MoE block's own kernels beyond the router's stay eager.
+
+    Assumptions: each graph's launch costs one kernel launch; the LoRA adapters' and QLoRA's
+    extra kernels are counted with the attention block where they sit (q, k, v, o)."""
+    scope = si.cuda_graphs
+    layer = _layer_launches(lay, si)
+    rc = lay.recompute
+    forward_passes = np.where(rc == 2, 2.0, 1.0)
+    collectives = np.where(lay.sp, 4.0, 2.0) * (forward_passes + 1.0)
+    collectives = np.where(lay.as_float("tp") > 1.0, collectives, 0.0)
+    mlp = LAYER_KERNELS_FORWARD - ATTENTION_KERNELS_FORWARD + MLP_KERNELS_BACKWARD
+    mlp_block = mlp + collectives / 2.0 - GRAPH_LAUNCHES_PER_CAPTURE
+    attn_block = layer - mlp - collectives / 2.0 - GRAPH_LAUNCHES_PER_CAPTURE
+    moe_share = work.moe_layers / work.layers if work.num_experts > 0 else 0.0
+    router = moe_share * (MOE_ROUTER_KERNELS - GRAPH_LAUNCHES_PER_CAPTURE)
+    if scope == "attn":
+        return np.asarray(attn_block)
+    if scope == "mlp":
+        return np.asarray((1.0 - moe_share) * mlp_block)
+    if scope == "attn_moe_router":
+        return np.asarray(attn_block + router)
+    if scope == "layer":
+        if moe_share > 0.0 and work.moe_capacity_factor is None:
+            dense_mlp = (1.0 - moe_share) * (mlp + collectives / 2.0)
+            return np.asarray(attn_block + dense_mlp + router)
+        return np.asarray(layer - GRAPH_LAUNCHES_PER_CAPTURE + _moe_launches(work, lay))
+    return np.zeros_like(layer)

@@ -61,6 +61,10 @@ class StepInputs:
     None: the GPU's, :func:`.offload.host_link_bytes_per_s`)."""
     offload: OffloadStep = field(default_factory=OffloadStep)
     """ZeRO-Offload / ZeRO-Infinity settings (:func:`.step_time_offload.offload_seconds`)."""
+    cuda_graphs: str = "none"
+    """What the step captures in CUDA graphs (``training.cuda_graphs``,
+    :data:`.cuda_graphs.CUDA_GRAPHS`): the captured kernels leave the launch floor
+    (:func:`.step_time_host._launch_seconds`)."""
 
 
 @forgotten
@@ -92,6 +96,7 @@ def step_inputs_of(arch: Architecture, training_inputs: TrainingInputs) -> StepI
         offload_bytes_per_token=_offload_bytes_per_token(arch, ti),
         host_link_bytes_per_s=ti.pcie_bandwidth_bytes_per_s,
         offload=_offload_step(ti, whole),
+        cuda_graphs=ti.cuda_graphs,
     )
 
 
