@@ -19,6 +19,7 @@ from llm_planner.core.quantities.activation_profiles import (
     HF_MODULES,
     ImplementationProfile,
     ModuleTraits,
+    get_profile,
 )
 
 Num = Any
@@ -272,3 +273,37 @@ def masked_share(arch: Architecture, s: Num) -> Num:
     else:
         windowed = 0.5 if arch.sliding_window_layers == "alternate" else 1.0
     return np.where(np.asarray(s) > arch.sliding_window, windowed, 0.0)
+
+
+def ledger_config(
+    *,
+    seq_len: Num,
+    micro_batch: Num,
+    tp: Num,
+    profile: str | ImplementationProfile,
+    flash: bool,
+    dropout: bool,
+    activation_dtype: str,
+    lora_rank: int | None,
+    lora_targets: tuple[str, ...] | frozenset[str],
+    recompute_modules: tuple[str, ...] | frozenset[str] = ("core_attn",),
+    checkpoint_placement: str = "gpu",
+    gemm_input: tuple[str, float] | None = None,
+) -> LedgerConfig:
+    """The :class:`LedgerConfig` of these settings (a profile by name or as is)."""
+    prof = profile if isinstance(profile, ImplementationProfile) else get_profile(profile)
+    return LedgerConfig(
+        s=seq_len,
+        b=micro_batch,
+        tp=tp,
+        act=bytes_per_element(activation_dtype),
+        act_dtype=activation_dtype,
+        profile=prof,
+        flash=flash,
+        dropout=dropout,
+        lora_rank=lora_rank,
+        lora_targets=frozenset(lora_targets),
+        recompute_modules=frozenset(recompute_modules),
+        checkpoint_placement=checkpoint_placement,
+        gemm_input=gemm_input,
+    )
