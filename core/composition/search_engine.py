@@ -352,11 +352,21 @@ def _first_that_fits(
 
 
 def _fitting_count(problem: _Problem, group: list[tuple[int, int, par.Layouts]]) -> int | None:
-    """The first count of ``group`` ((count, global batch, layouts) pieces, screened in one
-    call) with a layout whose peak fits the GPU; None if none."""
+    """The first count of ``group`` ((count, global batch, layouts) pieces) with a layout
+    whose peak fits the GPU; None if none. A few layouts: piece by piece, each up to its
+    first layout that fits (:func:`.parallelism.some_peak_fits`); many: screened in one
+    call (the screen is element-wise: a layout's peak is the same screened alone or among
+    others)."""
+    capacity = problem.cluster.memory_bytes
+    if sum(len(part) for *_, part in group) <= par.FIRST_FIT_UP_TO:
+        for n, batch, part in group:
+            m = par.microbatches_per_step(batch, part)
+            if par.some_peak_fits(part, problem.memory, m=m, capacity=capacity):
+                return n
+        return None
     lay = group[0][2] if len(group) == 1 else _concatenated([part for *_, part in group])
     m = np.concatenate([par.microbatches_per_step(batch, part) for _, batch, part in group])
-    fits = par.screen_peaks(lay, problem.memory, m=m) <= problem.cluster.memory_bytes
+    fits = par.screen_peaks(lay, problem.memory, m=m) <= capacity
     offset = 0
     for n, _, part in group:
         if np.any(fits[offset : offset + len(part)]):

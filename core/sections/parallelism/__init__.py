@@ -39,9 +39,11 @@ from llm_planner.core.sections.parallelism.layout import (
     training_layout_kwargs,
 )
 from llm_planner.core.sections.parallelism.memory import (
+    FIRST_FIT_UP_TO,
     memory_screen,
     model_state_bytes_per_gpu,
     screen_peaks,
+    some_peak_fits,
     training_memory,
     zero_stage_comparison,
 )
@@ -73,6 +75,7 @@ from llm_planner.core.sections.parallelism.workload import (
 from llm_planner.core.sections.training_memory import MemoryTerms, memory_terms
 
 __all__ = [
+    "FIRST_FIT_UP_TO",
     "FSDP_TO_ZERO",
     "LAYOUT_FIELDS",
     "NON_GEMM_TENSORS",
@@ -103,6 +106,7 @@ __all__ = [
     "resolve_layout",
     "scenario_layout",
     "screen_peaks",
+    "some_peak_fits",
     "step_inputs_of",
     "training_in_flight",
     "training_in_flight_last",

@@ -5,6 +5,7 @@ micro-batches in flight that each layout's pipeline schedule keeps."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -105,49 +106,91 @@ ONE_BY_ONE_BELOW = 12
 at once in numpy (about 0.08 ms whatever their number)."""
 
 
+def _one_by_one(lay: Layouts, m: FloatArray) -> list[tuple[Any, ...]]:
+    """Each layout's arguments to :func:`.training_memory_one.training_memory_one`, as
+    :func:`memory_screen` passes them to the array function (tp, pp, shard, ep, cp, ZeRO,
+    micro-batch, sp, policy, first and last stage's micro-batches in flight)."""
+    pp = lay.as_float("pp")
+    v = lay.as_float("v")
+    in_flight = training_in_flight(pp, m, lay.gpipe, v)
+    return list(
+        zip(
+            lay.tp.tolist(),
+            lay.pp.tolist(),
+            lay.as_float("shard").tolist(),
+            lay.ep.tolist(),
+            lay.cp.tolist(),
+            lay.zero.tolist(),
+            lay.as_float("micro_batch").tolist(),
+            lay.sp.tolist(),
+            lay.recompute.tolist(),
+            np.where(in_flight > 0, in_flight, pp).tolist(),
+            training_in_flight_last(pp, m, lay.gpipe, v).tolist(),
+            strict=True,
+        )
+    )
+
+
+def _peak_one(terms: MemoryTerms, args: tuple[Any, ...]) -> float:
+    tp, pp_, shard, ep, cp, zero, b, sp, rc, first, last = args
+    return training_memory_one(
+        terms,
+        tp=tp,
+        pp=pp_,
+        shard=shard,
+        ep=ep,
+        cp=cp,
+        zero=zero,
+        micro_batch=b,
+        sp=sp,
+        recompute=rc,
+        first_in_flight=first,
+        last_in_flight=last,
+        detail=False,
+    )["peak_bytes"]
+
+
 def screen_peaks(lay: Layouts, terms: MemoryTerms, *, m: FloatArray) -> FloatArray:
     """:func:`memory_screen`'s ``peak_bytes`` alone (the fewest-GPUs search asks only
     whether a layout fits): the same values, a few layouts one by one."""
     if len(lay) > ONE_BY_ONE_BELOW:
         return memory_screen(None, lay, terms, m=m)["peak_bytes"]
-    pp = lay.as_float("pp")
-    v = lay.as_float("v")
-    in_flight = training_in_flight(pp, m, lay.gpipe, v)
-    columns = zip(
-        lay.tp.tolist(),
-        lay.pp.tolist(),
-        lay.as_float("shard").tolist(),
-        lay.ep.tolist(),
-        lay.cp.tolist(),
-        lay.zero.tolist(),
-        lay.as_float("micro_batch").tolist(),
-        lay.sp.tolist(),
-        lay.recompute.tolist(),
-        np.where(in_flight > 0, in_flight, pp).tolist(),
-        training_in_flight_last(pp, m, lay.gpipe, v).tolist(),
-        strict=True,
-    )
-    return np.array(
-        [
-            training_memory_one(
-                terms,
-                tp=tp,
-                pp=pp_,
-                shard=shard,
-                ep=ep,
-                cp=cp,
-                zero=zero,
-                micro_batch=b,
-                sp=sp,
-                recompute=rc,
-                first_in_flight=first,
-                last_in_flight=last,
-                detail=False,
-            )["peak_bytes"]
-            for tp, pp_, shard, ep, cp, zero, b, sp, rc, first, last in columns
-        ],
-        dtype=np.float64,
-    )
+    return np.array([_peak_one(terms, args) for args in _one_by_one(lay, m)], dtype=np.float64)
+
+
+FIRST_FIT_UP_TO = 32
+"""Layouts up to which :func:`some_peak_fits` screens one by one, stopping at the first
+that fits and pricing layouts with the same memory once, rather than all at once in numpy
+(about 0.1 ms whatever their number; one layout in Python, about 8 µs)."""
+
+
+def memory_key(terms: MemoryTerms, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What one layout's peak depends on, of its :func:`_one_by_one` arguments: all of
+    them, except the ZeRO stage (set to 0) without ZeRO sharding (a shard group of one),
+    offload or a head kept gathered: then every ZeRO divisor is 1 and the gradient bucket
+    and the ZeRO-3 gather are priced only over a shard group > 1
+    (:func:`.training_memory_one.training_memory_one`), so the stage changes nothing."""
+    if args[2] <= 1 and terms.offload is None and terms.gathered_head is None:
+        return (*args[:5], 0, *args[6:])
+    return args
+
+
+def some_peak_fits(lay: Layouts, terms: MemoryTerms, *, m: FloatArray, capacity: float) -> bool:
+    """Whether some layout's :func:`screen_peaks` value is at most ``capacity``: the same
+    values, compared up to the first that fits, last layout first (the enumeration lists
+    the most sharded layouts last, the likeliest to fit; the order changes only how many
+    are priced); layouts of one :func:`memory_key` are priced once."""
+    if len(lay) > FIRST_FIT_UP_TO:
+        return bool(np.any(screen_peaks(lay, terms, m=m) <= capacity))
+    seen: set[tuple[Any, ...]] = set()
+    for args in reversed(_one_by_one(lay, m)):
+        key = memory_key(terms, args)
+        if key in seen:
+            continue
+        seen.add(key)
+        if _peak_one(terms, args) <= capacity:
+            return True
+    return False
 
 
 def training_memory(
