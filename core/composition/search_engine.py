@@ -328,9 +328,9 @@ def _first_that_fits(
     every (tp, sequence parallel) pair prices its activations once
     (:attr:`.training_memory.MemoryTerms.activations`), so a count that fits without tp
     (most models on their first count that fits) never prices the larger tp degrees. The
-    rest of one count and the next count's layouts without tp are screened in one call
-    (the screen is element-wise: a layout's peak is the same screened alone or among
-    others), and the answer is the first count, in order, with a layout that fits."""
+    rest of one count and the next count's layouts without tp go to :func:`_fitting_count`
+    together (a few layouts: piece by piece up to the first that fits; many: one call),
+    and the answer is the first count, in order, with a layout that fits."""
     if options.max_tp is None:  # as _run: tensor parallelism inside a node
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
     pieces: list[tuple[int, int, par.Layouts]] = []  # (count, its global batch, layouts)
