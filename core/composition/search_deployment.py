@@ -58,8 +58,14 @@ def min_gpus_per_instance(
     # no layout fits below the fully sharded model state: on n GPUs one holds at least
     # state / n (every parameter's weights, gradient and optimizer state live somewhere;
     # replication only adds), so n ≥ state ÷ memory: start at the power of two above it
+    # (ZeRO offload keeps part of that state in host memory or on NVMe, so with any
+    # offload the bound does not hold and the search starts at one GPU)
     state = problem.memory.model_state_bytes
-    n = 1 << max(0, math.ceil(math.log2(max(1.0, state / gpu.memory_bytes))))
+    offloaded = (training_inputs.offload_optimizer, training_inputs.offload_params) != (
+        "none",
+        "none",
+    )
+    n = 1 if offloaded else 1 << max(0, math.ceil(math.log2(max(1.0, state / gpu.memory_bytes))))
     # two counts screened per call: the first fitting one is most often one of the first two
     while n <= max_gpus:
         counts = [(c, math.ceil(max(c, inputs.global_batch) / c) * c) for c in (n, 2 * n)]

@@ -196,3 +196,26 @@ def test_fit_does_not_offer_offload_when_a_layout_change_fits() -> None:
     labels = [s.label for s in estimate(scenario).training_fit_suggestions]
     assert any(label.startswith("micro-batch 16 → 1") for label in labels), labels
     assert not any("offload" in label for label in labels)
+
+
+def test_the_fewest_gpus_search_counts_from_one_when_state_is_offloaded() -> None:
+    """The fewest-GPUs search starts at model state ÷ GPU memory (8.03e9 × 16 bytes = 128 GB
+    over 80 GB: 2 GPUs) because every byte of state must live on some GPU; with ZeRO offload
+    it need not. Llama-3.1-8B with optimizer and parameters on the CPU fits one H100 (the
+    scenario on one GPU says so), so the fewest is 1, not 2."""
+    from llm_planner.core.composition.estimate import estimate
+    from llm_planner.core.composition.scenario import default_scenario
+    from llm_planner.core.inputs.scenario import with_changes
+
+    offload = {
+        "training.offload_optimizer": "cpu",
+        "training.offload_params": "cpu",
+        "parallelism.zero_stage": 3,
+    }
+    one = with_changes(
+        default_scenario(), {**offload, "num_gpus": 1, "parallelism.global_batch": 1}
+    )
+    assert estimate(one, suggest=False).training.fits
+    report = estimate(with_changes(default_scenario(), offload), suggest=False)
+    assert report.parallelism.gpus_per_instance == 1
+    assert estimate(default_scenario(), suggest=False).parallelism.gpus_per_instance > 1
