@@ -31,6 +31,7 @@ from llm_planner.core.composition.search import SearchResult, search_scenario
 from llm_planner.core.inputs.registry import format_bandwidth
 from llm_planner.core.primitives import units
 from llm_planner.core.sections.parallelism.schedule import pipeline_timeline
+from llm_planner.core.sections.parallelism.workload import network_bytes_per_s_per_node
 from llm_planner.gui import export_config
 from llm_planner.gui.background import Latest
 from llm_planner.gui.table_model import RowsModel
@@ -400,6 +401,13 @@ class ParallelismTab(Tab):
         gpu = scenario.gpu
         self.intra_bw.setPlaceholderText(
             f"{format_bandwidth(gpu.link_bandwidth_bytes_per_s)} ({gpu.link_name})"
+        )
+        # empty means one NIC per GPU: say how much that is for these GPUs per node
+        per_node = network_bytes_per_s_per_node(gpu, scenario.parallelism)
+        per_gpu = per_node / max(scenario.parallelism.gpus_per_node, 1)
+        self.inter_bw.setPlaceholderText(
+            f"{format_bandwidth(per_node)} ({scenario.parallelism.gpus_per_node} × "
+            f"{format_bandwidth(per_gpu)} per GPU)"
         )
         self.draw_zero(scenario, report)
         self.draw_timeline(scenario, report)

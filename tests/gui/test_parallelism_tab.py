@@ -38,3 +38,16 @@ def test_pipeline_timeline_draws_every_stage(qtbot: Any, window: MainWindow) -> 
     assert stages == {0, 1, 2, 3}
     bubbles = [b for b in tab.timeline.blocks if b.kind == "bubble"]
     assert len(bubbles) == 4
+
+
+def test_the_empty_network_field_says_what_it_stands_for(qtbot: Any, window: MainWindow) -> None:
+    """Left empty, the network per node is one NIC per GPU: 8 × 400 Gb/s = 400 GB/s on an
+    H100 node; a GB200 tray of 4 GPUs with one 400 Gb/s ConnectX-7 each gets 200 GB/s."""
+    window.tabs.setCurrentIndex(3)
+    window.flush()
+    tab = window.page(3)
+    assert tab.inter_bw.text() == ""
+    assert tab.inter_bw.placeholderText() == "400.0 GB/s (8 × 50.00 GB/s per GPU)"
+    choose(window, window.bar.gpu, "gb200")
+    type_into(qtbot, window, tab.per_node, "4")
+    assert tab.inter_bw.placeholderText() == "200.0 GB/s (4 × 50.00 GB/s per GPU)"
