@@ -60,8 +60,14 @@ def test_check_evaluates_175b_and_says_whether_it_fits(
     assert data["step_seconds"] > 0
 
 
-def test_check_without_a_gpu_count_still_prices_175b(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["check", str(SCRIPT)])
-    out = capsys.readouterr().out
-    assert "model gpt-3-175b (matched by the shape in the config)" in out
-    assert "Llama" not in out
+def test_check_without_a_gpu_count_reads_the_script_s_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The script's torchrun line is ``--nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES``
+    with GPUS_PER_NODE=8 and NUM_NODES=1 set above it: resolved as bash would, 8 GPUs, on
+    which tp 8 × pp 16 = 128 cannot run. `check` says so (exit 2, a usage error) instead of
+    answering for a GPU count the script does not launch."""
+    assert main(["check", str(SCRIPT)]) == 2
+    err = capsys.readouterr().err
+    assert "tp·pp = 8·16 = 128 GPUs is more than the 8 GPUs" in err
+    assert "Value error" not in err

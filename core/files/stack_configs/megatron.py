@@ -18,8 +18,11 @@ megatron/core/distributed/fsdp/README.md, "Required Configurations").
 from __future__ import annotations
 
 import argparse
+import ast
+import operator
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from llm_planner.core.files.stack_configs.plan import (
@@ -266,6 +269,98 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(?!\()(.*)$")
+_REFERENCE = re.compile(
+    r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
+)
+_ARITHMETIC = re.compile(r"\$\(\((.+?)\)\)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _expand(text: str, known: dict[str, str]) -> str:
+    """``$NAME``, ``${NAME}`` and ``${NAME:-default}`` / ``${NAME-default}`` replaced by
+    the script's own value (else the default), then ``$(( … ))`` of whole numbers evaluated,
+    as bash would before Megatron-LM parses the arguments; a name the script does not set
+    (``$1``, ``$MASTER_ADDR`` from the environment) is left as written."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(4)
+        if name in known:
+            return known[name]
+        if match.group(2) is not None:
+            return match.group(3) or ""
+        return match.group(0)
+
+    expanded = _REFERENCE.sub(one, text)
+
+    def arithmetic(match: re.Match[str]) -> str:
+        # bash reads a bare name inside $(( )) as that variable's value
+        names = set(_NAME.findall(match.group(1)))
+        if not names <= known.keys():
+            return match.group(0)
+        expression = _NAME.sub(lambda n: known[n.group(0)], match.group(1))
+        value = _integer_arithmetic(expression)
+        return match.group(0) if value is None else str(value)
+
+    return _ARITHMETIC.sub(arithmetic, expanded)
+
+
+def _integer_arithmetic(expression: str) -> int | None:
+    """bash's ``$(( … ))`` on whole numbers with + − × ÷ (integer division) and
+    parentheses, read through Python's ``ast`` (nothing is executed); None for anything
+    else."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return None
+
+    def divide(a: int, b: int) -> int | None:
+        return a // b if b else None
+
+    operators: dict[type[ast.operator], Callable[[int, int], int | None]] = {
+        ast.Add: operator.add,
+        ast.Sub: operator.sub,
+        ast.Mult: operator.mul,
+        ast.Div: divide,
+    }
+
+    def value(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = value(node.operand)
+            return None if inner is None else -inner
+        if isinstance(node, ast.BinOp) and type(node.op) in operators:
+            left, right = value(node.left), value(node.right)
+            if left is None or right is None:
+                return None
+            return operators[type(node.op)](left, right)
+        return None
+
+    return value(tree.body)
+
+
+def resolve_shell(text: str) -> str:
+    """A launch script with its own shell variables resolved, line by line in order, as
+    bash assigns them: ``NUM_LAYERS=96`` then ``--num-layers $NUM_LAYERS`` reads 96;
+    ``${TP:-8}`` reads the script's TP or 8 (issue 28 item 5). Array assignments
+    (``GPT_ARGS=( … )``) are kept as they are: their elements are the arguments."""
+    known: dict[str, str] = {}
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = _expand(raw, known)
+        match = _ASSIGNMENT.match(line.split(" #")[0])
+        if match is not None and not line.lstrip().startswith("#"):
+            value = match.group(2).strip()
+            try:
+                parts = shlex.split(value, comments=True)
+            except ValueError:
+                parts = [value]
+            known[match.group(1)] = parts[0] if len(parts) == 1 else value.strip("\"'")
+        out.append(line)
+    return "\n".join(out)
+
+
 def tokens_of(text: str) -> list[str]:
     """The argument tokens of a bash array file or a command line (comments dropped)."""
     lines = [line.split(" #")[0] for line in text.splitlines() if not line.lstrip().startswith("#")]
@@ -425,6 +520,7 @@ def _vocab_of(args: argparse.Namespace) -> int | None:
 
 def parse(text: str, source: str) -> ImportedConfig:
     """Megatron-LM arguments (a bash array file or a command line) as scenario fields."""
+    text = resolve_shell(text)
     tokens = tokens_of(text)
     try:
         args, rest = _parser().parse_known_args(tokens)

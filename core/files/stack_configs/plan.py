@@ -302,9 +302,10 @@ def with_fields(scenario: Scenario, fields: dict[str, Any]) -> Scenario:
     try:
         return with_changes(scenario, fields)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{where}: {first['msg']}") from None
+        from llm_planner.core.primitives.limits import describe_error
+
+        where, reason = describe_error(error.errors()[0])
+        raise ValueError(f"{where}: {reason}" if where else reason) from None
 
 
 def apply_row(scenario: Scenario, row: Any) -> Scenario:
