@@ -62,3 +62,37 @@ def test_the_trainer_s_zero3_offload_config_imports_with_the_scenario_s_batch() 
     assert scenario.parallelism.global_batch == base.parallelism.global_batch
     assert scenario.training.precision == base.training.precision
     assert scenario.num_gpus == base.num_gpus
+
+
+ACCELERATE = """compute_environment: LOCAL_MACHINE
+deepspeed_config:
+  deepspeed_config_file: {name}
+  zero3_init_flag: true
+distributed_type: DEEPSPEED
+machine_rank: 0
+num_machines: 1
+num_processes: 8
+use_cpu: false
+"""
+
+
+def test_accelerate_follows_its_referenced_deepspeed_file(tmp_path: Path) -> None:
+    """`accelerate config` writes ``deepspeed_config_file`` when the DeepSpeed settings live
+    in a JSON of their own (accelerate's DeepSpeedPlugin then refuses its own ZeRO keys):
+    the JSON's ZeRO-3 and offload are read with the YAML's 8 processes, relative to the
+    YAML's folder, and its "auto" keys are named with the file's name."""
+    (tmp_path / "ds.json").write_text(FIXTURE.read_text())
+    config = tmp_path / "accelerate.yaml"
+    config.write_text(ACCELERATE.format(name="ds.json"))
+    imported = sc.read_config(config)
+    assert imported.stack == "accelerate"
+    assert imported.fields["num_gpus"] == 8
+    assert imported.fields["parallelism.zero_stage"] == 3
+    assert imported.fields["training.offload_optimizer"] == "cpu"
+    assert "deepspeed_config.deepspeed_config_file" in imported.read
+    assert "deepspeed_config.deepspeed_config_file" not in imported.ignored
+    assert "ds.json:train_batch_size" in imported.auto
+    missing = tmp_path / "other.yaml"
+    missing.write_text(ACCELERATE.format(name="nowhere.json"))
+    with pytest.raises(StackConfigError, match=r"'nowhere\.json' not found"):
+        sc.read_config(missing)

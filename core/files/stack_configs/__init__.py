@@ -17,6 +17,7 @@ file raises :class:`StackConfigError` with one line naming the file and the fiel
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -144,7 +145,48 @@ def read_config(path: Path, fmt: str | None = None) -> ImportedConfig:
         companion = path.with_name(path.stem + accelerate.TRAINING_ARGS_SUFFIX)
         if companion.exists():
             extra = _read_text(companion)
-    return parse_config(fmt, text, source, extra)
+    imported = parse_config(fmt, text, source, extra)
+    if fmt == "accelerate":
+        imported = _with_referenced_deepspeed(path, text, imported)
+    return imported
+
+
+def _with_referenced_deepspeed(path: Path, text: str, imported: ImportedConfig) -> ImportedConfig:
+    """An accelerate config that names a DeepSpeed JSON (``deepspeed_config.
+    deepspeed_config_file``, huggingface/accelerate utils/dataclasses.py
+    ``DeepSpeedPlugin``: with it the plugin's own ZeRO keys must be unset, the file holds
+    them) read with that file: its fields, read keys, ignored keys and "auto" keys are the
+    import's too. A relative path is taken from the YAML's folder, as a launch from there
+    would; a missing file is a StackConfigError naming it."""
+    from llm_planner.core.files.stack_configs.textfmt import TextFormatError, load_yaml
+
+    try:
+        block = load_yaml(text).get("deepspeed_config")
+    except TextFormatError:
+        return imported
+    name = block.get("deepspeed_config_file") if isinstance(block, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        return imported
+    referenced = Path(name).expanduser()
+    if not referenced.is_absolute():
+        referenced = path.parent / referenced
+    if not referenced.is_file():
+        raise StackConfigError(
+            f"{path}: deepspeed_config.deepspeed_config_file {name!r} not found "
+            f"(looked for {referenced})"
+        )
+    inner = parse_config("deepspeed", _read_text(referenced), str(referenced))
+    key = "deepspeed_config.deepspeed_config_file"
+    return replace(
+        imported,
+        fields={**imported.fields, **inner.fields},
+        read=(*imported.read, key, *(f"{referenced.name}:{k}" for k in inner.read)),
+        ignored=tuple(
+            [k for k in imported.ignored if k != key]
+            + [f"{referenced.name}:{k}" for k in inner.ignored]
+        ),
+        auto=(*imported.auto, *(f"{referenced.name}:{k}" for k in inner.auto)),
+    )
 
 
 def _read_text(path: Path) -> str:
