@@ -45,6 +45,7 @@ from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.kept import forgotten
+from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
@@ -165,6 +166,27 @@ class MemoryTerms:
     gathered_head: GatheredHead | None = None
     """The output head the stack keeps gathered under FSDP (:func:`gathered_head_bytes`);
     None: resharded like the layers."""
+    sequence_parallel_never_raises: bool = False
+    """Whether, at every (b, tp, policy) but the threshold one, each :class:`StageActivations`
+    term with sequence parallelism is at most the term without it, so that a layout's peak
+    with SP on is at most its twin's with SP off (the fewest-GPUs screen then need not price
+    the twin: :func:`.parallelism.memory.some_peak_fits`). True unless the profile runs
+    torchtitan's op-level SAC (:func:`.activations.op_sac_tensors`), which keeps the
+    reduce-scatter outputs too under SP: at tp = 2 a gated block keeps 1.5·s·b·h with SP
+    against s·b·h without.
+
+    Why, term by term: every tensor's bytes are ``elements × width ÷ divisor``
+    (:func:`.activation_tensors.tensor_bytes`) and SP only turns the divisor of the
+    ``"sp"``-sharded ones from 1 into tp ≥ 1, the tensor list itself unchanged; the kept
+    bytes of none (all), Megatron's selective (the tensors it does not drop: which ones
+    does not depend on SP) and full (the layer input ÷ tp with SP) and the working set (all
+    tensors) are sums of such bytes; the terms outside the layers are too, and are linear in
+    b with non-negative parts; the logits do not depend on SP. The threshold policy is left
+    out (a tensor that shrinks below the threshold starts being kept). The peak
+    (:func:`.training_memory_one.training_memory_one`) adds, multiplies by non-negative
+    factors and takes maxima of these terms (:func:`.activation_recompute.partial_full_stage`
+    too), all monotone, in floats as in reals; where no ``"sp"`` tensor has bytes the two
+    are computed from the same floats and are equal."""
 
 
 @forgotten
@@ -269,6 +291,9 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         recompute_method=ti.recompute_method,
         recompute_layers=ti.recompute_layers,
         gathered_head=gathered_head,
+        sequence_parallel_never_raises=(
+            get_profile(ti.implementation).selective != "op_sac" or arch.recurrent is not None
+        ),
     )
 
 
