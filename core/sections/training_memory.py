@@ -57,7 +57,6 @@ from llm_planner.core.sections.training_offload import (
 )
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
-    StageParams,
     StateBytes,
     largest_local_layer,
     layer_kept_for,
@@ -66,7 +65,7 @@ from llm_planner.core.sections.training_params import (
     outside_stage_bytes_for,
     pipeline_stage_layers,
     routed_expert_params,
-    stage_params,
+    stages_params,
     state_bytes,
 )
 
@@ -226,18 +225,17 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
             outside_only_fixed=only[1],
         )
 
-    def params_of(layers: int, first: bool, last: bool, pp: int, ep: int = 1) -> StageParams:
-        return stage_params(
-            arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale, ep=ep
-        )
-
-    layers = params_of(arch.layers, False, False, 1)
+    # the layers, the whole model, the first, last and only stage's outside (any pp > 1: the
+    # first stage holds the embedding, the last the head)
+    stages = [(arch.layers, False, False, 1), (arch.layers, True, True, 1)]
+    stages += [(0, True, False, 2), (0, False, True, 2), (0, True, True, 1)]
+    layers, whole, first_out, last_out, single_out = stages_params(arch, ti, stages, scale=scale)
     experts = routed_expert_params(arch, ti, layers_on_stage=arch.layers, scale=scale)
     temporaries = layer_temporaries(layers, ti, arch.layers)
 
     @cache
     def temporaries_for_ep(ep: int) -> LayerTemporaries:
-        """As ``params_of(..., ep)`` would give, without recounting the layers: only the
+        """As ``stage_params(..., ep=ep)`` would give, without recounting the layers: only the
         largest layer and the LoRA adapters (the bucket under LoRA) depend on ep."""
         if ep == 1:
             return temporaries
@@ -246,8 +244,6 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
             "lora_params": layers.lora_params - experts.lora_params * (1.0 - 1.0 / ep),
         }
         return layer_temporaries(layers.model_copy(update=local), ti, arch.layers)
-
-    whole = params_of(arch.layers, True, True, 1)
 
     @cache
     def stage_layers(pp: int) -> tuple[int, int]:
@@ -268,15 +264,14 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         else None
     )
 
-    # any pp > 1: the first stage holds the embedding, the last the head
     return MemoryTerms(
         layers=arch.layers,
         layer_params=layers.layer_params,
         layer_state=state_bytes(layers, ti),
         expert_state=state_bytes(experts, ti),
-        outside_first=state_bytes(params_of(0, True, False, 2), ti),
-        outside_last=state_bytes(params_of(0, False, True, 2), ti),
-        outside_single=state_bytes(params_of(0, True, True, 1), ti),
+        outside_first=state_bytes(first_out, ti),
+        outside_last=state_bytes(last_out, ti),
+        outside_single=state_bytes(single_out, ti),
         model_state_bytes=sum(state_bytes(whole, ti)),
         temporaries=temporaries,
         temporaries_for_ep=temporaries_for_ep,

@@ -344,3 +344,35 @@ def test_workload_of_one_recompute_policy_prices_its_layouts_as_the_full_workloa
         for key, value in expected.items():
             assert np.array_equal(value, got[key], equal_nan=True), (key, policy, updates)
         checked += 1
+
+
+def test_stages_params_equal_stage_params_stage_by_stage() -> None:
+    """:func:`.training_params.stages_params` (the layers' sums once per layer count) gives
+    each stage's :func:`.training_params.stage_params` exactly, over models (dense, MoE,
+    MLA, hybrid, tied), LoRA and parameter-count overrides."""
+    import random
+
+    from llm_planner.core.inputs.training import TrainingInputs
+    from llm_planner.core.primitives.presets import model_presets
+    from llm_planner.core.sections.training_params import stage_params, stages_params
+
+    rng = random.Random(5)
+    names = sorted(model_presets())
+    for _ in range(60):
+        arch = get_preset(rng.choice(names)).architecture
+        ti = TrainingInputs(lora_rank=rng.choice([None, 16]))
+        scale = rng.choice([1.0, 0.5, 1.7])
+        stages = [
+            (
+                rng.choice([0, 1, arch.layers // 2, arch.layers]),
+                *rng.choice([(False, False), (True, False), (False, True), (True, True)]),
+                rng.choice([1, 2, 4]),
+            )
+            for _ in range(6)
+        ]
+        got = stages_params(arch, ti, stages, scale=scale)
+        for (layers, first, last, pp), one in zip(stages, got, strict=True):
+            want = stage_params(
+                arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale
+            )
+            assert one == want, (arch.name, layers, first, last, pp)
