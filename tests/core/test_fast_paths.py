@@ -376,3 +376,34 @@ def test_stages_params_equal_stage_params_stage_by_stage() -> None:
                 arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale
             )
             assert one == want, (arch.name, layers, first, last, pp)
+
+
+def test_kept_hash_of_inputs_is_their_fields_hash_and_never_stale() -> None:
+    """``Architecture`` and ``TrainingInputs`` keep their hash once computed: it is the hash
+    of the tuple of their fields' values (pydantic's own), equal models hash equal, and a
+    copy with an updated field (model_copy, as the estimate makes dozens of), a deep copy
+    or a pickled copy hashes its own fields, not the original's kept value."""
+    import copy
+    import pickle
+
+    from llm_planner.core.inputs.training import TrainingInputs
+
+    arch = get_preset("llama-3.1-8b").architecture
+    ti = TrainingInputs(seq_len=4096)
+    for model, field, value in ((arch, "layers", 33), (ti, "seq_len", 8192)):
+        fields = tuple(getattr(model, name) for name in type(model).model_fields)
+        assert hash(model) == hash(fields)
+        assert hash(model) == hash(fields)  # the kept value
+        twin = type(model).model_validate(model.model_dump())
+        assert twin == model
+        assert hash(twin) == hash(model)
+        changed = model.model_copy(update={field: value})
+        assert changed != model
+        assert hash(changed) == hash(tuple(getattr(changed, n) for n in type(model).model_fields))
+        assert hash(changed) != hash(model)
+        for other in (copy.copy(model), copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+            assert other == model
+            assert hash(other) == hash(model)
+        back = changed.model_copy(update={field: getattr(model, field)})
+        assert back == model
+        assert hash(back) == hash(model)
