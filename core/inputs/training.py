@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from llm_planner.core.primitives.gpus import CUDA_CONTEXT_BYTES
+from llm_planner.core.primitives.kept import kept_hash
 from llm_planner.core.primitives.limits import bounds
 from llm_planner.core.quantities.activation_recompute import (
     DEFAULT_RECOMPUTE_MODULES,
@@ -74,6 +75,10 @@ class TrainingInputs(BaseModel):
     """Inputs of the training-memory tab."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    __slots__ = ("_kept_hash",)
+
+    def __hash__(self) -> int:
+        return kept_hash(self)  # the fields' hash, computed once (frozen)
 
     stack: Stack = Field(
         default="megatron", description="training framework the run is launched with"

@@ -39,7 +39,7 @@ from llm_planner.core.primitives.architecture_parts import (
     RecurrentConfig,
     RecurrentKind,
 )
-from llm_planner.core.primitives.kept import kept
+from llm_planner.core.primitives.kept import kept, kept_hash
 from llm_planner.core.primitives.layer_matrices import (
     LORA_TARGETS,
     LayerMatrix,
@@ -70,6 +70,10 @@ class Architecture(BaseModel):
     estimate needs, and nothing about how it is trained."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    __slots__ = ("_kept_hash",)
+
+    def __hash__(self) -> int:
+        return kept_hash(self)  # the fields' hash, computed once (frozen)
 
     name: str = Field(default="custom", description="display name")
     layers: int = Field(ge=1, description="transformer blocks (L)")

@@ -53,6 +53,22 @@ def forgotten(cache: C) -> C:
     return cache
 
 
+def kept_hash(model: Any) -> int:
+    """The hash of a frozen pydantic model (the tuple of its fields' values, as pydantic's
+    own ``__hash__``), computed once and kept in the model's ``_kept_hash`` slot. The
+    inputs every kept function takes (``Architecture``, ``TrainingInputs``) are hashed a
+    hundred times an estimate; a frozen model's fields never change, and a slot is carried
+    by none of ``model_copy``, ``copy``, ``deepcopy``, pickling or ``model_construct`` (each
+    makes a new instance through ``__new__``), so a copy with updated fields hashes afresh.
+    Equality is pydantic's (the fields' values): equal models hash equal."""
+    try:
+        value: int = model._kept_hash
+    except AttributeError:
+        value = hash(tuple(model.__dict__[name] for name in type(model).__pydantic_fields__))
+        object.__setattr__(model, "_kept_hash", value)
+    return value
+
+
 def forget_all() -> None:
     """Clear every kept value."""
     for cached in _KEPT:

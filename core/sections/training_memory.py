@@ -45,6 +45,7 @@ from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.kept import forgotten
+from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.quantities.activations import logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
@@ -56,7 +57,6 @@ from llm_planner.core.sections.training_offload import (
 )
 from llm_planner.core.sections.training_params import (
     LayerTemporaries,
-    StageParams,
     StateBytes,
     largest_local_layer,
     layer_kept_for,
@@ -65,7 +65,7 @@ from llm_planner.core.sections.training_params import (
     outside_stage_bytes_for,
     pipeline_stage_layers,
     routed_expert_params,
-    stage_params,
+    stages_params,
     state_bytes,
 )
 
@@ -165,6 +165,27 @@ class MemoryTerms:
     gathered_head: GatheredHead | None = None
     """The output head the stack keeps gathered under FSDP (:func:`gathered_head_bytes`);
     None: resharded like the layers."""
+    sequence_parallel_never_raises: bool = False
+    """Whether, at every (b, tp, policy) but the threshold one, each :class:`StageActivations`
+    term with sequence parallelism is at most the term without it, so that a layout's peak
+    with SP on is at most its twin's with SP off (the fewest-GPUs screen then need not price
+    the twin: :func:`.parallelism.memory.some_peak_fits`). True unless the profile runs
+    torchtitan's op-level SAC (:func:`.activations.op_sac_tensors`), which keeps the
+    reduce-scatter outputs too under SP: at tp = 2 a gated block keeps 1.5·s·b·h with SP
+    against s·b·h without.
+
+    Why, term by term: every tensor's bytes are ``elements × width ÷ divisor``
+    (:func:`.activation_tensors.tensor_bytes`) and SP only turns the divisor of the
+    ``"sp"``-sharded ones from 1 into tp ≥ 1, the tensor list itself unchanged; the kept
+    bytes of none (all), Megatron's selective (the tensors it does not drop: which ones
+    does not depend on SP) and full (the layer input ÷ tp with SP) and the working set (all
+    tensors) are sums of such bytes; the terms outside the layers are too, and are linear in
+    b with non-negative parts; the logits do not depend on SP. The threshold policy is left
+    out (a tensor that shrinks below the threshold starts being kept). The peak
+    (:func:`.training_memory_one.training_memory_one`) adds, multiplies by non-negative
+    factors and takes maxima of these terms (:func:`.activation_recompute.partial_full_stage`
+    too), all monotone, in floats as in reals; where no ``"sp"`` tensor has bytes the two
+    are computed from the same floats and are equal."""
 
 
 @forgotten
@@ -204,18 +225,17 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
             outside_only_fixed=only[1],
         )
 
-    def params_of(layers: int, first: bool, last: bool, pp: int, ep: int = 1) -> StageParams:
-        return stage_params(
-            arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale, ep=ep
-        )
-
-    layers = params_of(arch.layers, False, False, 1)
+    # the layers, the whole model, the first, last and only stage's outside (any pp > 1: the
+    # first stage holds the embedding, the last the head)
+    stages = [(arch.layers, False, False, 1), (arch.layers, True, True, 1)]
+    stages += [(0, True, False, 2), (0, False, True, 2), (0, True, True, 1)]
+    layers, whole, first_out, last_out, single_out = stages_params(arch, ti, stages, scale=scale)
     experts = routed_expert_params(arch, ti, layers_on_stage=arch.layers, scale=scale)
     temporaries = layer_temporaries(layers, ti, arch.layers)
 
     @cache
     def temporaries_for_ep(ep: int) -> LayerTemporaries:
-        """As ``params_of(..., ep)`` would give, without recounting the layers: only the
+        """As ``stage_params(..., ep=ep)`` would give, without recounting the layers: only the
         largest layer and the LoRA adapters (the bucket under LoRA) depend on ep."""
         if ep == 1:
             return temporaries
@@ -224,8 +244,6 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
             "lora_params": layers.lora_params - experts.lora_params * (1.0 - 1.0 / ep),
         }
         return layer_temporaries(layers.model_copy(update=local), ti, arch.layers)
-
-    whole = params_of(arch.layers, True, True, 1)
 
     @cache
     def stage_layers(pp: int) -> tuple[int, int]:
@@ -246,15 +264,14 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         else None
     )
 
-    # any pp > 1: the first stage holds the embedding, the last the head
     return MemoryTerms(
         layers=arch.layers,
         layer_params=layers.layer_params,
         layer_state=state_bytes(layers, ti),
         expert_state=state_bytes(experts, ti),
-        outside_first=state_bytes(params_of(0, True, False, 2), ti),
-        outside_last=state_bytes(params_of(0, False, True, 2), ti),
-        outside_single=state_bytes(params_of(0, True, True, 1), ti),
+        outside_first=state_bytes(first_out, ti),
+        outside_last=state_bytes(last_out, ti),
+        outside_single=state_bytes(single_out, ti),
         model_state_bytes=sum(state_bytes(whole, ti)),
         temporaries=temporaries,
         temporaries_for_ep=temporaries_for_ep,
@@ -269,6 +286,9 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         recompute_method=ti.recompute_method,
         recompute_layers=ti.recompute_layers,
         gathered_head=gathered_head,
+        sequence_parallel_never_raises=(
+            get_profile(ti.implementation).selective != "op_sac" or arch.recurrent is not None
+        ),
     )
 
 

@@ -288,7 +288,44 @@ def stage_params(
     et al. 2022, DeepSpeed-MoE, arXiv:2201.05596, section 5): their parameters, LoRA
     adapters and factored values are ÷ ep, and so is the largest layer's (the ZeRO-3
     gather, the gradient bucket). Attention, norms, router and shared experts are not."""
-    counts = count_parameters(arch)
+    sums = _layer_sums(arch, inputs, layers_on_stage, ep)
+    return _with_outside(arch, sums, first=first, last=last, pp=pp, scale=scale, ep=ep)
+
+
+def stages_params(
+    arch: Architecture,
+    inputs: TrainingInputs,
+    stages: list[tuple[int, bool, bool, int]],
+    *,
+    scale: float,
+) -> list[StageParams]:
+    """:func:`stage_params` of each (layers on the stage, first, last, pp) at ep = 1, the
+    layers' sums computed once per distinct layer count (the same arithmetic: the memory
+    terms ask for five stages of two layer counts)."""
+    sums: dict[int, _LayerSums] = {}
+    out = []
+    for layers, first, last, pp in stages:
+        if layers not in sums:
+            sums[layers] = _layer_sums(arch, inputs, layers, 1)
+        out.append(_with_outside(arch, sums[layers], first=first, last=last, pp=pp, scale=scale))
+    return out
+
+
+class _LayerSums(NamedTuple):
+    """The in-layer sums of :func:`stage_params` before ``scale``."""
+
+    layer_params: float
+    matrix_params: float
+    factored: float
+    lora: float
+    lora_factored: float
+    largest: int
+
+
+def _layer_sums(
+    arch: Architecture, inputs: TrainingInputs, layers_on_stage: int, ep: int
+) -> _LayerSums:
+    """The stage's share of every layer kind (:func:`stage_params`)."""
     routed = _routed_per_layer(arch, inputs) if ep > 1 else None
     share = layers_on_stage / arch.layers
     layer_params = matrix_params = factored = 0.0
@@ -314,6 +351,22 @@ def stage_params(
         if rank is not None:
             lora += n * share * layer_lora
             lora_factored += n * share * layer_lora_factored
+    return _LayerSums(layer_params, matrix_params, factored, lora, lora_factored, largest)
+
+
+def _with_outside(
+    arch: Architecture,
+    sums: _LayerSums,
+    *,
+    first: bool,
+    last: bool,
+    pp: int,
+    scale: float,
+    ep: int = 1,
+) -> StageParams:
+    """:func:`stage_params` from the stage's layer sums: the embedding (first stage), the
+    head (last stage), the factored values outside the layers, ``scale``."""
+    counts = count_parameters(arch)
     h = arch.hidden_size
     outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
     outside_factored = 0.0
@@ -325,13 +378,13 @@ def stage_params(
         outside_factored += arch.vocab_size + h if _head_params(counts, pp) else 0
         outside_factored += _norm_params(arch)
     return StageParams(
-        layer_params=layer_params * scale,
-        layer_matrix_params=matrix_params * scale,
+        layer_params=sums.layer_params * scale,
+        layer_matrix_params=sums.matrix_params * scale,
         outside_params=outside * scale,
-        factored_values=(factored + outside_factored) * scale,
-        lora_params=lora,
-        lora_factored_values=lora_factored,
-        largest_matrix=largest,
+        factored_values=(sums.factored + outside_factored) * scale,
+        lora_params=sums.lora,
+        lora_factored_values=sums.lora_factored,
+        largest_matrix=sums.largest,
         one_layer_params=largest_local_layer(arch, ep) * scale,
     )
 

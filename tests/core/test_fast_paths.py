@@ -289,3 +289,121 @@ def test_parameter_count_of_alike_layers_equals_the_layer_by_layer_count(
     monkeypatch.setattr(architecture, "layers_differ", lambda _arch: True)
     by_layer = [architecture._count_parameters(a) for a in archs]
     assert alike == by_layer
+
+
+def test_workload_of_one_recompute_policy_prices_its_layouts_as_the_full_workload() -> None:
+    """A workload whose hardware-FLOPs factors hold only one recompute policy's (the others
+    NaN: the parallelism report's one layout) prices every layout of that policy exactly as
+    the workload with all three, partial full recomputation (block, every N) included."""
+    import random
+
+    from llm_planner.core.composition.search_engine import _Problem
+    from llm_planner.core.composition.search_layouts import SearchOptions, enumerate_layouts
+    from llm_planner.core.sections import parallelism as par
+
+    rng = random.Random(7)
+    base = default_scenario()
+    models = ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gpt-3-175b"]
+    checked = 0
+    while checked < 120:
+        arch = get_preset(rng.choice(models)).architecture
+        policy = rng.choice(par.RECOMPUTE_CODES)
+        updates: dict[str, object] = {
+            "stack": rng.choice(["megatron", "deepspeed", "torchtitan", "nanotron"]),
+            "recompute": policy,
+            "recompute_method": rng.choice(["uniform", "block", "every"]),
+            "recompute_layers": rng.choice([None, 1, 3]),
+        }
+        try:
+            training = base.training.model_copy(update=updates)
+            training = type(training).model_validate(training.model_dump())
+        except ValueError:
+            continue
+        gpu = get_gpu(rng.choice(["h100-sxm", "a100-sxm-80gb"]))
+        problem = _Problem(arch, gpu, base.parallelism, training, params_override=None)
+        n = rng.choice([8, 64])
+        options = SearchOptions(micro_batches=(1, 2), max_tp=8, recompute=(policy,))
+        lay = enumerate_layouts(arch, n, max(n, 512), options, seq_len=4096)
+        if len(lay) == 0:
+            continue
+        assert set(lay.recompute.tolist()) == {par.RECOMPUTE_CODES.index(policy)}
+        full = problem.work
+        one = par.workload_of(
+            arch,
+            int(training.seq_len),
+            base.parallelism.global_batch,
+            problem.params,
+            training_inputs=training,
+            only_recompute=policy,
+        )
+        nan = [math.isnan(f) for f in one.hw_flops_factor]
+        assert nan == [code != policy for code in par.RECOMPUTE_CODES]
+        pick = lay.take(np.array(rng.sample(range(len(lay)), min(len(lay), 20))))
+        expected = par.evaluate_layouts(full, problem.cluster, pick, None, problem.step_inputs)
+        got = par.evaluate_layouts(one, problem.cluster, pick, None, problem.step_inputs)
+        for key, value in expected.items():
+            assert np.array_equal(value, got[key], equal_nan=True), (key, policy, updates)
+        checked += 1
+
+
+def test_stages_params_equal_stage_params_stage_by_stage() -> None:
+    """:func:`.training_params.stages_params` (the layers' sums once per layer count) gives
+    each stage's :func:`.training_params.stage_params` exactly, over models (dense, MoE,
+    MLA, hybrid, tied), LoRA and parameter-count overrides."""
+    import random
+
+    from llm_planner.core.inputs.training import TrainingInputs
+    from llm_planner.core.primitives.presets import model_presets
+    from llm_planner.core.sections.training_params import stage_params, stages_params
+
+    rng = random.Random(5)
+    names = sorted(model_presets())
+    for _ in range(60):
+        arch = get_preset(rng.choice(names)).architecture
+        ti = TrainingInputs(lora_rank=rng.choice([None, 16]))
+        scale = rng.choice([1.0, 0.5, 1.7])
+        stages = [
+            (
+                rng.choice([0, 1, arch.layers // 2, arch.layers]),
+                *rng.choice([(False, False), (True, False), (False, True), (True, True)]),
+                rng.choice([1, 2, 4]),
+            )
+            for _ in range(6)
+        ]
+        got = stages_params(arch, ti, stages, scale=scale)
+        for (layers, first, last, pp), one in zip(stages, got, strict=True):
+            want = stage_params(
+                arch, ti, layers_on_stage=layers, first=first, last=last, pp=pp, scale=scale
+            )
+            assert one == want, (arch.name, layers, first, last, pp)
+
+
+def test_kept_hash_of_inputs_is_their_fields_hash_and_never_stale() -> None:
+    """``Architecture`` and ``TrainingInputs`` keep their hash once computed: it is the hash
+    of the tuple of their fields' values (pydantic's own), equal models hash equal, and a
+    copy with an updated field (model_copy, as the estimate makes dozens of), a deep copy
+    or a pickled copy hashes its own fields, not the original's kept value."""
+    import copy
+    import pickle
+
+    from llm_planner.core.inputs.training import TrainingInputs
+
+    arch = get_preset("llama-3.1-8b").architecture
+    ti = TrainingInputs(seq_len=4096)
+    for model, field, value in ((arch, "layers", 33), (ti, "seq_len", 8192)):
+        fields = tuple(getattr(model, name) for name in type(model).model_fields)
+        assert hash(model) == hash(fields)
+        assert hash(model) == hash(fields)  # the kept value
+        twin = type(model).model_validate(model.model_dump())
+        assert twin == model
+        assert hash(twin) == hash(model)
+        changed = model.model_copy(update={field: value})
+        assert changed != model
+        assert hash(changed) == hash(tuple(getattr(changed, n) for n in type(model).model_fields))
+        assert hash(changed) != hash(model)
+        for other in (copy.copy(model), copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+            assert other == model
+            assert hash(other) == hash(model)
+        back = changed.model_copy(update={field: getattr(model, field)})
+        assert back == model
+        assert hash(back) == hash(model)

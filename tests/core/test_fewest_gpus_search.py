@@ -197,3 +197,75 @@ def test_layouts_of_one_memory_key_have_one_peak() -> None:
             assert first.setdefault(key, peak) == peak, (arch.name, ti, args)
         scenarios += 1
     assert merged > 100  # the key does merge layouts
+
+
+def _sp_twins(lay: par.Layouts, m: Any) -> list[tuple[int, int]]:
+    """(index with SP off, index of its twin with SP on) of every such pair of ``lay``: every
+    other argument of the one-layout screen equal, the micro-batches in flight included."""
+    from llm_planner.core.sections.parallelism.memory import _one_by_one
+
+    args = _one_by_one(lay, m)
+    on = {(*a[:7], *a[8:]): i for i, a in enumerate(args) if a[7]}
+    return [
+        (i, on[(*a[:7], *a[8:])]) for i, a in enumerate(args) if not a[7] and (*a[:7], *a[8:]) in on
+    ]
+
+
+def test_sequence_parallelism_never_raises_the_screened_peak_where_the_terms_say_so() -> None:
+    """Where ``MemoryTerms.sequence_parallel_never_raises`` holds, every enumerated layout
+    with sequence parallelism on has a screened peak (the array function's) at most its
+    twin's with it off, over random scenarios (every stack, recompute policy, LoRA,
+    offload, MoE, MLA, recurrent models), so the screen may leave the twin out; and the
+    terms say so wherever the profile is not torchtitan's op-level SAC."""
+    from llm_planner.core.composition.scenario import default_scenario
+
+    rng = random.Random(4)
+    base = default_scenario()
+    pairs = scenarios = 0
+    while scenarios < 60:
+        arch = get_preset(rng.choice(MODELS)).architecture
+        ti = _inputs(rng)
+        if ti is None:
+            continue
+        problem = _Problem(
+            arch, gpu_catalog()["h100-sxm"], base.parallelism, ti, params_override=None
+        )
+        terms = problem.memory
+        op_sac = ti.implementation == "torchtitan" and arch.recurrent is None
+        assert terms.sequence_parallel_never_raises == (not op_sac), (ti.implementation, arch)
+        if not terms.sequence_parallel_never_raises:
+            continue
+        n = rng.choice([2, 4, 8, 16])
+        options = SearchOptions(micro_batches=(1, 2), interleave=(1, 2), max_tp=8)
+        lay = enumerate_layouts(arch, n, max(n, 64), options, seq_len=int(ti.seq_len))
+        m = par.microbatches_per_step(max(n, 64), lay)
+        twins = _sp_twins(lay, m)
+        if not twins:
+            continue
+        peaks = par.memory_screen(None, lay, terms, m=m)["peak_bytes"]
+        for off, on in twins:
+            if int(lay.recompute[on]) != RECOMPUTE_POLICIES.index("threshold"):
+                assert peaks[on] <= peaks[off], (arch.name, ti, off, on)
+                pairs += 1
+        scenarios += 1
+    assert pairs > 200
+
+
+def test_op_level_sac_keeps_more_with_sequence_parallelism_at_tp_2() -> None:
+    """Why the terms exclude torchtitan's op-level SAC: with SP a gated block also keeps
+    the two reduce-scatter outputs, s·b·h/tp each, and its input ÷ tp, so at tp = 2 it keeps
+    3·s·b·h/2 against s·b·h without SP (the tp-sharded outputs alike): Llama 3.1 8B,
+    s = 4096, b = 1, bf16 (2 bytes): 4096·4096·2·(3/2 − 1) = 16 MiB more per layer."""
+    arch = get_preset("llama-3.1-8b").architecture
+    ti = TrainingInputs(stack="torchtitan", recompute="selective", seq_len=4096)
+    terms = par.memory_terms(arch, ti, float(arch_params(arch)))
+    assert not terms.sequence_parallel_never_raises
+    on = terms.activations(1, 2, True, "selective").kept_per_layer
+    off = terms.activations(1, 2, False, "selective").kept_per_layer
+    assert on - off == 4096 * 4096 * 2 * 0.5
+
+
+def arch_params(arch: Any) -> int:
+    from llm_planner.core.primitives.architecture import count_parameters
+
+    return count_parameters(arch).total

@@ -31,6 +31,7 @@ from llm_planner.core.sections.training import (
     estimate_training,
 )
 from llm_planner.core.sections.training_memory import (
+    RECOMPUTE_POLICIES,
     MemoryTerms,
     training_memory_arrays,
     zero_divisors,
@@ -175,6 +176,25 @@ def memory_key(terms: MemoryTerms, args: tuple[Any, ...]) -> tuple[Any, ...]:
     return args
 
 
+_THRESHOLD_CODE = RECOMPUTE_POLICIES.index("threshold")
+
+
+def _without_sp_off_twins(
+    terms: MemoryTerms, layouts: list[tuple[Any, ...]]
+) -> list[tuple[Any, ...]]:
+    """``layouts`` (:func:`_one_by_one` arguments) less each one with sequence parallelism
+    off whose twin (every other argument equal) with it on is among them, where SP never
+    raises the peak (:attr:`.training_memory.MemoryTerms.sequence_parallel_never_raises`,
+    the threshold policy apart): if the SP-off layout fits, so does its twin, so whether
+    some layout fits is unchanged."""
+    if not terms.sequence_parallel_never_raises:
+        return layouts
+    with_sp = {(*a[:7], *a[8:]) for a in layouts if a[7] and a[8] != _THRESHOLD_CODE}
+    if not with_sp:
+        return layouts
+    return [a for a in layouts if a[7] or (*a[:7], *a[8:]) not in with_sp]
+
+
 def some_peak_fits(lay: Layouts, terms: MemoryTerms, *, m: FloatArray, capacity: float) -> bool:
     """Whether some layout's :func:`screen_peaks` value is at most ``capacity``: the same
     values, compared up to the first that fits, last layout first (the enumeration lists
@@ -183,7 +203,7 @@ def some_peak_fits(lay: Layouts, terms: MemoryTerms, *, m: FloatArray, capacity:
     if len(lay) > FIRST_FIT_UP_TO:
         return bool(np.any(screen_peaks(lay, terms, m=m) <= capacity))
     seen: set[tuple[Any, ...]] = set()
-    for args in reversed(_one_by_one(lay, m)):
+    for args in reversed(_without_sp_off_twins(terms, _one_by_one(lay, m))):
         key = memory_key(terms, args)
         if key in seen:
             continue

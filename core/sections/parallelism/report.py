@@ -16,7 +16,7 @@ from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.optimizers import get_precision
-from llm_planner.core.sections.parallelism.layout import resolve_layout
+from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, resolve_layout
 from llm_planner.core.sections.parallelism.memory import training_memory
 from llm_planner.core.sections.parallelism.step_time import (
     TIME_PARTS,
@@ -262,6 +262,7 @@ def parallelism_report(
         arch.layers,
     )
     params = params_override or float(_count_parameters(arch).total)
+    arrays = lay.as_arrays()
     work = workload_of(
         arch,
         int(training_inputs.seq_len),
@@ -270,14 +271,13 @@ def parallelism_report(
         None,
         training_inputs=training_inputs,
         include_attention_flops=include_attention_flops,
+        only_recompute=RECOMPUTE_CODES[int(arrays.recompute[0])],  # the one layout's policy
     )
     cluster = cluster_of(gpu, inputs, compute_dtype)
     # the training report at this layout already holds the ZeRO-3 gather (the one memory
     # function, same terms, tp, shard group, ep and stage): the screen is priced only without it
     recipe = memory_terms(arch, training_inputs, params) if training_report is None else None
-    priced = evaluate_layouts(
-        work, cluster, lay.as_arrays(), recipe, step_inputs_of(arch, training_inputs)
-    )
+    priced = evaluate_layouts(work, cluster, arrays, recipe, step_inputs_of(arch, training_inputs))
     out = {k: float(v[0]) for k, v in priced.items()}
     if training_report is not None:
         out["zero3_gathered_bytes"] = float(training_report.zero3_gather_bytes)

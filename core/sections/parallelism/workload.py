@@ -241,19 +241,22 @@ def workload_of(
     *,
     training_inputs: TrainingInputs | None = None,
     include_attention_flops: bool = False,
+    only_recompute: str | None = None,
 ) -> Workload:
     """Collect the model's scalars; ``params_override`` rescales every parameter count.
 
     ``hw_factors`` default: :func:`hardware_flops_factors` of ``training_inputs`` (the
     training defaults at ``seq_len`` when None). ``include_attention_flops`` picks the
-    count MFU reports (the compute section's ``include_attention_flops``)."""
+    count MFU reports (the compute section's ``include_attention_flops``).
+    ``only_recompute``: every layout priced with this workload has that recompute policy;
+    the other policies' factors are left NaN (:func:`hardware_flops_factors`' ``only``)."""
     counts = _count_parameters(arch)
     scale = params_override / counts.total if params_override else 1.0
     matmul = counts.active_compute * scale
     model = model_flops_per_token(arch, seq_len, matmul)
     ti = training_inputs or TrainingInputs(seq_len=seq_len)
     stack = get_stack(ti.stack)
-    factors = hw_factors or hardware_flops_factors(arch, ti, model)
+    factors = hw_factors or hardware_flops_factors(arch, ti, model, only_recompute)
     ti_s = ti if ti.seq_len == seq_len else ti.model_copy(update={"seq_len": seq_len})
     return Workload(
         layers=arch.layers,
@@ -462,14 +465,25 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
 @forgotten
 @cache
 def hardware_flops_factors(
-    arch: Architecture, training_inputs: TrainingInputs, model_flops: float
+    arch: Architecture,
+    training_inputs: TrainingInputs,
+    model_flops: float,
+    only: str | None = None,
 ) -> tuple[float, float, float]:
     """Hardware ÷ model FLOPs for each policy of RECOMPUTE_CODES, relative to
     ``model_flops`` per token (this module's MFU count, :func:`model_flops_per_token`):
-    :func:`llm_planner.core.sections.training.hardware_flops_factor`, the one definition."""
+    :func:`llm_planner.core.sections.training.hardware_flops_factor`, the one definition.
+
+    ``only`` (a code of RECOMPUTE_CODES): the caller prices layouts of that one policy (a
+    report of the scenario's own layout), so only its factor is computed; the others are
+    NaN, which a layout of that policy never reads (:func:`layout_hw_factors` takes its
+    own policy's entry; full's partial-replay term is kept only where the policy is full).
+    """
     ti = training_inputs.model_copy(update={"recompute_layers": None})
     values = [
         hardware_flops_factor(arch, ti.model_copy(update={"recompute": rc}), model_flops)
+        if only is None or rc == only
+        else float("nan")
         for rc in RECOMPUTE_CODES
     ]
     return (values[0], values[1], values[2])
