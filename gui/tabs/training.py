@@ -18,6 +18,7 @@ from llm_planner.core.inputs.registry import input_at
 from llm_planner.core.primitives import units
 from llm_planner.core.quantities.activation_tensors import LedgerEntry
 from llm_planner.core.quantities.activations import PROFILES
+from llm_planner.core.quantities.cuda_graphs import CUDA_GRAPHS
 from llm_planner.core.quantities.optimizers import OPTIMIZERS, PRECISIONS
 from llm_planner.core.sections.training import TrainingReport
 from llm_planner.gui.tabs.base import (
@@ -160,6 +161,13 @@ class TrainingTab(Tab):
             "training.implementation",
             named_items(PROFILES),
             "Which tensors the training stack saves (activation-ledger profile)",
+        )
+        self.cuda_graphs = self.combo(
+            acts,
+            input_at("training.cuda_graphs").label,
+            "training.cuda_graphs",
+            [(scope, scope) for scope in CUDA_GRAPHS],
+            input_at("training.cuda_graphs").help,
         )
         tune = self.group("Fine-tuning")
         self.lora = self.input(tune, "training.lora_rank")

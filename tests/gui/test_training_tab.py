@@ -53,3 +53,35 @@ def test_recompute_and_optimizer_pickers(qtbot: Any, window: MainWindow) -> None
     assert tab.bars.rows[0].parts["optimizer"] == (
         estimate(window.state.scenario).training.optimizer_bytes
     )
+
+
+def test_cuda_graphs_are_chosen_in_the_window_as_on_the_command_line(
+    qtbot: Any, window: MainWindow
+) -> None:
+    """--cuda-graphs has its row on the training tab, offering Megatron-Core's scopes
+    (core.quantities.cuda_graphs.CUDA_GRAPHS); the choice is one undo step. Capturing
+    whole layers removes their kernel launches from the host floor, so the modeled step
+    cannot get longer."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QComboBox
+
+    combo = window.findChild(QComboBox, "training.cuda_graphs")
+    assert combo is not None
+    assert [combo.itemData(i) for i in range(combo.count())] == [
+        "none",
+        "attn",
+        "mlp",
+        "attn_moe_router",
+        "layer",
+        "full_iteration",
+    ]
+    window.tabs.setCurrentIndex(2)
+    window.flush()
+    eager = window.state.report.parallelism.step_seconds
+    choose(window, combo, "layer")
+    assert window.state.scenario.training.cuda_graphs == "layer"
+    assert window.state.report.parallelism.step_seconds <= eager
+    QTest.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    window.flush()
+    assert window.state.scenario.training.cuda_graphs == "none"
