@@ -262,6 +262,11 @@ class TrainingTab(Tab):
         for widget in (self.recompute_method, self.recompute_layers, self.recompute_checkpoint):
             widget.setEnabled(policy == "full")
         self.recompute_modules.setEnabled(policy == "selective")
+        # Megatron's --fp8-param-gather applies to an FP8/FP4 recipe's quantized weights only
+        recipe = PRECISIONS.get(scenario.training.precision)
+        self.low_precision_params.setEnabled(
+            recipe is not None and recipe.low_precision_copy_bytes > 0
+        )
         has_experts = scenario.model.architecture.moe is not None
         for widget in (self.moe_capacity, self.moe_imbalance, self.moe_dispatcher):
             widget.setEnabled(has_experts)

@@ -8,7 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QComboBox, QLineEdit
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit
 
 from llm_planner.core.composition.estimate import estimate
 from llm_planner.core.inputs.scenario import with_changes
@@ -82,3 +82,9 @@ def test_each_recompute_option_is_enabled_with_its_policy(qtbot: Any, window: Ma
     assert window.state.scenario.training.recompute_layers == 4
     choose(window, window.bar.model, "mixtral-8x7b")
     assert [w.isEnabled() for w in moe] == [True, True, True]
+    # keeping weights only in FP8 needs an FP8 recipe (its quantized copy)
+    low = window.findChild(QCheckBox, "training.low_precision_params")
+    assert low is not None
+    assert not low.isEnabled()  # mixed bf16
+    choose(window, window.findChild(QComboBox, "training.precision"), "fp8_current")
+    assert low.isEnabled()
