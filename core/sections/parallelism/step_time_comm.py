@@ -148,7 +148,7 @@ def _context_parallel(
         / tp
         * attention
         * hw
-        / (cluster.peak_flops * attention_eff)
+        / (cluster.peak_flops * cluster.tensor_rate_fraction * attention_eff)
     )
     exposed = np.where(cp > 1.0, np.maximum(t_ring - t_attention, 0.0), 0.0)
     return np.where(cp > 1.0, bytes_mb, 0.0), exposed
