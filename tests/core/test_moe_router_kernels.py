@@ -6,9 +6,10 @@ the same at both), against step_time_host's counts.
 Every Bridge MoE preset runs the fused paths: ``moe_router_fusion = True``
 (scripts/performance configs ``set_qwen3_common_configs`` / ``set_deepseek_v3_common_configs``)
 and ``moe_permute_fusion = True`` (the Qwen3 and DeepSeek providers), so the router's top-k,
-its auxiliary-loss scores and the loss are Transformer Engine kernels (TE v2.9
-transformer_engine/pytorch/router.py: one ``tex`` kernel per call and direction) and the
-permutation TE's mask-map kernels (transformer_engine/pytorch/triton/permutation.py).
+its auxiliary-loss scores and the loss are Transformer Engine kernels (the Bridge's uv.lock:
+TE 2.9 at NVIDIA/TransformerEngine@70f53666 for 25.11, 2.12 at @5671fd36 for 26.02, alike
+here; transformer_engine/pytorch/router.py: one ``tex`` kernel per call and direction) and
+the permutation TE's mask-map kernels (transformer_engine/pytorch/triton/permutation.py).
 
 Setting of the Qwen3-30B-A3B rows: softmax score, top-8 after the softmax, ``aux_loss``,
 no z-loss, no expert bias, router dtype unset (bf16), dropless, the all-to-all dispatcher,
