@@ -518,6 +518,16 @@ INPUTS: tuple[Input, ...] = (
         optional=True,
     ),
     Input(
+        "training.mtp_layers",
+        "MTP depths",
+        "multi-token prediction modules trained with the model (Megatron-Core "
+        "--mtp-num-layers; DeepSeek-V3 trained with 1): each a layer, a projection and a "
+        "head pass on the last pipeline stage",
+        WHOLE,
+        flag="--mtp-layers",
+        group=TRAINING,
+    ),
+    Input(
         "training.moe_dispatcher",
         "MoE dispatcher",
         "how MoE tokens reach their experts: alltoall or allgather (Megatron-Core's dispatchers)",
