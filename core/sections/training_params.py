@@ -38,6 +38,7 @@ from llm_planner.core.quantities.activations import (
     outside_layer_ledger,
     outside_stage_bytes,
 )
+from llm_planner.core.quantities.mtp import mtp_layer_index, mtp_params
 from llm_planner.core.quantities.optimizers import (
     factored_state_values,
     get_optimizer,
@@ -132,6 +133,34 @@ def outside_layer_params(
     if last:
         outside += _head_params(counts, pp) + _norm_params(arch)
     return outside
+
+
+def mtp_stage_params(
+    arch: Architecture, inputs: TrainingInputs, *, first: bool, last: bool, pp: int, ep: int | None
+) -> float:
+    """Parameters the ``inputs.mtp_layers`` multi-token prediction depths put on a stage:
+    all on the last (Megatron-Core ``get_mtp_num_layers_to_build``, NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/transformer/multi_token_prediction.py), each its own layer (the model's
+    last kind, its routed experts ÷ ``ep`` like the stage's other MoE layers), ``eh_proj``
+    2h·h and three norms (:func:`.mtp.mtp_params_per_depth`); and, with a pipeline, a copy
+    of the input embedding V·h on the last stage, which the MTP input needs
+    (megatron/core/models/gpt/gpt_model.py at d98e8a64: ``if self.pre_process or
+    self.mtp_process: self.embedding = LanguageModelEmbedding(...)``), unless the head is
+    tied and already that copy. The head pass reuses the main output layer (shared). Their
+    gradients and optimizer state follow from the stage's parameters (:func:`state_bytes`).
+    ``ep`` None (:func:`stages_params`, the memory terms' stages, whose routed experts are
+    counted apart at any ep): the MTP layer's routed experts are left out (DeepSeek-V3:
+    11.3B ÷ ep, 1.4B at ep 8; not yet in the per-layout memory terms)."""
+    depths = inputs.mtp_layers
+    if depths <= 0 or not last:
+        return 0.0
+    own = float(mtp_params(arch, depths))
+    if arch.moe is not None and arch.is_moe_layer(mtp_layer_index(arch)):
+        away = 1.0 if ep is None else 1.0 - 1.0 / ep
+        own -= depths * _routed_per_layer(arch, inputs).params * away
+    embedding = arch.vocab_size * arch.hidden_size
+    copy = embedding if pp > 1 and not first and not arch.tied_embeddings else 0
+    return own + copy
 
 
 def _head_params(counts: ParameterCount, pp: int) -> int:
@@ -289,7 +318,8 @@ def stage_params(
     adapters and factored values are ÷ ep, and so is the largest layer's (the ZeRO-3
     gather, the gradient bucket). Attention, norms, router and shared experts are not."""
     sums = _layer_sums(arch, inputs, layers_on_stage, ep)
-    return _with_outside(arch, sums, first=first, last=last, pp=pp, scale=scale, ep=ep)
+    mtp = mtp_stage_params(arch, inputs, first=first, last=last, pp=pp, ep=ep)
+    return _with_outside(arch, sums, first=first, last=last, pp=pp, scale=scale, ep=ep, mtp=mtp)
 
 
 def stages_params(
@@ -307,7 +337,10 @@ def stages_params(
     for layers, first, last, pp in stages:
         if layers not in sums:
             sums[layers] = _layer_sums(arch, inputs, layers, 1)
-        out.append(_with_outside(arch, sums[layers], first=first, last=last, pp=pp, scale=scale))
+        mtp = mtp_stage_params(arch, inputs, first=first, last=last, pp=pp, ep=None)
+        out.append(
+            _with_outside(arch, sums[layers], first=first, last=last, pp=pp, scale=scale, mtp=mtp)
+        )
     return out
 
 
@@ -363,12 +396,14 @@ def _with_outside(
     pp: int,
     scale: float,
     ep: int = 1,
+    mtp: float = 0.0,
 ) -> StageParams:
     """:func:`stage_params` from the stage's layer sums: the embedding (first stage), the
-    head (last stage), the factored values outside the layers, ``scale``."""
+    head (last stage), the factored values outside the layers, ``scale``; ``mtp`` the
+    multi-token prediction parameters the stage holds (:func:`mtp_stage_params`)."""
     counts = count_parameters(arch)
     h = arch.hidden_size
-    outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
+    outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp) + mtp
     outside_factored = 0.0
     if first:
         outside_factored += arch.vocab_size + h
