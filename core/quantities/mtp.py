@@ -57,3 +57,17 @@ def mtp_layer_matmul_active(arch: Architecture) -> float:
             for m in arch.layer_matrices(arch.is_moe_layer(index), index=index)
         )
     )
+
+
+def mtp_saved_logits_bytes(
+    arch: Architecture, seq_len: int, micro_batch: int, *, tp: int, depths: int
+) -> float:
+    """Bytes the MTP depths' losses keep on the last stage while the main loss runs: each
+    depth's cross-entropy is computed in the forward (``process_mtp_loss`` at d98e8a64,
+    before the main model's loss) and keeps its fp32 softmax over the vocabulary-parallel
+    logits, 4·s·b·V/t bytes, until its backward (Megatron-Core
+    ``_VocabParallelCrossEntropy`` saves ``exp_logits``); the main loss's working set
+    (:func:`.activations.logits_working_bytes`) comes on top. The MTP block's few tensors
+    outside its layer (the two norms, the 2h concatenation, the projection's output: about
+    8·h·s·b, under 1% of a DeepSeek-V3 layer's) are left out."""
+    return max(depths, 0) * 4.0 * seq_len * micro_batch * arch.vocab_size / tp

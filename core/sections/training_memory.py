@@ -48,6 +48,7 @@ from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.quantities.activations import logits_working_bytes
+from llm_planner.core.quantities.mtp import mtp_saved_logits_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.training_offload import (
@@ -213,6 +214,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         first, last, only = (_linear_parts(float(x[0]), float(x[1])) for x in at)
         act_dtype = get_precision(ti.precision).activations_dtype
         logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
+        logits += mtp_saved_logits_bytes(arch, ti.seq_len, b, tp=t, depths=ti.mtp_layers)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),

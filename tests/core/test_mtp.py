@@ -12,8 +12,12 @@ from llm_planner.core.inputs.scenario import with_changes
 from llm_planner.core.primitives.architecture import count_parameters
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.quantities.flops import mfu_flops_per_token, mtp_flops_per_token
-from llm_planner.core.quantities.mtp import mtp_params, mtp_params_per_depth
-from llm_planner.core.sections.training_params import mtp_stage_params
+from llm_planner.core.quantities.mtp import (
+    mtp_params,
+    mtp_params_per_depth,
+    mtp_saved_logits_bytes,
+)
+from llm_planner.core.sections.training_params import mtp_stage_params, pipeline_stage_layers
 
 H, V = 7168, 129280
 # MLA: q_a h·1536, q_b 1536·128·192, kv_a h·(512 + 64), kv_b 512·128·(128 + 128), o 128·128·h
@@ -87,17 +91,50 @@ def test_mfu_count_includes_the_mtp_depths() -> None:
 
 
 def test_mtp_parameters_sit_on_the_last_stage_with_an_embedding_copy() -> None:
-    """Last stage of pp > 1 at ep 8: the own 11.610B less 7/8 of the 256 routed experts
-    (256 × 44.04M × 7/8 = 9.865B) + the embedding copy V·h = 0.9267B; the first stage none;
-    one stage (pp 1) holds the embedding already."""
+    """Outside its layer (a layer of the last stage, :func:`pipeline_stage_layers`), a depth
+    puts eh_proj 2·7168² + three norms 3·7168 = 102.78M on the last stage, and with pp > 1
+    the embedding copy V·h = 926.69M; the first stage nothing; one stage (pp 1) holds the
+    embedding already."""
     arch = _arch()
-    sc = with_changes(_scenario(), {"training.mtp_layers": 1})
-    ti = sc.training
-    own = mtp_params_per_depth(arch) - 256 * EXPERT * 7 / 8
-    last = mtp_stage_params(arch, ti, first=False, last=True, pp=16, ep=8)
-    assert abs(last - (own + V * H)) < 1.0
-    assert mtp_stage_params(arch, ti, first=True, last=False, pp=16, ep=8) == 0.0
-    assert abs(mtp_stage_params(arch, ti, first=True, last=True, pp=1, ep=8) - own) < 1.0
+    ti = with_changes(_scenario(), {"training.mtp_layers": 1}).training
+    own = 2 * H * H + 3 * H
+    assert own == 102_781_952  # 2 · 51,380,224 + 21,504
+    assert mtp_stage_params(arch, ti, first=False, last=True, pp=16) == own + V * H
+    assert mtp_stage_params(arch, ti, first=True, last=False, pp=16) == 0.0
+    assert mtp_stage_params(arch, ti, first=True, last=True, pp=1) == own
+
+
+def test_mtp_layer_takes_a_layer_slot_of_the_split() -> None:
+    """61 layers + 1 MTP depth over 16 stages: ⌈62/16⌉ = 4 per stage (Megatron-Bridge's
+    "Et*4|(t*4|)*14tmL"); over 2: 31 (61 alone: 31); over 1: 62. Without MTP 4, 31, 61."""
+    arch = _arch()
+    ti = _scenario().training
+    mtp = with_changes(_scenario(), {"training.mtp_layers": 1}).training
+    assert pipeline_stage_layers(arch, ti, 16) == (4, 4)
+    assert pipeline_stage_layers(arch, mtp, 16) == (4, 4)
+    assert pipeline_stage_layers(arch, mtp, 2) == (31, 31)
+    assert pipeline_stage_layers(arch, mtp, 1) == (62, 62)
+    assert pipeline_stage_layers(arch, ti, 1) == (61, 61)
+
+
+def test_mtp_losses_keep_their_softmax() -> None:
+    """Each depth's fp32 softmax over the vocabulary-parallel logits, 4·s·b·V/t: at s 4096,
+    b 1, tp 1, 4 · 4096 · 129280 = 2.118 GB per depth."""
+    arch = _arch()
+    one = mtp_saved_logits_bytes(arch, 4096, 1, tp=1, depths=1)
+    assert one == 4 * 4096 * 129280
+    assert mtp_saved_logits_bytes(arch, 4096, 2, tp=2, depths=1) == one
+    assert mtp_saved_logits_bytes(arch, 4096, 1, tp=1, depths=0) == 0.0
+
+
+def test_mtp_raises_the_last_stages_memory() -> None:
+    """One stage (pp 1) holds every layer: with the depth, + one MoE layer's state,
+    eh_proj and the saved softmax, so the peak rises."""
+    base = with_changes(_scenario(), {"parallelism.pp": 1, "num_gpus": 64})
+    mtp = with_changes(base, {"training.mtp_layers": 1})
+    a, b = estimate(base, suggest=False).training, estimate(mtp, suggest=False).training
+    assert b.peak_bytes > a.peak_bytes
+    assert b.weights_bytes > a.weights_bytes
 
 
 def _scenario():  # type: ignore[no-untyped-def]
