@@ -151,6 +151,38 @@ def _fc1_input(cfg: LedgerConfig, elements: Num, moe_layer: bool) -> SavedTensor
     )
 
 
+def _combine_tensor(
+    cfg: LedgerConfig, copies: int, tok: str, sd: Num, *, h: int, k: int
+) -> SavedTensor:
+    """What an MoE layer saves for the router-score scaling of its routed copies. Where the
+    stack scales them inside the experts (:attr:`.activation_profiles.ImplementationProfile.
+    moe_probs_in_experts`: Megatron-Core's weighted activation) the activation's backward
+    reads the probability of each routed copy (fp32, 4·k·s·b bytes) and the combine
+    (``unpermute`` without probabilities) saves nothing; otherwise the weighted combine
+    saves the expert outputs, k·s·b·h in the activation dtype."""
+    if cfg.profile.moe_probs_in_experts and copies == k:
+        return SavedTensor(
+            "router probabilities per routed copy (weighted activation)",
+            "k·s·b",
+            "fp32",
+            copies * sd,
+            FP32,
+            "moe",
+            "sp",
+        )
+    return SavedTensor(
+        "expert outputs (before weighted combine)"
+        if copies == k
+        else "token copies before the router-score scaling",
+        f"{tok}·h",
+        cfg.act_dtype,
+        copies * sd * h,
+        cfg.act,
+        "moe",
+        "sp",
+    )
+
+
 def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list[SavedTensor]:
     s, b, act, dt, h = cfg.s, cfg.b, cfg.act, cfg.act_dtype, arch.hidden_size
     sd = s * b
@@ -203,13 +235,16 @@ def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list
             (e, "E·s·b") if module_traits(arch, cfg).experts_on_every_token else (k, "k·s·b")
         )
         if fc1_trained:
+            # the experts' fc1 is a linear layer like the dense one: under a recipe whose
+            # stack saves quantized GEMM inputs it saves the quantized copy only
+            # (NVIDIA/TransformerEngine@d0067d0d pytorch/module/grouped_linear.py)
             out.append(
                 SavedTensor(
                     f"routed tokens ({copies} copies, expert fc1 input)",
                     f"{tok}·h",
-                    dt,
+                    cfg.lin_dtype,
                     copies * sd * h,
-                    act,
+                    cfg.lin,
                     "moe",
                     "sp",
                 )
@@ -220,19 +255,7 @@ def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list
                 arch, cfg, copies * sd, moe.expert_ffn_size, label="routed experts: ", tok=tok
             )
         ]
-        out.append(
-            SavedTensor(
-                "expert outputs (before weighted combine)"
-                if copies == k
-                else "token copies before the router-score scaling",
-                f"{tok}·h",
-                dt,
-                copies * sd * h,
-                act,
-                "moe",
-                "sp",
-            )
-        )
+        out.append(_combine_tensor(cfg, copies, tok, sd, h=h, k=k))
         if moe.num_shared_experts:
             f_shared = moe.num_shared_experts * moe.expert_ffn_size
             out += _mlp_tensors(arch, cfg, sd, f_shared, label="shared experts: ", tok="s·b")

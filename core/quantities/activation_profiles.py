@@ -57,6 +57,16 @@ class ImplementationProfile(BaseModel):
     logits_fp32_saved: bool = Field(
         default=True, description="cross-entropy saves fp32 (log-)softmax of the logits"
     )
+    moe_probs_in_experts: bool = Field(
+        default=False,
+        description="an MoE layer's router probabilities scale each routed copy inside the "
+        "experts (the activation function weighted by them), so the combine that restores "
+        "the tokens' order saves nothing: no k·s·b·h copy of the expert outputs, only the "
+        "probabilities per routed copy (fp32). Megatron-Core at NVIDIA/Megatron-LM@d98e8a64: "
+        "megatron/core/transformer/moe/experts.py TEGroupedMLP.forward (bias_act_func: "
+        "weighted_bias_swiglu_impl / activation × permuted_probs) and its fused op-fuser path "
+        "(ScaledSwiGLU); token_dispatcher.py calls moe_utils.unpermute without probs",
+    )
     embedding_ids: bool = Field(description="embedding backward saves the int64 token ids")
     flash_qkv_copy_held: bool = Field(
         default=False,
@@ -109,8 +119,10 @@ PROFILES: dict[str, ImplementationProfile] = {
             flash_repeat_kv=False,
             flash_output_copy=False,
             embedding_ids=False,
+            moe_probs_in_experts=True,
             source="Korthikanti et al. 2022 (arXiv:2205.05198) section 4.1; Megatron-Core "
-            "fused_bias_swiglu, TE DotProductAttention",
+            "fused_bias_swiglu, TE DotProductAttention; MoE: NVIDIA/Megatron-LM@d98e8a64 "
+            "moe/experts.py (probabilities applied in the experts' activation)",
         ),
         ImplementationProfile(
             id="pytorch",
