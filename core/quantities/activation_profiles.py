@@ -57,6 +57,16 @@ class ImplementationProfile(BaseModel):
     logits_fp32_saved: bool = Field(
         default=True, description="cross-entropy saves fp32 (log-)softmax of the logits"
     )
+    logits_softmax_in_place: bool = Field(
+        default=False,
+        description="the loss's fp32 working buffer is the saved softmax / gradient itself "
+        "(no second fp32 s·b·V buffer beside it): Megatron-Core's vocab_parallel_cross_entropy "
+        "(NVIDIA/Megatron-LM@d98e8a64 megatron/core/tensor_parallel/cross_entropy.py: the fp32 "
+        "copy of the logits exponentiated and normalised in place, saved, and turned into the "
+        "gradient in place) and Transformer Engine's fused cross-entropy that Megatron-Bridge's "
+        "recipes select (NVIDIA/TransformerEngine@d0067d0d pytorch/triton/cross_entropy.py: "
+        "one fp32 grad_input written in the forward and saved, scaled in place backward)",
+    )
     moe_probs_in_experts: bool = Field(
         default=False,
         description="an MoE layer's router probabilities scale each routed copy inside the "
@@ -120,6 +130,7 @@ PROFILES: dict[str, ImplementationProfile] = {
             flash_output_copy=False,
             embedding_ids=False,
             moe_probs_in_experts=True,
+            logits_softmax_in_place=True,
             source="Korthikanti et al. 2022 (arXiv:2205.05198) section 4.1; Megatron-Core "
             "fused_bias_swiglu, TE DotProductAttention; MoE: NVIDIA/Megatron-LM@d98e8a64 "
             "moe/experts.py (probabilities applied in the experts' activation)",

@@ -212,7 +212,14 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         at = outside_stage_bytes_for(arch, ti_rc, bs, tp=t, sequence_parallel=sp)
         first, last, only = (_linear_parts(float(x[0]), float(x[1])) for x in at)
         act_dtype = get_precision(ti.precision).activations_dtype
-        logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
+        logits = logits_working_bytes(
+            arch,
+            ti.seq_len,
+            b,
+            tp=t,
+            activation_dtype=act_dtype,
+            softmax_in_place=get_profile(ti.implementation).logits_softmax_in_place,
+        )
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),
