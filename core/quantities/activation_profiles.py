@@ -67,6 +67,12 @@ class ImplementationProfile(BaseModel):
         "recipes select (NVIDIA/TransformerEngine@d0067d0d pytorch/triton/cross_entropy.py: "
         "one fp32 grad_input written in the forward and saved, scaled in place backward)",
     )
+    moe_paged_stash: float = Field(
+        default=0.0,
+        description="the routed experts' saved tensors held in a paged GPU buffer of this "
+        "many times their balanced size (0: saved as they are); set from the training input "
+        "``moe_paged_stash`` (:func:`.activation_layer.paged_stash`), not by a stack",
+    )
     moe_probs_in_experts: bool = Field(
         default=False,
         description="an MoE layer's router probabilities scale each routed copy inside the "
