@@ -516,6 +516,7 @@ def estimate_training(
     ep: int = 1,
     last_stage_microbatches_in_flight: float | None = None,
     cp: int = 1,
+    last_stage_loss_in_flight: float | None = None,
     gpus_per_node: int = 8,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout: the
@@ -580,6 +581,7 @@ def estimate_training(
             recompute=code,
             first_in_flight=first_flight,
             last_in_flight=last_flight,
+            loss_in_flight=last_stage_loss_in_flight,
             detail=detail,
         )
 

@@ -150,6 +150,11 @@ def test_last_stage_microbatches_in_flight() -> None:
     assert float(par.training_in_flight_last(8, 32, False, 2)) == pytest.approx(4.5)
     # the first rank: 2·(p − 1) + (v − 1)·p + 1 = 14 + 8 + 1 = 23 chunks of L/16 = 11.5
     assert float(par.training_in_flight(8, 32, False, 2)) == pytest.approx(11.5)
+    # the loss-side tensors (last chunk of the last rank): one micro-batch interleaved, the
+    # stage's own count in 1F1B (1) and GPipe (m)
+    assert float(par.training_loss_in_flight(8, 32, False, 2)) == 1
+    assert float(par.training_loss_in_flight(8, 32, False, 1)) == 1
+    assert float(par.training_loss_in_flight(8, 32, True, 1)) == 32
     # the same rule on the first rank (r = 0) is Korthikanti's count: ((p−1)·2 + (v−1)·p + 1)/v
     # = (14 + 8 + 1)/2 = 11.5
     first = float(par.microbatches_in_flight(8, 32, False, 2))

@@ -610,3 +610,28 @@ def test_expert_parallel_keeps_activations_and_ignores_dense_models() -> None:
     assert estimate_training(LLAMA8B, ti, H100, dp=8, zero_stage=3, ep=4) == dense
     with pytest.raises(ValueError, match="ep"):
         estimate_training(MIXTRAL, ti, H100, ep=0)
+
+
+def test_interleaved_last_stage_holds_one_micro_batch_of_its_loss() -> None:
+    """Megatron's interleaved 1F1B (p = 2, v = 8): the last rank's warm-up runs
+    (v − 1)·p = 14 chunk-forwards of chunks 0 … 6, then chunk 7's forward and at once its
+    backward: its layers hold ((v − 1)·p + 1)/v = 15/8 stage-loads, but the tensors after
+    the last layer (final norm input 2·s·h, output layer input 2·s·h, the loss's fp32
+    softmax 4·s·V) one micro-batch's worth."""
+    s, h, v = 4096, 4096, 128256
+    inputs = TrainingInputs(seq_len=s, **NO_EXTRAS)
+    report = estimate_training(
+        LLAMA8B,
+        inputs,
+        H100,
+        pp=2,
+        microbatches_in_flight=1,
+        last_stage_microbatches_in_flight=15 / 8,
+        last_stage_loss_in_flight=1,
+    )
+    assert report.stage == "last"
+    assert report.outside_activations_bytes == 2 * s * h + 2 * s * h + 4 * s * v
+    layers = report.layers_on_stage * report.activations_per_layer_bytes
+    assert report.activations_bytes == pytest.approx(
+        layers * 15 / 8 + report.outside_activations_bytes, rel=1e-12
+    )

@@ -16,6 +16,7 @@ from llm_planner.core.sections.parallelism.schedule import (
     FloatArray,
     training_in_flight,
     training_in_flight_last,
+    training_loss_in_flight,
 )
 
 FSDP_TO_ZERO: dict[str, int] = {
@@ -249,6 +250,11 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
         "microbatches_in_flight": in_flight_for(lay),
         "last_stage_microbatches_in_flight": float(
             training_in_flight_last(
+                lay.pp, lay.gradient_accumulation_steps, lay.schedule == "gpipe", lay.v
+            )
+        ),
+        "last_stage_loss_in_flight": float(
+            training_loss_in_flight(
                 lay.pp, lay.gradient_accumulation_steps, lay.schedule == "gpipe", lay.v
             )
         ),

@@ -55,6 +55,19 @@ def training_in_flight_last(
     return np.asarray(microbatches_in_flight_last(pp, microbatches, gpipe, v), dtype=np.float64)
 
 
+def training_loss_in_flight(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
+) -> FloatArray:
+    """Micro-batches whose tensors outside the layers (final norm and output layer inputs,
+    the loss's saved softmax) the last stage holds: its layers' count
+    (:func:`training_in_flight_last`: 1 in 1F1B, m in GPipe), but 1 interleaved, where
+    they belong to the last rank's last chunk, run forward and at once backward in the
+    steady state (Megatron-LM's warm-up on the last rank covers chunks 0 … v − 2 only)."""
+    last = training_in_flight_last(pp, microbatches, gpipe, v)
+    interleaved = (np.asarray(v) > 1) & ~np.asarray(gpipe, dtype=bool)
+    return np.asarray(np.where(interleaved, np.minimum(last, 1.0), last), dtype=np.float64)
+
+
 def training_in_flight(
     pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
 ) -> FloatArray:
