@@ -519,7 +519,7 @@ INPUTS: tuple[Input, ...] = (
     ),
     Input(
         "training.moe_paged_stash",
-        "MoE paged stash (GPU buffer ÷ balanced)",
+        "MoE paged stash",
         "the routed experts' saved tensors held in a paged GPU buffer of this many times their "
         "balanced size, the rest spilled to host (Megatron-Core --moe-paged-stash; none: off)",
         FRACTION,
