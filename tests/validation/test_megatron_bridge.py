@@ -262,10 +262,10 @@ def test_rows_that_fit_in_the_apps_memory_model() -> None:
     model. Floor: 74 rows fit with the recipes' settings applied (Megatron-FSDP, LoRA on q, k,
     v, FP8/FP4 parameters, 16-bit main gradients, the recipes' recomputation, the MoE paged
     stash at 1.2 in the 26.06 rows) and Megatron-Core's saved MoE tensors (no expert-output
-    copy, quantized expert inputs), the interleaved schedule's stage-loads (the last rank's loss tensors of one
-    micro-batch) and the in-place loss (issue 27);
-    47 before those three, 41 without the recomputation, 24 without the precision switches,
-    21 when every row was stated with no recomputation and ZeRO-1."""
+    copy, quantized expert inputs), the interleaved schedule's stage-loads (the last rank's
+    loss tensors of one micro-batch) and the in-place loss (issue 27); 47 before those
+    three, 41 without the recomputation, 24 without the precision switches, 21 when every
+    row was stated with no recomputation and ZeRO-1."""
     rows = mb.bridge_rows()
     assert mb.fitting(rows) >= 74
     assert all(r.peak_bytes is not None and r.peak_bytes > 0 for r in rows)
