@@ -95,6 +95,18 @@ def test_no_row_is_refused() -> None:
     assert [r.id for r in rows if r.refused is not None] == []
 
 
+def test_every_moe_row_ran_the_fused_router_the_counts_are_for() -> None:
+    """Every Qwen3 and DeepSeek-V3 row's release ran TE's fused router and permutation
+    (``RELEASE_MOE_FUSION``, read from each release's presets), the path step_time_host's
+    MoE kernel counts are tallied for (tests/core/test_moe_router_kernels.py): 44 MoE rows
+    (22 Qwen3-30B-A3B, 22 DeepSeek-V3) over the five releases."""
+    moe = [r for r in mb.load()["rows"] if not mb.model_key(r["model"]["name"]).startswith("llama")]
+    assert len(moe) == 44
+    releases = {mb.recipes.release_of(r) for r in moe}
+    assert releases == {"25.09", "25.11", "26.02", "26.04", "26.06"}
+    assert all(mb.recipes.RELEASE_MOE_FUSION[mb.recipes.release_of(r)] == (True, True) for r in moe)
+
+
 def test_errors_meet_issue_27s_target() -> None:
     """Median |error| of tokens/s per GPU over all rows ≤ 7.5%, p90 ≤ 24.5% (issue 27: ≤ 10%
     and ≤ 25%). 7.3% and 24.2% with the MoE rows' CUDA graphs and all-to-all overlap as
