@@ -134,7 +134,10 @@ def mtp_flops_per_token(
     Per depth, Megatron-LM's ``num_floating_point_operations`` (training.py at d98e8a64,
     ``transformer_flops``): one more layer of the model's last kind (``num_layers +
     mtp_num_layers``), the MTP norms and projection 6·(3h + 2h²) ("MTP norms and proj"), and
-    one more logits pass 6·h·V (``* (mtp_num_layers + 1)  # MTP + final logit``); 6 = 3
+    one more logits pass 6·h·V (``* (mtp_num_layers + 1)  # MTP + final logit``); Megatron-Bridge's
+    calculator counts the depths alike (src/megatron/bridge/training/utils/flop_utils.py at
+    v0.2.0, 7af9601c, and at 067f987d: ``num_layers = cfg.model.num_layers +
+    mtp_num_layers``, the last layer's kind, the logits × (1 + mtp_num_layers)); 6 = 3
     (forward + backward) × 2 (a multiply-add). The layer here is 6 × its active matrices
     (:func:`.mtp.mtp_layer_matmul_active`) plus, when ``include_attention``, one attention layer's
     scores and weighted sum (3 × :func:`attention_forward_flops_per_token` ÷ the
