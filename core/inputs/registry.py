@@ -528,6 +528,26 @@ INPUTS: tuple[Input, ...] = (
         group=TRAINING,
     ),
     Input(
+        "training.first_stage_layers",
+        "First stage layers",
+        "transformer layers on the first pipeline stage; the rest split evenly over the "
+        "middle stages (Megatron-Core --decoder-first-pipeline-num-layers; none: equal split)",
+        WHOLE,
+        flag="--first-stage-layers",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
+        "training.last_stage_layers",
+        "Last stage layers",
+        "transformer layers on the last pipeline stage, which also runs the output head and "
+        "the MTP depths (Megatron-Core --decoder-last-pipeline-num-layers; none: equal split)",
+        WHOLE,
+        flag="--last-stage-layers",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
         "training.moe_paged_stash",
         "MoE paged stash",
         "the routed experts' saved tensors held in a paged GPU buffer of this many times their "

@@ -28,6 +28,7 @@ from llm_planner.core.primitives.gpus import GPU, catalog_id, get_gpu
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.primitives.prices import list_price
 from llm_planner.core.primitives.units import clean_text
+from llm_planner.core.quantities.pipeline_split import stage_split
 
 SCHEMA_VERSION = 5
 """Version of the scenario file format written by this app (see ``store`` migrations)."""
@@ -237,7 +238,9 @@ def layout_refusal(scenario: Scenario) -> str | None:
     of dp·micro-batch (or smaller than it) stay the report's "problems": frameworks run
     them (uneven stages, padding) and published runs state them (the validation runs
     include 2,048 GPUs on 1,024 sequences of 2,048 tokens), so the report names the problem
-    rather than refusing the scenario.
+    rather than refusing the scenario. A stated first/last stage (``training.
+    first_stage_layers`` / ``last_stage_layers``) is refused where Megatron-Core refuses it
+    (:func:`.pipeline_split.stage_split`).
     """
     par, arch = scenario.parallelism, scenario.model.architecture
     tpcp, pp, n = par.tp * par.cp, par.pp, scenario.num_gpus  # GPUs per sequence: tp·cp
@@ -251,6 +254,11 @@ def layout_refusal(scenario: Scenario) -> str | None:
         return (
             f"parallelism.pp: pp·v = {pp}·{v} stages is more than the model's {arch.layers} layers"
         )
+    ti = scenario.training
+    if ti.first_stage_layers is not None or ti.last_stage_layers is not None:
+        split = stage_split(arch.layers, pp, ti.first_stage_layers, ti.last_stage_layers, v)
+        if isinstance(split, str):
+            return split
     # the degrees as the message names them: cp only when it is used
     names = "tp·cp·pp" if par.cp > 1 else "tp·pp"
     values = f"{par.tp}·{par.cp}·{pp}" if par.cp > 1 else f"{par.tp}·{pp}"

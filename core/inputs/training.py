@@ -179,6 +179,20 @@ class TrainingInputs(BaseModel):
         "transformer layer, a 2h→h projection and another pass of the shared output head "
         "and loss, on the last pipeline stage; 0: none",
     )
+    first_stage_layers: int | None = Field(
+        default=None,
+        **bounds("training.first_stage_layers"),
+        description="transformer layers on the first pipeline stage, the rest split evenly "
+        "over the middle stages (Megatron-Core --decoder-first-pipeline-num-layers); None: "
+        "the equal split",
+    )
+    last_stage_layers: int | None = Field(
+        default=None,
+        **bounds("training.last_stage_layers"),
+        description="transformer layers on the last pipeline stage, besides the output head "
+        "and the MTP depths (Megatron-Core --decoder-last-pipeline-num-layers); None: the "
+        "equal split",
+    )
     low_precision_params: bool = Field(
         default=False,
         description="a low-precision recipe's layer matrices held only in FP8/FP4, no 16-bit "

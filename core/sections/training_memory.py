@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -64,6 +64,7 @@ from llm_planner.core.sections.training_params import (
     layer_kinds,
     layer_temporaries,
     outside_stage_bytes_for,
+    pipeline_middle_layers,
     pipeline_stage_layers,
     routed_expert_params,
     stages_params,
@@ -152,6 +153,10 @@ class MemoryTerms:
     stage_layers: Callable[[int], tuple[int, int]]
     """(first, last) stage's layer count for a pipeline degree (:func:`.training_params.
     pipeline_stage_layers`: equal split, or the stack's cost-balanced one)."""
+    middle_layers: Callable[[int], int] | None = None
+    """Each middle stage's layer count under a stated first/last stage, 0 where none
+    (:func:`.training_params.pipeline_middle_layers`); None: no stated split (two
+    candidates, the first and the last stage)."""
     logged_stage: str = "fullest"
     """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
     activation_offload_layers: int = 0
@@ -289,6 +294,11 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         ddp_bucket_temporary=get_stack(ti.stack).ddp_bucket_temporary,
         activations=stage_acts,
         stage_layers=stage_layers,
+        middle_layers=(
+            partial(pipeline_middle_layers, arch, ti)
+            if ti.first_stage_layers is not None or ti.last_stage_layers is not None
+            else None
+        ),
         logged_stage=get_stack(ti.stack).logged_peak_stage,
         activation_offload_layers=ti.activation_offload_layers,
         offload=offload_terms(ti, state_bytes(whole, ti), whole),
@@ -632,6 +642,18 @@ _SCREENED = (
 """The components :func:`training_memory_arrays` returns without ``detail``."""
 
 
+def _middle_counts(
+    terms: MemoryTerms, pp_values: IntArray, first_counts: FloatArray
+) -> FloatArray | None:
+    """Each distinct pp's middle-stage layers under a stated split (0 where none), or None
+    when no pp has a middle stage fuller than its first (the first stage, with the
+    embedding and more micro-batches in flight, then outweighs every middle one)."""
+    if terms.middle_layers is None:
+        return None
+    middle = np.array([terms.middle_layers(int(p)) for p in pp_values.tolist()], dtype=np.float64)
+    return middle if bool(np.any(middle > first_counts)) else None
+
+
 def training_memory_arrays(
     terms: MemoryTerms,
     *,
@@ -797,6 +819,24 @@ def training_memory_arrays(
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
     selected = first if detail else (*_SCREENED, "recompute_working_bytes")
     out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in selected}
+    middle_of_pp = _middle_counts(terms, pp_values, counts[:, 0])
+    if middle_of_pp is not None:  # a stated split whose middle stages hold more layers
+        pp_f = pp_i.astype(f64)
+        zero_state = StateBytes(0.0, 0.0, 0.0)
+        middle_flight = first_flight * (pp_f - 1.0) / pp_f
+        middle = stage(
+            zero_state,
+            middle_of_pp,
+            middle_flight,
+            np.zeros(n),
+            last=False,
+            outside_flight=middle_flight,
+        )
+        use_middle = (middle_of_pp[pp_index] > 0) & (
+            peak(middle["allocated_bytes"])[0] > peak(out["allocated_bytes"])[0]
+        )
+        out = {k: np.asarray(np.where(use_middle, middle[k], out[k])) for k in selected}
+        use_last = use_last & ~use_middle
     out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
     if detail:  # the mean layer's kept bytes per micro-batch (partial full: its average)
         stage_layers = out["layers_on_stage"]

@@ -232,6 +232,19 @@ def training_memory_one(
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
     chosen = last if use_last else first
+    middle_layers = terms.middle_layers(pp) if terms.middle_layers is not None else 0
+    if middle_layers > first_layers:  # a stated split: stage 1 holds p − 1 of 1F1B's p
+        flight = float(first_in_flight) * (pp - 1) / pp
+        middle = stage(
+            StateBytes(0.0, 0.0, 0.0),
+            float(middle_layers),
+            flight,
+            0.0,
+            last=False,
+            outside_flight=flight,
+        )
+        if peak(middle["allocated_bytes"])[0] > peak(chosen["allocated_bytes"])[0]:
+            chosen, use_last = middle, False
     out = dict(chosen) if detail else {k: chosen[k] for k in _SCREENED}
     out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
     if detail:

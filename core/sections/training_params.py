@@ -40,6 +40,7 @@ from llm_planner.core.quantities.activations import (
     outside_stage_bytes,
 )
 from llm_planner.core.quantities.mtp import MTP_NORMS
+from llm_planner.core.quantities.pipeline_split import split_or_none
 from llm_planner.core.quantities.optimizers import (
     factored_state_values,
     get_optimizer,
@@ -65,8 +66,16 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
     layer of the last stage (Megatron-Core builds them there, ``get_mtp_num_layers_to_build``)
     and takes a layer's slot of the equal split, ⌈(L + D)/p⌉, as in Megatron-Bridge's
     DeepSeek-V3 layouts (the step time's ``_fullest_stage``); one stage holds L + D; the
-    cost-balanced split adds them to its last stage."""
+    cost-balanced split adds them to its last stage.
+
+    Stated first/last stage (``inputs.first_stage_layers`` / ``last_stage_layers``, where
+    they fit this pp: :func:`.pipeline_split.split_or_none`): those counts, the MTP depths
+    added to the last (Megatron-Core builds them there besides its decoder layers); the
+    middle stages' count is :func:`pipeline_middle_layers`."""
     depths = inputs.mtp_layers
+    split = split_or_none(arch.layers, pp, inputs.first_stage_layers, inputs.last_stage_layers)
+    if split is not None:  # stated first/last stage (Megatron-Core uneven pipeline)
+        return split.first, split.last + depths
     equal = math.ceil((arch.layers + depths) / pp)
     if pp <= 1:
         return arch.layers + depths, arch.layers + depths
@@ -89,6 +98,14 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
         if cumulative > total * (rank + 1) / pp and rank < pp - 1:
             rank += 1
     return counts[0], counts[-1] + depths
+
+
+def pipeline_middle_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -> int:
+    """Layers of each middle pipeline stage under a stated first/last stage (Megatron-Core
+    ``get_num_layers_to_build`` at NVIDIA/Megatron-LM@d98e8a64: (L − first − last) ÷ the
+    middle stages), 0 without one, where it does not fit this pp, or with no middle stage."""
+    split = split_or_none(arch.layers, pp, inputs.first_stage_layers, inputs.last_stage_layers)
+    return split.middle if split is not None and pp > 2 else 0
 
 
 def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:

@@ -294,6 +294,8 @@ class ParallelismTab(Tab):
         layout = self.group("Layout")
         self.tp = self.input(layout, "parallelism.tp")
         self.pp = self.input(layout, "parallelism.pp")
+        self.first_stage_layers = self.input(layout, "training.first_stage_layers")
+        self.last_stage_layers = self.input(layout, "training.last_stage_layers")
         self.cp = self.input(layout, "parallelism.cp")
         self.dp = self.input(layout, "parallelism.dp")
         self.zero = self.combo(

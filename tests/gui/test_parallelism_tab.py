@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from llm_planner.core.composition.estimate import estimate
 from llm_planner.core.sections.parallelism import zero_stage_comparison
 from llm_planner.gui.main_window import MainWindow
 
@@ -51,3 +52,17 @@ def test_the_empty_network_field_says_what_it_stands_for(qtbot: Any, window: Mai
     choose(window, window.bar.gpu, "gb200")
     type_into(qtbot, window, tab.per_node, "4")
     assert tab.inter_bw.placeholderText() == "200.0 GB/s (4 × 50.00 GB/s per GPU)"
+
+
+def test_stated_first_and_last_stage_reach_the_estimate(qtbot: Any, window: MainWindow) -> None:
+    """Llama 3.1 8B (32 layers) over pp 4, first stage 2, last 6 (Megatron-Core's uneven
+    split): the middle stages hold (32 − 8)/2 = 12 layers, more than the equal split's
+    ⌈32/4⌉ = 8, so the memory's fullest stage holds 12 layers."""
+    window.tabs.setCurrentIndex(3)
+    tab = window.page(3)
+    type_into(qtbot, window, tab.pp, "4")
+    type_into(qtbot, window, tab.first_stage_layers, "2")
+    type_into(qtbot, window, tab.last_stage_layers, "6")
+    scenario = window.state.scenario
+    assert (scenario.training.first_stage_layers, scenario.training.last_stage_layers) == (2, 6)
+    assert estimate(scenario).training.layers_on_stage == 12

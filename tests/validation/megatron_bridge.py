@@ -282,6 +282,42 @@ def mtp_layers_of(row: dict[str, Any]) -> int:
     return 0 if "w/o mtp" in name.lower() else 1
 
 
+DEEPSEEK_V3_STAGE_LAYERS: dict[int, tuple[int, int]] = {4: (16, 13), 8: (8, 5), 16: (4, 1)}
+"""pp (no interleaving) → (decoder layers on the first stage, on the last) of the layout
+Megatron-Bridge's DeepSeek-V3 recipe sets (``recipes/deepseek/deepseek_v3.py`` at v0.2.0
+7af9601c the provider's ``layout_map``, from v0.3.0 21b02e0c
+``set_deepseek_v3_pipeline_model_parallel_layout``, the same map through v0.5.0 fcbb6031
+and at 067f987d): (16, 1) ``[["embedding"] + ["decoder"] * 4] + [["decoder"] * 4] * 14 +
+[["decoder"] + ["mtp", "loss"]]``, (8, 1) 8 / 6 × 8 / 5, (4, 1) 16 / 16 / 16 / 13; the
+middle stages take the rest evenly, so the layout is Megatron-Core's uneven first/last
+stage (``training.first_stage_layers`` / ``last_stage_layers``). The performance presets
+of 25.11 … 26.06 that ran the vp-1 rows leave the layout to that map (no ``pp_layout``,
+``scripts/performance/configs/deepseek/``). Interleaved layouts ((8, 2), (4, 4), GB300's
+``Et*4|(t*4|)*14tmL`` at pp 2 vp 8) give a rank a total (e.g. 29 = 7 × 4 + 1) that is not
+a multiple of v, which Megatron's two flags cannot state: those rows keep the equal split.
+25.09 ran ``scripts/performance/configs/deepseek/deepseek_v3_llm_pretrain.yaml``'s
+``Et|(tt|)*30mL`` (32 virtual stages, not a pp-16 vp-1 split): not restated.
+
+Not applied in :func:`scenario_of` yet: stated so, the six rows it covers move from too slow
+to too fast (26.04 B300 pp 16 −22.6% → +5.8%, B200 −15.2% → +15.6%; 26.02 B300 −18.8% →
++11.1%, B200 −11.2% → +21.0%; 25.11 B200 "w/ MTP" +5.6% → +43.9%; 26.06 B300 pp 8 −14.5%
+→ +1.9%): all rows' median 8.2% → 7.9%, large MoE 8.3% → 8.2%, but p90 19.5% → 20.4%,
+past this page's bound. The last stage is no longer the pace-setter's 4 layers + head +
+MTP; what the equal split's error was hiding (the B200 rows, 25.11) is another term's.
+:func:`test_megatron_bridge.test_deepseek_v3_recipe_layout` prices one row so."""
+
+
+def stage_layers_of(row: dict[str, Any]) -> tuple[int, int] | None:
+    """(first, last) stage layers of a DeepSeek-V3 row whose recipe sets an uneven
+    non-interleaved layout (:data:`DEEPSEEK_V3_STAGE_LAYERS`), else None."""
+    lay = row["layout"]
+    if model_key(row["model"]["name"]) != "deepseekv3" or int(lay["vp"] or 1) != 1:
+        return None
+    if recipes.release_of(row) == "25.09":
+        return None
+    return DEEPSEEK_V3_STAGE_LAYERS.get(int(lay["pp"]))
+
+
 def scenario_of(row: dict[str, Any]) -> Scenario:
     """The row as its recipe states it (the module docstring lists each choice)."""
     recipe = recipe_of(row["precision"])

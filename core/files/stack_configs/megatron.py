@@ -9,7 +9,9 @@ field of Megatron-Core's ``ModelParallelConfig``, ``TransformerConfig``,
 (ZeRO-1: optimizer states sharded over dp), ``--recompute-granularity/-method/-num-layers``,
 ``--recompute-modules``, ``--distribute-saved-activations``, ``--micro-batch-size``,
 ``--global-batch-size``, ``--seq-length``, ``--bf16``/``--fp16``, ``--grad-reduce-in-bf16``,
-``--fp8-param-gather``/``--fp4-param-gather``, ``--cpu-offloading-num-layers``.
+``--fp8-param-gather``/``--fp4-param-gather``, ``--cpu-offloading-num-layers``,
+``--decoder-first-pipeline-num-layers``/``--decoder-last-pipeline-num-layers`` (uneven
+pipeline stages: NVIDIA/Megatron-LM@d98e8a64 transformer_config.py).
 ZeRO-2/3 are Megatron-FSDP's ``--data-parallel-sharding-strategy optim_grads`` /
 ``optim_grads_params`` with ``--use-megatron-fsdp`` (Megatron-LM
 megatron/core/distributed/fsdp/README.md, "Required Configurations").
@@ -167,6 +169,10 @@ def _parallel_args(plan: LaunchPlan, notes: list[str]) -> list[str]:
     ]
     if plan.v > 1:
         args.append(f"--num-layers-per-virtual-pipeline-stage {plan.layers_per_virtual_stage}")
+    if plan.first_stage_layers is not None:  # uneven pipeline (transformer_config.py)
+        args.append(f"--decoder-first-pipeline-num-layers {plan.first_stage_layers}")
+    if plan.last_stage_layers is not None:
+        args.append(f"--decoder-last-pipeline-num-layers {plan.last_stage_layers}")
     if plan.schedule == "gpipe":
         notes.append("the GPipe schedule: Megatron-LM runs 1F1B (or interleaved 1F1B)")
     args.append(f"--context-parallel-size {plan.cp}")
@@ -232,6 +238,8 @@ def _parser() -> argparse.ArgumentParser:
         "num-experts",
         "max-position-embeddings",
         "cpu-offloading-num-layers",
+        "decoder-first-pipeline-num-layers",
+        "decoder-last-pipeline-num-layers",
     ):
         p.add_argument(f"--{name}", type=int)
     p.add_argument("--recompute-modules", nargs="*")
@@ -488,6 +496,10 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["training.precision"] = "fp32"
     if args.cpu_offloading_num_layers:
         fields["training.activation_offload_layers"] = args.cpu_offloading_num_layers
+    if args.decoder_first_pipeline_num_layers:
+        fields["training.first_stage_layers"] = args.decoder_first_pipeline_num_layers
+    if args.decoder_last_pipeline_num_layers:
+        fields["training.last_stage_layers"] = args.decoder_last_pipeline_num_layers
     if args.grad_reduce_in_bf16:
         fields["training.grad_reduce_16bit"] = True
     if recipe is not None and (args.fp8_param_gather or args.fp4_param_gather):

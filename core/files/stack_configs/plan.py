@@ -66,6 +66,12 @@ class LaunchPlan:
     activation_offload_layers: int = 0
     """Layers per stage whose activations go to host memory (Megatron
     --cpu-offloading-num-layers)."""
+    first_stage_layers: int | None = None
+    """Layers of the first pipeline stage, stated (Megatron
+    --decoder-first-pipeline-num-layers); None: the equal split."""
+    last_stage_layers: int | None = None
+    """Layers of the last pipeline stage, stated (Megatron
+    --decoder-last-pipeline-num-layers); None: the equal split."""
     offload_optimizer: str = "none"
     offload_params: str = "none"
     """ZeRO-Offload / ZeRO-Infinity devices (``training.offload_*``)."""
@@ -123,6 +129,8 @@ def launch_plan(scenario: Scenario) -> LaunchPlan:
         low_precision_params=tr.low_precision_params,
         grad_reduce_16bit=tr.grad_reduce_16bit,
         activation_offload_layers=tr.activation_offload_layers,
+        first_stage_layers=tr.first_stage_layers if lay.pp > 1 else None,
+        last_stage_layers=tr.last_stage_layers if lay.pp > 1 else None,
         offload_optimizer=tr.offload_optimizer,
         offload_params=tr.offload_params,
         recompute_method=tr.recompute_method,
@@ -219,6 +227,12 @@ def common_unexpressed(plan: LaunchPlan) -> list[str]:
                 f"activations of {plan.activation_offload_layers} layers per stage offloaded "
                 "to host memory are Megatron's --cpu-offloading-num-layers; not stated in this "
                 "stack's config"
+            )
+        if plan.first_stage_layers is not None or plan.last_stage_layers is not None:
+            notes.append(
+                "the stated first/last pipeline stage layers are Megatron's "
+                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; "
+                "not stated in this stack's config"
             )
         if plan.grad_reduce_16bit:
             notes.append(

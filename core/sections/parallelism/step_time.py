@@ -182,6 +182,8 @@ def evaluate_layouts(
     if balanced is None:
         balanced = work.stack.pipeline_balances_head
     fullest_layers, fullest_head = _fullest_stage(work, pp, v, balanced=balanced)
+    if work.first_stage_layers is not None or work.last_stage_layers is not None:
+        chunk_layers = fullest_layers / v  # a stated split: the pacing stage's chunks
     stage_tokens = tokens_mb * fullest_layers / (work.layers * tp)  # s·b·(layers share) ÷ t
     t_c, t_mem = _compute_seconds(
         work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head, step_inputs=si

@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from llm_planner.core.inputs.training import NF4_DOUBLE_QUANT_BITS
 from llm_planner.core.quantities import comm
+from llm_planner.core.quantities.pipeline_split import split_or_none
 from llm_planner.core.sections.parallelism.layout import Layouts
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_inputs import (
@@ -40,9 +41,13 @@ def _fullest_stage(
     Megatron-Bridge's DeepSeek-V3 layouts place it (recipes/deepseek/deepseek_v3.py
     ``set_deepseek_v3_pipeline_model_parallel_layout`` at v0.3.0, 21b02e0c: pp 16
     ``[["embedding"] + ["decoder"] * 4] + [["decoder"] * 4] * 14 + [["decoder"] + ["mtp",
-    "loss"]]``, 61 layers + 1 MTP = 62 = 15 × 4 + 2); the cost-balanced split ignores it."""
+    "loss"]]``, 61 layers + 1 MTP = 62 = 15 × 4 + 2); the cost-balanced split ignores it.
+    A stated first/last stage (``work.first_stage_layers`` / ``last_stage_layers``) wins
+    over both where it fits the layout's pp and v (:func:`_stated_stage`)."""
     layers = np.ceil((work.layers + work.mtp_layers) / (pp * v)) * v
     head = np.ones_like(pp)
+    if work.first_stage_layers is not None or work.last_stage_layers is not None:
+        return _stated_stage(work, pp, v, layers, head)
     if not balanced or work.head_flops_per_token <= 0:
         return np.asarray(layers), head
     layer_cost = max(work.model_flops_per_token - work.head_flops_per_token, 0.0) / work.layers
@@ -62,6 +67,44 @@ def _fullest_stage(
         layers = np.where(sel, float(best[0]), layers)
         head = np.where(sel, float(best[1]), head)
     return np.asarray(layers), np.asarray(head)
+
+
+def _stated_stage(
+    work: Workload, pp: FloatArray, v: FloatArray, layers: FloatArray, head: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`_fullest_stage` under a stated first/last stage (Megatron-Core's uneven
+    pipeline, :func:`.pipeline_split.stage_split`): the first stage's f layers, each middle
+    stage's m, the last stage's l + D (the MTP depths, built on the last stage besides its
+    decoder layers: NVIDIA/Megatron-LM@d98e8a64 ``get_mtp_num_layers_to_build``) with the
+    output head and each depth's projection and head pass. The stage of the largest weight
+    FLOPs per token sets the pace: a layer costs the layers' GEMM FLOPs ÷ L, the head
+    6·V·h, a depth's projection and head pass 6·h·(2h + V). The embedding lookup is not
+    counted. Layouts whose (pp, v) the stated counts do not fit keep the equal split
+    (``layers``, ``head``: :func:`_fullest_stage`'s)."""
+    layer_cost = max(work.model_flops_per_token - work.head_flops_per_token, 0.0) / work.layers
+    depths = work.mtp_layers
+    head_cost = work.head_flops_per_token + 6.0 * depths * work.hidden * (
+        2.0 * work.hidden + work.vocab
+    )
+    layers, head = np.array(layers, dtype=np.float64), np.array(head, dtype=np.float64)
+    for p_value, v_value in set(zip(pp.tolist(), np.broadcast_to(v, pp.shape).tolist())):
+        split = split_or_none(
+            work.layers,
+            int(p_value),
+            work.first_stage_layers,
+            work.last_stage_layers,
+            int(v_value),
+        )
+        if split is None:
+            continue
+        candidates = [(float(split.first), 0.0), (float(split.last + depths), 1.0)]
+        if p_value > 2:
+            candidates.append((float(split.middle), 0.0))
+        best = max(candidates, key=lambda c: c[0] * layer_cost + c[1] * head_cost)
+        sel = (pp == p_value) & (v == v_value)
+        layers = np.where(sel, best[0], layers)
+        head = np.where(sel, best[1], head)
+    return layers, head
 
 
 def _compute_seconds(

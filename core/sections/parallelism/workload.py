@@ -122,6 +122,11 @@ class Workload:
     one of its layers), its 2h→h projection and one more output-head pass and loss
     (:func:`.flops.mtp_flops_per_token`); not part of model_flops_per_token, part of
     mfu_flops_per_token."""
+    first_stage_layers: int | None = None
+    """Layers of the first pipeline stage, stated (``TrainingInputs.first_stage_layers``,
+    Megatron-Core's uneven pipeline); None: the equal split."""
+    last_stage_layers: int | None = None
+    """Layers of the last pipeline stage, stated (``TrainingInputs.last_stage_layers``)."""
     mtp_flops_per_token: float = 0.0
     """FLOPs per token of the MTP depths, forward + backward, attention included
     (:func:`.flops.mtp_flops_per_token`): what executed FLOPs add for them."""
@@ -326,6 +331,8 @@ def workload_of(
         recompute_layers=ti.recompute_layers,
         mtp_layers=ti.mtp_layers,
         mtp_flops_per_token=mtp_flops_per_token(arch, seq_len, ti.mtp_layers),
+        first_stage_layers=ti.first_stage_layers,
+        last_stage_layers=ti.last_stage_layers,
     )
 
 
