@@ -642,6 +642,43 @@ _SCREENED = (
 """The components :func:`training_memory_arrays` returns without ``detail``."""
 
 
+def _fuller_middles(
+    terms: MemoryTerms,
+    stage: Callable[..., dict[str, FloatArray]],
+    peak: Callable[[FloatArray], tuple[FloatArray, FloatArray]],
+    chosen: tuple[dict[str, FloatArray], dict[str, FloatArray], npt.NDArray[np.bool_], Any],
+    *,
+    pp: tuple[IntArray, IntArray, IntArray, FloatArray],
+    first_flight: FloatArray,
+) -> tuple[dict[str, FloatArray], npt.NDArray[np.bool_]]:
+    """The fuller stage's components (``selected`` keys) of the first and the last
+    (``chosen``: first, last, the mask where the last is fuller, the keys) and, as
+    :func:`.training_memory_one._fuller_middle` over layouts, where a stated split's middle
+    stage (no embedding or head, p − 1 of the first stage's p micro-batches in flight) holds
+    more layers than the first and peaks higher, its components instead."""
+    first, last, use_last, selected = chosen
+    out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in selected}
+    pp_i, pp_index, pp_values, counts = pp
+    middle_of_pp = _middle_counts(terms, pp_values, counts[:, 0])
+    if middle_of_pp is None:
+        return out, use_last
+    pp_f = pp_i.astype(np.float64)
+    flight = first_flight * (pp_f - 1.0) / pp_f
+    middle = stage(
+        StateBytes(0.0, 0.0, 0.0),
+        middle_of_pp,
+        flight,
+        np.zeros(len(pp_f)),
+        last=False,
+        outside_flight=flight,
+    )
+    use_middle = (middle_of_pp[pp_index] > counts[pp_index, 0]) & (
+        peak(middle["allocated_bytes"])[0] > peak(out["allocated_bytes"])[0]
+    )
+    out = {k: np.asarray(np.where(use_middle, middle[k], out[k])) for k in selected}
+    return out, use_last & ~use_middle
+
+
 def _middle_counts(
     terms: MemoryTerms, pp_values: IntArray, first_counts: FloatArray
 ) -> FloatArray | None:
@@ -818,25 +855,14 @@ def training_memory_arrays(
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
     selected = first if detail else (*_SCREENED, "recompute_working_bytes")
-    out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in selected}
-    middle_of_pp = _middle_counts(terms, pp_values, counts[:, 0])
-    if middle_of_pp is not None:  # a stated split whose middle stages hold more layers
-        pp_f = pp_i.astype(f64)
-        zero_state = StateBytes(0.0, 0.0, 0.0)
-        middle_flight = first_flight * (pp_f - 1.0) / pp_f
-        middle = stage(
-            zero_state,
-            middle_of_pp,
-            middle_flight,
-            np.zeros(n),
-            last=False,
-            outside_flight=middle_flight,
-        )
-        use_middle = (middle_of_pp[pp_index] > 0) & (
-            peak(middle["allocated_bytes"])[0] > peak(out["allocated_bytes"])[0]
-        )
-        out = {k: np.asarray(np.where(use_middle, middle[k], out[k])) for k in selected}
-        use_last = use_last & ~use_middle
+    out, use_last = _fuller_middles(
+        terms,
+        stage,
+        peak,
+        (first, last, use_last, selected),
+        pp=(pp_i, pp_index, pp_values, counts),
+        first_flight=first_flight,
+    )
     out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
     if detail:  # the mean layer's kept bytes per micro-batch (partial full: its average)
         stage_layers = out["layers_on_stage"]

@@ -13,6 +13,8 @@ function over random scenarios and layouts; a term added to one must be added to
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES
@@ -231,20 +233,15 @@ def training_memory_one(
         outside_flight=float(loss_flight),
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
-    chosen = last if use_last else first
-    middle_layers = terms.middle_layers(pp) if terms.middle_layers is not None else 0
-    if middle_layers > first_layers:  # a stated split: stage 1 holds p − 1 of 1F1B's p
-        flight = float(first_in_flight) * (pp - 1) / pp
-        middle = stage(
-            StateBytes(0.0, 0.0, 0.0),
-            float(middle_layers),
-            flight,
-            0.0,
-            last=False,
-            outside_flight=flight,
-        )
-        if peak(middle["allocated_bytes"])[0] > peak(chosen["allocated_bytes"])[0]:
-            chosen, use_last = middle, False
+    chosen, use_last = _fuller_middle(
+        terms,
+        stage,
+        peak,
+        last if use_last else first,
+        use_last,
+        pp=pp,
+        first=(first_layers, float(first_in_flight)),
+    )
     out = dict(chosen) if detail else {k: chosen[k] for k in _SCREENED}
     out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
     if detail:
@@ -265,6 +262,39 @@ def training_memory_one(
         logged_reserved_bytes=logged * reserve,
     )
     return out
+
+
+def _fuller_middle(
+    terms: MemoryTerms,
+    stage: Callable[..., dict[str, float]],
+    peak: Callable[[float], tuple[float, float]],
+    chosen: dict[str, float],
+    use_last: bool,
+    *,
+    pp: int,
+    first: tuple[float, float],
+) -> tuple[dict[str, float], bool]:
+    """The chosen stage, or a middle stage of a stated split (:attr:`.MemoryTerms.
+    middle_layers`) where it holds more layers than the first and its peak is higher: no
+    embedding or head, p − 1 of the first stage's p micro-batches in flight (1F1B's stage 1,
+    Narayanan et al. 2021 section 2.2; interleaved, the same share of the first's: an
+    approximation)."""
+    middle_layers = terms.middle_layers(pp) if terms.middle_layers is not None else 0
+    first_layers, first_flight = first
+    if middle_layers <= first_layers:
+        return chosen, use_last
+    flight = first_flight * (pp - 1) / pp
+    middle = stage(
+        StateBytes(0.0, 0.0, 0.0),
+        float(middle_layers),
+        flight,
+        0.0,
+        last=False,
+        outside_flight=flight,
+    )
+    if peak(middle["allocated_bytes"])[0] > peak(chosen["allocated_bytes"])[0]:
+        return middle, False
+    return chosen, use_last
 
 
 _SCREENED = (

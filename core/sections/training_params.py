@@ -40,12 +40,12 @@ from llm_planner.core.quantities.activations import (
     outside_stage_bytes,
 )
 from llm_planner.core.quantities.mtp import MTP_NORMS
-from llm_planner.core.quantities.pipeline_split import split_or_none
 from llm_planner.core.quantities.optimizers import (
     factored_state_values,
     get_optimizer,
     get_precision,
 )
+from llm_planner.core.quantities.pipeline_split import split_or_none
 from llm_planner.core.quantities.stacks import get_stack
 
 

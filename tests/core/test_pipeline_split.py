@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from llm_planner.core.composition.scenario import default_scenario
+from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.core.files import stack_configs as sc
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import count_parameters
@@ -31,52 +32,53 @@ DSV3 = get_preset("deepseek-v3").architecture
 
 
 @pytest.mark.parametrize(
-    ("layers", "pp", "first", "last", "v", "expected"),
+    ("args", "expected"),
     [
         # DeepSeek-V3: 61 layers over 16 stages, 3 first / 2 last: (61 − 5)/14 = 4 each
-        (61, 16, 3, 2, 1, (3, 4, 2)),
+        ((61, 16, 3, 2, 1), (3, 4, 2)),
         # Megatron-Bridge's DeepSeek-V3 pp 16 layout: 4 / 14 × 4 / 1: (61 − 5)/14 = 4
-        (61, 16, 4, 1, 1, (4, 4, 1)),
+        ((61, 16, 4, 1, 1), (4, 4, 1)),
         # its pp 8 layout: 8 / 6 × 8 / 5: (61 − 13)/6 = 8
-        (61, 8, 8, 5, 1, (8, 8, 5)),
+        ((61, 8, 8, 5, 1), (8, 8, 5)),
         # first only: the last stage is a middle one, (32 − 5)/3 = 9
-        (32, 4, 5, None, 1, (5, 9, 9)),
+        ((32, 4, 5, None, 1), (5, 9, 9)),
         # last only: (32 − 2)/3 = 10
-        (32, 4, None, 2, 1, (10, 10, 2)),
+        ((32, 4, None, 2, 1), (10, 10, 2)),
         # two stages, both stated: no middle stage
-        (32, 2, 20, 12, 1, (20, 0, 12)),
+        ((32, 2, 20, 12, 1), (20, 0, 12)),
         # interleaved v = 2: 4 and 2 are multiples of 2, (32 − 6)/2 = 13 is not → refused below;
         # 4 / (32 − 8)/2 = 12 / 4 are
-        (32, 4, 4, 4, 2, (4, 12, 4)),
+        ((32, 4, 4, 4, 2), (4, 12, 4)),
     ],
 )
 def test_megatron_split_by_hand(
-    layers: int, pp: int, first: int | None, last: int | None, v: int, expected: tuple[int, ...]
+    args: tuple[int, int, int | None, int | None, int], expected: tuple[int, int, int]
 ) -> None:
-    assert stage_split(layers, pp, first, last, v) == StageSplit(*expected)
+    """(layers, pp, first, last, v) → (first, each middle, last)."""
+    assert stage_split(*args) == StageSplit(*expected)
 
 
 @pytest.mark.parametrize(
-    ("layers", "pp", "first", "last", "v", "words"),
+    ("args", "words"),
     [
-        (61, 16, 4, None, 1, "training.first_stage_layers: the 57 layers left do not divide"),
-        (61, 16, None, 2, 1, "training.last_stage_layers: the 59 layers left"),
-        (61, 1, 4, 1, 1, "needs pp ≥ 2"),
-        (32, 2, 20, 2, 1, "leave 10 layers for 0 middle stages"),
-        (32, 4, 30, 4, 1, "leave -2 layers"),
-        (32, 4, 3, 4, 2, "training.first_stage_layers: 3 layers is not a multiple of the 2"),
-        (32, 4, 2, 4, 2, "13 layers per middle stage is not a multiple of the 2"),
+        ((61, 16, 4, None, 1), "training.first_stage_layers: the 57 layers left do not divide"),
+        ((61, 16, None, 2, 1), "training.last_stage_layers: the 59 layers left"),
+        ((61, 1, 4, 1, 1), "needs pp ≥ 2"),
+        ((32, 2, 20, 2, 1), "leave 10 layers for 0 middle stages"),
+        ((32, 4, 30, 4, 1), "leave -2 layers"),
+        ((32, 4, 3, 4, 2), "training.first_stage_layers: 3 layers is not a multiple of the 2"),
+        ((32, 4, 2, 4, 2), "13 layers per middle stage is not a multiple of the 2"),
     ],
 )
 def test_megatron_refusals_name_the_field(
-    layers: int, pp: int, first: int | None, last: int | None, v: int, words: str
+    args: tuple[int, int, int | None, int | None, int], words: str
 ) -> None:
-    problem = stage_split(layers, pp, first, last, v)
+    problem = stage_split(*args)
     assert isinstance(problem, str)
     assert words in problem
 
 
-def _dsv3_scenario(pp: int, first: int | None, last: int | None, mtp: int = 0):  # type: ignore[no-untyped-def]
+def _dsv3_scenario(pp: int, first: int | None, last: int | None, mtp: int = 0) -> Scenario:
     sc0 = default_scenario()
     model = sc0.model.model_copy(update={"preset_id": "deepseek-v3", "architecture": DSV3})
     return sc.with_fields(
@@ -98,7 +100,7 @@ def _dsv3_scenario(pp: int, first: int | None, last: int | None, mtp: int = 0): 
 
 
 def test_a_scenario_that_does_not_split_is_refused_naming_the_field() -> None:
-    with pytest.raises((ValidationError, ValueError), match="training.first_stage_layers"):
+    with pytest.raises((ValidationError, ValueError), match=r"training\.first_stage_layers"):
         _dsv3_scenario(16, 4, None)
 
 
@@ -164,11 +166,20 @@ def test_a_fuller_middle_stage_sets_the_memory_peak() -> None:
         seq_len=4096, micro_batch=1, stack="megatron", first_stage_layers=3, last_stage_layers=2
     )
     terms = memory_terms(DSV3, ti, float(count_parameters(DSV3).total))
-    kwargs = dict(tp=1, pp=16, shard=16, ep=8, zero=1, micro_batch=1, sp=False, recompute=0)
-    one = training_memory_one(terms, first_in_flight=16, last_in_flight=1, **kwargs)  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {
+        "tp": 1,
+        "pp": 16,
+        "shard": 16,
+        "ep": 8,
+        "zero": 1,
+        "micro_batch": 1,
+        "sp": False,
+        "recompute": 0,
+    }
+    one = training_memory_one(terms, first_in_flight=16, last_in_flight=1, **kwargs)
     assert one["layers_on_stage"] == 4.0
     assert one["microbatches_in_flight"] == 15.0
-    arrays = training_memory_arrays(terms, first_in_flight=16, last_in_flight=1, **kwargs)  # type: ignore[arg-type]
+    arrays = training_memory_arrays(terms, first_in_flight=16, last_in_flight=1, **kwargs)
     assert float(arrays["layers_on_stage"][0]) == 4.0
     assert float(arrays["peak_bytes"][0]) == pytest.approx(one["peak_bytes"], rel=1e-9)
     even = memory_terms(
@@ -176,7 +187,7 @@ def test_a_fuller_middle_stage_sets_the_memory_peak() -> None:
         ti.model_copy(update={"first_stage_layers": None, "last_stage_layers": None}),
         float(count_parameters(DSV3).total),
     )
-    flat = training_memory_one(even, first_in_flight=16, last_in_flight=1, **kwargs)  # type: ignore[arg-type]
+    flat = training_memory_one(even, first_in_flight=16, last_in_flight=1, **kwargs)
     assert flat["layers_on_stage"] == 4.0  # ⌈61/16⌉ on the first stage, 16 in flight
     assert flat["microbatches_in_flight"] == 16.0
 

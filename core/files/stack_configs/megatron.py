@@ -417,6 +417,14 @@ def _layout_fields(args: argparse.Namespace, source: str) -> dict[str, Any]:
         "parallelism.fsdp_strategy": None,
         "training.recompute": granularity or "none",
         **_recompute_fields(args, source),
+        **{  # uneven pipeline stages (transformer_config.py at d98e8a64)
+            path: n
+            for path, n in (
+                ("training.first_stage_layers", args.decoder_first_pipeline_num_layers),
+                ("training.last_stage_layers", args.decoder_last_pipeline_num_layers),
+            )
+            if n
+        },
     }
 
 
@@ -496,10 +504,6 @@ def _batch_fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["training.precision"] = "fp32"
     if args.cpu_offloading_num_layers:
         fields["training.activation_offload_layers"] = args.cpu_offloading_num_layers
-    if args.decoder_first_pipeline_num_layers:
-        fields["training.first_stage_layers"] = args.decoder_first_pipeline_num_layers
-    if args.decoder_last_pipeline_num_layers:
-        fields["training.last_stage_layers"] = args.decoder_last_pipeline_num_layers
     if args.grad_reduce_in_bf16:
         fields["training.grad_reduce_16bit"] = True
     if recipe is not None and (args.fp8_param_gather or args.fp4_param_gather):

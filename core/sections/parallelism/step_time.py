@@ -20,6 +20,7 @@ from llm_planner.core.sections.parallelism.step_time_comm import (
     _tied_embedding_sync_seconds,
 )
 from llm_planner.core.sections.parallelism.step_time_compute import (
+    _chunk_layers,
     _compute_seconds,
     _executed_flops_per_token,
     _fullest_stage,
@@ -177,13 +178,11 @@ def evaluate_layouts(
     hw_factor = layout_hw_factors(work, lay)
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
-    chunk_layers = np.ceil((work.layers + work.mtp_layers) / (pp * v))  # MTP: a layer's slot
     balanced = cluster.balance_pipeline_head
     if balanced is None:
         balanced = work.stack.pipeline_balances_head
     fullest_layers, fullest_head = _fullest_stage(work, pp, v, balanced=balanced)
-    if work.first_stage_layers is not None or work.last_stage_layers is not None:
-        chunk_layers = fullest_layers / v  # a stated split: the pacing stage's chunks
+    chunk_layers = _chunk_layers(work, pp, v, fullest_layers)
     stage_tokens = tokens_mb * fullest_layers / (work.layers * tp)  # s·b·(layers share) ÷ t
     t_c, t_mem = _compute_seconds(
         work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head, step_inputs=si

@@ -69,6 +69,15 @@ def _fullest_stage(
     return np.asarray(layers), np.asarray(head)
 
 
+def _chunk_layers(work: Workload, pp: FloatArray, v: FloatArray, fullest: FloatArray) -> FloatArray:
+    """Layers of one virtual chunk of the pacing stage: ⌈(L + D)/(p·v)⌉ (the equal split,
+    an MTP depth taking a layer's slot); under a stated first/last stage, the pacing stage's
+    layers ÷ v (:func:`_stated_stage`)."""
+    if work.first_stage_layers is not None or work.last_stage_layers is not None:
+        return np.asarray(fullest / v)
+    return np.asarray(np.ceil((work.layers + work.mtp_layers) / (pp * v)))
+
+
 def _stated_stage(
     work: Workload, pp: FloatArray, v: FloatArray, layers: FloatArray, head: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
@@ -87,7 +96,9 @@ def _stated_stage(
         2.0 * work.hidden + work.vocab
     )
     layers, head = np.array(layers, dtype=np.float64), np.array(head, dtype=np.float64)
-    for p_value, v_value in set(zip(pp.tolist(), np.broadcast_to(v, pp.shape).tolist())):
+    for p_value, v_value in set(
+        zip(pp.tolist(), np.broadcast_to(v, pp.shape).tolist(), strict=True)
+    ):
         split = split_or_none(
             work.layers,
             int(p_value),
