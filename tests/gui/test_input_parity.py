@@ -59,6 +59,10 @@ NEEDS_EXPERTS = {
 }
 """Rows enabled only for a model with experts: typed with Mixtral chosen."""
 
+NEEDS_PIPELINE = {"training.first_stage_layers", "training.last_stage_layers"}
+"""Rows that state a pipeline stage's layers: typed (and passed) with pp = 2, where any
+count below the model's layers leaves the rest to the other stage (Megatron-Core's rule)."""
+
 DIFFERENT_MEANING = {
     "model.params_override": "--params also proposes the shapes of a model of P parameters "
     "(core.primitives.shapes covers 10M to 100T); the window's field overrides P alone",
@@ -74,6 +78,8 @@ def _cli(spec: Input, text: str) -> tuple[str, Any]:
     else:
         flag, _, template = spec.cli.partition(" ")
         argv = [f"{flag}={template.format(text)}"]
+    if spec.path in NEEDS_PIPELINE:
+        argv += ["--pp", "2"]
     try:
         args = build_parser().parse_args(["report", *argv])
         return "value", get_path(build_scenario(args), spec.path)
@@ -86,6 +92,8 @@ def _window(qtbot: Any, window: MainWindow, spec: Input, text: str) -> tuple[str
     base = default_scenario()
     if spec.path in SET_BY_THE_OPTION:
         base = with_changes(base, SET_BY_THE_OPTION[spec.path])
+    if spec.path in NEEDS_PIPELINE:
+        base = with_changes(base, {"parallelism.pp": 2})
     if spec.path in NEEDS_EXPERTS:
         mixtral = get_preset("mixtral-8x7b")
         model = base.model.model_copy(
