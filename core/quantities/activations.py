@@ -32,7 +32,7 @@ no Python branch depends on their values), for the parallel-layout search to vec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
@@ -343,6 +343,29 @@ def _kept_layer_tensors(
     return tuple(_layer_tensors(arch, cfg, moe_layer))
 
 
+_EXACT = 2**53
+"""Integers below this are exact in a float64."""
+
+
+def _tensors_key(arch: Architecture, cfg: LedgerConfig) -> LedgerConfig:
+    """``cfg`` as the layer's tensors see it: tp enters their elements only where kv heads
+    replicate (:func:`.activation_attention.attention_tensors`: s·b·kv·t ÷ min(t, kv heads),
+    the same s·b·kv for every t up to the kv heads while the product is an exact float), so
+    such a t prices the tensors of t = 1 and one estimate's tp degrees share them; the
+    divisors that tp and sequence parallelism set are applied after
+    (:func:`.tensor_bytes`)."""
+    tp = cfg.tp
+    if (
+        type(tp) is int
+        and 1 < tp <= arch.kv_heads
+        and type(cfg.s) is int
+        and type(cfg.b) is int
+        and cfg.s * cfg.b * arch.kv_size * tp < _EXACT
+    ):
+        return replace(cfg, tp=1)
+    return cfg
+
+
 def layer_activations(
     arch: Architecture,
     seq_len: int,
@@ -505,7 +528,7 @@ def _layer_split(
         checkpoint_placement=checkpoint_placement,
         gemm_input=gemm_input,
     )
-    tensors = list(_kept_layer_tensors(arch, cfg, moe))
+    tensors = list(_kept_layer_tensors(arch, _tensors_key(arch, cfg), moe))
     x = float("inf") if threshold_bytes is None else threshold_bytes
     kept, working, flops = _recompute_split(
         tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch

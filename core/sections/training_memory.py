@@ -206,11 +206,11 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         kept = sum(n * kept for n, (kept, _) in layers) / arch.layers
         working = max(working for _, (_, working) in layers)
         # (part ∝ b at this b, part independent of b) of each stage's tensors outside the
-        # layers: linear in b, priced at b and 2b (one pricing of both: element-wise, each
-        # the scalar pricing's value)
-        bs = np.array([b, 2 * b])
-        at = outside_stage_bytes_for(arch, ti_rc, bs, tp=t, sequence_parallel=sp)
-        first, last, only = (_linear_parts(float(x[0]), float(x[1])) for x in at)
+        # layers: linear in b, priced at b and 2b
+        at = [
+            outside_stage_bytes_for(arch, ti_rc, x, tp=t, sequence_parallel=sp) for x in (b, 2 * b)
+        ]
+        first, last, only = (_linear_parts(float(x), float(y)) for x, y in zip(*at, strict=True))
         act_dtype = get_precision(ti.precision).activations_dtype
         logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
         return StageActivations(
