@@ -201,9 +201,16 @@ def _outside_parts(
         dropout,
         activation_dtype,
         lora,
-        recompute == "full" and not flash,
+        mask_held(recompute, flash),
     )
     return list(first), list(shared), list(last)
+
+
+def mask_held(recompute: RecomputeKind | str, flash: bool) -> bool:
+    """Whether the tensors outside the layers include eager attention's causal mask held by
+    the layer checkpoints (under a profile of Hugging Face modules): full recomputation
+    without flash attention, the one policy the outside tensors depend on."""
+    return recompute == "full" and not flash
 
 
 @kept()

@@ -87,6 +87,7 @@ __all__ = [
     "get_profile",
     "layer_activations",
     "layer_forward_flops",
+    "layer_kept_at",
     "layer_kept_bytes",
     "layer_saved_tensors",
     "logits_working_bytes",
@@ -534,3 +535,24 @@ def _layer_split(
         tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
     )
     return _LayerSplit(cfg, moe, tensors, x, kept, working, flops)
+
+
+def layer_kept_at(
+    arch: Architecture,
+    cfg: LedgerConfig,
+    *,
+    moe_layer: bool,
+    sequence_parallel: bool,
+    recompute: RecomputeKind,
+    threshold_bytes: float | None,
+) -> tuple[float, float]:
+    """:func:`layer_kept_bytes` given its pricing configuration (``cfg``, at its tp: what
+    :func:`_layer_split` builds from the options), the same arithmetic: the memory terms
+    price one configuration under several sequence-parallel settings and policies
+    (:mod:`.training_activations`)."""
+    tensors = list(_kept_layer_tensors(arch, _tensors_key(arch, cfg), moe_layer))
+    x = float("inf") if threshold_bytes is None else threshold_bytes
+    kept, working, _ = _recompute_split(
+        tensors, cfg.tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
+    )
+    return float(kept), float(working)

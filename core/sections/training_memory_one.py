@@ -17,10 +17,10 @@ import numpy as np
 
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
+from llm_planner.core.sections.training_activations import StageActivations
 from llm_planner.core.sections.training_memory import (
     RECOMPUTE_POLICIES,
     MemoryTerms,
-    StageActivations,
     gathered_head_bytes,
 )
 from llm_planner.core.sections.training_offload import offloaded_state

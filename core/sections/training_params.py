@@ -28,12 +28,16 @@ from llm_planner.core.primitives.architecture import (
 )
 from llm_planner.core.primitives.architecture_groups import layer_groups, layers_differ
 from llm_planner.core.primitives.kept import kept
-from llm_planner.core.quantities.activation_tensors import SavedTensor
+from llm_planner.core.quantities.activation_tensors import (
+    LedgerConfig,
+    RecomputeKind,
+    SavedTensor,
+    ledger_config,
+)
 from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
     layer_activations,
-    layer_kept_bytes,
     layer_saved_tensors,
     outside_layer_ledger,
     outside_stage_bytes,
@@ -510,30 +514,6 @@ def layer_activations_for(
     )
 
 
-@kept()
-def layer_kept_for(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    micro_batch: int,
-    *,
-    tp: int,
-    sequence_parallel: bool,
-    moe_layer: bool,
-) -> tuple[float, float]:
-    """(kept bytes, recompute working set) of :func:`layer_activations_for`'s ledger, the
-    same arithmetic without its lines (:func:`.activations.layer_kept_bytes`): what the
-    memory terms read for each (b, tp, sequence parallel, policy) they price."""
-    return layer_kept_bytes(
-        arch,
-        inputs.seq_len,
-        micro_batch,
-        tp=tp,
-        sequence_parallel=sequence_parallel,
-        moe_layer=moe_layer,
-        **_ledger_options(inputs, True),
-    )
-
-
 def layer_saved_tensors_for(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -583,6 +563,24 @@ def _ledger_options(inputs: TrainingInputs, quantized_inputs: bool) -> dict[str,
     }
 
 
+_POLICY_OPTIONS = ("recompute", "threshold_bytes")
+"""The ledger options that are the recomputation policy's (:func:`_ledger_options`); the
+rest make the layer's pricing configuration (:func:`ledger_config_for`)."""
+
+
+def ledger_config_for(inputs: TrainingInputs, micro_batch: int, tp: int) -> LedgerConfig:
+    """The pricing configuration of one layer's ledger (:func:`layer_activations_for`'s)
+    under ``inputs`` at this micro-batch and tp, whatever their policy: it is applied to
+    the tensors after (:func:`.activations.layer_kept_at`)."""
+    options = _ledger_options(inputs, True)
+    return ledger_config(
+        seq_len=inputs.seq_len,
+        micro_batch=micro_batch,
+        tp=tp,
+        **{k: v for k, v in options.items() if k not in _POLICY_OPTIONS},
+    )
+
+
 def outside_ledger_for(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -618,10 +616,12 @@ def outside_stage_bytes_for(
     *,
     tp: int,
     sequence_parallel: bool,
+    recompute: RecomputeKind | None = None,
 ) -> tuple[Any, Any, Any]:
     """The summed bytes of :func:`outside_ledger_for`'s lines on the first, the last and
     the only stage, in one pass (:func:`.activations.outside_stage_bytes`); ``micro_batch``
-    may be an integer array (one sum per entry)."""
+    may be an integer array (one sum per entry); ``recompute``: this policy instead of the
+    inputs'."""
     return outside_stage_bytes(
         arch,
         inputs.seq_len,
@@ -632,6 +632,6 @@ def outside_stage_bytes_for(
         dropout=inputs.dropout,
         activation_dtype=get_precision(inputs.precision).activations_dtype,
         lora=inputs.effective_lora_rank is not None,
-        recompute=inputs.recompute,
+        recompute=inputs.recompute if recompute is None else recompute,
         flash=inputs.flash_attention,
     )
