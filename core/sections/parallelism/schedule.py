@@ -67,6 +67,27 @@ def training_in_flight(
     return np.asarray(np.where(default, 0.0, value))
 
 
+def training_in_flight_one(
+    pp: float, microbatches: float, gpipe: bool, v: float
+) -> tuple[float, float]:
+    """(:func:`training_in_flight`, :func:`training_in_flight_last`) of one layout in Python
+    floats, the same operations: the fewest-GPUs screen prices a few layouts one by one,
+    where numpy's calls on length-1 arrays cost more than the arithmetic
+    (``tests/core/test_layout_rows.py`` holds them equal over random layouts)."""
+    p, m = pp, microbatches
+    first = p * (1.0 + (p - 1.0) / (p * v)) if v > 1 else p
+    last = ((v - 1.0) * p + 1.0) / v if v > 1 else 1.0
+    if not gpipe:
+        first, last = min(first, m), min(last, m)
+    else:
+        first = last = m
+    default = not gpipe and v <= 1 and m >= p
+    return (
+        0.0 if default else float(math.ceil(first - 1e-9)),
+        float(math.ceil(last - 1e-9)),
+    )
+
+
 PipelineEvent = tuple[int, int, float, float, str]
 """(stage, micro-batch, start, end, "forward" | "backward"), times in forward-pass units."""
 
