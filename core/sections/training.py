@@ -592,8 +592,12 @@ def estimate_training(
     )
     host_fits = offload is None or offload.host_fits
 
+    peaks = {inputs.micro_batch: out["peak_bytes"]}  # each b priced once (b = 2 is asked twice)
+
     def peak(b: int) -> float:
-        return out["peak_bytes"] if b == inputs.micro_batch else memory(b, False)["peak_bytes"]
+        if b not in peaks:
+            peaks[b] = memory(b, False)["peak_bytes"]
+        return peaks[b]
 
     max_b = _largest_micro_batch(
         peak,

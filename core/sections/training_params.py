@@ -274,6 +274,7 @@ def _kind_sums(
     return total, mat, per_layer, largest, layer_lora, layer_lora_factored
 
 
+@kept()  # by its (frozen) arguments: the report, the workload and the step inputs ask alike
 def stage_params(
     arch: Architecture,
     inputs: TrainingInputs,
