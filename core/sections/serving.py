@@ -119,6 +119,16 @@ class Deployment:
     """Share of the weights a decode step at a batch reads (MoE: the experts it touches;
     :func:`llm_planner.core.sections.inference.weights_read_fraction`)."""
 
+    def attention_flops_per_token(self, context: float, causal: bool = False) -> float:
+        """:func:`~llm_planner.core.quantities.flops.attention_forward_flops_per_token` of
+        the replica's model, each (context, causal) computed once (a curve's levels share
+        the mean decode context and the prompt)."""
+        known: dict[tuple[float, bool], float] = self.__dict__.setdefault("_attention", {})
+        key = (context, causal)
+        if key not in known:
+            known[key] = attention_forward_flops_per_token(self.arch, context, causal=causal)
+        return known[key]
+
     @property
     def split(self) -> int:
         """GPUs a step's bytes and FLOPs are divided over (1 with layers split: the GPUs
@@ -335,7 +345,7 @@ def decode_step(d: Deployment, batch: int, context: float) -> StepTime:
     if not d.engine.fused_attention:
         kv += unfused_attention_bytes(d.arch, batch, context) / n
     gemm_flops = batch * 2.0 * d.params_active / n
-    attention_flops = batch * attention_forward_flops_per_token(d.arch, context) / n
+    attention_flops = batch * d.attention_flops_per_token(context) / n
     return StepTime(
         weights=weights / d.bandwidth,
         gemm=gemm_flops / d.compute * decode_wave_slowdown(d, batch),
@@ -373,7 +383,7 @@ def prefill_time(d: Deployment, batch: int, prompt: int) -> StepTime:
     tokens = float(batch * prompt)
     steps = max(1, math.ceil(tokens / d.engine.prefill_chunk_tokens))
     gemm_flops = tokens * 2.0 * d.params_active / n
-    attention_flops = tokens * attention_forward_flops_per_token(d.arch, prompt, causal=True) / n
+    attention_flops = tokens * d.attention_flops_per_token(prompt, causal=True) / n
     weights = steps * d.weights_bytes / n
     scores = 0.0
     if not d.engine.fused_attention:
