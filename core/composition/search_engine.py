@@ -378,7 +378,7 @@ def _fitting_count(problem: _Problem, group: list[_Piece]) -> int | None:
     first layout that fits (:func:`.parallelism.some_peak_fits`; layouts given as tuples
     without arrays, :func:`.parallelism.row_arguments`); many: screened in one call (the
     screen is element-wise: a layout's peak is the same screened alone or among others)."""
-    capacity = problem.cluster.memory_bytes
+    capacity = problem.gpu.memory_bytes  # the cluster's (not built for a screen alone)
     if sum(len(part) for *_, part in group) <= par.FIRST_FIT_UP_TO:
         for n, batch, part in group:
             if isinstance(part, list):
