@@ -369,14 +369,26 @@ def weights_read_fraction(arch: Architecture, batch: int) -> float:
     routed experts no token of the batch was sent to: with uniform, independent routing
     of top-k among E experts, an expert is touched with probability 1 − (1 − k/E)^batch.
     """
+    return _read_fraction_of(arch)(batch)
+
+
+def _read_fraction_of(arch: Architecture) -> Callable[[int], float]:
+    """batch → :func:`weights_read_fraction`, the counts read once (a serving curve asks at
+    a dozen batches)."""
     counts = count_parameters(arch)
     untouched = float(counts.positions + (0 if arch.tied_embeddings else counts.embedding))
     untouched += counts.per_layer_table
-    if arch.moe is not None and counts.experts:
-        k, experts = arch.moe.experts_per_token, arch.moe.num_experts
-        touched = 1.0 - (1.0 - k / experts) ** batch
-        untouched += counts.experts * (1.0 - touched)
-    return max(0.0, (counts.total - untouched) / counts.total)
+    moe = arch.moe if arch.moe is not None and counts.experts else None
+
+    def fraction(batch: int) -> float:
+        rest = untouched
+        if moe is not None:
+            k, experts = moe.experts_per_token, moe.num_experts
+            touched = 1.0 - (1.0 - k / experts) ** batch
+            rest += counts.experts * (1.0 - touched)
+        return max(0.0, (counts.total - rest) / counts.total)
+
+    return fraction
 
 
 def prefill_flops(arch: Architecture, params_active: float, context: int, batch: int) -> float:
@@ -425,7 +437,7 @@ def serving_deployment(
         gpu_class=gpu_class(gpu),
         kv_capacity_bytes=free * engine.kv_memory_fraction,
         sms=sms_of(gpu.id),
-        weights_read_fraction=cache(lambda batch: weights_read_fraction(arch, batch)),
+        weights_read_fraction=cache(_read_fraction_of(arch)),
     )
 
 

@@ -309,10 +309,12 @@ def stages_params(
     terms ask for five stages of two layer counts)."""
     sums: dict[int, _LayerSums] = {}
     out = []
+    counts, one_layer = count_parameters(arch), largest_local_layer(arch, 1)
     for layers, first, last, pp in stages:
         if layers not in sums:
             sums[layers] = _layer_sums(arch, inputs, layers, 1)
-        out.append(_with_outside(arch, sums[layers], first=first, last=last, pp=pp, scale=scale))
+        at = {"first": first, "last": last, "pp": pp, "scale": scale, "one_layer": one_layer}
+        out.append(_stage_of(arch, counts, sums[layers], **at))
     return out
 
 
@@ -371,7 +373,30 @@ def _with_outside(
 ) -> StageParams:
     """:func:`stage_params` from the stage's layer sums: the embedding (first stage), the
     head (last stage), the factored values outside the layers, ``scale``."""
-    counts = count_parameters(arch)
+    return _stage_of(
+        arch,
+        count_parameters(arch),
+        sums,
+        first=first,
+        last=last,
+        pp=pp,
+        scale=scale,
+        one_layer=largest_local_layer(arch, ep),
+    )
+
+
+def _stage_of(
+    arch: Architecture,
+    counts: ParameterCount,
+    sums: _LayerSums,
+    *,
+    first: bool,
+    last: bool,
+    pp: int,
+    scale: float,
+    one_layer: float,
+) -> StageParams:
+    """:func:`_with_outside` given the model's counts and its largest local layer."""
     h = arch.hidden_size
     outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
     outside_factored = 0.0
@@ -390,7 +415,7 @@ def _with_outside(
         lora_params=sums.lora,
         lora_factored_values=sums.lora_factored,
         largest_matrix=sums.largest,
-        one_layer_params=largest_local_layer(arch, ep) * scale,
+        one_layer_params=one_layer * scale,
     )
 
 
