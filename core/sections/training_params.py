@@ -313,8 +313,17 @@ def stages_params(
     for layers, first, last, pp in stages:
         if layers not in sums:
             sums[layers] = _layer_sums(arch, inputs, layers, 1)
-        at = {"first": first, "last": last, "pp": pp, "scale": scale, "one_layer": one_layer}
-        out.append(_stage_of(arch, counts, sums[layers], **at))
+        stage = _stage_of(
+            arch,
+            counts,
+            sums[layers],
+            first=first,
+            last=last,
+            pp=pp,
+            scale=scale,
+            one_layer=one_layer,
+        )
+        out.append(stage)
     return out
 
 
