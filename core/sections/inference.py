@@ -27,6 +27,7 @@ from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.kept import kept
+from llm_planner.core.primitives.layer_matrices import layers_differ
 from llm_planner.core.quantities.comm import sms_of
 from llm_planner.core.quantities.engines import get_engine
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
@@ -106,7 +107,14 @@ def _kv_bytes(
 @kept()
 def _kv_elements_per_token(arch: Architecture) -> tuple[int, int]:
     """(windowed layers', other layers') cached elements per token, summed over the layers
-    that cache (:func:`kv_cache_bytes`), once per (frozen) shapes."""
+    that cache (:func:`kv_cache_bytes`), once per (frozen) shapes: the layer counts times
+    one layer's where every attention layer caches alike (:func:`.layer_matrices.
+    layers_differ` false: no global layer of its own width, no KV-sharing layer, no hybrid),
+    else layer by layer."""
+    if not layers_differ(arch):
+        per = kv_elements_per_token_per_layer(arch)
+        windowed_layers = arch.windowed_attention_layers
+        return windowed_layers * per, (arch.attention_layers - windowed_layers) * per
     windowed = full = 0
     for i in range(arch.layers):
         if not arch.is_attention_layer(i) or (arch.kv_shared_layers and arch.shares_kv(i)):

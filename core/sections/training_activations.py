@@ -78,7 +78,7 @@ def stage_pricer(
     @cache
     def under(rc: str) -> TrainingInputs:
         """The inputs with policy ``rc`` (their ``priced_recompute`` is the ledger's)."""
-        return ti.model_copy(update={"recompute": rc})
+        return ti if rc == ti.recompute else ti.model_copy(update={"recompute": rc})
 
     @cache
     def config(b: int, t: int) -> LedgerConfig:
