@@ -21,10 +21,32 @@ from llm_planner.core.sections.parallelism.workload import (
 )
 
 
+def _hidden_all_to_all(raw: FloatArray, overlap: float, compute: FloatArray | None) -> FloatArray:
+    """The MoE dispatch time left exposed when a schedule hides the share ``overlap`` of it
+    behind another micro-batch's compute: raw − overlap · min(raw, compute). A transfer runs
+    under computation only as long as there is computation to run under (Megatron-Core's
+    ``overlap_moe_expert_parallel_comm``, NVIDIA/Megatron-LM@d98e8a64 pipeline_parallel/
+    combined_1f1b.py: a micro-batch's all-to-alls on their own stream beside the other
+    micro-batch's compute; DeepSeek-V3's DualPipe, arXiv:2412.19437 section 3.2.1), so a
+    dispatch longer than the micro-batch's compute keeps the excess. ``compute`` None: no
+    bound (raw × (1 − overlap))."""
+    if overlap <= 0.0:
+        return np.asarray(raw)
+    if compute is None:
+        return np.asarray(raw * (1.0 - overlap))
+    return np.asarray(raw - overlap * np.minimum(raw, compute))
+
+
 def _pipeline_and_experts(
-    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    tokens_mb: FloatArray,
+    compute: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all."""
+    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all
+    (exposed: less what the stack's or the scenario's overlap hides behind ``compute``,
+    :func:`_hidden_all_to_all`)."""
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = lay.as_float("dp")
@@ -41,7 +63,7 @@ def _pipeline_and_experts(
     p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
     t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
     if work.moe_layers > 0 and work.moe_dispatcher == "allgather":
-        ep_bytes_mb, t_ep = _allgather_dispatch(work, cluster, lay, tokens_mb)
+        ep_bytes_mb, t_ep = _allgather_dispatch(work, cluster, lay, tokens_mb, compute)
     elif work.moe_layers > 0:
         per_layer = comm.moe_all_to_all_bytes_per_layer(ep, tp, tokens_mb, work.hidden, work.top_k)
         ep_bytes_mb = (work.moe_layers / pp) * per_layer
@@ -58,7 +80,7 @@ def _pipeline_and_experts(
             inter_step=cluster.inter_step_latency,
         )
         overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
-        t_ep = (work.moe_layers / pp) * 4.0 * one * (1.0 - overlap)
+        t_ep = _hidden_all_to_all((work.moe_layers / pp) * 4.0 * one, overlap, compute)
     else:
         ep_bytes_mb = np.zeros_like(tp)
         t_ep = np.zeros_like(tp)
@@ -67,7 +89,11 @@ def _pipeline_and_experts(
 
 
 def _allgather_dispatch(
-    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    tokens_mb: FloatArray,
+    compute: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """(bytes, seconds) per micro-batch of the all-gather dispatcher on the fullest stage:
     its MoE layers ÷ pp × :func:`.moe.allgather_dispatch_bytes_per_layer` over the tp·ep group
@@ -75,7 +101,8 @@ def _allgather_dispatch(
     s·b ÷ tp tokens), as ring collectives on the links the group spans
     (:meth:`.comm.Links.group_bandwidth`), each of the four with NCCL's all-gather latency
     (:func:`.comm.collective_latency_seconds`), less the overlap the stack or the scenario
-    sets. Every rank receives all tokens, so the load imbalance does not change it."""
+    sets (:func:`_hidden_all_to_all`). Every rank receives all tokens, so the load imbalance
+    does not change it."""
     tp = lay.as_float("tp")
     group = tp * lay.as_float("ep")
     layers = work.moe_layers / lay.as_float("pp")
@@ -91,7 +118,7 @@ def _allgather_dispatch(
     )
     overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
     seconds = per_layer / cluster.links.group_bandwidth(1.0, group) + latency
-    return np.asarray(layers * per_layer), np.asarray(layers * seconds * (1.0 - overlap))
+    return np.asarray(layers * per_layer), _hidden_all_to_all(layers * seconds, overlap, compute)
 
 
 def _context_parallel(
@@ -148,7 +175,7 @@ def _context_parallel(
         / tp
         * attention
         * hw
-        / (cluster.peak_flops * attention_eff)
+        / (cluster.peak_flops * cluster.tensor_rate_fraction * attention_eff)
     )
     exposed = np.where(cp > 1.0, np.maximum(t_ring - t_attention, 0.0), 0.0)
     return np.where(cp > 1.0, bytes_mb, 0.0), exposed
