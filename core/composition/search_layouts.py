@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -160,9 +161,10 @@ class SearchResult(BaseModel):
 # --------------------------------------------------------------------- enumeration
 
 
-def _divisors(n: int) -> list[int]:
+@lru_cache(maxsize=256)  # arithmetic on n alone (no input enters it): a table, not a memo
+def _divisors(n: int) -> tuple[int, ...]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted({*small, *(n // d for d in small)})
+    return tuple(sorted({*small, *(n // d for d in small)}))
 
 
 def _tp_allowed(arch: Architecture, tp: int, max_tp: int | None) -> bool:

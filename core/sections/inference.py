@@ -233,6 +233,8 @@ def memory_per_gpu(
     return memory_model(arch, params_total, inputs)(batch, context)
 
 
+@kept(maxsize=16)  # by the (frozen) inputs: the section, its largest batch and context and
+# the serving replica ask for the same one
 def memory_model(
     arch: Architecture, params_total: float, inputs: InferenceInputs
 ) -> Callable[[int, int], MemoryPerGPU]:
