@@ -28,6 +28,7 @@ from functools import cache
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.quantities.activation_outside import mask_held
+from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_tensors import LedgerConfig, RecomputeKind
 from llm_planner.core.quantities.activations import layer_kept_at, logits_working_bytes
 from llm_planner.core.quantities.optimizers import get_precision
@@ -74,6 +75,7 @@ def stage_pricer(
     ``ti`` with that policy, each setting priced once."""
     kinds = layer_kinds(arch)
     act_dtype = get_precision(ti.precision).activations_dtype
+    in_place = get_profile(ti.implementation).logits_softmax_in_place
 
     @cache
     def under(rc: str) -> TrainingInputs:
@@ -120,7 +122,9 @@ def stage_pricer(
         working = max(working for _, (_, working) in layers)
         held = mask_held(rc, ti.flash_attention)
         first, last, only = outside(b, t, sp, held)
-        logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
+        logits = logits_working_bytes(
+            arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype, softmax_in_place=in_place
+        )
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),

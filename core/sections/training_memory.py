@@ -581,6 +581,7 @@ def training_memory_arrays(
     last_in_flight: npt.ArrayLike,
     detail: bool = True,
     cp: npt.ArrayLike = 1,
+    loss_in_flight: npt.ArrayLike | None = None,
 ) -> dict[str, FloatArray]:
     """Per-GPU training memory of each layout (the module docstring gives the terms).
 
@@ -603,7 +604,14 @@ def training_memory_arrays(
     the attention scores of unfused attention, s/cp query rows × s keys, are ÷ cp too).
     Weights, gradients and optimizer state are replicated over cp as over dp; ZeRO shards
     them over ``shard``, which the layout makes dp·cp (Megatron's distributed optimizer
-    shards over the data-and-context-parallel group: :func:`.parallelism.resolve_layout`)."""
+    shards over the data-and-context-parallel group: :func:`.parallelism.resolve_layout`).
+
+    ``loss_in_flight``: the micro-batches whose tensors outside the layers (final norm and
+    output layer inputs, the loss's saved softmax) the last stage holds; None: as its
+    layers' (1F1B: 1, GPipe: m). Interleaved, 1: those tensors belong to the last rank's
+    last chunk, whose backward runs right after its forward in the steady state
+    (NVIDIA/Megatron-LM@d98e8a64 schedules.py: the last rank's warm-up covers chunks
+    0 … v − 2 only), though its other chunks hold ((v − 1)·p + 1)/v stage-loads."""
     f64 = np.float64
     given = (
         tp,
@@ -650,7 +658,9 @@ def training_memory_arrays(
         layers_of_pp: FloatArray,
         flight: FloatArray,
         outside: FloatArray,
+        *,
         last: bool,
+        outside_flight: FloatArray,
     ) -> dict[str, FloatArray]:
         share_of_pp = layers_of_pp / terms.layers
         w, g, o, host, nvme = offloaded_state(
@@ -668,7 +678,7 @@ def training_memory_arrays(
         layers = layers_of_pp[pp_index]
         in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
         on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
-        activ = on_gpu * flight + outside * flight
+        activ = on_gpu * flight + outside * outside_flight
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -677,7 +687,7 @@ def training_memory_arrays(
             "gradients_bytes": g,
             "optimizer_bytes": o,
             "activations_bytes": activ,
-            "outside_activations_bytes": outside * flight,
+            "outside_activations_bytes": outside * outside_flight,
             "logits_bytes": lg,
             "temporary_bytes": temp,
             "allocated_bytes": allocated,
@@ -704,6 +714,7 @@ def training_memory_arrays(
         first_flight,
         np.where(multi, acts["outside_first"], outside_only),
         last=False,
+        outside_flight=first_flight,
     )
     last = stage(
         terms.outside_last,
@@ -711,6 +722,11 @@ def training_memory_arrays(
         last_flight,
         np.where(multi, acts["outside_last"], outside_only),
         last=True,
+        outside_flight=np.where(
+            multi,
+            last_flight if loss_in_flight is None else _spread(loss_in_flight, f64, n),
+            last_flight,
+        ),
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
     selected = first if detail else (*_SCREENED, "recompute_working_bytes")

@@ -109,6 +109,7 @@ def training_memory_one(
     last_in_flight: float,
     detail: bool = True,
     cp: float = 1,
+    loss_in_flight: float | None = None,
 ) -> dict[str, float]:
     """:func:`.training_memory.training_memory_arrays` at one layout (its arguments as
     plain numbers): the same keys, each value that layout's float."""
@@ -131,9 +132,8 @@ def training_memory_one(
                 shard=np.array([shard_f]),
             )[0]
         )
-    saved: float | None = None
-    if is_partial(terms.recompute_method, terms.recompute_layers) and rc == _FULL:
-        saved = _activation_terms(terms, tp, sp, 0, b)[0]
+    partial = is_partial(terms.recompute_method, terms.recompute_layers) and rc == _FULL
+    saved = _activation_terms(terms, tp, sp, 0, b)[0] if partial else None
 
     bucket, gather, dequant = _fixed_temporaries(terms, tp_f, zero, shard_f, ep)
     fixed_temporaries = bucket + gather + dequant if terms.temporaries.dequant else bucket + gather
@@ -157,7 +157,13 @@ def training_memory_one(
         )
 
     def stage(
-        held: StateBytes, layers: float, flight: float, outside: float, last: bool
+        held: StateBytes,
+        layers: float,
+        flight: float,
+        outside: float,
+        *,
+        last: bool,
+        outside_flight: float,
     ) -> tuple[float, ...]:
         """The stage's terms, in the order of :data:`_STAGE_KEYS`."""
         w, g, o = state(held, layers / terms.layers)
@@ -169,7 +175,7 @@ def training_memory_one(
                     terms.offload, [np.array([w]), np.array([g]), np.array([o])], np.array([zero])
                 )
             )
-        outside_acts = outside * flight
+        outside_acts = outside * outside_flight
         in_layers, working = kept * layers, working_one
         if saved is not None:  # full recompute covering the stage partly
             part_kept, part_working = partial_full_stage(
@@ -213,13 +219,16 @@ def training_memory_one(
         float(first_in_flight),
         outside_first if multi else outside_only,
         last=False,
+        outside_flight=float(first_in_flight),
     )
+    loss_flight = last_in_flight if loss_in_flight is None or not multi else loss_in_flight
     last = stage(
         terms.outside_last,
         float(last_layers),
         float(last_in_flight),
         outside_last if multi else outside_only,
         last=True,
+        outside_flight=float(loss_flight),
     )
     use_last = peak(last[_ALLOCATED])[0] > peak(first[_ALLOCATED])[0]
     chosen = last if use_last else first

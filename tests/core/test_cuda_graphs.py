@@ -45,8 +45,8 @@ def test_dense_layer_scopes_by_hand() -> None:
 def test_moe_layer_scopes_by_hand() -> None:
     # Qwen3-30B-A3B, every layer MoE, ep 8: the MoE block's own kernels are 145 beyond the
     # dense count (test_moe_pricing). attn + moe_router + moe_preprocess: the attention
-    # block's 35 net, and the router's 8 + the preprocessing's 10 forward kernels + the
-    # router's 8 gradients = 26, − 2 launches
+    # block's 35 net, and the fused router's 7 + the preprocessing's 11 forward kernels +
+    # the router's 8 gradients = 26, − 2 launches (tallies: test_moe_router_kernels)
     assert _captured(QWEN, "attn_moe_router", ep=8) == 35 + 24
     # the router and preprocessing alone (the Megatron-Bridge presets' [moe_router,
     # moe_preprocess]): 26 − 2

@@ -20,7 +20,10 @@ from llm_planner.core.composition.search_layouts import (
 from llm_planner.core.primitives.presets import get_preset
 from llm_planner.core.sections import parallelism as par
 from llm_planner.core.sections.parallelism.memory import _one_by_one, microbatches_per_step_one
-from llm_planner.core.sections.parallelism.schedule import training_in_flight_one
+from llm_planner.core.sections.parallelism.schedule import (
+    training_in_flight_one,
+    training_loss_in_flight,
+)
 
 MODELS = ["llama-3.1-8b", "llama-2-70b", "mixtral-8x7b", "deepseek-v3", "gpt-3-175b", "qwen3-8b"]
 
@@ -32,12 +35,12 @@ def test_scalar_schedule_is_the_array_schedule() -> None:
         m = rng.choice([1.0, 2.0, 3.0, 4.0, 7.0, 8.0, 16.0, 64.0, 2.5, 1.5, 12.75])
         gpipe = rng.random() < 0.2
         v = float(rng.choice([1, 1, 2, 3, 4]))
-        first, last = training_in_flight_one(pp, m, gpipe, v)
+        first, last, loss = training_in_flight_one(pp, m, gpipe, v)
         a = np.array
         assert first == float(par.training_in_flight(a([pp]), a([m]), a([gpipe]), a([v]))[0])
         assert last == float(par.training_in_flight_last(a([pp]), a([m]), a([gpipe]), a([v]))[0])
-        assert type(first) is float
-        assert type(last) is float
+        assert loss == float(training_loss_in_flight(a([pp]), a([m]), a([gpipe]), a([v]))[0])
+        assert {type(first), type(last), type(loss)} == {float}
 
 
 def test_scalar_microbatches_per_step_are_the_arrays() -> None:

@@ -11,7 +11,8 @@ for each the ledger's lines summed afresh, every kept value forgotten first:
   last and the only stage at b and 2b, split into the part ∝ b (2b's − b's) and the fixed
   part (2 × b's − 2b's), under the inputs' own policy (as the memory terms have always
   priced them);
-- the logits' working set: (activation bytes + 4)·s·b·V ÷ tp, by hand."""
+- the logits' working set: (activation bytes + 4)·s·b·V ÷ tp, by hand (without the 4
+  where the profile's loss works in the saved softmax itself)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def _ledger(arch: Architecture, ti: TrainingInputs, setting: Setting) -> list[fl
         one, two = sums[b, first, last], sums[2 * b, first, last]
         outside.append((two - one, 2 * one - two))
     vocab = arch.vocab_size
-    logits = (bytes_per_element(act) + 4) * ti.seq_len * b * vocab / t
+    fp32 = 0.0 if get_profile(ti.implementation).logits_softmax_in_place else 4
+    logits = (bytes_per_element(act) + fp32) * ti.seq_len * b * vocab / t
     return [
         kept,
         working,

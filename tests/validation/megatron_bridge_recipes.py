@@ -392,6 +392,24 @@ the all-to-all on B200 in 25.11. The MoE paged stash first appears in v0.5.0 (26
 the full-iteration presets (Megatron-Bridge 8af195c0a, DeepSeek-V3 GB300; 55443cbfb,
 Qwen3 GB200/GB300); v0.3.0 and v0.4.0's ``scripts/performance`` have none."""
 
+RELEASE_MOE_FUSION: dict[str, tuple[bool, bool]] = {
+    "25.09": (True, True),
+    "25.11": (True, True),
+    "26.02": (True, True),
+    "26.04": (True, True),
+    "26.06": (True, True),
+}
+"""Release → (``moe_router_fusion``, ``moe_permute_fusion``) its Qwen3 and DeepSeek-V3
+presets ran, read at :data:`RELEASES`: the router fusion from the performance scripts (25.09
+``configs/{qwen3,deepseek}/*_llm_pretrain.yaml`` ``moe_router_fusion: true``; from 25.11
+``set_qwen3_common_configs`` and ``set_deepseek_v3_common_configs``, applied after the base
+recipe, which from v0.4.0 sets it False), the permute fusion from the models (the Qwen3 MoE
+provider's default True, ``Qwen3MoEBridge`` from v0.4.0; DeepSeek's provider with TE ≥ 2.1
+and ``deepseek_v3.py``'s recipe). Transformer Engine's fused router and permutation: the
+path step_time_host's MoE kernel counts are for (tests/core/test_moe_router_kernels.py).
+Both presets also set ``moe_router_force_load_balancing`` (random logits, 2 kernels more per
+MoE layer forward), not stated."""
+
 RELEASE_CUDA_GRAPHS: dict[tuple[str, str, str], str] = {
     # 25.09 (v0.1.0rc3 perf_matrix; the MoE runs token-drop, run_script.py
     # apply_moe_token_drop): cuda_graphs true → whole layers

@@ -243,7 +243,8 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
         "zero_stage": lay.zero_stage,
         "sequence_parallel": lay.sequence_parallel,
         "microbatches_in_flight": in_flight_for(lay),
-        "last_stage_microbatches_in_flight": int(_in_flight(lay)[1]),
+        "last_stage_microbatches_in_flight": _in_flight(lay)[1],
+        "last_stage_loss_in_flight": _in_flight(lay)[2],
         "ep": lay.ep,
         "cp": lay.cp,
     }
@@ -260,14 +261,16 @@ def scenario_layout(scenario: Any) -> ResolvedLayout:
     )
 
 
-def in_flight_for(lay: ResolvedLayout) -> int | None:
-    """The training estimator's ``microbatches_in_flight`` for a layout (None: its default)."""
+def in_flight_for(lay: ResolvedLayout) -> float | None:
+    """The training estimator's ``microbatches_in_flight`` for a layout in stage-loads
+    (None: its default)."""
     value = _in_flight(lay)[0]
-    return int(value) if value > 0 else None
+    return value if value > 0 else None
 
 
-def _in_flight(lay: ResolvedLayout) -> tuple[float, float]:
-    """(:func:`.schedule.training_in_flight`, :func:`.schedule.training_in_flight_last`) of
-    the layout, in floats (:func:`.schedule.training_in_flight_one`: the same values)."""
+def _in_flight(lay: ResolvedLayout) -> tuple[float, float, float]:
+    """(:func:`.schedule.training_in_flight`, :func:`.schedule.training_in_flight_last`,
+    :func:`.schedule.training_loss_in_flight`) of the layout, in floats
+    (:func:`.schedule.training_in_flight_one`: the same values)."""
     m = float(lay.gradient_accumulation_steps)
     return training_in_flight_one(float(lay.pp), m, lay.schedule == "gpipe", float(lay.v))

@@ -27,6 +27,7 @@ from llm_planner.core.sections.parallelism.schedule import (
     training_in_flight,
     training_in_flight_last,
     training_in_flight_one,
+    training_loss_in_flight,
 )
 from llm_planner.core.sections.parallelism.workload import Workload
 from llm_planner.core.sections.training import (
@@ -100,6 +101,7 @@ def memory_screen(
         recompute=lay.recompute,
         first_in_flight=np.where(in_flight > 0, in_flight, pp),
         last_in_flight=training_in_flight_last(pp, m, lay.gpipe, v),
+        loss_in_flight=training_loss_in_flight(pp, m, lay.gpipe, v),
         detail=False,
     )
 
@@ -113,7 +115,8 @@ at once in numpy (about 0.08 ms whatever their number)."""
 def _one_by_one(lay: Layouts, m: FloatArray) -> list[tuple[Any, ...]]:
     """Each layout's arguments to :func:`.training_memory_one.training_memory_one`, as
     :func:`memory_screen` passes them to the array function (tp, pp, shard, ep, cp, ZeRO,
-    micro-batch, sp, policy, first and last stage's micro-batches in flight)."""
+    micro-batch, sp, policy, first and last stage's micro-batches in flight, the last
+    stage's loss-side micro-batches)."""
     pp = lay.as_float("pp")
     v = lay.as_float("v")
     in_flight = training_in_flight(pp, m, lay.gpipe, v)
@@ -130,13 +133,14 @@ def _one_by_one(lay: Layouts, m: FloatArray) -> list[tuple[Any, ...]]:
             lay.recompute.tolist(),
             np.where(in_flight > 0, in_flight, pp).tolist(),
             training_in_flight_last(pp, m, lay.gpipe, v).tolist(),
+            training_loss_in_flight(pp, m, lay.gpipe, v).tolist(),
             strict=True,
         )
     )
 
 
 def _peak_one(terms: MemoryTerms, args: tuple[Any, ...]) -> float:
-    tp, pp_, shard, ep, cp, zero, b, sp, rc, first, last = args
+    tp, pp_, shard, ep, cp, zero, b, sp, rc, first, last, loss = args
     return training_memory_one(
         terms,
         tp=tp,
@@ -150,6 +154,7 @@ def _peak_one(terms: MemoryTerms, args: tuple[Any, ...]) -> float:
         recompute=rc,
         first_in_flight=first,
         last_in_flight=last,
+        loss_in_flight=loss,
         detail=False,
     )["peak_bytes"]
 
@@ -229,11 +234,10 @@ def row_arguments(rows: Sequence[LayoutRow], global_batch: int) -> list[tuple[An
     for tp, pp, dp, b, v, ep, cp, zero, rc, sp in rows:
         p = float(pp)
         m = microbatches_per_step_one(global_batch, float(dp), float(b))
-        first, last = training_in_flight_one(p, m, False, float(v))
+        first, last, loss = training_in_flight_one(p, m, False, float(v))
+        first = first if first > 0 else p
         shard = float(dp * cp)
-        out.append(
-            (tp, pp, shard, ep, cp, zero, float(b), bool(sp), rc, first if first > 0 else p, last)
-        )
+        out.append((tp, pp, shard, ep, cp, zero, float(b), bool(sp), rc, first, last, loss))
     return out
 
 

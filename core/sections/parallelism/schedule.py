@@ -50,8 +50,22 @@ def microbatches_in_flight_last(
 def training_in_flight_last(
     pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
 ) -> FloatArray:
-    """``last_stage_microbatches_in_flight`` for the training estimator (rounded up)."""
-    return np.asarray(np.ceil(microbatches_in_flight_last(pp, microbatches, gpipe, v) - 1e-9))
+    """``last_stage_microbatches_in_flight`` for the training estimator, in stage-loads
+    (fractional under interleaving: :func:`training_in_flight`)."""
+    return np.asarray(microbatches_in_flight_last(pp, microbatches, gpipe, v), dtype=np.float64)
+
+
+def training_loss_in_flight(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
+) -> FloatArray:
+    """Micro-batches whose tensors outside the layers (final norm and output layer inputs,
+    the loss's saved softmax) the last stage holds: its layers' count
+    (:func:`training_in_flight_last`: 1 in 1F1B, m in GPipe), but 1 interleaved, where
+    they belong to the last rank's last chunk, run forward and at once backward in the
+    steady state (Megatron-LM's warm-up on the last rank covers chunks 0 … v − 2 only)."""
+    last = training_in_flight_last(pp, microbatches, gpipe, v)
+    interleaved = (np.asarray(v) > 1) & ~np.asarray(gpipe, dtype=bool)
+    return np.asarray(np.where(interleaved, np.minimum(last, 1.0), last), dtype=np.float64)
 
 
 def training_in_flight(
@@ -59,33 +73,37 @@ def training_in_flight(
 ) -> FloatArray:
     """``microbatches_in_flight`` to pass to the training estimator: 0 means "its default"
     (pp on the first stage, 1 on the last: plain 1F1B with m ≥ p); otherwise the
-    :func:`microbatches_in_flight` count, rounded up."""
+    :func:`microbatches_in_flight` count in stage-loads, not rounded: interleaved, the
+    first rank holds 2·(p − 1) + (v − 1)·p + 1 chunks of L/(p·v) layers
+    (NVIDIA/Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py
+    ``get_pp_rank_microbatches``: the warm-up chunk-forwards, then one forward before each
+    backward), p + (p − 1)/v stage-loads, e.g. 2.125 at p = 2, v = 8 (a whole micro-batch
+    more, 3, until issue 27)."""
     p = np.asarray(pp, dtype=np.float64)
     m = np.asarray(microbatches, dtype=np.float64)
-    value = np.ceil(microbatches_in_flight(pp, microbatches, gpipe, v) - 1e-9)
+    value = np.asarray(microbatches_in_flight(pp, microbatches, gpipe, v), dtype=np.float64)
     default = ~np.asarray(gpipe, dtype=bool) & (np.asarray(v) <= 1) & (m >= p)
     return np.asarray(np.where(default, 0.0, value))
 
 
 def training_in_flight_one(
     pp: float, microbatches: float, gpipe: bool, v: float
-) -> tuple[float, float]:
-    """(:func:`training_in_flight`, :func:`training_in_flight_last`) of one layout in Python
-    floats, the same operations: the fewest-GPUs screen prices a few layouts one by one,
-    where numpy's calls on length-1 arrays cost more than the arithmetic
+) -> tuple[float, float, float]:
+    """(:func:`training_in_flight`, :func:`training_in_flight_last`,
+    :func:`training_loss_in_flight`) of one layout in Python floats, the same operations:
+    the fewest-GPUs screen and the report's layout price one layout at a time, where
+    numpy's calls on length-1 arrays cost more than the arithmetic
     (``tests/core/test_layout_rows.py`` holds them equal over random layouts)."""
     p, m = pp, microbatches
     first = p * (1.0 + (p - 1.0) / (p * v)) if v > 1 else p
     last = ((v - 1.0) * p + 1.0) / v if v > 1 else 1.0
-    if not gpipe:
-        first, last = min(first, m), min(last, m)
-    else:
+    if gpipe:
         first = last = m
+    else:
+        first, last = min(first, m), min(last, m)
     default = not gpipe and v <= 1 and m >= p
-    return (
-        0.0 if default else float(math.ceil(first - 1e-9)),
-        float(math.ceil(last - 1e-9)),
-    )
+    loss = min(last, 1.0) if v > 1 and not gpipe else last
+    return 0.0 if default else first, last, loss
 
 
 PipelineEvent = tuple[int, int, float, float, str]

@@ -64,16 +64,23 @@ dropout and ``bmm`` (Korthikanti et al. 2022 section 5; ``CoreAttention.forward`
 
 MOE_KERNELS_FORWARD = 29.0
 """Kernels an MoE block's forward launches besides its experts' GEMMs, with Megatron-Core's
-all-to-all dispatcher (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/):
-the router (router.py ``TopKRouter``: gating GEMM, score function, top-k, the probability
-and routing-map scatters, the auxiliary-loss terms: 8), the dispatcher's preprocessing
-(token_dispatcher.py ``MoEAlltoAllTokenDispatcher.preprocess``: the per-expert counts and
-their sums per rank, the all-gather of the counts over tp·ep, the local slices, the
-device-to-host copies of the split sizes: 10), the permutation, the all-to-alls of the
-tokens and of their probabilities and the regrouping by local expert (5; moe_utils.py
-``permute``, ``sort_chunks_by_idxs``), the experts' input quantization, weighted SwiGLU and
-second quantization (experts.py ``TEGroupedMLP``: 3), and the combine (the regrouping back,
-the all-to-all, ``unpermute``: 3). Counted once per launch whatever the fusion flags."""
+all-to-all dispatcher and Transformer Engine's fused router and permutation
+(``moe_router_fusion``, ``moe_permute_fusion``: what every Megatron-Bridge MoE preset runs,
+tests/validation/megatron_bridge_recipes.py ``RELEASE_MOE_FUSION``): the router (7; the Bridge's
+Megatron-LM, NVIDIA/Megatron-LM@0d8e0714 and @b0cc2706, megatron/core/transformer/moe/
+router.py ``TopKRouter.forward``/``routing``/``_apply_aux_loss``: the gating GEMM, TE's
+fused top-k with its softmax, its fused aux-loss scores, the tokens per expert, its fused
+aux loss, the loss tracker's divide and add), the dispatcher's preprocessing
+(token_dispatcher.py ``MoEAlltoAllTokenDispatcher.preprocess``: the per-expert counts,
+their sums per rank, the all-gather of the counts over tp·ep, the local slice and its three
+sums: 7; ``_maybe_dtoh_and_synchronize``: the 4 device-to-host copies of the split sizes),
+the permutation, the all-to-alls of the tokens and of their probabilities and the
+regrouping by local expert (5; moe_utils.py ``permute``, ``sort_chunks_by_idxs``), the
+experts' input quantization, weighted SwiGLU and second quantization (experts.py
+``TEGroupedMLP``: 3), and the combine (the regrouping back, the all-to-all, ``unpermute``:
+3); tallied by hand in tests/core/test_moe_router_kernels.py. Unfused (Megatron-Core's
+defaults) the router alone launches 21 more (PyTorch's top-k, softmaxes, scatters and the
+loss's reductions), not priced: no calibration row runs it."""
 
 MOE_KERNELS_BACKWARD = 30.0
 """The same block's backward besides its experts' GEMMs: the gradients of the kernels above
@@ -235,10 +242,18 @@ parameter tensors (6). The rest of the count is the attention block's."""
 
 MOE_ROUTER_KERNELS = 26.0
 """Of an MoE block's kernels (:data:`MOE_KERNELS_FORWARD`, :data:`MOE_KERNELS_BACKWARD`),
-what the ``moe_router`` and ``moe_preprocess`` graphs capture: the router's 8 and the
-dispatcher preprocessing's 10 forward kernels, and the router's gradient (8, one per
-forward kernel, as the block's backward count assumes); the preprocessing has no
-gradient."""
+what the ``moe_router`` and ``moe_preprocess`` graphs take off the host: the fused
+router's 7 and the preprocessing's 11 forward kernels (:data:`MOE_ROUTER_KERNELS_FORWARD`)
+and the router's 8 gradient kernels (TE's four fused backward kernels, the aux-loss scaler's
+2, the logits' two gradients summed, the gating GEMM's 2); the preprocessing has no
+gradient. Tallied by hand in tests/core/test_moe_router_kernels.py, which also counts what
+Transformer Engine's graph of that scope replaces call by call (transformer_layer.py
+``_te_cuda_graph_capture``: also the pre-MLP norm and the first permutation with their
+backward, while the device-to-host copies stay eager, and TE's ``Graphed`` copies the input
+and the incoming gradients into its static buffers): 25 launches net at @0d8e0714, 27 at
+@b0cc2706, against the 24 credited here (26 − :data:`GRAPH_LAUNCHES_PER_CAPTURE`). The
+Bridge benchmarks' ``moe_router_force_load_balancing`` (RandomSTE: 2 more forward) is
+not counted."""
 
 GRAPH_LAUNCHES_PER_CAPTURE = 2.0
 """Graph launches that replace one captured callable's kernels per micro-batch: its forward
@@ -302,7 +317,7 @@ def _captured_launches(work: Workload, lay: Layouts, si: StepInputs) -> FloatArr
 
 MOE_ROUTER_KERNELS_FORWARD = 18.0
 """Of :data:`MOE_KERNELS_FORWARD`, the kernels before the dispatcher's host sync: the
-router's 8 and the preprocessing's 10 (the counts, their all-gather and the device-to-host
+router's 7 and the preprocessing's 11 (the counts, their all-gather and the device-to-host
 copies). The other 11 (permutations, all-to-alls, the experts' quantizations and activation,
 the combine) and the experts' GEMMs run after it."""
 
