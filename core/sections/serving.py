@@ -48,6 +48,7 @@ from llm_planner.core.quantities.comm import (
     INTRA_NODE_ACHIEVED_FRACTION,
     collective_latency_seconds,
     gemm_efficiency,
+    gemm_efficiency_one,
     ring_all_reduce_bytes,
 )
 from llm_planner.core.quantities.engines import EngineProfile
@@ -203,14 +204,25 @@ def decode_wave_slowdown(d: Deployment, batch: int) -> float:
         if math.ceil(rows / GEMM_TILE_M) * math.ceil(n / GEMM_TILE_N) < d.sms:
             total += share  # under one wave of large tiles: smaller tiles or split-K fill it
             continue
-        efficiency = gemm_efficiency(
-            rows,
-            n,
-            k_dim / tp if k_split else k_dim,
+        k = k_dim / tp if k_split else k_dim
+        # one GEMM: gemm_efficiency's own float path, without its arrays (None: theirs)
+        one = gemm_efficiency_one(
+            float(rows),
+            float(n),
+            float(k),
+            1.0,
             sms=d.sms,
             large_efficiency=1.0,
             peak_flops=d.compute,
             ramp_seconds=0.0,
+            memory_bytes_per_s=math.inf,
+        )
+        efficiency = (
+            one
+            if one is not None
+            else gemm_efficiency(
+                rows, n, k, sms=d.sms, large_efficiency=1.0, peak_flops=d.compute, ramp_seconds=0.0
+            )
         )
         total += share / max(float(efficiency), 1e-9)
     return max(1.0, total)
