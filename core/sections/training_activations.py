@@ -8,7 +8,8 @@ Korthikanti et al. 2022, arXiv:2205.05198, section 4), averaged over the model's
 layer; the tensors saved outside the layers on the first, last and only pipeline stage
 (:func:`.activations.outside_stage_bytes`, section 4.3), split into their part ∝ b and
 their part independent of b from the pricings at b and 2b (they are linear in b); the
-logits' working set (:func:`.activations.logits_working_bytes`).
+logits' working set (:func:`.activations.logits_working_bytes`) and the multi-token
+prediction depths' saved softmaxes (:func:`.mtp.mtp_saved_logits_bytes`).
 
 One estimate prices a few such settings (the training report's, the fewest-GPUs search's
 tp degrees and policies) of the same inputs, so :func:`stage_pricer` builds what they share
@@ -31,6 +32,7 @@ from llm_planner.core.quantities.activation_outside import mask_held
 from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_tensors import LedgerConfig, RecomputeKind
 from llm_planner.core.quantities.activations import layer_kept_at, logits_working_bytes
+from llm_planner.core.quantities.mtp import mtp_saved_logits_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.sections.training_params import (
     layer_kinds,
@@ -125,6 +127,7 @@ def stage_pricer(
         logits = logits_working_bytes(
             arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype, softmax_in_place=in_place
         )
+        logits += mtp_saved_logits_bytes(arch, ti.seq_len, b, tp=t, depths=ti.mtp_layers)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),

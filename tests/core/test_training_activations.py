@@ -12,7 +12,8 @@ for each the ledger's lines summed afresh, every kept value forgotten first:
   part (2 × b's − 2b's), under the inputs' own policy (as the memory terms have always
   priced them);
 - the logits' working set: (activation bytes + 4)·s·b·V ÷ tp, by hand (without the 4
-  where the profile's loss works in the saved softmax itself)."""
+  where the profile's loss works in the saved softmax itself), plus each multi-token
+  prediction depth's fp32 softmax, 4·s·b·V ÷ tp."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ def _ledger(arch: Architecture, ti: TrainingInputs, setting: Setting) -> list[fl
     vocab = arch.vocab_size
     fp32 = 0.0 if get_profile(ti.implementation).logits_softmax_in_place else 4
     logits = (bytes_per_element(act) + fp32) * ti.seq_len * b * vocab / t
+    logits += ti.mtp_layers * 4.0 * ti.seq_len * b * vocab / t  # each MTP depth's softmax
     return [
         kept,
         working,
