@@ -50,6 +50,7 @@ from llm_planner.core.quantities.activation_recompute import is_partial, partial
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.training_activations import StageActivations, stage_pricer
+from llm_planner.core.sections.training_memory_middle import fuller_middles
 from llm_planner.core.sections.training_offload import (
     OffloadTerms,
     offload_terms,
@@ -576,55 +577,6 @@ _SCREENED = (
 """The components :func:`training_memory_arrays` returns without ``detail``."""
 
 
-def _fuller_middles(
-    terms: MemoryTerms,
-    stage: Callable[..., dict[str, FloatArray]],
-    peak: Callable[[FloatArray], tuple[FloatArray, FloatArray]],
-    chosen: tuple[dict[str, FloatArray], dict[str, FloatArray], npt.NDArray[np.bool_], Any],
-    *,
-    pp: tuple[IntArray, IntArray, IntArray, FloatArray],
-    first_flight: FloatArray,
-) -> tuple[dict[str, FloatArray], npt.NDArray[np.bool_]]:
-    """The fuller stage's components (``selected`` keys) of the first and the last
-    (``chosen``: first, last, the mask where the last is fuller, the keys) and, as
-    :func:`.training_memory_one._fuller_middle` over layouts, where a stated split's middle
-    stage (no embedding or head, p − 1 of the first stage's p micro-batches in flight) holds
-    more layers than the first and peaks higher, its components instead."""
-    first, last, use_last, selected = chosen
-    out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in selected}
-    pp_i, pp_index, pp_values, counts = pp
-    middle_of_pp = _middle_counts(terms, pp_values, counts[:, 0])
-    if middle_of_pp is None:
-        return out, use_last
-    pp_f = pp_i.astype(np.float64)
-    flight = first_flight * (pp_f - 1.0) / pp_f
-    middle = stage(
-        StateBytes(0.0, 0.0, 0.0),
-        middle_of_pp,
-        flight,
-        np.zeros(len(pp_f)),
-        last=False,
-        outside_flight=flight,
-    )
-    use_middle = (middle_of_pp[pp_index] > counts[pp_index, 0]) & (
-        peak(middle["allocated_bytes"])[0] > peak(out["allocated_bytes"])[0]
-    )
-    out = {k: np.asarray(np.where(use_middle, middle[k], out[k])) for k in selected}
-    return out, use_last & ~use_middle
-
-
-def _middle_counts(
-    terms: MemoryTerms, pp_values: IntArray, first_counts: FloatArray
-) -> FloatArray | None:
-    """Each distinct pp's middle-stage layers under a stated split (0 where none), or None
-    when no pp has a middle stage fuller than its first (the first stage, with the
-    embedding and more micro-batches in flight, then outweighs every middle one)."""
-    if terms.middle_layers is None:
-        return None
-    middle = np.array([terms.middle_layers(int(p)) for p in pp_values.tolist()], dtype=np.float64)
-    return middle if bool(np.any(middle > first_counts)) else None
-
-
 def training_memory_arrays(
     terms: MemoryTerms,
     *,
@@ -649,7 +601,9 @@ def training_memory_arrays(
     sequence parallelism; ``recompute`` as a code of :data:`RECOMPUTE_POLICIES`; the
     micro-batches whose activations the first and the last stage hold at their peak (one
     stage, pp = 1: both the same). The fuller of the first stage (embedding) and the last
-    (head, logits) sets the peak; ties go to the first. Returns arrays: each component of
+    (head, logits) sets the peak; ties go to the first. Under a stated first/last split a
+    middle stage fuller in layers than the first is a third candidate
+    (:func:`.training_memory_middle.fuller_middles`). Returns arrays: each component of
     that stage (``weights_bytes`` … ``peak_bytes``), ``last_stage`` (1 where it is the last),
     its ``layers_on_stage`` and ``microbatches_in_flight``, and what a stack's log reports
     (``logged_*``: torch's max allocated / reserved, without the CUDA context). ``detail``
@@ -789,8 +743,8 @@ def training_memory_arrays(
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
     selected = first if detail else (*_SCREENED, "recompute_working_bytes")
-    out, use_last = _fuller_middles(
-        terms,
+    out, use_last = fuller_middles(
+        terms.middle_layers,
         stage,
         peak,
         (first, last, use_last, selected),
