@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities import moe as moe_work
-from llm_planner.core.sections.parallelism.layout import Layouts
+from llm_planner.core.sections.parallelism.layout import Layouts, priced_per_group
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_dp_one import data_parallel_one
 from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
@@ -24,7 +24,23 @@ from llm_planner.core.sections.parallelism.workload import (
 def _pipeline_and_experts(
     work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all."""
+    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all;
+    the search's layouts once per distinct (degrees, v, micro-batch)."""
+    grouped = priced_per_group(
+        lay,
+        ("tp", "pp", "dp", "ep", "cp", "v", "micro_batch"),
+        [tokens_mb],
+        lambda g, arrays: _pipeline_and_experts_arrays(work, cluster, g, arrays[0]),
+    )
+    if grouped is not None:
+        return grouped[0], grouped[1], grouped[2], grouped[3]
+    return _pipeline_and_experts_arrays(work, cluster, lay, tokens_mb)
+
+
+def _pipeline_and_experts_arrays(
+    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`_pipeline_and_experts` of every layout."""
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = lay.as_float("dp")
@@ -209,7 +225,8 @@ def _tensor_parallel_latency(
     Each costs NCCL's latency over tp ranks on the nodes the group spans; a network step
     costs the stack's ``network_step`` (:attr:`.stacks.StackProfile.
     tp_network_step_latency_seconds`) where it sets one, else the cluster's."""
-    tp = lay.as_float("tp")
+    groups = lay.groups(("tp",))  # the latencies depend on tp alone: once per value
+    tp = lay.as_float("tp") if groups is None else lay.as_float("tp")[groups.first]
     nodes = comm.nodes_spanned(1.0, tp, cluster.gpus_per_node)
     intra, inter = cluster.intra_step_latency, cluster.inter_step_latency
     if network_step is not None:
@@ -222,8 +239,14 @@ def _tensor_parallel_latency(
         "all_gather", tp, nodes, intra_step=intra, inter_step=inter, base=base
     )
     passes = 2.0 + full_recompute
-    per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
-    per_layer = per_layer + np.where(regathers, 2.0 * gather, 0.0)
+    if groups is None:
+        per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
+    else:  # (2 all-reduces, 4 gathers) per tp value, picked per layout by tp and SP
+        table = np.stack([2.0 * all_reduce, 4.0 * gather], axis=1).reshape(-1)
+        per_layer = table[groups.inverse * 2 + lay.sp] * passes
+        gather = groups.spread(gather)
+    if regathers.any():
+        per_layer = per_layer + np.where(regathers, 2.0 * gather, 0.0)
     return np.asarray(layers * per_layer)
 
 
@@ -242,7 +265,22 @@ def _data_parallel(
         one = data_parallel_one(work, lay, cluster, m=float(m[0]), dp_work=float(dp_work[0]), si=si)
         if one is not None:
             return np.array([one[0]]), np.array([one[1]]), np.array([one[2]]), np.array([one[3]])
+    grouped = priced_per_group(  # once per distinct (degrees, ZeRO stage, micro-batch)
+        lay,
+        _DATA_PARALLEL_KEY,
+        [m, dp_work],
+        lambda g, arrays: _data_parallel_arrays(work, g, cluster, *arrays, si=si),
+    )
+    if grouped is not None:
+        return grouped[0], grouped[1], grouped[2], grouped[3]
     return _data_parallel_arrays(work, lay, cluster, m, dp_work, si=si)
+
+
+_DATA_PARALLEL_KEY = ("tp", "pp", "dp", "cp", "ep", "shard", "zero", "micro_batch")
+"""The layout fields :func:`_data_parallel_arrays` reads, with the micro-batch (``m`` and
+``dp_work`` follow from dp and it: checked, not assumed). Not v, the schedule, sequence
+parallelism or the recompute policy: the search's layouts repeat each value a dozen times
+over those."""
 
 
 def _data_parallel_arrays(

@@ -1,0 +1,95 @@
+"""Entries that share what a term depends on, priced once: dense codes of a few columns of
+small non-negative integers (parallel degrees, ZeRO stages, policy codes), in O(n) with a
+bincount rather than a sort.
+
+The layout search prices millions of candidate layouts as numpy arrays; a term that
+depends on a few of their degrees (the data-parallel time on tp, pp, dp, ZeRO…; a
+collective's latency on its group size) takes a few hundred values among them. Priced on
+one member of each group and spread back with one gather, it is the same arithmetic on
+the same numbers, element by element (IEEE double either way), without the millions of
+repeats. Nothing here is a formula: it only chooses which entries the formulas see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+GROUP_FROM = 2048
+"""Entries from which grouping pays: below it the arrays are short and numpy's per-call
+cost, not their length, sets the time."""
+
+
+def distinct(values: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> tuple[IntArray, int]:
+    """(each entry's index among the distinct values, ascending; how many there are) of
+    small non-negative integers (or booleans). Values that are already 0, 1, … k−1 (ZeRO
+    stages, policy codes, flags) are their own index: no copy."""
+    if values.dtype == np.bool_:
+        values = values.view(np.uint8)
+    top = int(values.max(initial=0))
+    seen = np.zeros(top + 1, dtype=bool)
+    seen[values] = True  # a scatter of one constant: no chain of increments as bincount's
+    present = np.flatnonzero(seen)
+    if len(present) == 1:  # one value: every index 0, nothing to gather
+        return np.broadcast_to(np.int32(0), values.shape), 1
+    if len(present) == top + 1:
+        return np.asarray(values), top + 1
+    lookup = np.zeros(top + 1, dtype=np.int32)
+    lookup[present] = np.arange(len(present), dtype=np.int32)
+    return lookup[values], len(present)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The entries grouped by equal key columns."""
+
+    first: IntArray
+    """One member of each group (its representative; any member, all share the key)."""
+    inverse: IntArray
+    """Each entry's group."""
+
+    def __len__(self) -> int:
+        return int(self.first.shape[0])
+
+    def spread(self, per_group: FloatArray) -> FloatArray:
+        """One value per group → one per entry."""
+        return np.asarray(per_group[self.inverse])
+
+    def members_agree(self, values: FloatArray) -> FloatArray | None:
+        """``values`` (one per entry) at the representatives, when every entry holds its
+        representative's value (a quantity the key columns determine); None otherwise
+        (NaN included), and the caller prices every entry."""
+        picked = values[self.first]
+        return picked if bool(np.array_equal(picked[self.inverse], values)) else None
+
+
+def group_by(
+    codes: Sequence[tuple[IntArray, int]], n: int, *, most: int | None = None
+) -> Groups | None:
+    """Groups of equal key over ``codes`` (each column as :func:`distinct` gives it);
+    None when there are more than ``most`` groups (default n ÷ 4: too few repeats to pay
+    for the gathers) or their mixed-radix code would be too large to count densely."""
+    limit = n // 4 if most is None else most
+    code: IntArray | None = None
+    size = 1
+    for index, count in codes:
+        if count <= 1:
+            continue
+        size *= count
+        if size > max(4 * n, 1 << 16):
+            return None
+        code = index.astype(np.int32) if code is None else code * count + index
+    if code is None:  # one group
+        return Groups(first=np.zeros(1, dtype=np.int64), inverse=np.zeros(n, dtype=np.int64))
+    inverse, groups = distinct(code)
+    if groups > limit:
+        return None
+    first = np.empty(groups, dtype=np.int64)
+    first[inverse] = np.arange(n, dtype=np.int64)  # the last member of each group
+    return Groups(first=first, inverse=inverse)
