@@ -17,6 +17,7 @@ from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.parallelism.layout import (
     Layouts,
     ResolvedLayout,
+    priced_per_group,
     resolve_layout,
     training_layout_kwargs,
 )
@@ -81,9 +82,10 @@ def memory_screen(
     each layout's schedule (``m`` micro-batches per step; :mod:`.schedule`): the first stage
     holds pp of them under 1F1B (Narayanan et al. 2021, section 2.2.1), the last one."""
     del work  # the layer count is the terms'
-    pp = lay.as_float("pp")
-    v = lay.as_float("v")
-    in_flight = training_in_flight(pp, m, lay.gpipe, v)
+    flights = priced_per_group(  # once per distinct (pp, v, schedule, dp, micro-batch)
+        lay, ("pp", "v", "gpipe", "dp", "micro_batch"), [m], lambda g, a: _in_flight(g, a[0])
+    )
+    first, last = flights if flights is not None else _in_flight(lay, m)
     return training_memory_arrays(
         terms,
         tp=lay.tp,
@@ -95,10 +97,22 @@ def memory_screen(
         micro_batch=lay.as_float("micro_batch"),
         sp=lay.sp,
         recompute=lay.recompute,
-        first_in_flight=np.where(in_flight > 0, in_flight, pp),
-        last_in_flight=training_in_flight_last(pp, m, lay.gpipe, v),
+        first_in_flight=first,
+        last_in_flight=last,
         detail=False,
     )
+
+
+def _in_flight(lay: Layouts, m: FloatArray) -> list[FloatArray]:
+    """The micro-batches the first and the last stage hold at their peak (:mod:`.schedule`;
+    the first stage's default, pp)."""
+    pp = lay.as_float("pp")
+    v = lay.as_float("v")
+    in_flight = training_in_flight(pp, m, lay.gpipe, v)
+    return [
+        np.asarray(np.where(in_flight > 0, in_flight, pp)),
+        training_in_flight_last(pp, m, lay.gpipe, v),
+    ]
 
 
 ONE_BY_ONE_BELOW = 12
