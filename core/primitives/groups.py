@@ -12,8 +12,9 @@ repeats. Nothing here is a formula: it only chooses which entries the formulas s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -93,3 +94,30 @@ def group_by(
     first = np.empty(groups, dtype=np.int64)
     first[inverse] = np.arange(n, dtype=np.int64)  # the last member of each group
     return Groups(first=first, inverse=inverse)
+
+
+def per_group(
+    columns: Sequence[npt.NDArray[Any]],
+    price: Callable[[IntArray], Sequence[FloatArray | float]],
+    n: int,
+) -> list[FloatArray | float] | None:
+    """``price(index)`` of the entries at ``index``, evaluated once per group of equal
+    ``columns`` (every column ``price`` reads) and spread back to every entry (a scalar it
+    returns stays one). Integer and boolean columns key as they are; a float column (a
+    degree held as float64) keys by its integer part and must be equal over each group
+    (checked). None when there are fewer than :data:`GROUP_FROM` entries, too few repeats,
+    a column is not of small non-negative whole numbers, or a float column differs within
+    a group: the caller prices every entry."""
+    if n < GROUP_FROM:
+        return None
+    ints = [c.astype(np.int64) if c.dtype.kind == "f" else c for c in columns]
+    if any(c.min() < 0 or c.max() > 1 << 24 for c in ints):
+        return None
+    groups = group_by([distinct(c) for c in ints], n)
+    floats = [c for c in columns if c.dtype.kind == "f"]
+    if groups is None or any(groups.members_agree(c) is None for c in floats):
+        return None
+    return [
+        groups.spread(x) if isinstance(x, np.ndarray) and x.ndim == 1 else x
+        for x in price(groups.first)
+    ]

@@ -44,6 +44,7 @@ import numpy.typing as npt
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.groups import per_group
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
@@ -623,6 +624,28 @@ _SCREENED = (
 """The components :func:`training_memory_arrays` returns without ``detail``."""
 
 
+def _states(
+    terms: MemoryTerms, counts: FloatArray, pp_values: IntArray, cols: list[Any]
+) -> list[Any]:
+    """The fixed temporaries, then each stage's state less ZeRO offload's (weights, gradients,
+    optimizer, host, NVMe), of layouts of pp index, tp, ZeRO, shard and ep ``cols``."""
+    pp_index, tp, zero, shard, ep = cols
+    sharding = _sharding(terms, tp, zero, shard, ep)
+    out: list[Any] = [*_fixed_temporaries(terms, tp, zero, shard, ep)]
+    for held, layers_of_pp in zip((terms.outside_first, terms.outside_last), counts.T, strict=True):
+        share_of_pp = layers_of_pp / terms.layers
+        state = _state(
+            terms,
+            held,
+            share_of_pp=share_of_pp,
+            multi_of_pp=pp_values > 1,
+            pp_index=pp_index,
+            sharding=sharding,
+        )
+        out += offloaded_state(terms.offload, state, zero)
+    return out
+
+
 def training_memory_arrays(
     terms: MemoryTerms,
     *,
@@ -662,20 +685,8 @@ def training_memory_arrays(
     them over ``shard``, which the layout makes dp·cp (Megatron's distributed optimizer
     shards over the data-and-context-parallel group: :func:`.parallelism.resolve_layout`)."""
     f64 = np.float64
-    given = (
-        tp,
-        pp,
-        shard,
-        ep,
-        zero,
-        micro_batch,
-        sp,
-        recompute,
-        first_in_flight,
-        last_in_flight,
-        cp,
-    )
-    n = max(_size(x) for x in given)
+    given = (tp, pp, shard, ep, zero, micro_batch, sp, recompute, first_in_flight, cp)
+    n = max(_size(last_in_flight), *(_size(x) for x in given))
 
     def ints(x: npt.ArrayLike) -> IntArray:
         return _spread(x, np.int64, n)
@@ -696,32 +707,24 @@ def training_memory_arrays(
     saved = _saved_without_recompute(terms, tp_i, sp_b, rc_i, b_f)
     outside_only = acts["outside_only"]
 
-    bucket, gather, dequant = _fixed_temporaries(terms, tp_f, zero_i, shard_f, ep_i)
+    # the search's layouts once per (pp, tp, ZeRO, shard, ep): the shard floats checked equal
+    columns = [pp_index, tp_f, zero_i, shard_f, ep_i]
+
+    def states(r: Any) -> list[Any]:
+        return _states(terms, counts, pp_values, [c[r] for c in columns])
+
+    keyed = None if detail else per_group([pp_i, tp_i, zero_i, shard_f, ep_i], states, n)
+    bucket, gather, dequant, *state = states(slice(None)) if keyed is None else keyed
     fixed_temporaries = bucket + gather + dequant if terms.temporaries.dequant else bucket + gather
 
-    sharding = _sharding(terms, tp_f, zero_i, shard_f, ep_i)
-    multi_of_pp = pp_values > 1
-
     def stage(
-        held: StateBytes,
+        held: list[Any],
         layers_of_pp: FloatArray,
         flight: FloatArray,
         outside: FloatArray,
         last: bool,
     ) -> dict[str, FloatArray]:
-        share_of_pp = layers_of_pp / terms.layers
-        w, g, o, host, nvme = offloaded_state(
-            terms.offload,
-            _state(
-                terms,
-                held,
-                share_of_pp=share_of_pp,
-                multi_of_pp=multi_of_pp,
-                pp_index=pp_index,
-                sharding=sharding,
-            ),
-            zero_i,
-        )  # the stage's state, less what ZeRO offload takes off the GPU
+        w, g, o, host, nvme = held
         layers = layers_of_pp[pp_index]
         in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
         on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
@@ -756,14 +759,14 @@ def training_memory_arrays(
     first_flight = _spread(first_in_flight, f64, n)
     last_flight = _spread(last_in_flight, f64, n)
     first = stage(
-        terms.outside_first,
+        state[:5],
         counts[:, 0],
         first_flight,
         np.where(multi, acts["outside_first"], outside_only),
         last=False,
     )
     last = stage(
-        terms.outside_last,
+        state[5:],
         counts[:, 1],
         last_flight,
         np.where(multi, acts["outside_last"], outside_only),

@@ -109,7 +109,31 @@ def test_grouped_pricing_equals_pricing_every_layout(
     grouped = priced()
     assert par.Layouts(**{k: getattr(fields, k) for k in par.LAYOUT_FIELDS}).groups(("tp",))
     monkeypatch.setattr(layout_module, "GROUP_FROM", 10**12)
+    monkeypatch.setattr(grp, "GROUP_FROM", 10**12)
     every = priced()
     assert grouped.keys() == every.keys()
     for key, value in every.items():
         assert np.array_equal(np.asarray(grouped[key]), np.asarray(value), equal_nan=True), key
+
+
+def test_per_group_prices_each_group_once_and_refuses_what_it_cannot_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(grp, "GROUP_FROM", 4)
+    tp = np.tile(np.array([1, 2], dtype=np.int64), 8)
+    shard = np.repeat(np.array([4.0, 8.0]), 8)  # 16 entries, 4 groups of 4
+    seen: list[int] = []
+
+    def price(index: np.ndarray) -> list[np.ndarray | float]:
+        seen.append(len(index))
+        return [shard[index] / tp[index], 3.0]
+
+    out = grp.per_group([tp, shard], price, 16)
+    assert out is not None
+    assert seen == [4]  # (1, 4) (2, 4) (1, 8) (2, 8), each priced once
+    assert np.array_equal(out[0], shard / tp)
+    assert out[1] == 3.0  # a scalar stays one
+    # a float column that is not whole within a group (4.5 keys as 4): every entry priced
+    half = shard + np.where(np.arange(16) == 0, 0.5, 0.0)
+    assert grp.per_group([tp, half], price, 16) is None
+    assert grp.per_group([tp - 2, shard], price, 16) is None  # negative: not a key
