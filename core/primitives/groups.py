@@ -27,10 +27,13 @@ GROUP_FROM = 2048
 cost, not their length, sets the time."""
 
 
-def distinct(values: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> tuple[IntArray, int]:
+def distinct(
+    values: npt.NDArray[np.integer] | npt.NDArray[np.bool_], dtype: Any = np.int32
+) -> tuple[IntArray, int]:
     """(each entry's index among the distinct values, ascending; how many there are) of
     small non-negative integers (or booleans). Values that are already 0, 1, … k−1 (ZeRO
-    stages, policy codes, flags) are their own index: no copy."""
+    stages, policy codes, flags) are their own index. ``dtype``: the indexes'
+    (int32 to combine into codes; np.intp to gather with, which numpy takes uncopied)."""
     if values.dtype == np.bool_:
         values = values.view(np.uint8)
     top = int(values.max(initial=0))
@@ -38,12 +41,12 @@ def distinct(values: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> tuple[I
     seen[values] = True  # a scatter of one constant: no chain of increments as bincount's
     present = np.flatnonzero(seen)
     if len(present) == 1:  # one value: every index 0, nothing to gather
-        return np.broadcast_to(np.int32(0), values.shape), 1
+        return np.broadcast_to(np.zeros(1, dtype=dtype), values.shape), 1
     if len(present) == top + 1:
-        return np.asarray(values), top + 1
-    lookup = np.zeros(top + 1, dtype=np.int32)
-    lookup[present] = np.arange(len(present), dtype=np.int32)
-    return lookup[values], len(present)  # type: ignore[return-value]
+        return values.astype(dtype, copy=False), top + 1
+    lookup = np.zeros(top + 1, dtype=dtype)
+    lookup[present] = np.arange(len(present), dtype=dtype)
+    return lookup[values], len(present)
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,14 @@ def group_by(
         size *= count
         if size > max(4 * n, 1 << 16):
             return None
-        code = index.astype(np.int32) if code is None else code * count + index
+        if code is None:
+            code = index.astype(np.int32)
+        else:
+            code *= count
+            code += index
     if code is None:  # one group
         return Groups(first=np.zeros(1, dtype=np.int64), inverse=np.zeros(n, dtype=np.int64))
-    inverse, groups = distinct(code)
+    inverse, groups = distinct(code, np.intp)
     if groups > limit:
         return None
     first = np.empty(groups, dtype=np.int64)
