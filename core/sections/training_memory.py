@@ -625,10 +625,11 @@ _SCREENED = (
 
 
 def _states(
-    terms: MemoryTerms, counts: FloatArray, pp_values: IntArray, cols: list[Any]
+    terms: MemoryTerms, counts: FloatArray, pp_values: IntArray, cols: list[Any], screen: bool
 ) -> list[Any]:
     """The fixed temporaries, then each stage's state less ZeRO offload's (weights, gradients,
-    optimizer, host, NVMe), of layouts of pp index, tp, ZeRO, shard and ep ``cols``."""
+    optimizer, host, NVMe; ``screen``: host and NVMe 0, unread), of layouts of pp index, tp,
+    ZeRO, shard and ep ``cols``."""
     pp_index, tp, zero, shard, ep = cols
     sharding = _sharding(terms, tp, zero, shard, ep)
     out: list[Any] = [*_fixed_temporaries(terms, tp, zero, shard, ep)]
@@ -642,7 +643,8 @@ def _states(
             pp_index=pp_index,
             sharding=sharding,
         )
-        out += offloaded_state(terms.offload, state, zero)
+        w, g, o, host, nvme = offloaded_state(terms.offload, state, zero)
+        out += [w, g, o, 0.0, 0.0] if screen else [w, g, o, host, nvme]
     return out
 
 
@@ -707,11 +709,10 @@ def training_memory_arrays(
     saved = _saved_without_recompute(terms, tp_i, sp_b, rc_i, b_f)
     outside_only = acts["outside_only"]
 
-    # the search's layouts once per (pp, tp, ZeRO, shard, ep): the shard floats checked equal
     columns = [pp_index, tp_f, zero_i, shard_f, ep_i]
 
-    def states(r: Any) -> list[Any]:
-        return _states(terms, counts, pp_values, [c[r] for c in columns])
+    def states(r: Any) -> list[Any]:  # the search's: once per (pp, tp, ZeRO, shard, ep)
+        return _states(terms, counts, pp_values, [c[r] for c in columns], not detail)
 
     keyed = None if detail else per_group([pp_i, tp_i, zero_i, shard_f, ep_i], states, n)
     bucket, gather, dequant, *state = states(slice(None)) if keyed is None else keyed
