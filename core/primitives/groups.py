@@ -13,7 +13,7 @@ repeats. Nothing here is a formula: it only chooses which entries the formulas s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,10 @@ class Groups:
     """One member of each group (its representative; any member, all share the key)."""
     inverse: IntArray
     """Each entry's group."""
+    _agreed: dict[int, tuple[FloatArray, FloatArray | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """:meth:`members_agree`'s answers by array (the array kept: its id stays its own)."""
 
     def __len__(self) -> int:
         return int(self.first.shape[0])
@@ -69,8 +73,13 @@ class Groups:
         """``values`` (one per entry) at the representatives, when every entry holds its
         representative's value (a quantity the key columns determine); None otherwise
         (NaN included), and the caller prices every entry."""
+        known = self._agreed.get(id(values))
+        if known is not None and known[0] is values:  # asked by an earlier term
+            return known[1]
         picked = values[self.first]
-        return picked if bool(np.array_equal(picked[self.inverse], values)) else None
+        agreed = picked if bool(np.array_equal(picked[self.inverse], values)) else None
+        self._agreed[id(values)] = (values, agreed)
+        return agreed
 
 
 def group_by(

@@ -137,6 +137,10 @@ def priced_per_group(
     return [groups.spread(np.asarray(x)) for x in price(lay.take(groups.first), agreed)]
 
 
+DEGREES_KEY = ("tp", "pp", "dp", "ep", "cp", "shard", "zero", "micro_batch", "v", "gpipe")
+"""The layout fields the data-parallel, pipeline and in-flight terms read between them (all
+but sequence parallelism and the recompute policy): one grouping serves the three."""
+
 LAYOUT_FIELDS: tuple[str, ...] = (
     "tp",
     "pp",

@@ -15,6 +15,7 @@ from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.parallelism.layout import (
+    DEGREES_KEY,
     Layouts,
     ResolvedLayout,
     priced_per_group,
@@ -83,7 +84,7 @@ def memory_screen(
     holds pp of them under 1F1B (Narayanan et al. 2021, section 2.2.1), the last one."""
     del work  # the layer count is the terms'
     flights = priced_per_group(  # once per distinct (pp, v, schedule, dp, micro-batch)
-        lay, ("pp", "v", "gpipe", "dp", "micro_batch"), [m], lambda g, a: _in_flight(g, a[0])
+        lay, DEGREES_KEY, [m], lambda g, a: _in_flight(g, a[0])
     )
     first, last = flights if flights is not None else _in_flight(lay, m)
     return training_memory_arrays(

@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities import moe as moe_work
-from llm_planner.core.sections.parallelism.layout import Layouts, priced_per_group
+from llm_planner.core.sections.parallelism.layout import DEGREES_KEY, Layouts, priced_per_group
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_dp_one import data_parallel_one
 from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
@@ -28,7 +28,7 @@ def _pipeline_and_experts(
     the search's layouts once per distinct (degrees, v, micro-batch)."""
     grouped = priced_per_group(
         lay,
-        ("tp", "pp", "dp", "ep", "cp", "v", "micro_batch"),
+        DEGREES_KEY,
         [tokens_mb],
         lambda g, arrays: _pipeline_and_experts_arrays(work, cluster, g, arrays[0]),
     )
@@ -267,20 +267,13 @@ def _data_parallel(
             return np.array([one[0]]), np.array([one[1]]), np.array([one[2]]), np.array([one[3]])
     grouped = priced_per_group(  # once per distinct (degrees, ZeRO stage, micro-batch)
         lay,
-        _DATA_PARALLEL_KEY,
+        DEGREES_KEY,
         [m, dp_work],
         lambda g, arrays: _data_parallel_arrays(work, g, cluster, *arrays, si=si),
     )
     if grouped is not None:
         return grouped[0], grouped[1], grouped[2], grouped[3]
     return _data_parallel_arrays(work, lay, cluster, m, dp_work, si=si)
-
-
-_DATA_PARALLEL_KEY = ("tp", "pp", "dp", "cp", "ep", "shard", "zero", "micro_batch")
-"""The layout fields :func:`_data_parallel_arrays` reads, with the micro-batch (``m`` and
-``dp_work`` follow from dp and it: checked, not assumed). Not v, the schedule, sequence
-parallelism or the recompute policy: the search's layouts repeat each value a dozen times
-over those."""
 
 
 def _data_parallel_arrays(
