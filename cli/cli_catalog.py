@@ -43,12 +43,19 @@ def cmd_presets(args: argparse.Namespace) -> int:
     if args.json:
         print_json([gpu.model_dump(mode="json") for gpu in gpus])
     else:
+        width = max(len(gpu.name) for gpu in gpus)
         for gpu in gpus:
             bf16 = gpu.peak_flops.for_dtype("bf16")
             peak = units.format_flops_rate(bf16) if bf16 else "—"
+            sustained = (
+                f"  (sustains {gpu.tensor_rate_fraction:.1%} of it in measured runs)"
+                if gpu.sustained_tensor_fraction is not None
+                else ""
+            )
             print(
-                f"{gpu.id:<16} {gpu.name:<28} {units.format_gb(gpu.memory_bytes):>8}"
-                f"  {gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s  bf16 {peak}"
+                f"{gpu.id:<16} {gpu.name:<{width}} {units.format_gb(gpu.memory_bytes):>8}"
+                f"  {gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s  bf16 {peak:>14}"
+                f"{sustained}"
             )
     return 0
 

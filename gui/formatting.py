@@ -10,6 +10,7 @@ import html
 
 from llm_planner.core.primitives import units
 from llm_planner.core.primitives.figures import Figure
+from llm_planner.core.primitives.gpus import GPU
 
 
 def figure_text(figure: Figure) -> str:
@@ -42,3 +43,35 @@ def bytes_tooltip(label: str, value: float, formula: str = "", source: str = "")
     return figure_tooltip(
         Figure(key=label, label=label, value=value, unit="bytes", formula=formula, source=source)
     )
+
+
+def gpu_tooltip(gpu: GPU) -> str:
+    """A catalog GPU's datasheet in a few lines, for the GPU picker's items: memory, HBM
+    bandwidth, dense peaks per tensor dtype, the GPU-to-GPU link, board power, where it
+    sustains less than its datasheet, and the source."""
+    lines = [
+        f"<b>{html.escape(gpu.name)}</b>",
+        f"memory {units.format_bytes(gpu.memory_bytes)}, "
+        f"HBM {gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s",
+    ]
+    peaks = [
+        f"{dtype.upper()} {units.format_flops_rate(value)}"
+        for dtype in ("bf16", "fp8", "fp4")
+        if (value := gpu.peak_flops.for_dtype(dtype))
+    ]
+    if peaks:
+        lines.append("dense peak: " + ", ".join(peaks))
+    link = f"{gpu.link_name} {gpu.link_bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction"
+    if gpu.nvlink_domain_gpus:
+        link += f", {gpu.nvlink_domain_gpus} GPUs in one NVLink domain"
+    lines.append(html.escape(link))
+    if gpu.tdp_watts:
+        lines.append(f"up to {gpu.tdp_watts:,.0f} W")
+    if gpu.sustained_tensor_fraction is not None:
+        lines.append(
+            f"priced at {gpu.tensor_rate_fraction:.1%} of its peak: measured runs sustain "
+            "less than the datasheet (see the catalog's notes)"
+        )
+    if gpu.source:
+        lines.append(f"<i>Source:</i> {html.escape(gpu.source)}")
+    return "<br>".join(lines)

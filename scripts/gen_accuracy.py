@@ -1305,6 +1305,54 @@ def _bridge_moe_note() -> list[str]:
     ]
 
 
+BRIDGE_BEFORE_RELEASES = {
+    "all rows": (0.075, 0.278),
+    "fine-grained MoE": (0.171, 0.445),
+    "large MoE": (0.063, 0.294),
+    "Hopper": (0.104, 0.722),
+    "Blackwell": (0.069, 0.270),
+}
+"""(median, p90) |error| of the subgroups that moved when the MoE rows were stated with their
+own release's CUDA graphs and all-to-all overlap (issue 27; the dense subgroup did not
+move): main at f903fa1, every row eager and unoverlapped."""
+
+
+def _bridge_release_note() -> list[str]:
+    """What each release ran (the MoE rows' CUDA graphs and all-to-all overlap), the host
+    sync of the dropless dispatcher, and the figures before them."""
+    mb = _bridge_module()
+    before = "; ".join(
+        f"{label} {_bridge_cell(m)} / {_bridge_cell(p)}"
+        for label, (m, p) in BRIDGE_BEFORE_RELEASES.items()
+    )
+    tags = ", ".join(f"{rel} `{src.split('@')[1][:9]}`" for rel, src in mb.recipes.RELEASES.items())
+    return [
+        "",
+        "Releases (tests/validation/megatron_bridge_recipes.py `RELEASES`): the rows were run "
+        "before the recipes above existed, by each NeMo container's Megatron-Bridge "
+        "`scripts/performance` presets (" + tags + "; v0.1.0rc3, v0.2.0, v0.3.0, v0.4.0 as "
+        "the repository's software-versions page lists them, v0.5.0 for 26.06). What made "
+        "releases differ in speed is read there for the MoE rows and stated per row: the "
+        "CUDA graphs (`RELEASE_CUDA_GRAPHS`: 25.09 whole layers on B200/GB200 with token "
+        "drop; 25.11-26.04 Transformer Engine graphs of the router and dispatcher "
+        "preprocessing, with attention on some systems, `training.cuda_graphs = moe_router` "
+        "/ `attn_moe_router`; 26.06 full-iteration graphs in the MXFP8 presets on "
+        "B300/GB200/GB300) and the expert-parallel all-to-all overlap (`moe_a2a_overlap` → "
+        "Megatron's combined 1F1B schedule: `parallelism.ep_overlap` = the share of "
+        "micro-batches it pairs, the all-to-all hidden at most under the compute it runs "
+        "beside). FP8 attention and the CuTe-DSL grouped MLP of the 26.06 presets are not "
+        "expressible; the Llama 3 rows' releases are not read (eager, as before). The "
+        "dropless dispatcher's host sync per MoE layer in the forward (Megatron-Core's "
+        "`cuda_sync_point`) is priced in the step time (core/sections/parallelism/"
+        "step_time_host.py: the micro-batch costs the sum over the stretches between syncs); "
+        "it moves the 25.11 Qwen3 row on 16 H100 by −4% (its all-to-all overlapped, the GPU "
+        "side of a stretch short) and no other row by more than 1%: the launch-bound ones are "
+        "host-bound on both sides of the sync, the others GPU-bound. No constant fitted. "
+        "Before (median / "
+        "p90 |error|): " + before + ".",
+    ]
+
+
 def _bridge_cell(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
@@ -1345,8 +1393,14 @@ def _megatron_bridge() -> list[str]:
         "FP8/FP4 (`fp8_param_gather` / `fp4_param_gather` → "
         "`training.low_precision_params`, Megatron's --fp8-param-gather), DeepSeek-V3's bf16 "
         "Adam moments (`adamw_bf16_moments`), CPU activation offloading "
-        "(`cpu_offloading_num_layers` → `training.activation_offload_layers`). No constant was "
-        "fitted to these rows. "
+        "(`cpu_offloading_num_layers` → `training.activation_offload_layers`). One constant "
+        "comes from these rows: GB200's sustained tensor rate, 0.9229 of its datasheet "
+        "(`sustained_tensor_fraction` in resources/gpus.json), the mean of the four pairs "
+        "where a release ran one recipe and layout on both GB200 and HGX B200 (Llama 3 8B, 8 "
+        "GPUs, tp1 dp8 mb2, 25.09 and 25.11, FP8 and MXFP8: GB200 1.009-1.045× B200, mean "
+        "1.0254, against the datasheets' 5.0/4.5 = 1.11); the pairs lie within 2% of it. "
+        "Before it, every GB200 row was priced from the datasheet: all rows median 10.1%, "
+        "p90 30.8%, fine-grained MoE 19.8%. Nothing else was fitted to these rows. "
         "Error: predicted ÷ measured tokens/s per GPU − 1 (positive = "
         "optimistic). Releases re-measure the same setups, so rows with one layout are "
         "repeats, not independent points.",
@@ -1379,6 +1433,7 @@ def _megatron_bridge() -> list[str]:
             f"{_bridge_cell(before[0])} / {_bridge_cell(before[1])} |"
         )
     out += _bridge_moe_note()
+    out += _bridge_release_note()
     out += [
         "",
         "Every row (the table's id names the release, system, GPUs, precision and layout):",
@@ -1437,7 +1492,9 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
         unstated = [
             "MoE paged stash" if rec.paged_stash else "",
             f"{rec.dispatcher} dispatcher" if rec.dispatcher else "",
-            f"CUDA graphs {rec.cuda_graphs}" if rec.cuda_graphs != "none" else "",
+            f"CUDA graphs {rec.cuda_graphs}"
+            if rec.cuda_graphs != "none" and rec.dispatcher is None
+            else "",
         ]
         differs = "†" if any(r.layout_differs for r in group) else ""
         out.append(

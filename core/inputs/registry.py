@@ -530,8 +530,8 @@ INPUTS: tuple[Input, ...] = (
     Input(
         "training.cuda_graphs",
         "CUDA graphs",
-        "what the step captures in CUDA graphs: none, attn, mlp, attn_moe_router, layer or "
-        "full_iteration (Megatron-Core's cuda_graph_impl / cuda_graph_modules); captured "
+        "what the step captures in CUDA graphs: none, attn, mlp, moe_router, attn_moe_router, "
+        "layer or full_iteration (Megatron-Core's cuda_graph_impl / cuda_graph_modules); captured "
         "kernels leave the host's launch floor",
         kind="choice",
         flag="--cuda-graphs",

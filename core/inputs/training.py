@@ -145,9 +145,9 @@ class TrainingInputs(BaseModel):
     cuda_graphs: CudaGraphs = Field(
         default="none",
         description="what the step captures in CUDA graphs (Megatron-Core's cuda_graph_impl "
-        "and cuda_graph_modules): none, per-layer attn, mlp, attn_moe_router (attention, MoE "
-        "router and dispatcher preprocessing), layer (whole layers), or full_iteration; "
-        "captured kernels leave the host's per-kernel launch floor",
+        "and cuda_graph_modules): none, per-layer attn, mlp, moe_router (the MoE router and "
+        "dispatcher preprocessing), attn_moe_router (attention with them), layer (whole "
+        "layers), or full_iteration; captured kernels leave the host's per-kernel launch floor",
     )
     moe_load_imbalance: float = Field(
         default=1.0,

@@ -104,9 +104,22 @@ class GPU(BaseModel):
         "(comm.NETWORK_BYTES_PER_S_PER_GPU)",
     )
     tdp_watts: float | None = Field(default=None, gt=0)
+    sustained_tensor_fraction: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="share of the datasheet's tensor-core peaks the GPU sustains in "
+        "measured training runs, where they show it below its datasheet (GB200 NVL72: "
+        "0.9229, NVIDIA's paired runs against HGX B200); None: the datasheet's",
+    )
     source: str = Field(default="", description="datasheet or paper the figures come from")
     notes: str = ""
     custom: bool = Field(default=False, description="entered by the user, not from the catalog")
+
+    @property
+    def tensor_rate_fraction(self) -> float:
+        """:attr:`sustained_tensor_fraction`, 1 where the catalog states none."""
+        return 1.0 if self.sustained_tensor_fraction is None else self.sustained_tensor_fraction
 
     @property
     def memory_gib(self) -> float:

@@ -326,12 +326,15 @@ def format_flop(value: float, digits: int = 3) -> str:
 
 
 def format_flops_rate(value: float, digits: int = 3) -> str:
-    """A rate in FLOP/s as TFLOP/s (or PFLOP/s above 1e15 · 1000): ``4e14`` → ``400 TFLOP/s``."""
+    """A rate in FLOP/s as TFLOP/s below 10 PFLOP/s, the unit one GPU's datasheet compares
+    in (``4e14`` → ``400 TFLOP/s``, ``2.25e15`` → ``2,250 TFLOP/s``), then PFLOP/s and
+    EFLOP/s for clusters (``4.06e16`` → ``40.6 PFLOP/s``, ``1.2e18`` → ``1.20 EFLOP/s``);
+    never an exponent."""
     if abs(value) >= 1e18:
-        return f"{value / 1e18:.{digits}g} EFLOP/s"
-    if abs(value) >= 1e15 * 100:
-        return f"{value / 1e15:.{digits}g} PFLOP/s"
-    return f"{value / 1e12:.{digits}g} TFLOP/s"
+        return f"{_sig(value / 1e18, digits)} EFLOP/s"
+    if abs(value) >= 1e16:
+        return f"{_sig(value / 1e15, digits)} PFLOP/s"
+    return f"{_sig(value / 1e12, digits)} TFLOP/s"
 
 
 def format_bytes(value: float, digits: int = 3) -> str:

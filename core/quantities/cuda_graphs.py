@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-CudaGraphs = Literal["none", "attn", "mlp", "attn_moe_router", "layer", "full_iteration"]
+CudaGraphs = Literal[
+    "none", "attn", "mlp", "moe_router", "attn_moe_router", "layer", "full_iteration"
+]
 
 CUDA_GRAPHS: dict[str, str] = {
     "none": "every kernel launched by the host (cuda_graph_impl none)",
@@ -19,6 +21,9 @@ CUDA_GRAPHS: dict[str, str] = {
     "(per-layer graphs, cuda_graph_modules [attn])",
     "mlp": "each dense layer's MLP block captured (cuda_graph_modules [mlp]; Megatron refuses "
     "it for a model whose every layer is MoE)",
+    "moe_router": "the MoE router with the dispatcher's preprocessing captured "
+    "(cuda_graph_modules [moe_router, moe_preprocess]); attention, the experts, "
+    "permutations and all-to-alls stay eager",
     "attn_moe_router": "attention and the MoE router with the dispatcher's preprocessing "
     "captured (cuda_graph_modules [attn, moe_router, moe_preprocess]); the experts, "
     "permutations and all-to-alls stay eager",

@@ -287,6 +287,21 @@ class StackProfile(BaseModel):
         "megatron/core/transformer/transformer_config.py); the scenario's ep_overlap sets a "
         "run that turns them on",
     )
+    moe_dropless_host_sync: Literal["always", "expert_parallel", "never"] = Field(
+        default="never",
+        description="whether the stack's dropless MoE dispatcher makes the host wait for the "
+        "device once per MoE layer in the forward (the token counts the all-to-all's split "
+        "sizes and the grouped GEMM's row counts need on the host): 'always' (Megatron-Core's "
+        "MoEAlltoAllTokenDispatcher, NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/"
+        "moe/token_dispatcher.py: preprocess sets cuda_sync_point 'before_ep_alltoall' with "
+        "ep or tp > 1, else 'before_finish'; _maybe_dtoh_and_synchronize copies the counts "
+        "to the host on a side stream and waits on its event; with drop-and-pad the sync "
+        "point stays 'no_sync'), 'expert_parallel' (torchtitan's AllToAllTokenDispatcher, "
+        "pytorch/torchtitan@b5bcd76c torchtitan/models/common/token_dispatcher.py "
+        "_sync_token_count_exchange: a blocking copy of the output splits when ep > 1; the "
+        "local dispatch keeps the counts on the device), 'never' (no sync, or the stack's MoE "
+        "path not read for one: DeepSpeed, Hugging Face, nanotron)",
+    )
     head_kept_gathered: bool = Field(
         default=False,
         description="under FSDP the output head is not resharded after the forward: its "
@@ -324,6 +339,7 @@ STACKS: dict[str, StackProfile] = {
             saves_quantized_gemm_inputs=True,
             fp8_recipe="fp8_current",
             fp8_recipe_name="Transformer Engine FP8, tensor-wise current scaling",
+            moe_dropless_host_sync="always",
             memory_figure="torch.cuda.max_memory_allocated (Megatron's memory report prints "
             "both allocated and reserved)",
             source="NVIDIA/Megatron-LM@d98e8a64: megatron/core/distributed/"
@@ -366,6 +382,7 @@ STACKS: dict[str, StackProfile] = {
             zero3_prefetch_layers=1,
             fp8_recipe="fp8_current",
             fp8_recipe_name="torchao float8, row-wise dynamic scaling",
+            moe_dropless_host_sync="expert_parallel",
             fp8_vendors=("NVIDIA", "AMD"),
             head_kept_gathered=True,
             source="pytorch/torchtitan@b5bcd76c: torchtitan/distributed/fsdp.py (fully_shard "

@@ -153,14 +153,15 @@ class Deployment:
     @cached_property
     def compute(self) -> float:
         """Achieved compute of one GPU, FLOP/s: peak × the engine's fraction for this GPU
-        class (else :data:`PREFILL_COMPUTE_FRACTION`), at most board power × the engine's
-        FLOP per joule for this generation where it states one, × its quantized-kernel
-        factor."""
+        class (else :data:`PREFILL_COMPUTE_FRACTION`) × the share of its datasheet the GPU
+        sustains (:attr:`.gpus.GPU.tensor_rate_fraction`, 1 but for GB200), at most board
+        power × the engine's FLOP per joule for this generation where it states one, × its
+        quantized-kernel factor."""
         fraction = self.engine.prefill_compute_fraction.get(
             self.gpu_class, PREFILL_COMPUTE_FRACTION
         )
         factor = self.engine.quantized_prefill_factor if self.quantized else 1.0
-        rate = self.peak_flops * fraction
+        rate = self.peak_flops * fraction * self.gpu.tensor_rate_fraction
         per_joule = self.engine.prefill_flops_per_joule.get(gpu_generation(self.gpu))
         if per_joule is not None and self.gpu.tdp_watts is not None:
             rate = min(rate, self.gpu.tdp_watts * per_joule)

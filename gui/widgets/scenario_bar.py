@@ -28,6 +28,7 @@ from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import get_gpu, gpu_catalog
 from llm_planner.core.primitives.presets import get_preset, model_presets
 from llm_planner.gui.binding import Binder, ScenarioState, validation_message
+from llm_planner.gui.formatting import gpu_tooltip
 from llm_planner.gui.widgets.elided import ElidedCombo
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,14 @@ def _parse_name(text: str) -> str:
     return name
 
 
+def _add_catalog_gpus(combo: QComboBox) -> None:
+    """Every catalog GPU as an item of ``combo`` ("name (memory)", its id as data), its
+    datasheet as the item's tooltip."""
+    for gpu in gpu_catalog().values():
+        combo.addItem(f"{gpu.name} ({units.format_gb(gpu.memory_bytes)})", gpu.id)
+        combo.setItemData(combo.count() - 1, gpu_tooltip(gpu), Qt.ItemDataRole.ToolTipRole)
+
+
 class ScenarioBar(QWidget):
     """Model ▾, size override, GPU ▾, GPU count — shared by every tab."""
 
@@ -205,8 +214,7 @@ class ScenarioBar(QWidget):
         self.params.setPlaceholderText("exact count")
         self.gpu = ElidedCombo()
         self.gpu.setObjectName("gpu_picker")
-        for gpu in gpu_catalog().values():
-            self.gpu.addItem(f"{gpu.name} ({units.format_gb(gpu.memory_bytes)})", gpu.id)
+        _add_catalog_gpus(self.gpu)
         self.gpu.setToolTip("GPU model (catalog datasheet figures)")
         self.gpu.setMinimumContentsLength(10)
         self.gpu.setSizeAdjustPolicy(

@@ -122,3 +122,19 @@ def test_lengths_and_gpu_counts_read_k_as_1024(capsys: pytest.CaptureFixture[str
     assert data["inference"]["context"] == 32768
     assert data["compute"]["num_gpus"] == 1024
     assert data["compute"]["tokens"] == 8000
+
+
+def test_layout_line_names_every_degree(capsys: pytest.CaptureFixture[str]) -> None:
+    """256 GPUs at tp 1, pp 4, cp 2 leave dp = 256 ÷ (1 · 4 · 2) = 32 replicas, on
+    256 ÷ 8 = 32 nodes; ep 64 splits the experts inside the data-parallel group and adds no
+    GPUs. The line used to read "64 × 1 × 4" whatever cp and ep were."""
+    args = ["--model", "deepseek-v3", "--num-gpus", "256", "--tp", "1", "--pp", "4"]
+    assert main(["report", *args, "--cp", "2", "--ep", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "dp 32 × tp 1 × pp 4 × cp 2 = 256 GPUs on 32 nodes; experts over ep 64" in out
+    assert main(["report", *args]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("Layout "))
+    assert "dp 64 × tp 1 × pp 4 = 256 GPUs on 32 nodes" in line
+    assert "cp" not in line
+    assert "ep" not in line.replace("experts", "")

@@ -123,3 +123,17 @@ def test_count_round_trip(value: float) -> None:
 )
 def test_parse_usd(text: str, expected: float) -> None:
     assert units.parse_usd(text) == pytest.approx(expected)
+
+
+def test_flops_rates_read_without_an_exponent() -> None:
+    """One GPU's rates stay in TFLOP/s with a thousands separator (B200's BF16 dense
+    2.25e15 → 2,250), cluster-scale ones (≥ 10 PFLOP/s) in PFLOP/s and EFLOP/s; the old
+    format printed B200 as "2.25e+03 TFLOP/s"."""
+    assert units.format_flops_rate(4e14) == "400 TFLOP/s"
+    assert units.format_flops_rate(2.25e15) == "2,250 TFLOP/s"
+    assert units.format_flops_rate(9e15) == "9,000 TFLOP/s"
+    assert units.format_flops_rate(4.06e16) == "40.6 PFLOP/s"
+    assert units.format_flops_rate(3e17) == "300 PFLOP/s"
+    assert units.format_flops_rate(1.2e18) == "1.20 EFLOP/s"
+    for value in (9.89e14, 2.5e15, 1.5e16, 9.99e16, 5e18):
+        assert "e+" not in units.format_flops_rate(value)

@@ -72,6 +72,7 @@ def test_cuda_graphs_are_chosen_in_the_window_as_on_the_command_line(
         "none",
         "attn",
         "mlp",
+        "moe_router",
         "attn_moe_router",
         "layer",
         "full_iteration",

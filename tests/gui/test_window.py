@@ -218,3 +218,18 @@ def test_out_of_range_input_names_the_range(qtbot: Any, window: MainWindow) -> N
     assert "must be between 1 and 16,384" in window.error_label.text()
     type_into(qtbot, window, tab.tp, "2")
     assert not tab.tp.property("inputError")
+
+
+def test_gpu_picker_items_carry_their_datasheet(window: MainWindow) -> None:
+    """Hovering a GPU in the picker shows its datasheet: GB200 NVL72's 186 GB, BF16 dense
+    2,500 TFLOP/s (5 PFLOPS with sparsity / 2), its 72-GPU NVLink domain and the share of
+    its peak it is priced at (0.9229 → 92.3%); H100 SXM has no such line."""
+    combo = window.bar.gpu
+    tip = str(combo.itemData(combo.findData("gb200"), Qt.ItemDataRole.ToolTipRole))
+    assert "186" in tip
+    assert "BF16 2,500 TFLOP/s" in tip
+    assert "72 GPUs in one NVLink domain" in tip
+    assert "92.3%" in tip
+    h100 = str(combo.itemData(combo.findData("h100-sxm"), Qt.ItemDataRole.ToolTipRole))
+    assert "BF16 989 TFLOP/s" in h100
+    assert "priced at" not in h100

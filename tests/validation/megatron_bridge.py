@@ -33,7 +33,12 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   ``fp4_param_gather`` → ``low_precision_params``); the DeepSeek-V3 recipes' precision-aware
   optimizer with bf16 moments (``optimizer = "adamw_bf16_moments"``); the Llama 3 70B
   Megatron-FSDP recipes' CPU activation offloading (``model.cpu_offloading_num_layers`` →
-  ``activation_offload_layers``). What the recipes set
+  ``activation_offload_layers``); for the MoE rows the CUDA graphs and the all-to-all
+  overlap their own release ran (``megatron_bridge_recipes.RELEASES``: the Megatron-Bridge
+  tag each NeMo container shipped, read in its ``scripts/performance`` presets:
+  ``RELEASE_CUDA_GRAPHS`` → ``training.cuda_graphs``, ``RELEASE_A2A_OVERLAP`` →
+  ``parallelism.ep_overlap`` at the share of micro-batches the combined 1F1B schedule
+  pairs, :func:`a2a_overlap_share`), the Llama 3 rows eager. What the recipes set
   that the app cannot state is listed on docs/ACCURACY.md (:data:`NOT_EXPRESSED`); MoE rows
   with the default load imbalance 1 (the table's footnote: token distribution
   force-balanced), dropless, or with a capacity factor of 1 where the row is labelled
@@ -131,15 +136,18 @@ NOT_EXPRESSED = (
     "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
     'the HybridEP/DeepEP flex dispatcher (`moe_token_dispatcher_type = "flex"`, stated as '
     "the all-to-all dispatcher) and its per-rank capacity factor 1.5",
-    "FP8 attention (`fp8_dot_product_attention`: the DeepSeek-V3 B300/GB300 and Qwen3 "
-    "B300/GB200/GB300 MXFP8 recipes, `_enable_deepseek_full_iteration_mxfp8` / "
-    "`_enable_hybridep_full_iteration_mxfp8`; the app runs attention at BF16's rate)",
-    "CUDA graphs (`cuda_graph_impl` / `cuda_graph_scope`): expressible as "
-    "`training.cuda_graphs` but not yet stated, the rows priced eager; with each recipe's "
-    "scope (megatron_bridge_recipes.cuda_graphs_of) the 25.09 token-drop Qwen3 row on 8 B200 "
-    "goes from -46% to +23%, but the dropless micro-batch-1 B200 rows, right eager, go to "
-    "+40% and +46% (all rows median 10.7%, fine-grained MoE 21.8%): the launch floor those "
-    "rows hit is not the per-kernel one the graphs remove",
+    "FP8 attention (`fp8_dot_product_attention`: the 26.06 MXFP8 presets of Qwen3 on "
+    "B300/GB200/GB300 and DeepSeek-V3 on GB300, megatron_bridge_recipes."
+    "RELEASE_FP8_ATTENTION; the app runs attention at BF16's rate) and the 26.06 presets' "
+    "CuTe-DSL fused grouped MLP (`cutedsl_fused_grouped_mlp`)",
+    "the Llama 3 rows' CUDA graphs (their releases' presets not read: priced eager, as "
+    "before; the MoE rows run their release's, megatron_bridge_recipes.RELEASE_CUDA_GRAPHS). "
+    "With their release's `moe_router` graphs the dropless micro-batch-1 Qwen3 rows on 8 "
+    "B200 (25.11, 26.02), right eager (+4%, +0%), go to +18% and +13%: the per-kernel launch "
+    "floor credits the router's 24 captured launches a layer, the measured runs show no such "
+    "gain. The dispatcher's host sync per MoE layer (priced, "
+    "core/sections/parallelism/step_time_host.py) does not explain it: those rows are "
+    "host-bound on both sides of the sync",
 )
 """What the recipes set that the scenario cannot state (the page lists them)."""
 
@@ -222,6 +230,26 @@ def zero_stage_of(row: dict[str, Any], rec: recipes.Recipe) -> int:
     return 3 if rec.megatron_fsdp or (fsdp is not None and int(fsdp) > 0) else 1
 
 
+def a2a_overlap_share(row: dict[str, Any]) -> float:
+    """The share of the expert-parallel all-to-all hidden when the release set
+    ``overlap_moe_expert_parallel_comm`` (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/model_parallel_config.py: "Overlap EP A2A communications with independent
+    computations of different micro-batches in 1f1b phase"; pipeline_parallel/schedules.py
+    ``combined_1f1b_schedule_for_no_pipelining``, combined_1f1b.py: a micro-batch's forward
+    runs merged with the previous one's backward, each one's all-to-alls under the other's
+    compute). The micro-batches in a merged forward-backward pair: m − 1 of m without a
+    pipeline (the first forward and the last backward run alone), m − (pp − 1) of m with one
+    (1F1B's steady phase; warm-up and cool-down run alone), m = global batch ÷ (micro-batch
+    × dp). Assumed: each all-to-all fits under the other micro-batch's compute (it does in
+    every such row: the all-to-all is under a third of the compute)."""
+    lay = row["layout"]
+    tp, pp, cp = int(lay["tp"]), int(lay["pp"]), int(lay["cp"] or 1)
+    dp = int(row["gpu"]["count"]) // (tp * pp * cp)
+    m = int(row["global_batch"]) // (int(row["micro_batch"]) * dp)
+    paired = m - 1 if pp == 1 else m - (pp - 1)
+    return max(paired, 0) / m
+
+
 def scenario_of(row: dict[str, Any]) -> Scenario:
     """The row as its recipe states it (the module docstring lists each choice)."""
     recipe = recipe_of(row["precision"])
@@ -253,7 +281,12 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
             training["lora_targets"] = rec.lora_targets
     if "tokendrop" in row["model"]["name"].lower():
         training["moe_capacity_factor"] = TOKENDROP_CAPACITY_FACTOR
+    graphs = recipes.release_cuda_graphs(row)
+    if graphs is not None:
+        training["cuda_graphs"] = graphs
     schedule = {"schedule": "interleaved", "interleave_chunks": vp} if vp > 1 else {}
+    if recipes.release_a2a_overlap(row):
+        schedule["ep_overlap"] = a2a_overlap_share(row)
     return sc.model_copy(
         update={
             "model": sc.model.model_copy(

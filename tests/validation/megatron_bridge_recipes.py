@@ -17,14 +17,16 @@ FSDP), then sets the row's layout and its memory settings, and calls the shared 
 graphs and the MoE paged stash). :data:`RECIPES` holds what each function sets, read from those
 files (the function, its base and its helpers, in call order).
 
-Releases: the 26.02-26.06 rows were run with these recipes; the 25.09 and 25.11 rows predate
-them (the recipes were then scripts under ``scripts/performance``), and where the recipe's
+Releases: the rows predate these recipes (they moved to ``perf_recipes/`` after 26.06; each
+release ran ``scripts/performance`` presets: :data:`RELEASES`), and where the recipe's
 layout is not the row's (:func:`layout_differs`: e.g. Llama 3 70B on 64 H100 at gbs 128 in
 25.09/25.11, 256 now; DeepSeek-V3 on B200 at pp 16 ep 8 then, pp 8 vp 2 ep 32 now) the
 recipe at 067f987d may also set other memory options than the run did. The recipe at 067f987d
 is the stated source for every row all the same; the row's own published columns (tp, pp, vp,
 cp, ep, micro and global batch, sequence, and the FSDP column where the table has one) win
-over the recipe's.
+over the recipe's. What made releases differ in speed (CUDA graphs, the all-to-all overlap,
+FP8 attention) is read per release for the MoE rows (:data:`RELEASE_CUDA_GRAPHS`,
+:data:`RELEASE_A2A_OVERLAP`, :data:`RELEASE_FP8_ATTENTION`).
 """
 
 from __future__ import annotations
@@ -359,59 +361,154 @@ def layout_differs(row: dict[str, Any], rec: Recipe) -> bool:
     return published != rec.layout
 
 
-GRAPH_MODULES: dict[str, str] = {
-    "llama3_70b_pretrain_64gpu_gb200_nvfp4": "layer",
-    "llama3_70b_sft_32gpu_h100_fp8cs": "mlp",
-    "llama3_70b_sft_32gpu_gb200_fp8cs": "mlp",
-    "llama3_70b_sft_32gpu_gb200_fp8mx": "mlp",
-    "llama3_70b_sft_32gpu_gb300_fp8cs": "mlp",
-    "llama3_70b_sft_32gpu_gb300_fp8mx": "mlp",
-    "llama3_70b_peft_8gpu_gb200_fp8cs": "mlp",
-    "llama3_70b_peft_8gpu_gb200_fp8mx": "mlp",
-    "llama3_70b_peft_8gpu_gb300_fp8cs": "mlp",
-    "llama3_70b_peft_8gpu_gb300_fp8mx": "mlp",
+RELEASES: dict[str, str] = {
+    "25.09": "NVIDIA-NeMo/Megatron-Bridge@bf71eba07bae8d36f08b796c106d1197d46ad541",
+    "25.11": "NVIDIA-NeMo/Megatron-Bridge@7af9601c9da746d21481194356295bfe23df3737",
+    "26.02": "NVIDIA-NeMo/Megatron-Bridge@21b02e0cfb2f8ff907e0d8baee0c5205876c6812",
+    "26.04": "NVIDIA-NeMo/Megatron-Bridge@0fbfe7d3e970fbd75c1281d71cee586ce1f3df5e",
+    "26.06": "NVIDIA-NeMo/Megatron-Bridge@fcbb6031103d0ca845c1a54d4fee55ecfcca17b6",
 }
-"""The ``cuda_graph_scope`` of the ``transformer_engine`` recipes that set another than
-``["attn", "moe_router", "moe_preprocess"]`` (every DeepSeek-V3 and Qwen3 one here, set in
-the function or by ``deepseek/common.py:_enable_deepseek_transformer_engine_graph``), as the
-app's ``training.cuda_graphs``: the Llama 3 70B SFT and LoRA recipes' ``["mlp"]``, and
-``llama3_70b_pretrain_64gpu_gb200_nvfp4``'s ``clear_cuda_graph_modules`` (an empty list:
-whole layers)."""
+"""NeMo container → the Megatron-Bridge it shipped, by tag: 25.09 v0.1.0rc3, 25.11 v0.2.0,
+26.02 v0.3.0, 26.04 v0.4.0 (the repository's docs/releases/software-versions.md at
+067f987d lists these four), 26.06 v0.5.0 (tagged 2026-06-16, the day of the 26.06
+performance summary, #4318; the list stops at 26.04). The 25.09 Qwen3 row on 16 H100 runs
+vp 24, v0.1.0rc3's perf matrix (v0.1.0rc4 has 12), which agrees. Before the recipes moved to
+``src/megatron/bridge/perf_recipes/`` they were ``scripts/performance``: a YAML
+``perf_matrix`` per model in 25.09 (``configs/{qwen3,deepseek}/*_llm_pretrain.yaml``,
+``cuda_graphs: true`` → ``enable_cuda_graph``, Megatron's local whole-layer graphs), and
+from 25.11 ``WorkloadBaseConfig`` presets (``configs/{qwen3,qwen,deepseek}/
+*workload_base_configs.py``: ``cuda_graph_impl``, ``cuda_graph_scope``,
+``moe_flex_dispatcher_backend``, ``moe_a2a_overlap``, and in 26.06
+``fp8_dot_product_attention`` and ``cutedsl_fused_grouped_mlp``), applied by
+``utils/overrides.py`` (unset: the base recipe's, no graphs).
 
-TOKENDROP_RELEASE = "NVIDIA-NeMo/Megatron-Bridge@v0.1.0rc4"
-"""The Megatron-Bridge the 25.09 release ran (tag v0.1.0rc4, 2025-10-23): its
-``scripts/performance/run_script.py`` turns token dropping on (``apply_moe_token_drop``:
-capacity factor 1, padded to capacity) for the MoE runs, and
-``scripts/performance/configs/{qwen3,deepseek}/*_llm_pretrain.yaml`` set ``cuda_graphs`` per
-system, which ``utils/helpers.py:set_cuda_graph_overrides`` passes on as
-``enable_cuda_graph`` (Megatron-Core: ``cuda_graph_impl = "local"``, the default whole-layer
-scope)."""
+Also read, not stated (the app has one all-to-all dispatcher, every one of these syncs the
+host per MoE layer unless it runs inside a full-iteration graph): the dispatcher. Qwen3: the
+all-to-all on B200 in 25.11 and 26.02 and on H100 in 25.11, HybridEP (``flex``) on GB200
+and GB300 from 25.11, on B300 from 26.02, on B200 and H100 from 26.04, DeepEP on H100 in
+26.02; DeepSeek-V3: DeepEP on H100 in 25.09 (run_script.py ``enable_deepep``; token drop
+turns it off on B200/GB200), HybridEP on GB200/GB300 from 25.11 and everywhere from 26.02,
+the all-to-all on B200 in 25.11. The MoE paged stash first appears in v0.5.0 (26.06), with
+the full-iteration presets (Megatron-Bridge 8af195c0a, DeepSeek-V3 GB300; 55443cbfb,
+Qwen3 GB200/GB300); v0.3.0 and v0.4.0's ``scripts/performance`` have none."""
 
-TOKENDROP_CUDA_GRAPHS: dict[tuple[str, str], str] = {
-    ("qwen3_30b_a3b", "gb200"): "layer",
-    ("qwen3_30b_a3b", "b200"): "layer",
-    ("qwen3_30b_a3b", "h100"): "none",
-    ("deepseek_v3", "gb200"): "none",
-    ("deepseek_v3", "b200"): "none",
-    ("deepseek_v3", "h100"): "none",
+RELEASE_MOE_FUSION: dict[str, tuple[bool, bool]] = {
+    "25.09": (True, True),
+    "25.11": (True, True),
+    "26.02": (True, True),
+    "26.04": (True, True),
+    "26.06": (True, True),
 }
-"""(model, system) → the token-drop rows' CUDA graphs in :data:`TOKENDROP_RELEASE`'s perf
-matrix (``cuda_graphs: true`` → whole layers; ``false`` → none)."""
+"""Release → (``moe_router_fusion``, ``moe_permute_fusion``) its Qwen3 and DeepSeek-V3
+presets ran, read at :data:`RELEASES`: the router fusion from the performance scripts (25.09
+``configs/{qwen3,deepseek}/*_llm_pretrain.yaml`` ``moe_router_fusion: true``; from 25.11
+``set_qwen3_common_configs`` and ``set_deepseek_v3_common_configs``, applied after the base
+recipe, which from v0.4.0 sets it False), the permute fusion from the models (the Qwen3 MoE
+provider's default True, ``Qwen3MoEBridge`` from v0.4.0; DeepSeek's provider with TE ≥ 2.1
+and ``deepseek_v3.py``'s recipe). Transformer Engine's fused router and permutation: the
+path step_time_host's MoE kernel counts are for (tests/core/test_moe_router_kernels.py).
+Both presets also set ``moe_router_force_load_balancing`` (random logits, 2 kernels more per
+MoE layer forward), not stated."""
+
+RELEASE_CUDA_GRAPHS: dict[tuple[str, str, str], str] = {
+    # 25.09 (v0.1.0rc3 perf_matrix; the MoE runs token-drop, run_script.py
+    # apply_moe_token_drop): cuda_graphs true → whole layers
+    ("25.09", "qwen3_30b_a3b", "b200"): "layer",
+    ("25.09", "qwen3_30b_a3b", "gb200"): "layer",
+    ("25.09", "qwen3_30b_a3b", "h100"): "none",
+    ("25.09", "deepseek_v3", "b200"): "layer",  # fp8_cs and fp8_mx true (bf16 false)
+    ("25.09", "deepseek_v3", "gb200"): "none",
+    ("25.09", "deepseek_v3", "h100"): "none",
+    # 25.11 (v0.2.0 configs/qwen3/workload_base_configs.py, configs/deepseek/...)
+    ("25.11", "qwen3_30b_a3b", "b200"): "moe_router",
+    ("25.11", "qwen3_30b_a3b", "gb200"): "moe_router",  # FP8_MX: [moe_router, moe_preprocess]
+    ("25.11", "qwen3_30b_a3b", "gb300"): "moe_router",
+    ("25.11", "qwen3_30b_a3b", "h100"): "none",  # FP8_CS: no graphs, moe_a2a_overlap
+    ("25.11", "deepseek_v3", "gb300"): "attn_moe_router",
+    ("25.11", "deepseek_v3", "gb200"): "moe_router",
+    ("25.11", "deepseek_v3", "b200"): "none",
+    # 26.02 (v0.3.0 configs/qwen/qwen3_workload_base_configs.py, configs/deepseek/
+    # deepseek_workload_base_configs.py; DeepSeek's V2 presets, the default variant)
+    ("26.02", "qwen3_30b_a3b", "b200"): "moe_router",
+    ("26.02", "qwen3_30b_a3b", "b300"): "moe_router",
+    ("26.02", "qwen3_30b_a3b", "gb200"): "moe_router",
+    ("26.02", "qwen3_30b_a3b", "gb300"): "moe_router",
+    ("26.02", "qwen3_30b_a3b", "h100"): "none",
+    ("26.02", "deepseek_v3", "gb300"): "none",  # cuda_graph_scope [] without an impl
+    ("26.02", "deepseek_v3", "gb200"): "attn_moe_router",
+    ("26.02", "deepseek_v3", "b300"): "none",
+    ("26.02", "deepseek_v3", "b200"): "none",
+    # 26.04 (v0.4.0, same files)
+    ("26.04", "qwen3_30b_a3b", "b200"): "attn_moe_router",  # mbs 4, hybridep
+    ("26.04", "qwen3_30b_a3b", "b300"): "moe_router",
+    ("26.04", "qwen3_30b_a3b", "gb200"): "moe_router",
+    ("26.04", "qwen3_30b_a3b", "gb300"): "moe_router",
+    ("26.04", "qwen3_30b_a3b", "h100"): "none",
+    ("26.04", "deepseek_v3", "gb300"): "none",
+    ("26.04", "deepseek_v3", "gb200"): "attn_moe_router",
+    ("26.04", "deepseek_v3", "b300"): "none",
+    ("26.04", "deepseek_v3", "b200"): "none",
+    # 26.06 (v0.5.0, same files): the MXFP8 presets full-iteration with HybridEP
+    ("26.06", "qwen3_30b_a3b", "b300"): "full_iteration",
+    ("26.06", "qwen3_30b_a3b", "gb200"): "full_iteration",
+    ("26.06", "qwen3_30b_a3b", "gb300"): "full_iteration",
+    ("26.06", "qwen3_30b_a3b", "h100"): "none",
+    ("26.06", "deepseek_v3", "gb300"): "full_iteration",
+    ("26.06", "deepseek_v3", "gb200"): "full_iteration",
+    ("26.06", "deepseek_v3", "b300"): "attn_moe_router",  # B300_V2: TE, mbs 2, pp 8
+}
+"""(release, model, system) → the CUDA graphs the MoE rows' release ran, as the app's
+``training.cuda_graphs`` (TE ``cuda_graph_scope`` ["moe_router", "moe_preprocess"] →
+``moe_router``, with "attn" → ``attn_moe_router``; ``full_iteration`` as named), read at
+:data:`RELEASES` for the precision each row ran (FP8/MXFP8; BF16 where a row is BF16: the
+same preset in every case here). The Llama 3 rows' releases are not read: they stay eager,
+as before."""
+
+RELEASE_FP8_ATTENTION: frozenset[tuple[str, str, str]] = frozenset(
+    {
+        ("26.06", "qwen3_30b_a3b", "b300"),
+        ("26.06", "qwen3_30b_a3b", "gb200"),
+        ("26.06", "qwen3_30b_a3b", "gb300"),
+        ("26.06", "deepseek_v3", "gb300"),
+    }
+)
+"""(release, model, system) whose MXFP8 preset sets ``fp8_dot_product_attention`` (v0.5.0):
+attention in FP8, which the app cannot state (it runs attention at BF16's rate)."""
 
 
-def cuda_graphs_of(row: dict[str, Any], function: str, rec: Recipe) -> str:
-    """The row's CUDA graphs as the app's ``training.cuda_graphs``. A token-drop row
-    (labelled "tokendrop"; 25.09) cannot have run the recipe at :data:`SOURCE` (dropless,
-    flex dispatcher): :data:`TOKENDROP_CUDA_GRAPHS`. Otherwise the recipe's: ``local`` with
-    scope ``["full_iteration"]`` (every Llama 3 8B recipe here) and ``full_iteration``
-    (``_enable_deepseek_full_iteration_mxfp8`` / ``_enable_hybridep_full_iteration_mxfp8``)
-    → ``full_iteration``; ``transformer_engine`` → :data:`GRAPH_MODULES`, else
-    ``attn_moe_router``; ``none`` → ``none``."""
-    if "tokendrop" in row["model"]["name"].lower():
-        model = _MODEL[row["model"]["name"].split(maxsplit=1)[0].lower()]
-        return TOKENDROP_CUDA_GRAPHS[(model, _SYSTEM[row["gpu"]["type"]])]
-    if rec.cuda_graphs in ("local", "full_iteration"):
-        return "full_iteration"
-    if rec.cuda_graphs == "transformer_engine":
-        return GRAPH_MODULES.get(function, "attn_moe_router")
-    return "none"
+def release_of(row: dict[str, Any]) -> str:
+    """The row's NeMo container release ("25.09" … "26.06"): its ``framework_version``."""
+    return str(row["framework_version"]).removeprefix("NeMo container ")[:5]
+
+
+def release_cuda_graphs(row: dict[str, Any]) -> str | None:
+    """The CUDA graphs the row's release ran (:data:`RELEASE_CUDA_GRAPHS`), or None where
+    that release's setting was not read (the Llama 3 rows)."""
+    model = _MODEL[row["model"]["name"].split(maxsplit=1)[0].lower()]
+    return RELEASE_CUDA_GRAPHS.get((release_of(row), model, _SYSTEM[row["gpu"]["type"]]))
+
+
+RELEASE_A2A_OVERLAP: frozenset[tuple[str, str, str]] = frozenset(
+    {
+        ("25.09", "deepseek_v3", "h100"),  # run_script.py A2A_1F1B (h100)
+        ("25.11", "qwen3_30b_a3b", "h100"),  # QWEN3_30B_A3B_H100_FP8_CS: moe_a2a_overlap
+        ("26.02", "qwen3_30b_a3b", "h100"),
+        ("26.06", "qwen3_30b_a3b", "b300"),  # the 26.06 MXFP8 presets
+        ("26.06", "qwen3_30b_a3b", "gb200"),
+        ("26.06", "qwen3_30b_a3b", "gb300"),
+        ("26.06", "deepseek_v3", "gb300"),
+        ("26.06", "deepseek_v3", "gb200"),
+    }
+)
+"""(release, model, system) whose preset sets ``moe_a2a_overlap`` (→
+``comm_overlap.overlap_moe_expert_parallel_comm``, utils/overrides.py
+``_set_moe_a2a_overlap_overrides``; in 25.09 run_script.py's ``A2A_1F1B``), read at
+:data:`RELEASES`. Every other MoE preset there sets it False or leaves Megatron's default
+(False)."""
+
+
+def release_a2a_overlap(row: dict[str, Any]) -> bool:
+    """Whether the row's release overlapped the expert-parallel all-to-all
+    (:data:`RELEASE_A2A_OVERLAP`)."""
+    model = _MODEL[row["model"]["name"].split(maxsplit=1)[0].lower()]
+    return (release_of(row), model, _SYSTEM[row["gpu"]["type"]]) in RELEASE_A2A_OVERLAP

@@ -2,9 +2,10 @@
 scenario and priced (``megatron_bridge.py``; the page's section is written by
 ``scripts/gen_accuracy.py``).
 
-The bounds are the figures reached on the day the module landed (docs/ACCURACY.md states
-them), so a change that makes these rows worse fails here; issue 27's target is a median
-|error| ≤ 10%, p90 ≤ 25%, with no row refused.
+The bounds are ratcheted to the figures reached (docs/ACCURACY.md states them; each
+docstring keeps the history), so a change that makes these rows worse fails here; issue
+27's target, a median |error| ≤ 10%, p90 ≤ 25%, every subgroup's median ≤ 15%, with no row
+refused, is met.
 """
 
 from __future__ import annotations
@@ -94,22 +95,57 @@ def test_no_row_is_refused() -> None:
     assert [r.id for r in rows if r.refused is not None] == []
 
 
-def test_errors_do_not_get_worse() -> None:
-    """Median |error| of tokens/s per GPU over all rows ≤ 10.5% (10.1% with each row stated
-    as the recipe that ran it, megatron_bridge_recipes.py: Megatron-FSDP, recomputation,
-    LoRA targets, precision switches, bf16 moments, activation offload; 10.9% with every
-    row assumed ZeRO-1 without recomputation, after the MoE work and the GB200 network per
-    GPU; 10.4% once the MoE work was priced, issue 27 item 4; 13.1% with the low-precision
-    recipes and the NVL72 NVLink domain; 41.6% when the module landed), p90 ≤ 31% (30.8%;
-    32.1%; 43.0%; 69.8%)."""
+def test_every_moe_row_ran_the_fused_router_the_counts_are_for() -> None:
+    """Every Qwen3 and DeepSeek-V3 row's release ran TE's fused router and permutation
+    (``RELEASE_MOE_FUSION``, read from each release's presets), the path step_time_host's
+    MoE kernel counts are tallied for (tests/core/test_moe_router_kernels.py): 44 MoE rows
+    (22 Qwen3-30B-A3B, 22 DeepSeek-V3) over the five releases."""
+    moe = [r for r in mb.load()["rows"] if not mb.model_key(r["model"]["name"]).startswith("llama")]
+    assert len(moe) == 44
+    releases = {mb.recipes.release_of(r) for r in moe}
+    assert releases == {"25.09", "25.11", "26.02", "26.04", "26.06"}
+    assert all(mb.recipes.RELEASE_MOE_FUSION[mb.recipes.release_of(r)] == (True, True) for r in moe)
+
+
+def test_errors_meet_issue_27s_target() -> None:
+    """Median |error| of tokens/s per GPU over all rows ≤ 7.5%, p90 ≤ 24.5% (issue 27: ≤ 10%
+    and ≤ 25%). 7.3% and 24.2% with the MoE rows' CUDA graphs and all-to-all overlap as
+    their own release ran them (megatron_bridge_recipes.RELEASES) and the overlap bounded by
+    the compute it hides under; history: 7.5% / 27.8% with GB200 at its sustained tensor
+    rate, 0.9229 of the datasheet from the paired B200 rows; 10.1% / 30.8% with each row
+    stated as the recipe that ran it, megatron_bridge_recipes.py: Megatron-FSDP,
+    recomputation, LoRA targets, precision switches, bf16 moments, activation offload;
+    10.9% / 32.1% with every row assumed ZeRO-1 without recomputation, after the MoE work
+    and the GB200 network per GPU; 10.4% once the MoE work was priced, issue 27 item 4;
+    13.1% / 43.0% with the low-precision recipes and the NVL72 NVLink domain; 41.6% / 69.8%
+    when the module landed."""
     st = mb.stats(mb.bridge_rows())
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.105, st
-    assert st.p90_abs_error <= 0.31, st
+    assert st.median_abs_error <= 0.075, st
+    assert st.p90_abs_error <= 0.245, st
+
+
+def test_every_subgroup_meets_issue_27s_target() -> None:
+    """No subgroup's median |error| above 15% (issue 27). Today: dense FP8/FP4 6.7%,
+    fine-grained MoE 14.1%, large MoE 5.7%, Hopper 10.1%, Blackwell 6.6% (no BF16 dense
+    row in the table)."""
+    rows = mb.bridge_rows()
+    for label in mb.SUBGROUPS:
+        st = mb.stats([r for r in rows if label in r.groups])
+        if st.priced:
+            assert st.median_abs_error is not None
+            assert st.median_abs_error <= 0.15, (label, st)
+    hopper = mb.stats([r for r in rows if "Hopper" in r.groups])
+    blackwell = mb.stats([r for r in rows if "Blackwell" in r.groups])
+    assert hopper.median_abs_error is not None
+    assert hopper.median_abs_error <= 0.105, hopper
+    assert blackwell.median_abs_error is not None
+    assert blackwell.median_abs_error <= 0.07, blackwell
 
 
 def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
-    """Dense FP8/FP4 rows (Llama 3 8B and 70B): median |error| ≤ 11% (10.1% reached; 25.7%
+    """Dense FP8/FP4 rows (Llama 3 8B and 70B): median |error| ≤ 7.5% (6.7% with GB200 at its
+    sustained tensor rate, p90 13.6%; 10.1% before; 25.7%
     when FP8 was stated as every FLOP at the FP8 peak), p90 ≤ 22% (21.6%: 19.5% before the
     rows' recipes were read; stated as the Megatron-FSDP they ran, the Llama 3 70B GB200
     rows hide all their sharded-data-parallel traffic and move from +10-17% to +17-26%);
@@ -117,33 +153,40 @@ def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
     st = mb.stats([r for r in mb.bridge_rows() if "dense FP8/FP4" in r.groups])
     assert st.rows == 42
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.11, st
-    assert st.p90_abs_error <= 0.22, st
+    assert st.median_abs_error <= 0.075, st
+    assert st.p90_abs_error <= 0.15, st
 
 
 def test_large_moe_rows_within_issue_27s_subgroup_target() -> None:
-    """DeepSeek-V3 rows: median |error| ≤ 10% (9.3% with each row's recipe: its selective
-    recompute_modules, bf16 Adam moments, 16-bit main gradients, FP8 parameters; 11.3%
-    reached with the MoE work priced,
-    issue 27 item 4, and the GB200 tray's network per GPU halved to its one 400 Gb/s NIC:
-    five GB200 rows closer, the median row further; 10.2% with the MoE work alone; 14.3%
-    once an expert-parallel group inside an NVL72 rack rides NVLink; 48.6% when the module
-    landed)."""
+    """DeepSeek-V3 rows: median |error| ≤ 6%, p90 ≤ 28% (5.7% and 27.5% with their release's
+    CUDA graphs and all-to-all overlap: the 26.06 MXFP8 rows on GB300/GB200 from −27%/−17%
+    to −13%/−3%, the 25.09 H100 row, whose all-to-all is longer than the compute it hides
+    under, from −34% to +9%; 6.3% with GB200 at its sustained tensor rate; 9.3% with each
+    row's recipe: its selective recompute_modules, bf16 Adam moments, 16-bit main
+    gradients, FP8 parameters; 11.3% reached with the MoE work priced, issue 27 item 4, and
+    the GB200 tray's network per GPU halved to its one 400 Gb/s NIC; 10.2% with the MoE
+    work alone; 14.3% once an expert-parallel group inside an NVL72 rack rides NVLink;
+    48.6% when the module landed)."""
     st = mb.stats([r for r in mb.bridge_rows() if "large MoE" in r.groups])
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.10, st
+    assert st.median_abs_error <= 0.06, st
+    assert st.p90_abs_error <= 0.28, st
 
 
-def test_fine_grained_moe_rows_do_not_get_worse() -> None:
-    """Qwen3-30B-A3B rows: median |error| ≤ 21%, p90 ≤ 46% (19.8% and 45.1% with the MoE
-    work priced, issue 27 item 4: the all-to-all's links, the permutations, the MoE layer's
-    launches; 30.3% and 134% before it). Issue 27 asks ≤ 15%: not reached; releases
-    re-measuring one layout scatter by up to 1.7× (GB200 mb 4: 23,723 to 40,706)."""
+def test_fine_grained_moe_rows_meet_issue_27s_subgroup_target() -> None:
+    """Qwen3-30B-A3B rows: median |error| ≤ 14.5%, p90 ≤ 29% (14.1% and 28.3% with each
+    row's release: the 26.06 MXFP8 rows' full-iteration graphs and all-to-all overlap move
+    them from −29%/−26%/−26% to −9%/−5%/−6%, the 25.09 token-drop row on 8 B200 with its
+    whole-layer graphs from −46% to +23%; the 25.11 and 26.02 micro-batch-1 B200 rows with
+    their router graphs from +4%/+0% to +18%/+13%; 17.1% and 44.5% with GB200 at its
+    sustained tensor rate; 19.8% and 45.1% with the MoE work priced, issue 27 item 4: the
+    all-to-all's links, the permutations, the MoE layer's launches; 30.3% and 134% before
+    it). Issue 27 asks ≤ 15%."""
     st = mb.stats([r for r in mb.bridge_rows() if "fine-grained MoE" in r.groups])
     assert st.rows == 22
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.21, st
-    assert st.p90_abs_error <= 0.46, st
+    assert st.median_abs_error <= 0.145, st
+    assert st.p90_abs_error <= 0.29, st
 
 
 def test_stats_by_hand() -> None:
@@ -237,22 +280,114 @@ def test_rows_that_fit_in_the_apps_memory_model() -> None:
     assert all(r.peak_bytes is not None and r.peak_bytes > 0 for r in rows)
 
 
+def test_releases_are_the_bridge_tags_they_shipped() -> None:
+    """docs/releases/software-versions.md at 067f987d: NeMo 25.09 ships Megatron-Bridge
+    0.1.0rc3, 25.11 0.2.0, 26.02 0.3.0, 26.04 0.4.0; 26.06 v0.5.0 (tagged the day of the
+    26.06 summary). Each row's release is its table section's."""
+    releases = mb.recipes.RELEASES
+    assert sorted(releases) == ["25.09", "25.11", "26.02", "26.04", "26.06"]
+    assert releases["25.09"].endswith("@bf71eba07bae8d36f08b796c106d1197d46ad541")
+    assert releases["26.06"].endswith("@fcbb6031103d0ca845c1a54d4fee55ecfcca17b6")
+    assert mb.recipes.release_of(_row("-L112")) == "26.06"
+    assert mb.recipes.release_of(_row("-L621")) == "25.09"
+    assert {mb.recipes.release_of(r) for r in mb.load()["rows"]} == set(releases)
+
+
+def test_moe_rows_run_their_releases_cuda_graphs() -> None:
+    """Read in each release's presets (megatron_bridge_recipes.RELEASE_CUDA_GRAPHS): Qwen3 on
+    8 GB300 at mb 8 ran TE graphs of [moe_router, moe_preprocess] in 26.04 (v0.4.0
+    QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1, line 344) and full-iteration graphs in
+    26.06 (v0.5.0, line 129); on 8 B200 [attn, moe_router, moe_preprocess] in 26.04 (line
+    347); the 25.09 token-drop row on 8 B200 whole layers (v0.1.0rc3 perf_matrix
+    ``cuda_graphs: true``, line 621); the Llama 3 rows are not read and stay eager."""
+    graphs = {
+        line: mb.scenario_of(_row(f"-L{line}")).training.cuda_graphs
+        for line in (344, 129, 347, 621, 589)
+    }
+    assert graphs == {
+        344: "moe_router",
+        129: "full_iteration",
+        347: "attn_moe_router",
+        621: "layer",
+        589: "none",
+    }
+
+
+def test_all_to_all_overlap_share_by_hand() -> None:
+    """``moe_a2a_overlap`` (the 26.06 MXFP8 presets; 25.09's A2A_1F1B on H100): the combined
+    1F1B schedule pairs a micro-batch's forward with the previous one's backward. Line 129,
+    Qwen3 on 8 GB300: dp 8, m = 512 ÷ (8 · 8) = 8 micro-batches, no pipeline: 7 of 8 paired.
+    Line 631, DeepSeek-V3 on 1024 H100: tp 2, pp 8 → dp 64, m = 8192 ÷ 64 = 128, pp 8: the
+    1F1B steady phase 128 − 7 = 121 of 128. Line 344 (26.04) sets none."""
+    assert mb.scenario_of(_row("-L129")).parallelism.ep_overlap == 7 / 8
+    assert mb.scenario_of(_row("-L631")).parallelism.ep_overlap == 121 / 128
+    assert mb.scenario_of(_row("-L344")).parallelism.ep_overlap == 0.0
+
+
 def test_token_drop_row_with_its_releases_cuda_graphs() -> None:
     """The 25.09 token-drop Qwen3-30B-A3B row on 8 B200 (micro-batch 1, launch-bound) ran
-    whole-layer CUDA graphs (megatron_bridge_recipes.TOKENDROP_RELEASE's perf matrix,
-    ``cuda_graphs: true``; drop-and-pad lets Megatron capture the MoE block). Eager it is
-    priced 46% slow; with its graphs within 25% (+23% when this landed). The rows are not
-    yet stated with graphs on the page: the dropless micro-batch-1 rows, priced right
-    eager, overshoot by 40-46% with their recipe's attn + moe_router graphs."""
+    whole-layer CUDA graphs; drop-and-pad lets Megatron capture the MoE block and has no host
+    sync. Eager it would be priced 46% slow; with its graphs within 25% (+23%)."""
     row = _row("tokendrop_-DGX-B200-8g-FP8notstated-tp1pp1cp1vp1ep8mbs1gbs512-primary-L621")
-    eager = mb.price(row)
-    assert eager.error is not None
-    assert eager.error < -0.40
-    function, rec = mb.recipes.recipe_for(row, mb.recipe_of(row["precision"]))
-    graphs = mb.recipes.cuda_graphs_of(row, function, rec)
-    assert graphs == "layer"
+    priced = mb.price(row)
+    assert priced.error is not None
+    assert abs(priced.error) < 0.25
     sc = mb.scenario_of(row)
-    sc = sc.model_copy(update={"training": sc.training.model_copy(update={"cuda_graphs": graphs})})
-    par = mb.estimate(sc, suggest=False).parallelism
-    error = par.tokens_per_s / par.gpus / eager.measured - 1.0
-    assert abs(error) < 0.25
+    eager = sc.model_copy(
+        update={"training": sc.training.model_copy(update={"cuda_graphs": "none"})}
+    )
+    par = mb.estimate(eager, suggest=False).parallelism
+    assert par.tokens_per_s / par.gpus / priced.measured - 1.0 < -0.40
+
+
+def _gb200_over_b200_pairs() -> list[float]:
+    """Measured GB200 ÷ B200 tokens/s per GPU where a release ran one recipe and layout on
+    both (Llama 3 8B on 8 GPUs, tp1 dp8 mb2: 25.09 and 25.11, FP8 and MXFP8)."""
+    rows = mb.load()["rows"]
+    ratios = []
+    for r in rows:
+        if r["gpu"]["type"] != "B200" or "LLAMA3_8B" not in r["id"]:
+            continue
+        twin_id = r["id"].replace("-DGX-B200-", "-DGX-GB200-")
+        twin = [t for t in rows if t["id"].rsplit("-L", 1)[0] == twin_id.rsplit("-L", 1)[0]]
+        if twin:
+            measured = twin[0]["measured"]["tokens_per_s_per_gpu"]
+            ratios.append(measured / r["measured"]["tokens_per_s_per_gpu"])
+    return ratios
+
+
+def test_gb200_sustained_rate_is_the_paired_runs_ratio() -> None:
+    """The catalog's GB200 sustained fraction is the paired runs' mean ratio over the
+    datasheets' (FP8 dense 5.0 vs 4.5 PF): 31508/30624, 29789/29521, 31357/29994 and
+    29925/29388 → mean 1.0254; × 4.5/5.0 = 0.9229."""
+    from llm_planner.core.primitives.gpus import get_gpu
+
+    ratios = _gb200_over_b200_pairs()
+    assert len(ratios) == 4
+    mean = sum(ratios) / len(ratios)
+    assert abs(mean - 1.0254) < 5e-4
+    gb200, b200 = get_gpu("gb200"), get_gpu("b200")
+    assert gb200.peak_flops.fp8 == 5e15
+    assert b200.peak_flops.fp8 == 4.5e15
+    expected = mean * b200.peak_flops.fp8 / gb200.peak_flops.fp8
+    assert gb200.sustained_tensor_fraction is not None
+    assert abs(gb200.sustained_tensor_fraction - expected) < 5e-4
+    assert b200.sustained_tensor_fraction is None
+    assert b200.tensor_rate_fraction == 1.0
+
+
+def test_gb200_priced_at_its_sustained_rate() -> None:
+    """The paired compute-bound rows are priced GB200 ≈ B200 × 1.025 (measured 1.009-1.045),
+    no longer the datasheets' 5.0/4.5 = 1.11: the tensor work runs at 0.9229 of GB200's
+    peak, the memory-bound kernels at its HBM's (equal to B200's 8 TB/s)."""
+    priced = {r.id: r.predicted for r in mb.bridge_rows()}
+    pairs = []
+    for rid, value in priced.items():
+        if "LLAMA3_8B-DGX-B200-" in rid:
+            twin = rid.replace("-DGX-B200-", "-DGX-GB200-").rsplit("-L", 1)[0]
+            other = [v for k, v in priced.items() if k.rsplit("-L", 1)[0] == twin]
+            if other and value and other[0]:
+                pairs.append(other[0] / value)
+    assert len(pairs) == 4
+    for ratio in pairs:
+        assert 1.0 < ratio < 1.06

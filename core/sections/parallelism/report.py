@@ -86,6 +86,20 @@ class ParallelismReport(BaseModel):
         zero = self.fsdp_strategy or f"ZeRO-{self.zero_stage}"
         return f"dp {self.dp} × tp {self.tp} × pp {self.pp}, {zero}, {self.schedule}"
 
+    def _layout_text(self) -> str:
+        """ "dp 64 × tp 1 × pp 4 = 256 GPUs on 64 nodes" with " × cp N" when the sequence is
+        split and "; experts over ep N" for an MoE layout."""
+        parts = f"dp {self.dp} × tp {self.tp} × pp {self.pp}"
+        if self.cp > 1:
+            parts += f" × cp {self.cp}"
+        text = (
+            f"{parts} = {self.gpus:,} GPU{'s' if self.gpus != 1 else ''} on {self.nodes:,} "
+            f"node{'s' if self.nodes != 1 else ''}"
+        )
+        if self.ep > 1:
+            text += f"; experts over ep {self.ep}"
+        return text
+
     def figures(self) -> list[Figure]:
         nar = "Narayanan et al. 2021, arXiv:2104.04473"
 
@@ -107,14 +121,12 @@ class ParallelismReport(BaseModel):
         f = [
             Figure(
                 key="layout",
-                label="Layout (dp × tp × pp)",
-                value=(
-                    f"{self.dp} × {self.tp} × {self.pp} = {self.gpus:,} "
-                    f"GPU{'s' if self.gpus != 1 else ''} on {self.nodes:,} "
-                    f"node{'s' if self.nodes != 1 else ''}"
-                ),
+                label="Layout",
+                value=self._layout_text(),
                 unit="text",
-                formula="dp · tp · pp = GPUs",
+                formula="dp · tp · pp · cp = GPUs; ep splits each MoE layer's experts over ep "
+                "GPUs of the data-parallel group (Megatron-Core's expert parallelism), so it "
+                "adds no GPUs",
             ),
             fig(
                 "zero_stage",

@@ -28,6 +28,7 @@ from llm_planner.core.sections.parallelism.step_time_compute import (
 from llm_planner.core.sections.parallelism.step_time_host import (
     _host_floor,
     _layer_launches,
+    synchronised_micro_batch,
 )
 from llm_planner.core.sections.parallelism.step_time_inputs import (
     StepInputs,
@@ -120,8 +121,9 @@ def evaluate_layouts(
         when stages sit on different nodes), per micro-batch; the MoE all-to-all (4 per MoE
         layer, each on the links its ep group spans, NVLink and network at once, with NCCL's
         latency, × the busiest expert's load: :func:`.moe.all_to_all_seconds`), less the
-        share ``ep_overlap`` a schedule hides (DeepSeek-V3's DualPipe, arXiv:2412.19437
-        section 3.2.1; the stack's own default overlap, 0 for Megatron-Core);
+        share ``ep_overlap`` a schedule hides behind the micro-batch's compute, at most that
+        compute (:func:`.step_time_comm._hidden_all_to_all`; DeepSeek-V3's DualPipe,
+        arXiv:2412.19437 section 3.2.1; the stack's own default overlap, 0 for Megatron-Core);
     - context parallelism (cp > 1): every per-GPU term above on s·b/cp tokens (each GPU
       holds that share of every sequence; GPUs = tp·cp·pp·dp), plus the K/V ring's time
       left over after the attention kernels it overlaps (:func:`_context_parallel`);
@@ -204,7 +206,9 @@ def evaluate_layouts(
         network_step=work.stack.tp_network_step_latency_seconds,
     )
     t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
-    pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(work, cluster, lay, tokens_mb)
+    pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(
+        work, cluster, lay, tokens_mb, compute=t_c
+    )
 
     dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work, si=si)
     # (np.where nested: np.select's first true condition, without its per-call set-up)
@@ -225,7 +229,19 @@ def evaluate_layouts(
     )
     exposed_dp = np.maximum(t_last, t_dp - t_gather - hidden_by_compute) + t_gather
 
-    t_mb = np.maximum(t_gpu, t_host)
+    t_mb = _micro_batch_seconds(
+        work,
+        cluster,
+        lay,
+        si,
+        layers=chunk_layers * v,
+        fullest_layers=fullest_layers,
+        fullest_head=fullest_head,
+        hw_factor=hw_factor,
+        t_gpu=t_gpu,
+        t_host=t_host,
+        t_layers=(t_c, t_tp + t_cp, t_ep),
+    )
     bubble = comm.pipeline_bubble_fraction(pp, m, v)
     slots = m + (pp - 1.0) / v
     exposed_dp = exposed_dp + _tied_embedding_sync_seconds(work, cluster, lay)
@@ -270,6 +286,59 @@ def evaluate_layouts(
     if recipe is not None:
         out.update(memory_screen(work, lay, recipe, m=m))
     return out
+
+
+def _micro_batch_seconds(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    si: StepInputs,
+    *,
+    layers: FloatArray,
+    fullest_layers: FloatArray,
+    fullest_head: FloatArray,
+    hw_factor: FloatArray,
+    t_gpu: FloatArray,
+    t_host: FloatArray,
+    t_layers: tuple[FloatArray, FloatArray, FloatArray],
+) -> FloatArray:
+    """t_mb: max(t_gpu, t_host), or where the MoE dispatcher syncs the host once per layer
+    the sum over the stretches between syncs (:func:`.step_time_host.
+    synchronised_micro_batch`). The GPU's forward time of one MoE layer: the forward's
+    share of the stage's layer compute (the compute ``t_c`` less the head's FLOP share;
+    forward 2 of the 6 FLOPs per parameter and token, Kaplan et al. 2020 section 2.1, of
+    the executed ``hw − frozen``: recomputation replays in the backward, a frozen base skips
+    its weight gradients) with the tensor- and context-parallel time, ÷ the stage's layers,
+    plus half the all-to-all time per MoE layer (dispatch and combine of the forward, 2 of
+    the 4). After the sync: the all-to-all's share and the routed experts' share of the
+    layer's FLOPs (their GEMMs' FLOP share of :attr:`.Workload.gemms`, against GEMMs and
+    attention), an approximation that prices both sides at one efficiency."""
+    t_c, t_tp_cp, t_ep = t_layers
+    if work.moe_layers <= 0 or work.num_experts <= 0:
+        return np.asarray(np.maximum(t_gpu, t_host))
+    model = max(work.model_flops_per_token, 1e-30)
+    head = work.head_flops_per_token
+    attention = min(work.attention_flops_per_token, model)
+    layer_gemm = max(model - attention - head, 0.0)
+    stage_layer_flops = fullest_layers / work.layers * (model - head)
+    layer_share = stage_layer_flops / np.maximum(stage_layer_flops + fullest_head * head, 1e-30)
+    frozen = 1.0 / 3.0 if si.frozen else 0.0
+    forward = (1.0 / 3.0) / np.maximum(hw_factor - frozen, 1e-9)
+    per_layer = forward * (t_c * layer_share + t_tp_cp) / np.maximum(layers, 1.0)
+    moe_layers = np.maximum(layers * work.moe_layers / work.layers, 1e-9)
+    a2a = 0.5 * t_ep / moe_layers
+    routed = sum(g[2] for g in work.gemms if g[5]) * layer_gemm / max(layer_gemm + attention, 1e-30)
+    return synchronised_micro_batch(
+        work,
+        cluster,
+        lay,
+        si,
+        layers=layers,
+        t_gpu=t_gpu,
+        t_host=t_host,
+        gpu_forward=per_layer + a2a,
+        gpu_experts_forward=routed * per_layer + a2a,
+    )
 
 
 def _activation_offload(

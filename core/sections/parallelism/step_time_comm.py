@@ -21,26 +21,54 @@ from llm_planner.core.sections.parallelism.workload import (
 )
 
 
+def _hidden_all_to_all(raw: FloatArray, overlap: float, compute: FloatArray | None) -> FloatArray:
+    """The MoE dispatch time left exposed when a schedule hides the share ``overlap`` of it
+    behind another micro-batch's compute: raw − overlap · min(raw, compute). A transfer runs
+    under computation only as long as there is computation to run under (Megatron-Core's
+    ``overlap_moe_expert_parallel_comm``, NVIDIA/Megatron-LM@d98e8a64 pipeline_parallel/
+    combined_1f1b.py: a micro-batch's all-to-alls on their own stream beside the other
+    micro-batch's compute; DeepSeek-V3's DualPipe, arXiv:2412.19437 section 3.2.1), so a
+    dispatch longer than the micro-batch's compute keeps the excess. ``compute`` None: no
+    bound (raw × (1 − overlap))."""
+    if overlap <= 0.0:
+        return np.asarray(raw)
+    if compute is None:
+        return np.asarray(raw * (1.0 - overlap))
+    return np.asarray(raw - overlap * np.minimum(raw, compute))
+
+
 def _pipeline_and_experts(
-    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    tokens_mb: FloatArray,
+    compute: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all;
-    the search's layouts once per distinct (degrees, v, micro-batch)."""
+    """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all
+    (exposed: less what the stack's or the scenario's overlap hides behind ``compute``,
+    :func:`_hidden_all_to_all`); the search's layouts once per distinct degrees (the
+    exposure, which reads ``compute``, per layout)."""
     grouped = priced_per_group(
         lay,
         DEGREES_KEY,
         [tokens_mb],
         lambda g, arrays: _pipeline_and_experts_arrays(work, cluster, g, arrays[0]),
     )
-    if grouped is not None:
-        return grouped[0], grouped[1], grouped[2], grouped[3]
-    return _pipeline_and_experts_arrays(work, cluster, lay, tokens_mb)
+    pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = (
+        grouped
+        if grouped is not None
+        else _pipeline_and_experts_arrays(work, cluster, lay, tokens_mb)
+    )
+    if work.moe_layers > 0:
+        overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
+        t_ep = _hidden_all_to_all(t_ep, overlap, compute)
+    return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
 
 
 def _pipeline_and_experts_arrays(
     work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """:func:`_pipeline_and_experts` of every layout."""
+) -> list[FloatArray]:
+    """:func:`_pipeline_and_experts` of every layout, the MoE dispatch before any overlap."""
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = lay.as_float("dp")
@@ -73,25 +101,27 @@ def _pipeline_and_experts_arrays(
             intra_step=cluster.intra_step_latency,
             inter_step=cluster.inter_step_latency,
         )
-        overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
-        t_ep = (work.moe_layers / pp) * 4.0 * one * (1.0 - overlap)
+        t_ep = (work.moe_layers / pp) * 4.0 * one
     else:
         ep_bytes_mb = np.zeros_like(tp)
         t_ep = np.zeros_like(tp)
-
-    return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+    return [pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)]
 
 
 def _allgather_dispatch(
-    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    tokens_mb: FloatArray,
 ) -> tuple[FloatArray, FloatArray]:
     """(bytes, seconds) per micro-batch of the all-gather dispatcher on the fullest stage:
     its MoE layers ÷ pp × :func:`.moe.allgather_dispatch_bytes_per_layer` over the tp·ep group
     (contiguous ranks, Megatron-Core's order tp-cp-ep-dp-pp with cp = 1; each rank holds
     s·b ÷ tp tokens), as ring collectives on the links the group spans
     (:meth:`.comm.Links.group_bandwidth`), each of the four with NCCL's all-gather latency
-    (:func:`.comm.collective_latency_seconds`), less the overlap the stack or the scenario
-    sets. Every rank receives all tokens, so the load imbalance does not change it."""
+    (:func:`.comm.collective_latency_seconds`), before the overlap the stack or the scenario
+    sets (:func:`_pipeline_and_experts` applies :func:`_hidden_all_to_all`). Every rank
+    receives all tokens, so the load imbalance does not change it."""
     tp = lay.as_float("tp")
     group = tp * lay.as_float("ep")
     layers = work.moe_layers / lay.as_float("pp")
@@ -105,9 +135,8 @@ def _allgather_dispatch(
         inter_step=cluster.inter_step_latency,
         base=cluster.base_latency,
     )
-    overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
     seconds = per_layer / cluster.links.group_bandwidth(1.0, group) + latency
-    return np.asarray(layers * per_layer), np.asarray(layers * seconds * (1.0 - overlap))
+    return np.asarray(layers * per_layer), np.asarray(layers * seconds)
 
 
 def _context_parallel(
@@ -164,7 +193,7 @@ def _context_parallel(
         / tp
         * attention
         * hw
-        / (cluster.peak_flops * attention_eff)
+        / (cluster.peak_flops * cluster.tensor_rate_fraction * attention_eff)
     )
     exposed = np.where(cp > 1.0, np.maximum(t_ring - t_attention, 0.0), 0.0)
     return np.where(cp > 1.0, bytes_mb, 0.0), exposed

@@ -159,7 +159,8 @@ def _compute_seconds_arrays(
             else 1.0 / cluster.kernel_efficiency
         )
         per_token = per_token + layers_share * adapter_flops * inverse_adapter
-    t_gemm = tokens_mb / tp * per_token / cluster.peak_flops
+    # the datasheet's peak at the share the GPU sustains (:attr:`.Cluster.tensor_rate_fraction`)
+    t_gemm = tokens_mb / tp * per_token / (cluster.peak_flops * cluster.tensor_rate_fraction)
     t_mem = _elementwise_seconds(work, lay, cluster, stage_tokens) + _quantize_seconds(
         work, cluster, stage_tokens, layer_gemm, si
     )

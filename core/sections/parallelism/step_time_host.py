@@ -64,16 +64,23 @@ dropout and ``bmm`` (Korthikanti et al. 2022 section 5; ``CoreAttention.forward`
 
 MOE_KERNELS_FORWARD = 29.0
 """Kernels an MoE block's forward launches besides its experts' GEMMs, with Megatron-Core's
-all-to-all dispatcher (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/):
-the router (router.py ``TopKRouter``: gating GEMM, score function, top-k, the probability
-and routing-map scatters, the auxiliary-loss terms: 8), the dispatcher's preprocessing
-(token_dispatcher.py ``MoEAlltoAllTokenDispatcher.preprocess``: the per-expert counts and
-their sums per rank, the all-gather of the counts over tp·ep, the local slices, the
-device-to-host copies of the split sizes: 10), the permutation, the all-to-alls of the
-tokens and of their probabilities and the regrouping by local expert (5; moe_utils.py
-``permute``, ``sort_chunks_by_idxs``), the experts' input quantization, weighted SwiGLU and
-second quantization (experts.py ``TEGroupedMLP``: 3), and the combine (the regrouping back,
-the all-to-all, ``unpermute``: 3). Counted once per launch whatever the fusion flags."""
+all-to-all dispatcher and Transformer Engine's fused router and permutation
+(``moe_router_fusion``, ``moe_permute_fusion``: what every Megatron-Bridge MoE preset runs,
+tests/validation/megatron_bridge_recipes.py ``RELEASE_MOE_FUSION``): the router (7; the Bridge's
+Megatron-LM, NVIDIA/Megatron-LM@0d8e0714 and @b0cc2706, megatron/core/transformer/moe/
+router.py ``TopKRouter.forward``/``routing``/``_apply_aux_loss``: the gating GEMM, TE's
+fused top-k with its softmax, its fused aux-loss scores, the tokens per expert, its fused
+aux loss, the loss tracker's divide and add), the dispatcher's preprocessing
+(token_dispatcher.py ``MoEAlltoAllTokenDispatcher.preprocess``: the per-expert counts,
+their sums per rank, the all-gather of the counts over tp·ep, the local slice and its three
+sums: 7; ``_maybe_dtoh_and_synchronize``: the 4 device-to-host copies of the split sizes),
+the permutation, the all-to-alls of the tokens and of their probabilities and the
+regrouping by local expert (5; moe_utils.py ``permute``, ``sort_chunks_by_idxs``), the
+experts' input quantization, weighted SwiGLU and second quantization (experts.py
+``TEGroupedMLP``: 3), and the combine (the regrouping back, the all-to-all, ``unpermute``:
+3); tallied by hand in tests/core/test_moe_router_kernels.py. Unfused (Megatron-Core's
+defaults) the router alone launches 21 more (PyTorch's top-k, softmaxes, scatters and the
+loss's reductions), not priced: no calibration row runs it."""
 
 MOE_KERNELS_BACKWARD = 30.0
 """The same block's backward besides its experts' GEMMs: the gradients of the kernels above
@@ -235,10 +242,18 @@ parameter tensors (6). The rest of the count is the attention block's."""
 
 MOE_ROUTER_KERNELS = 26.0
 """Of an MoE block's kernels (:data:`MOE_KERNELS_FORWARD`, :data:`MOE_KERNELS_BACKWARD`),
-what the ``moe_router`` and ``moe_preprocess`` graphs capture: the router's 8 and the
-dispatcher preprocessing's 10 forward kernels, and the router's gradient (8, one per
-forward kernel, as the block's backward count assumes); the preprocessing has no
-gradient."""
+what the ``moe_router`` and ``moe_preprocess`` graphs take off the host: the fused
+router's 7 and the preprocessing's 11 forward kernels (:data:`MOE_ROUTER_KERNELS_FORWARD`)
+and the router's 8 gradient kernels (TE's four fused backward kernels, the aux-loss scaler's
+2, the logits' two gradients summed, the gating GEMM's 2); the preprocessing has no
+gradient. Tallied by hand in tests/core/test_moe_router_kernels.py, which also counts what
+Transformer Engine's graph of that scope replaces call by call (transformer_layer.py
+``_te_cuda_graph_capture``: also the pre-MLP norm and the first permutation with their
+backward, while the device-to-host copies stay eager, and TE's ``Graphed`` copies the input
+and the incoming gradients into its static buffers): 25 launches net at @0d8e0714, 27 at
+@b0cc2706, against the 24 credited here (26 − :data:`GRAPH_LAUNCHES_PER_CAPTURE`). The
+Bridge benchmarks' ``moe_router_force_load_balancing`` (RandomSTE: 2 more forward) is
+not counted."""
 
 GRAPH_LAUNCHES_PER_CAPTURE = 2.0
 """Graph launches that replace one captured callable's kernels per micro-batch: its forward
@@ -263,7 +278,9 @@ def _captured_launches(work: Workload, lay: Layouts, si: StepInputs) -> FloatArr
       launches (:data:`GRAPH_LAUNCHES_PER_CAPTURE`).
     - ``mlp``: the dense MLP block's (5 forward + :data:`MLP_KERNELS_BACKWARD` + half the
       collectives) − 2, in the dense layers only (share 1 − MoE layers ÷ L).
-    - ``attn_moe_router``: ``attn`` + in the MoE layers :data:`MOE_ROUTER_KERNELS` − 2.
+    - ``moe_router``: in the MoE layers :data:`MOE_ROUTER_KERNELS` − 2 (the Megatron-Bridge
+      recipes' ``cuda_graph_scope = ["moe_router", "moe_preprocess"]``).
+    - ``attn_moe_router``: ``attn`` + ``moe_router``.
     - ``layer``: every kernel of the layer (:func:`_layer_launches`, and an MoE layer's own,
       :func:`_moe_launches`) − 2; for an MoE model without a capacity factor (dropless: the
       experts' token counts, hence their shapes, change every step, and Megatron refuses to
@@ -286,6 +303,8 @@ def _captured_launches(work: Workload, lay: Layouts, si: StepInputs) -> FloatArr
         return np.asarray(attn_block)
     if scope == "mlp":
         return np.asarray((1.0 - moe_share) * mlp_block)
+    if scope == "moe_router":
+        return np.asarray(np.zeros_like(layer) + router)
     if scope == "attn_moe_router":
         return np.asarray(attn_block + router)
     if scope == "layer":
@@ -294,3 +313,123 @@ def _captured_launches(work: Workload, lay: Layouts, si: StepInputs) -> FloatArr
             return np.asarray(attn_block + dense_mlp + router)
         return np.asarray(layer - GRAPH_LAUNCHES_PER_CAPTURE + _moe_launches(work, lay))
     return np.zeros_like(layer)
+
+
+MOE_ROUTER_KERNELS_FORWARD = 18.0
+"""Of :data:`MOE_KERNELS_FORWARD`, the kernels before the dispatcher's host sync: the
+router's 7 and the preprocessing's 11 (the counts, their all-gather and the device-to-host
+copies). The other 11 (permutations, all-to-alls, the experts' quantizations and activation,
+the combine) and the experts' GEMMs run after it."""
+
+
+def _syncs_per_micro_batch(
+    work: Workload, cluster: Cluster, lay: Layouts, layers: FloatArray, si: StepInputs
+) -> FloatArray:
+    """Host syncs in one micro-batch's forward on the fullest stage: one per MoE layer
+    (``layers`` × MoE layers ÷ L) where the stack's dropless dispatcher syncs
+    (:attr:`.stacks.StackProfile.moe_dropless_host_sync`), else 0. None with a capacity
+    factor (drop-and-pad: the counts are known on the host; Megatron's ``no_sync``), under a
+    full-iteration graph (one static graph: the HybridEP dispatcher with its per-rank
+    capacity, ``moe_expert_rank_capacity_factor``, sizes its buffers without the host,
+    NVIDIA/Megatron-LM@d98e8a64 token_dispatcher.py ``_HybridEPManager.setup_metadata``),
+    nor where the scenario sets its host time per layer (no kernel counts). The backward
+    has none: it reuses the split sizes the forward left on the host."""
+    zero = np.zeros_like(layers)
+    mode = work.stack.moe_dropless_host_sync
+    if (
+        work.moe_layers <= 0
+        or work.num_experts <= 0
+        or work.moe_capacity_factor is not None
+        or si.cuda_graphs == "full_iteration"
+        or cluster.host_seconds_per_layer is not None
+        or mode == "never"
+    ):
+        return zero
+    syncs = layers * work.moe_layers / work.layers
+    if mode == "expert_parallel":
+        syncs = np.where(lay.as_float("ep") > 1.0, syncs, 0.0)
+    return np.asarray(syncs)
+
+
+def _forward_host_parts(
+    work: Workload, lay: Layouts, si: StepInputs
+) -> tuple[FloatArray, FloatArray]:
+    """(before, after): host seconds of one MoE layer's forward on either side of the
+    dispatcher's sync. Before: the attention block (:data:`ATTENTION_KERNELS_FORWARD`, its
+    half of the forward's tensor-parallel collectives) and the router with the
+    preprocessing (:data:`MOE_ROUTER_KERNELS_FORWARD`); after: the MLP side's LayerNorm and
+    residual add (:data:`LAYER_KERNELS_FORWARD` − :data:`ATTENTION_KERNELS_FORWARD` − the 3
+    dense MLP kernels an MoE block replaces), the rest of :data:`MOE_KERNELS_FORWARD`, 2
+    GEMMs per local expert (fc1, fc2) and the other half of the collectives. A captured
+    attention block or router (``si.cuda_graphs``: attn, moe_router, attn_moe_router, and
+    a dropless ``layer``, which Megatron captures as attention and router) is one graph
+    launch instead of its kernels; the experts stay eager."""
+    collectives = np.where(lay.sp, 4.0, 2.0)
+    collectives = np.where(lay.as_float("tp") > 1.0, collectives, 0.0) / 2.0
+    attention = ATTENTION_KERNELS_FORWARD + collectives
+    router = np.full_like(collectives, MOE_ROUTER_KERNELS_FORWARD)
+    scope = si.cuda_graphs
+    if scope in ("attn", "attn_moe_router", "layer"):
+        attention = np.ones_like(attention)
+    if scope in ("moe_router", "attn_moe_router", "layer"):
+        router = np.ones_like(router)
+    local = np.ceil(work.num_experts / lay.as_float("ep"))
+    after = (
+        LAYER_KERNELS_FORWARD
+        - ATTENTION_KERNELS_FORWARD
+        - 3.0
+        + MOE_KERNELS_FORWARD
+        - MOE_ROUTER_KERNELS_FORWARD
+        + 2.0 * local
+        + collectives
+    )
+    launch = comm.HOST_SECONDS_PER_KERNEL_LAUNCH
+    return np.asarray((attention + router) * launch), np.asarray(after * launch)
+
+
+def synchronised_micro_batch(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    si: StepInputs,
+    *,
+    layers: FloatArray,
+    t_gpu: FloatArray,
+    t_host: FloatArray,
+    gpu_forward: FloatArray,
+    gpu_experts_forward: FloatArray,
+) -> FloatArray:
+    """One micro-batch's time on the fullest stage when the host waits for the device once
+    per MoE layer in the forward (:func:`_syncs_per_micro_batch`: K syncs); else
+    max(t_gpu, t_host).
+
+    Across a sync the host cannot run ahead of the device, so the micro-batch costs the sum
+    over the stretches between syncs of each stretch's own time, not the larger of the two
+    sums. A stretch runs from one MoE layer's sync to the next: the experts' side A of
+    layer k (after its sync: dispatch, experts, combine), then the side B of layer k+1 up
+    to its sync (attention, router, preprocessing). With host times h_A, h_B
+    (:func:`_forward_host_parts`) and GPU times g_A, g_B, the device finishes A at
+    max(h_A, g_A) and B at max(h_A + h_B, g_A + g_B, h_A + g_B): B's kernels run after A's
+    and after the host launched them. The K stretches take one MoE layer's forward each;
+    what is left (the backward, which has no sync, the dense layers, the head and
+    embedding, the pipeline sends) runs at max(host left, GPU left). Then
+    t_mb = K · stretch + max(t_host − K(h_A + h_B), t_gpu − K(g_A + g_B)), never below
+    max(t_gpu, t_host).
+
+    ``gpu_forward``: the GPU's forward time of one MoE layer; ``gpu_experts_forward``: its
+    share after the sync (the routed experts' GEMMs and the dispatch all-to-all).
+
+    Assumptions: the MoE layers are alike, each stretch one layer's forward; the host and
+    the device run each side at an even pace (the two-part bound, not kernel by kernel);
+    the sync's own latency is not counted."""
+    base = np.maximum(t_gpu, t_host)
+    syncs = _syncs_per_micro_batch(work, cluster, lay, layers, si)
+    if not np.any(syncs > 0.0):
+        return np.asarray(base)
+    h_b, h_a = _forward_host_parts(work, lay, si)
+    g_a = np.minimum(gpu_experts_forward, gpu_forward)
+    g_b = gpu_forward - g_a
+    stretch = np.maximum(np.maximum(h_a + h_b, g_a + g_b), h_a + g_b)
+    rest = np.maximum(t_host - syncs * (h_a + h_b), t_gpu - syncs * (g_a + g_b))
+    synced = syncs * stretch + np.maximum(rest, 0.0)
+    return np.asarray(np.where(syncs > 0.0, np.maximum(synced, base), base))

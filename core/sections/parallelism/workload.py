@@ -393,6 +393,10 @@ class Cluster:
     low_precision_peak_flops: dict[str, float] = field(default_factory=dict)
     """The GPU's dense peaks in the low-precision GEMM dtypes it has (fp8, fp4), for a
     low-precision training recipe's layer GEMMs (:class:`.step_time.StepInputs`)."""
+    tensor_rate_fraction: float = 1.0
+    """Share of the datasheet's tensor-core peaks the GPU sustains
+    (:attr:`.gpus.GPU.tensor_rate_fraction`): the GEMM and attention time is divided by it;
+    MFU and HFU still count against the datasheet's peak."""
 
 
 def nvlink_domain_of(gpu: GPU, inputs: ParallelInputs) -> int:
@@ -459,6 +463,7 @@ def cluster_of(gpu: GPU, inputs: ParallelInputs, compute_dtype: str = "bf16") ->
         inter_p2p_latency=inputs.inter_node_p2p_latency_seconds,
         ep_overlap=inputs.ep_overlap,
         balance_pipeline_head=inputs.balance_pipeline_head,
+        tensor_rate_fraction=gpu.tensor_rate_fraction,
     )
 
 
