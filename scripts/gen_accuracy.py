@@ -1461,6 +1461,20 @@ def _bridge_memory(r: Any) -> str:
     return cell if r.fits else f"**{cell} (miss)**"
 
 
+def _host_column(rec: Any, mb: ModuleType) -> str:
+    """The recipe's activations sent to host memory: CPU offloading's layers, or the MoE
+    paged stash (stated: its GPU buffer, the rest spilled to host)."""
+    if rec.cpu_offload_layers:
+        return f"{rec.cpu_offload_layers} layers"
+    if rec.paged_stash:
+        releases = ", ".join(sorted(mb.PAGED_STASH_RELEASES))
+        return (
+            f"MoE paged stash ({releases} rows): GPU buffer × {mb.PAGED_STASH_CUDA_FACTOR:g}, "
+            "spill to host"
+        )
+    return "—"
+
+
 def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
     """The recipe settings applied, one line per recipe function, and the fit count."""
     rec_mod = mb.recipes
@@ -1490,7 +1504,6 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
             f"ZeRO-{z}" + (" (Megatron-FSDP)" if z == 3 else "") for z in sorted(zero)
         )
         unstated = [
-            "MoE paged stash" if rec.paged_stash else "",
             f"{rec.dispatcher} dispatcher" if rec.dispatcher else "",
             f"CUDA graphs {rec.cuda_graphs}"
             if rec.cuda_graphs != "none" and rec.dispatcher is None
@@ -1499,7 +1512,7 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
         differs = "†" if any(r.layout_differs for r in group) else ""
         out.append(
             f"| `{fn}`{differs} | {rec.file} | {len(group)} | {rc} | {shard} | "
-            f"{f'{rec.cpu_offload_layers} layers' if rec.cpu_offload_layers else '—'} | "
+            f"{_host_column(rec, mb)} | "
             f"{', '.join(u for u in unstated if u) or '—'} |"
         )
     fit = mb.fitting(rows)
@@ -1512,7 +1525,26 @@ def _bridge_recipes(mb: ModuleType, rows: Any) -> list[str]:
         f"Rows the app's memory model fits on their GPU: **{fit} of {len(rows)}** (NVIDIA ran "
         "all of them, so each other row is a miss of the memory model; peak and GPU memory "
         "per row in the last column below; when every row was stated with no recomputation "
-        f"and ZeRO-1: {BRIDGE_BEFORE['fit']}). Tokens/s per GPU with that assumption (main at "
+        f"and ZeRO-1: {BRIDGE_BEFORE['fit']}; 47 before the memory terms of issue 27 below). "
+        "Read from the sources and priced since (tests/core/test_moe_saved_tensors.py, "
+        "test_parallelism.py, test_training.py): an MoE layer under Megatron-Core saves no "
+        "copy of the expert outputs, only each routed copy's fp32 probability (the experts' "
+        "activation is weighted by it, NVIDIA/Megatron-LM@d98e8a64 moe/experts.py; the "
+        "combine unpermutes without probabilities), and the experts' fc1 input at the "
+        "recipe's quantized width (TE grouped_linear.py): 47 → 72 rows; interleaved 1F1B "
+        "holds p + (p−1)/v stage-loads on the first rank and ((v−1)·p + 1)/v on the last "
+        "(schedules.py warm-up count), no longer rounded up to whole micro-batches (DeepSeek-V3 "
+        "GB300 pp2 vp8 mb2 388 → 306 GB), and the last rank's tensors after its last layer "
+        "(its last chunk, run forward then at once backward) for one micro-batch: 72 → 74 "
+        "(Qwen3-30B-A3B H100 pp2 vp24 mb2 83 → 78 GB); Megatron's loss works in place in "
+        "the fp32 softmax it "
+        "saves, so only the bf16 logits come on top (tensor_parallel/cross_entropy.py; TE's "
+        "fused cross-entropy likewise saves its one fp32 gradient); the MoE paged stash "
+        "stated where the recipe sets it and the release ran it, 26.06 "
+        "(`training.moe_paged_stash = 1.2`: the routed "
+        "experts' saved tensors at 1.2 × their balanced size, paged_stash.py "
+        "`allocate_stash_buffers`), which adds memory rather than saving it at balanced load. "
+        "Tokens/s per GPU with that assumption (main at "
         f"1197602): median |error| {_bridge_cell(BRIDGE_ASSUMED[0])}, p90 "
         f"{_bridge_cell(BRIDGE_ASSUMED[1])}; with the recipes, in the table below.",
         "",

@@ -518,6 +518,16 @@ INPUTS: tuple[Input, ...] = (
         optional=True,
     ),
     Input(
+        "training.moe_paged_stash",
+        "MoE paged stash",
+        "the routed experts' saved tensors held in a paged GPU buffer of this many times their "
+        "balanced size, the rest spilled to host (Megatron-Core --moe-paged-stash; none: off)",
+        FRACTION,
+        flag="--moe-paged-stash",
+        group=TRAINING,
+        optional=True,
+    ),
+    Input(
         "training.moe_dispatcher",
         "MoE dispatcher",
         "how MoE tokens reach their experts: alltoall or allgather (Megatron-Core's dispatchers)",

@@ -149,6 +149,14 @@ class TrainingInputs(BaseModel):
         "dispatcher preprocessing), attn_moe_router (attention with them), layer (whole "
         "layers), or full_iteration; captured kernels leave the host's per-kernel launch floor",
     )
+    moe_paged_stash: float | None = Field(
+        default=None,
+        **bounds("training.moe_paged_stash"),
+        description="MoE paged stash (Megatron-Core --moe-paged-stash): the routed experts' "
+        "saved tensors copied into a preallocated paged GPU buffer of this many times their "
+        "balanced size (--moe-paged-stash-buffer-size-factor-cuda; Megatron-Bridge's recipes "
+        "1.2), the rest spilled to pinned host memory; none: no paged stash",
+    )
     moe_load_imbalance: float = Field(
         default=1.0,
         **bounds("training.moe_load_imbalance"),

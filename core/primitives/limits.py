@@ -142,6 +142,7 @@ RANGES: dict[str, Range] = {
     "training.lora_rank": _r(1, 2**16),
     "training.activation_offload_layers": _r(0, 2**16, "layers"),
     "training.moe_capacity_factor": _r(0, 64, low_open=True),
+    "training.moe_paged_stash": _r(0, 16, low_open=True),
     "training.moe_load_imbalance": _r(1, 1024),
     "training.recompute_layers": _r(1, 2**16, "layers"),
     "training.cuda_context_bytes": _r(0, MAX_BYTES, "bytes", least=1e6),

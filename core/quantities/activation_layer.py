@@ -151,6 +151,99 @@ def _fc1_input(cfg: LedgerConfig, elements: Num, moe_layer: bool) -> SavedTensor
     )
 
 
+def paged_stash(routed: list[SavedTensor], factor: float) -> list[SavedTensor]:
+    """The routed experts' saved tensors under Megatron-Core's MoE paged stash
+    (``--moe-paged-stash``, read at NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/transformer/moe/paged_stash.py and docs/user-guide/features/
+    paged_stash.md): every tensor the fused grouped MLP saves (experts.py
+    ``TEGroupedMLP._fused_forward`` inside ``get_paged_stash_context``; Transformer Engine
+    marks them, NVIDIA/TransformerEngine@d0067d0d pytorch/ops/fused/grouped_mlp.py
+    ``mark_grouped_tensor(fc1 input, activation input, scales, fc2 input)``) is copied into
+    pages of a buffer allocated once, ``PagedStashManager.allocate_stash_buffers``: its
+    tokens are the largest sum over the schedule of the layers' *balanced* token counts
+    (``avg_num_tokens`` = the capacity-padded buffer ÷ ``moe_expert_rank_capacity_factor``)
+    × ``moe_paged_stash_buffer_size_factor_cuda`` = ``factor``; the original tensors are
+    freed once copied, a page that does not fit goes to the pinned host buffer
+    (``..._factor_cpu``). So the GPU holds ``factor`` × the balanced tensors: 1.2 × in
+    Megatron-Bridge's recipes (more than the dropless count, which the app prices at
+    balanced load; the headroom absorbs routing skew), ``factor`` < 1 spills the rest to
+    host. Not priced: the capacity-sized tensors (× the capacity factor) of the one layer
+    being stashed or reloaded."""
+    return [
+        replace(t, name=f"{t.name} (paged stash × {factor:g})", elements=t.elements * factor)
+        for t in routed
+    ]
+
+
+def _combine_tensor(
+    cfg: LedgerConfig, copies: int, tok: str, sd: Num, *, h: int, k: int
+) -> SavedTensor:
+    """What an MoE layer saves for the router-score scaling of its routed copies. Where the
+    stack scales them inside the experts (:attr:`.activation_profiles.ImplementationProfile.
+    moe_probs_in_experts`: Megatron-Core's weighted activation) the activation's backward
+    reads the probability of each routed copy (fp32, 4·k·s·b bytes) and the combine
+    (``unpermute`` without probabilities) saves nothing; otherwise the weighted combine
+    saves the expert outputs, k·s·b·h in the activation dtype."""
+    if cfg.profile.moe_probs_in_experts and copies == k:
+        return SavedTensor(
+            "router probabilities per routed copy (weighted activation)",
+            "k·s·b",
+            "fp32",
+            copies * sd,
+            FP32,
+            "moe",
+            "sp",
+        )
+    return SavedTensor(
+        "expert outputs (before weighted combine)"
+        if copies == k
+        else "token copies before the router-score scaling",
+        f"{tok}·h",
+        cfg.act_dtype,
+        copies * sd * h,
+        cfg.act,
+        "moe",
+        "sp",
+    )
+
+
+def _routed_tensors(
+    arch: Architecture, cfg: LedgerConfig, copies: int, tok: str, *, fc1_trained: bool
+) -> list[SavedTensor]:
+    """What an MoE layer's routed experts save for ``copies`` copies of the s·b tokens:
+    their fc1 input, the expert MLP's tensors and the router-score scaling's
+    (:func:`_combine_tensor`), held in the paged stash where the inputs set one
+    (:func:`paged_stash`)."""
+    assert arch.moe is not None
+    sd, h, k = cfg.s * cfg.b, arch.hidden_size, arch.moe.experts_per_token
+    out: list[SavedTensor] = []
+    if fc1_trained:
+        # the experts' fc1 is a linear layer like the dense one: under a recipe whose
+        # stack saves quantized GEMM inputs it saves the quantized copy only
+        # (NVIDIA/TransformerEngine@d0067d0d pytorch/module/grouped_linear.py)
+        out.append(
+            SavedTensor(
+                f"routed tokens ({copies} copies, expert fc1 input)",
+                f"{tok}·h",
+                cfg.lin_dtype,
+                copies * sd * h,
+                cfg.lin,
+                "moe",
+                "sp",
+            )
+        )
+    out += [
+        replace(t, block="moe")
+        for t in _mlp_tensors(
+            arch, cfg, copies * sd, arch.moe.expert_ffn_size, label="routed experts: ", tok=tok
+        )
+    ]
+    out.append(_combine_tensor(cfg, copies, tok, sd, h=h, k=k))
+    if cfg.profile.moe_paged_stash > 0 and copies == k:
+        return paged_stash(out, cfg.profile.moe_paged_stash)
+    return out
+
+
 def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list[SavedTensor]:
     s, b, act, dt, h = cfg.s, cfg.b, cfg.act, cfg.act_dtype, arch.hidden_size
     sd = s * b
@@ -202,37 +295,7 @@ def _ffn_tensors(arch: Architecture, cfg: LedgerConfig, moe_layer: bool) -> list
         copies, tok = (
             (e, "E·s·b") if module_traits(arch, cfg).experts_on_every_token else (k, "k·s·b")
         )
-        if fc1_trained:
-            out.append(
-                SavedTensor(
-                    f"routed tokens ({copies} copies, expert fc1 input)",
-                    f"{tok}·h",
-                    dt,
-                    copies * sd * h,
-                    act,
-                    "moe",
-                    "sp",
-                )
-            )
-        out += [
-            replace(t, block="moe")
-            for t in _mlp_tensors(
-                arch, cfg, copies * sd, moe.expert_ffn_size, label="routed experts: ", tok=tok
-            )
-        ]
-        out.append(
-            SavedTensor(
-                "expert outputs (before weighted combine)"
-                if copies == k
-                else "token copies before the router-score scaling",
-                f"{tok}·h",
-                dt,
-                copies * sd * h,
-                act,
-                "moe",
-                "sp",
-            )
-        )
+        out += _routed_tensors(arch, cfg, copies, tok, fc1_trained=fc1_trained)
         if moe.num_shared_experts:
             f_shared = moe.num_shared_experts * moe.expert_ffn_size
             out += _mlp_tensors(arch, cfg, sd, f_shared, label="shared experts: ", tok="s·b")

@@ -324,9 +324,16 @@ def logits_working_bytes(
     *,
     tp: int = 1,
     activation_dtype: str = "bf16",
+    softmax_in_place: bool = False,
 ) -> float:
     """Transient logits memory at the loss: the logits in the activation dtype plus their
     fp32 copy / gradient, (act + 4)·s·b·V/t bytes (vocabulary-parallel over t). With the
-    saved fp32 softmax this is the s·b·V·4-scale term that can set the peak for large V."""
+    saved fp32 softmax this is the s·b·V·4-scale term that can set the peak for large V.
+
+    ``softmax_in_place`` (:attr:`.activation_profiles.ImplementationProfile.
+    logits_softmax_in_place`): the fp32 buffer the loss works in is the saved softmax itself
+    (counted among the saved tensors), so only the logits in the activation dtype come on
+    top, act·s·b·V/t."""
     act = bytes_per_element(activation_dtype)
-    return (act + FP32) * seq_len * micro_batch * arch.vocab_size / tp
+    extra = 0.0 if softmax_in_place else FP32
+    return (act + extra) * seq_len * micro_batch * arch.vocab_size / tp

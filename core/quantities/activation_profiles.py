@@ -57,6 +57,32 @@ class ImplementationProfile(BaseModel):
     logits_fp32_saved: bool = Field(
         default=True, description="cross-entropy saves fp32 (log-)softmax of the logits"
     )
+    logits_softmax_in_place: bool = Field(
+        default=False,
+        description="the loss's fp32 working buffer is the saved softmax / gradient itself "
+        "(no second fp32 s·b·V buffer beside it): Megatron-Core's vocab_parallel_cross_entropy "
+        "(NVIDIA/Megatron-LM@d98e8a64 megatron/core/tensor_parallel/cross_entropy.py: the fp32 "
+        "copy of the logits exponentiated and normalised in place, saved, and turned into the "
+        "gradient in place) and Transformer Engine's fused cross-entropy that Megatron-Bridge's "
+        "recipes select (NVIDIA/TransformerEngine@d0067d0d pytorch/triton/cross_entropy.py: "
+        "one fp32 grad_input written in the forward and saved, scaled in place backward)",
+    )
+    moe_paged_stash: float = Field(
+        default=0.0,
+        description="the routed experts' saved tensors held in a paged GPU buffer of this "
+        "many times their balanced size (0: saved as they are); set from the training input "
+        "``moe_paged_stash`` (:func:`.activation_layer.paged_stash`), not by a stack",
+    )
+    moe_probs_in_experts: bool = Field(
+        default=False,
+        description="an MoE layer's router probabilities scale each routed copy inside the "
+        "experts (the activation function weighted by them), so the combine that restores "
+        "the tokens' order saves nothing: no k·s·b·h copy of the expert outputs, only the "
+        "probabilities per routed copy (fp32). Megatron-Core at NVIDIA/Megatron-LM@d98e8a64: "
+        "megatron/core/transformer/moe/experts.py TEGroupedMLP.forward (bias_act_func: "
+        "weighted_bias_swiglu_impl / activation × permuted_probs) and its fused op-fuser path "
+        "(ScaledSwiGLU); token_dispatcher.py calls moe_utils.unpermute without probs",
+    )
     embedding_ids: bool = Field(description="embedding backward saves the int64 token ids")
     flash_qkv_copy_held: bool = Field(
         default=False,
@@ -109,8 +135,11 @@ PROFILES: dict[str, ImplementationProfile] = {
             flash_repeat_kv=False,
             flash_output_copy=False,
             embedding_ids=False,
+            moe_probs_in_experts=True,
+            logits_softmax_in_place=True,
             source="Korthikanti et al. 2022 (arXiv:2205.05198) section 4.1; Megatron-Core "
-            "fused_bias_swiglu, TE DotProductAttention",
+            "fused_bias_swiglu, TE DotProductAttention; MoE: NVIDIA/Megatron-LM@d98e8a64 "
+            "moe/experts.py (probabilities applied in the experts' activation)",
         ),
         ImplementationProfile(
             id="pytorch",

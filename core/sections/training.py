@@ -141,7 +141,10 @@ class TrainingReport(BaseModel):
     recompute: str
     stage: Literal["only", "first", "last"]
     layers_on_stage: int
-    microbatches_in_flight: int
+    microbatches_in_flight: float = Field(
+        description="micro-batches whose activations the reported stage holds, in stage-loads "
+        "(fractional under the interleaved schedule: chunks of L/(p·v) layers)"
+    )
     trainable_params: float = Field(description="trained parameters, whole model")
     frozen_params: float = Field(description="frozen parameters, whole model (LoRA base)")
     activations_per_layer_bytes: float = Field(description="kept per layer per micro-batch")
@@ -509,10 +512,11 @@ def estimate_training(
     dp: int = 1,
     zero_stage: int = 0,
     sequence_parallel: bool = False,
-    microbatches_in_flight: int | None = None,
+    microbatches_in_flight: float | None = None,
     ep: int = 1,
-    last_stage_microbatches_in_flight: int | None = None,
+    last_stage_microbatches_in_flight: float | None = None,
     cp: int = 1,
+    last_stage_loss_in_flight: float | None = None,
     gpus_per_node: int = 8,
 ) -> TrainingReport:
     """Training memory per GPU for ``arch`` under ``inputs`` on ``gpu`` with a layout: the
@@ -577,6 +581,7 @@ def estimate_training(
             recompute=code,
             first_in_flight=first_flight,
             last_in_flight=last_flight,
+            loss_in_flight=last_stage_loss_in_flight,
             detail=detail,
         )
 
@@ -657,7 +662,7 @@ def estimate_training(
         recompute=inputs.recompute,
         stage=stage_name,
         layers_on_stage=round(out["layers_on_stage"]),
-        microbatches_in_flight=round(out["microbatches_in_flight"]),
+        microbatches_in_flight=float(out["microbatches_in_flight"]),
         trainable_params=whole.lora_params if lora else base_total,
         frozen_params=base_total if lora else 0.0,
         activations_per_layer_bytes=out["activations_per_layer_bytes"],

@@ -213,7 +213,14 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         at = outside_stage_bytes_for(arch, ti_rc, bs, tp=t, sequence_parallel=sp)
         first, last, only = (_linear_parts(float(x[0]), float(x[1])) for x in at)
         act_dtype = get_precision(ti.precision).activations_dtype
-        logits = logits_working_bytes(arch, ti.seq_len, b, tp=t, activation_dtype=act_dtype)
+        logits = logits_working_bytes(
+            arch,
+            ti.seq_len,
+            b,
+            tp=t,
+            activation_dtype=act_dtype,
+            softmax_in_place=get_profile(ti.implementation).logits_softmax_in_place,
+        )
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),
@@ -627,21 +634,15 @@ _SCREENED = (
 def _states(
     terms: MemoryTerms, counts: FloatArray, pp_values: IntArray, cols: list[Any], screen: bool
 ) -> list[Any]:
-    """The fixed temporaries, then each stage's state less ZeRO offload's (weights, gradients,
-    optimizer, host, NVMe; ``screen``: host and NVMe 0, unread), of layouts of pp index, tp,
-    ZeRO, shard and ep ``cols``."""
+    """Fixed temporaries, then each stage's state less ZeRO offload's (w, g, o, host, NVMe;
+    ``screen``: host, NVMe 0), of layouts of pp index, tp, ZeRO, shard and ep ``cols``."""
     pp_index, tp, zero, shard, ep = cols
-    sharding = _sharding(terms, tp, zero, shard, ep)
+    sharding, multi = _sharding(terms, tp, zero, shard, ep), pp_values > 1
     out: list[Any] = [*_fixed_temporaries(terms, tp, zero, shard, ep)]
     for held, layers_of_pp in zip((terms.outside_first, terms.outside_last), counts.T, strict=True):
-        share_of_pp = layers_of_pp / terms.layers
+        share = layers_of_pp / terms.layers
         state = _state(
-            terms,
-            held,
-            share_of_pp=share_of_pp,
-            multi_of_pp=pp_values > 1,
-            pp_index=pp_index,
-            sharding=sharding,
+            terms, held, share_of_pp=share, multi_of_pp=multi, pp_index=pp_index, sharding=sharding
         )
         w, g, o, host, nvme = offloaded_state(terms.offload, state, zero)
         out += [w, g, o, 0.0, 0.0] if screen else [w, g, o, host, nvme]
@@ -663,6 +664,7 @@ def training_memory_arrays(
     last_in_flight: npt.ArrayLike,
     detail: bool = True,
     cp: npt.ArrayLike = 1,
+    loss_in_flight: npt.ArrayLike | None = None,
 ) -> dict[str, FloatArray]:
     """Per-GPU training memory of each layout (the module docstring gives the terms).
 
@@ -685,7 +687,14 @@ def training_memory_arrays(
     the attention scores of unfused attention, s/cp query rows × s keys, are ÷ cp too).
     Weights, gradients and optimizer state are replicated over cp as over dp; ZeRO shards
     them over ``shard``, which the layout makes dp·cp (Megatron's distributed optimizer
-    shards over the data-and-context-parallel group: :func:`.parallelism.resolve_layout`)."""
+    shards over the data-and-context-parallel group: :func:`.parallelism.resolve_layout`).
+
+    ``loss_in_flight``: the micro-batches whose tensors outside the layers (final norm and
+    output layer inputs, the loss's saved softmax) the last stage holds; None: as its
+    layers' (1F1B: 1, GPipe: m). Interleaved, 1: those tensors belong to the last rank's
+    last chunk, whose backward runs right after its forward in the steady state
+    (NVIDIA/Megatron-LM@d98e8a64 schedules.py: the last rank's warm-up covers chunks
+    0 … v − 2 only), though its other chunks hold ((v − 1)·p + 1)/v stage-loads."""
     f64 = np.float64
     given = (tp, pp, shard, ep, zero, micro_batch, sp, recompute, first_in_flight, cp)
     n = max(_size(last_in_flight), *(_size(x) for x in given))
@@ -723,13 +732,15 @@ def training_memory_arrays(
         layers_of_pp: FloatArray,
         flight: FloatArray,
         outside: FloatArray,
+        *,
         last: bool,
+        outside_flight: FloatArray,
     ) -> dict[str, FloatArray]:
         w, g, o, host, nvme = held
         layers = layers_of_pp[pp_index]
         in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
         on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
-        activ = on_gpu * flight + outside * flight
+        activ = on_gpu * flight + outside * outside_flight
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -738,7 +749,7 @@ def training_memory_arrays(
             "gradients_bytes": g,
             "optimizer_bytes": o,
             "activations_bytes": activ,
-            "outside_activations_bytes": outside * flight,
+            "outside_activations_bytes": outside * outside_flight,
             "logits_bytes": lg,
             "temporary_bytes": temp,
             "allocated_bytes": allocated,
@@ -765,6 +776,7 @@ def training_memory_arrays(
         first_flight,
         np.where(multi, acts["outside_first"], outside_only),
         last=False,
+        outside_flight=first_flight,
     )
     last = stage(
         state[5:],
@@ -772,6 +784,11 @@ def training_memory_arrays(
         last_flight,
         np.where(multi, acts["outside_last"], outside_only),
         last=True,
+        outside_flight=np.where(
+            multi,
+            last_flight if loss_in_flight is None else _spread(loss_in_flight, f64, n),
+            last_flight,
+        ),
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
     selected = first if detail else (*_SCREENED, "recompute_working_bytes")

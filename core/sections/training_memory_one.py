@@ -106,6 +106,7 @@ def training_memory_one(
     last_in_flight: float,
     detail: bool = True,
     cp: float = 1,
+    loss_in_flight: float | None = None,
 ) -> dict[str, float]:
     """:func:`.training_memory.training_memory_arrays` at one layout (its arguments as
     plain numbers): the same keys, each value that layout's float."""
@@ -157,7 +158,13 @@ def training_memory_one(
         ]
 
     def stage(
-        held: StateBytes, layers: float, flight: float, outside: float, last: bool
+        held: StateBytes,
+        layers: float,
+        flight: float,
+        outside: float,
+        *,
+        last: bool,
+        outside_flight: float,
     ) -> dict[str, float]:
         w, g, o = state(held, layers / terms.layers)
         host = nvme = 0.0
@@ -168,7 +175,7 @@ def training_memory_one(
                     terms.offload, [np.array([w]), np.array([g]), np.array([o])], np.array([zero])
                 )
             )
-        outside_acts = outside * flight
+        outside_acts = outside * outside_flight
         in_layers, working = acts["kept_per_layer"] * layers, acts["recompute_working"]
         if saved is not None:  # full recompute covering the stage partly
             part_kept, part_working = partial_full_stage(
@@ -212,13 +219,16 @@ def training_memory_one(
         float(first_in_flight),
         acts["outside_first"] if multi else acts["outside_only"],
         last=False,
+        outside_flight=float(first_in_flight),
     )
+    loss_flight = last_in_flight if loss_in_flight is None or not multi else loss_in_flight
     last = stage(
         terms.outside_last,
         last_layers,
         float(last_in_flight),
         acts["outside_last"] if multi else acts["outside_only"],
         last=True,
+        outside_flight=float(loss_flight),
     )
     use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
     chosen = last if use_last else first

@@ -28,6 +28,7 @@ from llm_planner.core.primitives.architecture import (
 )
 from llm_planner.core.primitives.architecture_groups import layer_groups, layers_differ
 from llm_planner.core.primitives.kept import kept
+from llm_planner.core.quantities.activation_profiles import ImplementationProfile, get_profile
 from llm_planner.core.quantities.activation_tensors import SavedTensor
 from llm_planner.core.quantities.activations import (
     LayerActivations,
@@ -564,11 +565,17 @@ def _ledger_options(inputs: TrainingInputs, quantized_inputs: bool) -> dict[str,
         and recipe.saved_input_bytes_per_element > 0
         and get_stack(inputs.stack).saves_quantized_gemm_inputs
     )
+    profile: str | ImplementationProfile = inputs.implementation
+    if quantized_inputs and inputs.moe_paged_stash is not None:
+        # the memory ledger only: the element-wise traffic's ledger leaves the stash out
+        profile = get_profile(inputs.implementation).model_copy(
+            update={"moe_paged_stash": float(inputs.moe_paged_stash)}
+        )
     return {
         "recompute": inputs.priced_recompute,
         "threshold_bytes": inputs.recompute_threshold_bytes,
         "flash": inputs.flash_attention,
-        "profile": inputs.implementation,
+        "profile": profile,
         "dropout": inputs.dropout,
         "activation_dtype": recipe.activations_dtype,
         "lora_rank": inputs.effective_lora_rank,

@@ -201,6 +201,7 @@ class TrainingTab(Tab):
         experts = self.group("Mixture of experts")
         self.moe_capacity = self.input(experts, "training.moe_capacity_factor")
         self.moe_imbalance = self.input(experts, "training.moe_load_imbalance")
+        self.moe_paged_stash = self.input(experts, "training.moe_paged_stash")
         self.moe_dispatcher = self.combo(
             experts,
             "MoE dispatcher",
@@ -268,7 +269,12 @@ class TrainingTab(Tab):
             recipe is not None and recipe.low_precision_copy_bytes > 0
         )
         has_experts = scenario.model.architecture.moe is not None
-        for widget in (self.moe_capacity, self.moe_imbalance, self.moe_dispatcher):
+        for widget in (
+            self.moe_capacity,
+            self.moe_imbalance,
+            self.moe_paged_stash,
+            self.moe_dispatcher,
+        ):
             widget.setEnabled(has_experts)
         section = report.training
         par = report.parallelism

@@ -142,8 +142,9 @@ def test_moe_routes_top_k_copies() -> None:
     moe_bytes = sum(e.bytes for e in la.ledger if e.block == "moe")
     k = 2
     # router probs fp32 s·b·E·4; dispatched tokens 2·k·s·b·h; fc1 out 2·2·k·s·b·f;
-    # fc2 in 2·k·s·b·f; expert outputs before combine 2·k·s·b·h
-    expected = 4 * s * b * 8 + 2 * k * s * b * h + 6 * k * s * b * f + 2 * k * s * b * h
+    # fc2 in 2·k·s·b·f; each routed copy's probability for the weighted activation, fp32
+    # 4·k·s·b (Megatron-Core applies it inside the experts: no expert outputs saved)
+    expected = 4 * s * b * 8 + 2 * k * s * b * h + 6 * k * s * b * f + 4 * k * s * b
     assert moe_bytes == expected
 
 

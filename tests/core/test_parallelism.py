@@ -144,9 +144,17 @@ def test_last_stage_microbatches_in_flight() -> None:
     # GPipe: all m on every stage
     assert float(par.microbatches_in_flight_last(8, 32, True, 1)) == 32
     # interleaved (Megatron warm-up (p−r−1)·2 + (v−1)·p chunks on rank r = p−1, plus the
-    # one in progress): ((v−1)·p + 1)/v = (1·8 + 1)/2 = 4.5 stage-loads, 5 when rounded up
+    # one in progress): ((v−1)·p + 1)/v = (1·8 + 1)/2 = 4.5 stage-loads, not rounded (the
+    # estimator holds 9 chunks of L/16 layers, not 5 micro-batches of L/8)
     assert float(par.microbatches_in_flight_last(8, 32, False, 2)) == pytest.approx(4.5)
-    assert float(par.training_in_flight_last(8, 32, False, 2)) == 5
+    assert float(par.training_in_flight_last(8, 32, False, 2)) == pytest.approx(4.5)
+    # the first rank: 2·(p − 1) + (v − 1)·p + 1 = 14 + 8 + 1 = 23 chunks of L/16 = 11.5
+    assert float(par.training_in_flight(8, 32, False, 2)) == pytest.approx(11.5)
+    # the loss-side tensors (last chunk of the last rank): one micro-batch interleaved, the
+    # stage's own count in 1F1B (1) and GPipe (m)
+    assert float(par.training_loss_in_flight(8, 32, False, 2)) == 1
+    assert float(par.training_loss_in_flight(8, 32, False, 1)) == 1
+    assert float(par.training_loss_in_flight(8, 32, True, 1)) == 32
     # the same rule on the first rank (r = 0) is Korthikanti's count: ((p−1)·2 + (v−1)·p + 1)/v
     # = (14 + 8 + 1)/2 = 11.5
     first = float(par.microbatches_in_flight(8, 32, False, 2))

@@ -199,7 +199,9 @@ def test_megatron_selective_mlp_drops_the_mlp_interior_and_replays_its_gemms() -
 def test_megatron_selective_moe_modules_on_mixtral() -> None:
     """Mixtral's MoE layer (E 8, k 2, f 14336) saves per token: router probabilities fp32
     4·E = 32, the k routed copies of the input 2·k·h = 16,384, the experts' gate‖up output
-    2·k·2·f = 114,688, fc2 input 2·k·f = 57,344, expert outputs 2·k·h = 16,384.
+    2·k·2·f = 114,688, fc2 input 2·k·f = 57,344, and each routed copy's probability for the
+    weighted activation, fp32 4·k = 8 (Megatron-Core scales the copies inside the experts, so
+    the combine saves no expert outputs).
     ``moe`` (moe_layer.py ``moe_layer_recompute``): all of them dropped, the router and k
     experts replayed, 2·(3·h·f·k + h·E) FLOPs per token; ``moe_act`` (experts.py
     ``activation_recompute``): the fc2 input only, no GEMM; ``layernorm``
@@ -214,7 +216,7 @@ def test_megatron_selective_moe_modules_on_mixtral() -> None:
         )  # fmt: skip
         return (none.kept_bytes - la.kept_bytes) / S
 
-    assert drop("moe") == 32 + 16_384 + 114_688 + 57_344 + 16_384
+    assert drop("moe") == 32 + 16_384 + 114_688 + 57_344 + 8
     assert drop("moe_act") == 57_344
     assert drop("layernorm") == 8_192
     assert drop("mlp") == 0

@@ -154,7 +154,8 @@ def test_tensor_and_pipeline_sharding() -> None:
     )
     assert one.stage == "last"
     assert one.weights_bytes == pytest.approx(2 * last, rel=1e-9)
-    assert one.logits_bytes == 6 * 4096 * v / 2
+    # Megatron's loss works in place in the saved fp32 softmax: the bf16 logits only
+    assert one.logits_bytes == 2 * 4096 * v / 2
 
 
 def test_first_stage_holds_pp_microbatches() -> None:
@@ -251,10 +252,20 @@ def test_nothing_fits_gives_zero() -> None:
 
 
 def test_logits_can_set_the_peak() -> None:
-    """The logits working set is (2 + 4)·s·b·V/t bytes (bf16 logits + fp32 copy/gradient)."""
-    r = estimate_training(LLAMA8B, TrainingInputs(recompute="full", seq_len=8192), H100)
+    """The logits working set is (2 + 4)·s·b·V/t bytes (bf16 logits + fp32 copy/gradient)
+    where the loss works in a buffer of its own (Hugging Face modules: the fp32 upcast, then
+    log_softmax's output); Megatron-Core's loss exponentiates and normalises its fp32 copy in
+    place and saves it (cross_entropy.py), already among the saved tensors: 2·s·b·V on top."""
+    hf = TrainingInputs(recompute="full", seq_len=8192, stack="hf", implementation="pytorch")
+    r = estimate_training(LLAMA8B, hf, H100)
     assert r.logits_bytes == 6 * 8192 * LLAMA8B.vocab_size
     assert r.logits_bytes > r.recompute_working_bytes
+    mega = estimate_training(LLAMA8B, TrainingInputs(recompute="full", seq_len=8192), H100)
+    assert mega.logits_bytes == 2 * 8192 * LLAMA8B.vocab_size
+    fp32_softmax = next(
+        e for e in mega.outside_ledger if e.name == "cross-entropy: fp32 softmax of logits"
+    )
+    assert fp32_softmax.bytes == 4 * 8192 * LLAMA8B.vocab_size
 
 
 def test_hardware_flops_factor_full_is_about_8_over_6() -> None:
@@ -599,3 +610,28 @@ def test_expert_parallel_keeps_activations_and_ignores_dense_models() -> None:
     assert estimate_training(LLAMA8B, ti, H100, dp=8, zero_stage=3, ep=4) == dense
     with pytest.raises(ValueError, match="ep"):
         estimate_training(MIXTRAL, ti, H100, ep=0)
+
+
+def test_interleaved_last_stage_holds_one_micro_batch_of_its_loss() -> None:
+    """Megatron's interleaved 1F1B (p = 2, v = 8): the last rank's warm-up runs
+    (v − 1)·p = 14 chunk-forwards of chunks 0 … 6, then chunk 7's forward and at once its
+    backward: its layers hold ((v − 1)·p + 1)/v = 15/8 stage-loads, but the tensors after
+    the last layer (final norm input 2·s·h, output layer input 2·s·h, the loss's fp32
+    softmax 4·s·V) one micro-batch's worth."""
+    s, h, v = 4096, 4096, 128256
+    inputs = TrainingInputs(seq_len=s, **NO_EXTRAS)
+    report = estimate_training(
+        LLAMA8B,
+        inputs,
+        H100,
+        pp=2,
+        microbatches_in_flight=1,
+        last_stage_microbatches_in_flight=15 / 8,
+        last_stage_loss_in_flight=1,
+    )
+    assert report.stage == "last"
+    assert report.outside_activations_bytes == 2 * s * h + 2 * s * h + 4 * s * v
+    layers = report.layers_on_stage * report.activations_per_layer_bytes
+    assert report.activations_bytes == pytest.approx(
+        layers * 15 / 8 + report.outside_activations_bytes, rel=1e-12
+    )

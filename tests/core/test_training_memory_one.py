@@ -85,6 +85,7 @@ def _layout(rng: random.Random, layers: int, moe: bool) -> dict[str, Any]:
     pp = rng.choice([1, 1, 2, 4, 3])
     pp = min(pp, layers)
     flight = rng.choice([1, 2, pp, 2 * pp])
+    last = float(rng.choice([1, flight])) if pp > 1 else float(flight)
     return {
         "tp": rng.choice([1, 2, 4, 8]),
         "pp": pp,
@@ -94,7 +95,9 @@ def _layout(rng: random.Random, layers: int, moe: bool) -> dict[str, Any]:
         "micro_batch": rng.choice([1, 2, 3, 4, 16]),
         "sp": rng.random() < 0.5,
         "first_in_flight": float(flight),
-        "last_in_flight": float(rng.choice([1, flight])) if pp > 1 else float(flight),
+        "last_in_flight": last,
+        # interleaved: the loss-side tensors of one micro-batch (1), else the stage's count
+        "loss_in_flight": rng.choice([1.0, last]),
         "cp": rng.choice([1, 1, 2, 4]),
     }
 

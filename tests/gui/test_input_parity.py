@@ -52,7 +52,11 @@ SET_BY_THE_OPTION = {
 """Fields the command line's form sets along with the input (``--recompute threshold:X``,
 ``--schedule interleaved:V``): the window's row is enabled once they are set."""
 
-NEEDS_EXPERTS = {"training.moe_capacity_factor", "training.moe_load_imbalance"}
+NEEDS_EXPERTS = {
+    "training.moe_capacity_factor",
+    "training.moe_load_imbalance",
+    "training.moe_paged_stash",
+}
 """Rows enabled only for a model with experts: typed with Mixtral chosen."""
 
 DIFFERENT_MEANING = {

@@ -33,9 +33,12 @@ Every row is stated as the scenario a user would type (:func:`scenario_of`) and 
   ``fp4_param_gather`` → ``low_precision_params``); the DeepSeek-V3 recipes' precision-aware
   optimizer with bf16 moments (``optimizer = "adamw_bf16_moments"``); the Llama 3 70B
   Megatron-FSDP recipes' CPU activation offloading (``model.cpu_offloading_num_layers`` →
-  ``activation_offload_layers``); for the MoE rows the CUDA graphs and the all-to-all
-  overlap their own release ran (``megatron_bridge_recipes.RELEASES``: the Megatron-Bridge
-  tag each NeMo container shipped, read in its ``scripts/performance`` presets:
+  ``activation_offload_layers``); the DeepSeek-V3 and Qwen3 MXFP8 recipes' MoE paged stash
+  (``moe_paged_stash`` with ``moe_paged_stash_buffer_size_factor_cuda = 1.2`` →
+  ``moe_paged_stash = 1.2``, the 26.06 rows: :data:`PAGED_STASH_RELEASES`); for the MoE
+  rows the CUDA graphs and the all-to-all overlap their own release ran
+  (``megatron_bridge_recipes.RELEASES``: the Megatron-Bridge tag each NeMo container
+  shipped, read in its ``scripts/performance`` presets:
   ``RELEASE_CUDA_GRAPHS`` → ``training.cuda_graphs``, ``RELEASE_A2A_OVERLAP`` →
   ``parallelism.ep_overlap`` at the share of micro-batches the combined 1F1B schedule
   pairs, :func:`a2a_overlap_share`), the Llama 3 rows eager. What the recipes set
@@ -131,9 +134,22 @@ load forced balanced (the page's footnote), the app's default load imbalance of 
 LORA_RANK = 32
 """The LoRA rank for a LoRA row whose recipe sets none (every LoRA recipe here sets 16)."""
 
+PAGED_STASH_CUDA_FACTOR = 1.2
+"""The GPU stash buffer of the recipes with ``moe_paged_stash = True``
+(``deepseek/common.py:_enable_deepseek_full_iteration_mxfp8``,
+``qwen/common.py:_enable_hybridep_full_iteration_mxfp8``:
+``moe_paged_stash_buffer_size_factor_cuda = 1.2``, ``..._cpu = 1.0``) →
+``training.moe_paged_stash``."""
+
+PAGED_STASH_RELEASES = frozenset({"26.06"})
+"""The releases whose rows ran the paged stash where the recipe sets it: it first appears in
+v0.5.0, 26.06 (megatron_bridge_recipes.RELEASES: v0.3.0 and v0.4.0's presets have none)."""
+
 NOT_EXPRESSED = (
-    "the MoE paged stash (`moe_paged_stash`, part of the experts' activations in a paged "
-    "host buffer: DeepSeek-V3 and Qwen3 MXFP8 recipes with the HybridEP flex dispatcher)",
+    "the MoE paged stash's transients (the capacity-sized tensors, × "
+    "`moe_expert_rank_capacity_factor` 1.5, of the layer being stashed or reloaded) and its "
+    "host buffer (`moe_paged_stash_buffer_size_factor_cpu = 1.0`, pinned host memory, used "
+    "only when the GPU pages overflow); its GPU buffer is stated (`training.moe_paged_stash`)",
     'the HybridEP/DeepEP flex dispatcher (`moe_token_dispatcher_type = "flex"`, stated as '
     "the all-to-all dispatcher) and its per-rank capacity factor 1.5",
     "FP8 attention (`fp8_dot_product_attention`: the 26.06 MXFP8 presets of Qwen3 on "
@@ -273,6 +289,9 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
     }
     if rec.cpu_offload_layers:  # model.cpu_offloading_num_layers (activations only)
         training["activation_offload_layers"] = rec.cpu_offload_layers
+    if rec.paged_stash and recipes.release_of(row) in PAGED_STASH_RELEASES:
+        # moe_paged_stash with moe_paged_stash_buffer_size_factor_cuda
+        training["moe_paged_stash"] = PAGED_STASH_CUDA_FACTOR
     if rec.bf16_moments:  # the precision-aware optimizer (DeepSeek-V3 recipes)
         training["optimizer"] = "adamw_bf16_moments"
     if row["task"] == "lora":

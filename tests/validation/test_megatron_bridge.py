@@ -271,12 +271,15 @@ def test_recompute_as_the_recipe_sets_it() -> None:
 
 def test_rows_that_fit_in_the_apps_memory_model() -> None:
     """NVIDIA ran all 86 rows, so every row the app does not fit is a miss of its memory
-    model. Floor: 47 rows fit with the recipes' settings applied (Megatron-FSDP, LoRA on q, k,
-    v, FP8/FP4 parameters, 16-bit main gradients, the recipes' recomputation: 41 without the
-    last, 24 without the precision switches; 21 when every row was stated with no
-    recomputation and ZeRO-1)."""
+    model. Floor: 74 rows fit with the recipes' settings applied (Megatron-FSDP, LoRA on q, k,
+    v, FP8/FP4 parameters, 16-bit main gradients, the recipes' recomputation, the MoE paged
+    stash at 1.2 in the 26.06 rows) and Megatron-Core's saved MoE tensors (no expert-output
+    copy, quantized expert inputs), the interleaved schedule's stage-loads (the last rank's
+    loss tensors of one micro-batch) and the in-place loss (issue 27); 47 before those
+    three, 41 without the recomputation, 24 without the precision switches, 21 when every
+    row was stated with no recomputation and ZeRO-1."""
     rows = mb.bridge_rows()
-    assert mb.fitting(rows) >= 47
+    assert mb.fitting(rows) >= 74
     assert all(r.peak_bytes is not None and r.peak_bytes > 0 for r in rows)
 
 

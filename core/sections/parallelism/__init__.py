@@ -55,6 +55,7 @@ from llm_planner.core.sections.parallelism.schedule import (
     pipeline_timeline,
     training_in_flight,
     training_in_flight_last,
+    training_loss_in_flight,
 )
 from llm_planner.core.sections.parallelism.step_time import (
     TIME_PARTS,
@@ -111,6 +112,7 @@ __all__ = [
     "training_in_flight",
     "training_in_flight_last",
     "training_layout_kwargs",
+    "training_loss_in_flight",
     "training_memory",
     "workload_of",
     "zero_stage_comparison",

@@ -18,6 +18,7 @@ from llm_planner.core.sections.parallelism.schedule import (
     FloatArray,
     training_in_flight,
     training_in_flight_last,
+    training_loss_in_flight,
 )
 
 FSDP_TO_ZERO: dict[str, int] = {
@@ -293,8 +294,13 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
         "zero_stage": lay.zero_stage,
         "sequence_parallel": lay.sequence_parallel,
         "microbatches_in_flight": in_flight_for(lay),
-        "last_stage_microbatches_in_flight": int(
+        "last_stage_microbatches_in_flight": float(
             training_in_flight_last(
+                lay.pp, lay.gradient_accumulation_steps, lay.schedule == "gpipe", lay.v
+            )
+        ),
+        "last_stage_loss_in_flight": float(
+            training_loss_in_flight(
                 lay.pp, lay.gradient_accumulation_steps, lay.schedule == "gpipe", lay.v
             )
         ),
@@ -314,8 +320,9 @@ def scenario_layout(scenario: Any) -> ResolvedLayout:
     )
 
 
-def in_flight_for(lay: ResolvedLayout) -> int | None:
-    """The training estimator's ``microbatches_in_flight`` for a layout (None: its default)."""
+def in_flight_for(lay: ResolvedLayout) -> float | None:
+    """The training estimator's ``microbatches_in_flight`` for a layout in stage-loads
+    (None: its default)."""
     m = lay.gradient_accumulation_steps
     value = float(training_in_flight(lay.pp, m, lay.schedule == "gpipe", lay.v))
-    return int(value) if value > 0 else None
+    return value if value > 0 else None

@@ -26,6 +26,7 @@ from llm_planner.core.sections.parallelism.schedule import (
     FloatArray,
     training_in_flight,
     training_in_flight_last,
+    training_loss_in_flight,
 )
 from llm_planner.core.sections.parallelism.workload import Workload
 from llm_planner.core.sections.training import (
@@ -86,7 +87,7 @@ def memory_screen(
     flights = priced_per_group(  # once per distinct (pp, v, schedule, dp, micro-batch)
         lay, DEGREES_KEY, [m], lambda g, a: _in_flight(g, a[0])
     )
-    first, last = flights if flights is not None else _in_flight(lay, m)
+    first, last, loss = flights if flights is not None else _in_flight(lay, m)
     return training_memory_arrays(
         terms,
         tp=lay.tp,
@@ -100,19 +101,21 @@ def memory_screen(
         recompute=lay.recompute,
         first_in_flight=first,
         last_in_flight=last,
+        loss_in_flight=loss,
         detail=False,
     )
 
 
 def _in_flight(lay: Layouts, m: FloatArray) -> list[FloatArray]:
-    """The micro-batches the first and the last stage hold at their peak (:mod:`.schedule`;
-    the first stage's default, pp)."""
+    """The micro-batches the first and the last stage hold at their peak, and the last
+    stage's loss-side ones (:mod:`.schedule`; the first stage's default, pp)."""
     pp = lay.as_float("pp")
     v = lay.as_float("v")
     in_flight = training_in_flight(pp, m, lay.gpipe, v)
     return [
         np.asarray(np.where(in_flight > 0, in_flight, pp)),
         training_in_flight_last(pp, m, lay.gpipe, v),
+        training_loss_in_flight(pp, m, lay.gpipe, v),
     ]
 
 
@@ -125,7 +128,8 @@ at once in numpy (about 0.08 ms whatever their number)."""
 def _one_by_one(lay: Layouts, m: FloatArray) -> list[tuple[Any, ...]]:
     """Each layout's arguments to :func:`.training_memory_one.training_memory_one`, as
     :func:`memory_screen` passes them to the array function (tp, pp, shard, ep, cp, ZeRO,
-    micro-batch, sp, policy, first and last stage's micro-batches in flight)."""
+    micro-batch, sp, policy, first and last stage's micro-batches in flight, the last
+    stage's loss-side micro-batches)."""
     pp = lay.as_float("pp")
     v = lay.as_float("v")
     in_flight = training_in_flight(pp, m, lay.gpipe, v)
@@ -142,13 +146,14 @@ def _one_by_one(lay: Layouts, m: FloatArray) -> list[tuple[Any, ...]]:
             lay.recompute.tolist(),
             np.where(in_flight > 0, in_flight, pp).tolist(),
             training_in_flight_last(pp, m, lay.gpipe, v).tolist(),
+            training_loss_in_flight(pp, m, lay.gpipe, v).tolist(),
             strict=True,
         )
     )
 
 
 def _peak_one(terms: MemoryTerms, args: tuple[Any, ...]) -> float:
-    tp, pp_, shard, ep, cp, zero, b, sp, rc, first, last = args
+    tp, pp_, shard, ep, cp, zero, b, sp, rc, first, last, loss = args
     return training_memory_one(
         terms,
         tp=tp,
@@ -162,6 +167,7 @@ def _peak_one(terms: MemoryTerms, args: tuple[Any, ...]) -> float:
         recompute=rc,
         first_in_flight=first,
         last_in_flight=last,
+        loss_in_flight=loss,
         detail=False,
     )["peak_bytes"]
 

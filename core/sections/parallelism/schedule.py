@@ -50,8 +50,22 @@ def microbatches_in_flight_last(
 def training_in_flight_last(
     pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
 ) -> FloatArray:
-    """``last_stage_microbatches_in_flight`` for the training estimator (rounded up)."""
-    return np.asarray(np.ceil(microbatches_in_flight_last(pp, microbatches, gpipe, v) - 1e-9))
+    """``last_stage_microbatches_in_flight`` for the training estimator, in stage-loads
+    (fractional under interleaving: :func:`training_in_flight`)."""
+    return np.asarray(microbatches_in_flight_last(pp, microbatches, gpipe, v), dtype=np.float64)
+
+
+def training_loss_in_flight(
+    pp: npt.ArrayLike, microbatches: npt.ArrayLike, gpipe: npt.ArrayLike, v: npt.ArrayLike
+) -> FloatArray:
+    """Micro-batches whose tensors outside the layers (final norm and output layer inputs,
+    the loss's saved softmax) the last stage holds: its layers' count
+    (:func:`training_in_flight_last`: 1 in 1F1B, m in GPipe), but 1 interleaved, where
+    they belong to the last rank's last chunk, run forward and at once backward in the
+    steady state (Megatron-LM's warm-up on the last rank covers chunks 0 … v − 2 only)."""
+    last = training_in_flight_last(pp, microbatches, gpipe, v)
+    interleaved = (np.asarray(v) > 1) & ~np.asarray(gpipe, dtype=bool)
+    return np.asarray(np.where(interleaved, np.minimum(last, 1.0), last), dtype=np.float64)
 
 
 def training_in_flight(
@@ -59,10 +73,15 @@ def training_in_flight(
 ) -> FloatArray:
     """``microbatches_in_flight`` to pass to the training estimator: 0 means "its default"
     (pp on the first stage, 1 on the last: plain 1F1B with m ≥ p); otherwise the
-    :func:`microbatches_in_flight` count, rounded up."""
+    :func:`microbatches_in_flight` count in stage-loads, not rounded: interleaved, the
+    first rank holds 2·(p − 1) + (v − 1)·p + 1 chunks of L/(p·v) layers
+    (NVIDIA/Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py
+    ``get_pp_rank_microbatches``: the warm-up chunk-forwards, then one forward before each
+    backward), p + (p − 1)/v stage-loads, e.g. 2.125 at p = 2, v = 8 (a whole micro-batch
+    more, 3, until issue 27)."""
     p = np.asarray(pp, dtype=np.float64)
     m = np.asarray(microbatches, dtype=np.float64)
-    value = np.ceil(microbatches_in_flight(pp, microbatches, gpipe, v) - 1e-9)
+    value = np.asarray(microbatches_in_flight(pp, microbatches, gpipe, v), dtype=np.float64)
     default = ~np.asarray(gpipe, dtype=bool) & (np.asarray(v) <= 1) & (m >= p)
     return np.asarray(np.where(default, 0.0, value))
 
