@@ -27,13 +27,11 @@ GROUP_FROM = 2048
 cost, not their length, sets the time."""
 
 
-def distinct(
-    values: npt.NDArray[np.integer] | npt.NDArray[np.bool_], dtype: Any = np.int32
-) -> tuple[IntArray, int]:
+def distinct(values: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> tuple[IntArray, int]:
     """(each entry's index among the distinct values, ascending; how many there are) of
-    small non-negative integers (or booleans). Values that are already 0, 1, … k−1 (ZeRO
-    stages, policy codes, flags) are their own index. ``dtype``: the indexes'
-    (int32 to combine into codes; np.intp to gather with, which numpy takes uncopied)."""
+    small non-negative integers (or booleans), as small integers to combine into codes.
+    Values that are already 0, 1, … k−1 (ZeRO stages, policy codes, flags) are their own
+    index, uncopied."""
     if values.dtype == np.bool_:
         values = values.view(np.uint8)
     top = int(values.max(initial=0))
@@ -41,12 +39,12 @@ def distinct(
     seen[values] = True  # a scatter of one constant: no chain of increments as bincount's
     present = np.flatnonzero(seen)
     if len(present) == 1:  # one value: every index 0, nothing to gather
-        return np.broadcast_to(np.zeros(1, dtype=dtype), values.shape), 1
+        return np.broadcast_to(np.zeros(1, dtype=np.uint8), values.shape), 1
     if len(present) == top + 1:
-        return values.astype(dtype, copy=False), top + 1
-    lookup = np.zeros(top + 1, dtype=dtype)
-    lookup[present] = np.arange(len(present), dtype=dtype)
-    return lookup[values], len(present)
+        return values, top + 1  # type: ignore[return-value]
+    lookup = np.zeros(top + 1, dtype=np.uint8 if len(present) < 256 else np.int32)
+    lookup[present] = np.arange(len(present))
+    return lookup[values], len(present)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -98,18 +96,21 @@ def group_by(
         if size > max(4 * n, 1 << 16):
             return None
         if code is None:
-            code = index.astype(np.int32)
+            code = index.astype(np.int32)  # a copy: combined in place below
         else:
             code *= count
             code += index
     if code is None:  # one group
-        return Groups(first=np.zeros(1, dtype=np.int64), inverse=np.zeros(n, dtype=np.int64))
-    inverse, groups = distinct(code, np.intp)
-    if groups > limit:
+        return Groups(first=np.zeros(1, dtype=np.intp), inverse=np.zeros(n, dtype=np.intp))
+    # one scatter finds both which codes occur and a member of each (the last)
+    member = np.full(int(code.max()) + 1, -1, dtype=np.intp)
+    member[code] = np.arange(n, dtype=np.intp)
+    present = np.flatnonzero(member >= 0)
+    if len(present) > limit:
         return None
-    first = np.empty(groups, dtype=np.int64)
-    first[inverse] = np.arange(n, dtype=np.int64)  # the last member of each group
-    return Groups(first=first, inverse=inverse)
+    lookup = np.zeros(len(member), dtype=np.intp)  # np.intp: numpy gathers with it uncopied
+    lookup[present] = np.arange(len(present), dtype=np.intp)
+    return Groups(first=member[present], inverse=lookup[code])
 
 
 def per_group(
