@@ -106,6 +106,8 @@ def test_grouped_pricing_equals_pricing_every_layout(
         lay = par.Layouts(**{k: getattr(fields, k) for k in par.LAYOUT_FIELDS})
         return par.evaluate_layouts(work, cluster, lay, terms, si)
 
+    monkeypatch.setattr(layout_module, "GROUP_FROM", 2048)  # 20,000 layouts: grouped
+    monkeypatch.setattr(grp, "GROUP_FROM", 2048)
     grouped = priced()
     assert par.Layouts(**{k: getattr(fields, k) for k in par.LAYOUT_FIELDS}).groups(("tp",))
     monkeypatch.setattr(layout_module, "GROUP_FROM", 10**12)
