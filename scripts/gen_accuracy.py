@@ -1353,6 +1353,42 @@ def _bridge_release_note() -> list[str]:
     ]
 
 
+BRIDGE_BEFORE_MTP = {
+    "all rows": (0.073, 0.242),
+    "large MoE": (0.057, 0.275),
+    "Blackwell": (0.066, 0.232),
+}
+"""(median, p90) |error| of the subgroups that moved when the DeepSeek-V3 rows were stated
+with the multi-token prediction depth they trained (issue 27; main at fb17d0b)."""
+
+
+def _bridge_mtp_note() -> list[str]:
+    """The DeepSeek-V3 rows' MTP depth, what it prices, and the figures before it."""
+    before = "; ".join(
+        f"{label} {_bridge_cell(m)} / {_bridge_cell(p)}"
+        for label, (m, p) in BRIDGE_BEFORE_MTP.items()
+    )
+    return [
+        "",
+        "Multi-token prediction (`training.mtp_layers`, core/quantities/mtp.py; "
+        "Megatron-Core's multi_token_prediction.py at d98e8a64): every DeepSeek-V3 row "
+        'trained one MTP depth but the four 25.11 rows named "w/o MTP" (each release\'s '
+        "base recipe sets `mtp_num_layers = 1`; NVIDIA's model TFLOP/s per token, 260 G "
+        "against 250 G, say the same). The depth is one more layer of the last stage (a "
+        "layer's slot of the equal split, as Bridge's DeepSeek-V3 pipeline layouts place "
+        "it), its 2h→h projection and a second output-head pass and loss there, and 10.7 "
+        "GFLOP per token more in the model FLOPs (Megatron-LM's count; NVIDIA's published "
+        "figures differ by 10.66). The 25.09/25.11 rows with MTP, optimistic, gain (25.11 "
+        "B200 pp 16 +28.3% → +5.6%); the 26.02-26.06 rows, already pessimistic, lose 4-19% "
+        "(their last stage's second head pass on top of ⌈L/p⌉ layers, where the recipe's "
+        "layout leaves it fewer): the median rises, the p90 falls. A last stage holding only "
+        "the remainder of the split was tried and is worse (all rows 8.5% / 25.8%, "
+        "DeepSeek-V3 9.9% / 38.2%). No constant fitted. Before (median / p90 |error|): "
+        + before
+        + ".",
+    ]
+
+
 def _bridge_cell(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
@@ -1434,6 +1470,7 @@ def _megatron_bridge() -> list[str]:
         )
     out += _bridge_moe_note()
     out += _bridge_release_note()
+    out += _bridge_mtp_note()
     out += [
         "",
         "Every row (the table's id names the release, system, GPUs, precision and layout):",

@@ -518,6 +518,16 @@ INPUTS: tuple[Input, ...] = (
         optional=True,
     ),
     Input(
+        "training.mtp_layers",
+        "MTP depths",
+        "multi-token prediction modules trained with the model (Megatron-Core "
+        "--mtp-num-layers; DeepSeek-V3 trained with 1): each a layer, a projection and a "
+        "head pass on the last pipeline stage",
+        WHOLE,
+        flag="--mtp-layers",
+        group=TRAINING,
+    ),
+    Input(
         "training.moe_paged_stash",
         "MoE paged stash",
         "the routed experts' saved tensors held in a paged GPU buffer of this many times their "

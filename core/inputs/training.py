@@ -171,6 +171,14 @@ class TrainingInputs(BaseModel):
         "forward and come back for the backward (Megatron --cpu-offloading-num-layers, "
         "activations only; Transformer Engine's CPU offload)",
     )
+    mtp_layers: int = Field(
+        default=0,
+        **bounds("training.mtp_layers"),
+        description="multi-token prediction depths trained with the model (DeepSeek-V3, "
+        "arXiv:2412.19437 section 2.2; Megatron-Core --mtp-num-layers): each one more "
+        "transformer layer, a 2h→h projection and another pass of the shared output head "
+        "and loss, on the last pipeline stage; 0: none",
+    )
     low_precision_params: bool = Field(
         default=False,
         description="a low-precision recipe's layer matrices held only in FP8/FP4, no 16-bit "

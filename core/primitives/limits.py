@@ -144,6 +144,7 @@ RANGES: dict[str, Range] = {
     "training.moe_capacity_factor": _r(0, 64, low_open=True),
     "training.moe_paged_stash": _r(0, 16, low_open=True),
     "training.moe_load_imbalance": _r(1, 1024),
+    "training.mtp_layers": _r(0, 64, "layers"),
     "training.recompute_layers": _r(1, 2**16, "layers"),
     "training.cuda_context_bytes": _r(0, MAX_BYTES, "bytes", least=1e6),
     "training.fragmentation_fraction": _r(0, 1, least=1e-6),

@@ -7,6 +7,7 @@ training's recomputation factor, parallelism's step time and MFU). FLOP, per tok
 from __future__ import annotations
 
 from llm_planner.core.primitives.architecture import Architecture
+from llm_planner.core.quantities.mtp import MTP_NORMS, mtp_layer_index, mtp_layer_matmul_active
 
 
 def training_flops_6pd(params: float, tokens: float) -> float:
@@ -102,7 +103,12 @@ def model_flops_per_token(arch: Architecture, seq_len: int, params_matmul: float
 
 
 def mfu_flops_per_token(
-    arch: Architecture, seq_len: int, params: float, *, include_attention: bool
+    arch: Architecture,
+    seq_len: int,
+    params: float,
+    *,
+    include_attention: bool,
+    mtp_layers: int = 0,
 ) -> float:
     """The model FLOPs per token that MFU counts, the same count as the budget C.
 
@@ -110,7 +116,47 @@ def mfu_flops_per_token(
     parameters), plus the attention scores 3 × :func:`attention_forward_flops_per_token`
     when ``include_attention`` (PaLM's model FLOPs, Chowdhery et al. 2022 Appendix B). One
     count for the whole estimate: MFU = this × tokens/s ÷ (GPUs · peak) on every tab, so
-    an assumed MFU and a modeled one mean the same thing and t = C/τ holds.
+    an assumed MFU and a modeled one mean the same thing and t = C/τ holds. ``mtp_layers``
+    multi-token prediction depths add :func:`mtp_flops_per_token` (Megatron-LM counts them
+    in its model FLOPs, and NVIDIA's published model TFLOP/s of the DeepSeek-V3 rows with
+    MTP include them: tests/core/test_mtp.py).
     """
     attention = 3.0 * attention_forward_flops_per_token(arch, seq_len) if include_attention else 0.0
-    return 6.0 * params + attention
+    mtp = mtp_flops_per_token(arch, seq_len, mtp_layers, include_attention=include_attention)
+    return 6.0 * params + attention + mtp
+
+
+def mtp_flops_per_token(
+    arch: Architecture, seq_len: int, depths: int, *, include_attention: bool = True
+) -> float:
+    """Model FLOPs per trained token of ``depths`` MTP modules, forward + backward.
+
+    Per depth, Megatron-LM's ``num_floating_point_operations`` (training.py at d98e8a64,
+    ``transformer_flops``): one more layer of the model's last kind (``num_layers +
+    mtp_num_layers``), the MTP norms and projection 6·(3h + 2h²) ("MTP norms and proj"), and
+    one more logits pass 6·h·V (``* (mtp_num_layers + 1)  # MTP + final logit``); Megatron-Bridge's
+    calculator counts the depths alike (src/megatron/bridge/training/utils/flop_utils.py at
+    v0.2.0, 7af9601c, and at 067f987d: ``num_layers = cfg.model.num_layers +
+    mtp_num_layers``, the last layer's kind, the logits × (1 + mtp_num_layers)); 6 = 3
+    (forward + backward) × 2 (a multiply-add). The layer here is 6 × its active matrices
+    (:func:`.mtp.mtp_layer_matmul_active`) plus, when ``include_attention``, one attention layer's
+    scores and weighted sum (3 × :func:`attention_forward_flops_per_token` ÷ the
+    attention layers; none when the last layer has no attention). NVIDIA's published model
+    TFLOP/s of the DeepSeek-V3 rows with and without MTP (Megatron-Bridge 25.11) differ by
+    this ratio (tests/core/test_mtp.py)."""
+    if depths <= 0:
+        return 0.0
+    h, vocab = arch.hidden_size, arch.vocab_size
+    layer = 6.0 * mtp_layer_matmul_active(arch)
+    if include_attention and arch.attention_layers > 0:
+        index = mtp_layer_index(arch)
+        if arch.is_attention_layer(index):
+            layer += 3.0 * attention_forward_flops_per_token(arch, seq_len) / arch.attention_layers
+    projection = 6.0 * (MTP_NORMS * h + 2.0 * h * h)
+    head = 6.0 * h * vocab
+    return depths * (layer + projection + head)
+
+
+def mtp_head_flops_per_token(arch: Architecture, depths: int) -> float:
+    """The part of :func:`mtp_flops_per_token` that is output-head GEMMs: 6·h·V per depth."""
+    return max(depths, 0) * 6.0 * arch.hidden_size * arch.vocab_size

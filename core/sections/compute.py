@@ -28,6 +28,7 @@ from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.units import format_gb
 from llm_planner.core.quantities.flops import (
     mfu_flops_per_token,
+    mtp_flops_per_token,
     training_flops_6pd,
     training_flops_with_attention,
 )
@@ -392,6 +393,10 @@ class ComputeReport(BaseModel):
     flops_total: float = Field(description="model FLOPs: 6·P·D (or with attention if chosen)")
     flops_6pd: float
     flops_with_attention: float
+    mtp_flops: float = Field(
+        default=0.0,
+        description="of flops_total, the multi-token prediction depths' (MTP FLOPs per token · D)",
+    )
     flops_per_token: float
     hardware_flops: float
     hardware_flops_factor: float
@@ -440,7 +445,9 @@ class ComputeReport(BaseModel):
 
     def figures(self) -> list[Figure]:
         """Every figure with its formula and source, in display order."""
-        flops_formula = "D·(6·P + 12·L·s·d_attn)" if self.flops_total != self.flops_6pd else "6·P·D"
+        with_attention = self.flops_total - self.mtp_flops != self.flops_6pd
+        flops_formula = "D·(6·P + 12·L·s·d_attn)" if with_attention else "6·P·D"
+        flops_formula += " + D·MTP" if self.mtp_flops else ""
         rows: list[tuple[str, str, Unit, str, str]] = [
             ("params", "P (active parameters)", "params", "P", "model section"),
             ("tokens", "Training tokens D", "tokens", "D", "input"),
@@ -668,10 +675,13 @@ def estimate_compute(
     tokens = inputs.tokens
     flops_6pd = training_flops_6pd(params, tokens)
     flops_attn = training_flops_with_attention(params, tokens, arch, seq_len)
-    flops_total = flops_attn if inputs.include_attention_flops else flops_6pd
+    depths = training_inputs.mtp_layers if training_inputs is not None else 0
+    attention = inputs.include_attention_flops
+    mtp_flops = tokens * mtp_flops_per_token(arch, seq_len, depths, include_attention=attention)
+    flops_total = (flops_attn if attention else flops_6pd) + mtp_flops
     per_token = flops_total / tokens
     mfu_per_token = mfu_flops_per_token(
-        arch, seq_len, params, include_attention=inputs.include_attention_flops
+        arch, seq_len, params, include_attention=attention, mtp_layers=depths
     )
     factor = hardware_flops_factor
     if factor is None:
@@ -734,6 +744,7 @@ def estimate_compute(
         flops_total=flops_total,
         flops_6pd=flops_6pd,
         flops_with_attention=flops_attn,
+        mtp_flops=mtp_flops,
         flops_per_token=per_token,
         hardware_flops=flops_total * factor,
         hardware_flops_factor=factor,

@@ -627,8 +627,14 @@ def estimate_training(
         last=stage_name in ("only", "last"),
     )
     scale = params / total
-    whole = stage_params(
-        arch, inputs, layers_on_stage=arch.layers, first=True, last=True, pp=1, scale=scale
+    whole = stage_params(  # one stage: every layer, MTP depths' included (pipeline_stage_layers)
+        arch,
+        inputs,
+        layers_on_stage=arch.layers + inputs.mtp_layers,
+        first=True,
+        last=True,
+        pp=1,
+        scale=scale,
     )
     lora = inputs.effective_lora_rank is not None
     base_total = whole.layer_params + whole.outside_params

@@ -49,6 +49,7 @@ from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
 from llm_planner.core.quantities.activations import logits_working_bytes
+from llm_planner.core.quantities.mtp import mtp_saved_logits_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
 from llm_planner.core.sections.training_offload import (
@@ -221,6 +222,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
             activation_dtype=act_dtype,
             softmax_in_place=get_profile(ti.implementation).logits_softmax_in_place,
         )
+        logits += mtp_saved_logits_bytes(arch, ti.seq_len, b, tp=t, depths=ti.mtp_layers)
         return StageActivations(
             kept_per_layer=float(kept),
             recompute_working=float(working),

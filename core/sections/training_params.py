@@ -39,6 +39,7 @@ from llm_planner.core.quantities.activations import (
     outside_layer_ledger,
     outside_stage_bytes,
 )
+from llm_planner.core.quantities.mtp import MTP_NORMS
 from llm_planner.core.quantities.optimizers import (
     factored_state_values,
     get_optimizer,
@@ -58,10 +59,17 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
     src/nanotron/models/llama.py get_block_compute_costs: a decoder layer 4·a·d·h + 3·f·h,
     the head V·h, i.e. each block's weight-matrix count, used here for every layer kind).
     A head worth several layers pushes layers towards the first stage: the 1B sweep model
-    (16 layers, head = 4 layers' cost) puts 6 layers on stage 0 of 4, not 4."""
-    equal = math.ceil(arch.layers / pp)
+    (16 layers, head = 4 layers' cost) puts 6 layers on stage 0 of 4, not 4.
+
+    Multi-token prediction (``inputs.mtp_layers`` = D): each depth's transformer layer is a
+    layer of the last stage (Megatron-Core builds them there, ``get_mtp_num_layers_to_build``)
+    and takes a layer's slot of the equal split, ⌈(L + D)/p⌉, as in Megatron-Bridge's
+    DeepSeek-V3 layouts (the step time's ``_fullest_stage``); one stage holds L + D; the
+    cost-balanced split adds them to its last stage."""
+    depths = inputs.mtp_layers
+    equal = math.ceil((arch.layers + depths) / pp)
     if pp <= 1:
-        return arch.layers, arch.layers
+        return arch.layers + depths, arch.layers + depths
     if not get_stack(inputs.stack).pipeline_balances_head:
         return equal, equal
     each = layers_differ(arch)  # a hybrid's layers cost their own matrices
@@ -80,7 +88,7 @@ def pipeline_stage_layers(arch: Architecture, inputs: TrainingInputs, pp: int) -
             counts[rank] += 1
         if cumulative > total * (rank + 1) / pp and rank < pp - 1:
             rank += 1
-    return counts[0], counts[-1]
+    return counts[0], counts[-1] + depths
 
 
 def layer_kinds(arch: Architecture) -> list[tuple[bool, int]]:
@@ -133,6 +141,29 @@ def outside_layer_params(
     if last:
         outside += _head_params(counts, pp) + _norm_params(arch)
     return outside
+
+
+def mtp_stage_params(
+    arch: Architecture, inputs: TrainingInputs, *, first: bool, last: bool, pp: int
+) -> float:
+    """Parameters the ``inputs.mtp_layers`` multi-token prediction depths put on a stage
+    outside their transformer layers (each a layer of the last stage:
+    :func:`pipeline_stage_layers`, so its experts are ÷ ep like the stage's other layers):
+    all on the last (Megatron-Core ``get_mtp_num_layers_to_build``, NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/transformer/multi_token_prediction.py), ``eh_proj`` 2h·h and three norms
+    per depth; and, with a pipeline, a copy of the input embedding V·h on the last stage,
+    which the MTP input needs (megatron/core/models/gpt/gpt_model.py at d98e8a64: ``if
+    self.pre_process or self.mtp_process: self.embedding = LanguageModelEmbedding(...)``),
+    unless the head is tied and already that copy. The head pass reuses the main output
+    layer (shared). Their gradients and optimizer state follow from the stage's parameters
+    (:func:`state_bytes`)."""
+    depths = inputs.mtp_layers
+    if depths <= 0 or not last:
+        return 0.0
+    h = arch.hidden_size
+    own = depths * (2 * h * h + MTP_NORMS * norm_params(arch))
+    copy = arch.vocab_size * h if pp > 1 and not first and not arch.tied_embeddings else 0
+    return float(own + copy)
 
 
 def _head_params(counts: ParameterCount, pp: int) -> int:
@@ -290,7 +321,8 @@ def stage_params(
     adapters and factored values are ÷ ep, and so is the largest layer's (the ZeRO-3
     gather, the gradient bucket). Attention, norms, router and shared experts are not."""
     sums = _layer_sums(arch, inputs, layers_on_stage, ep)
-    return _with_outside(arch, sums, first=first, last=last, pp=pp, scale=scale, ep=ep)
+    mtp = mtp_stage_params(arch, inputs, first=first, last=last, pp=pp)
+    return _with_outside(arch, sums, first=first, last=last, pp=pp, scale=scale, ep=ep, mtp=mtp)
 
 
 def stages_params(
@@ -308,7 +340,10 @@ def stages_params(
     for layers, first, last, pp in stages:
         if layers not in sums:
             sums[layers] = _layer_sums(arch, inputs, layers, 1)
-        out.append(_with_outside(arch, sums[layers], first=first, last=last, pp=pp, scale=scale))
+        mtp = mtp_stage_params(arch, inputs, first=first, last=last, pp=pp)
+        out.append(
+            _with_outside(arch, sums[layers], first=first, last=last, pp=pp, scale=scale, mtp=mtp)
+        )
     return out
 
 
@@ -364,12 +399,14 @@ def _with_outside(
     pp: int,
     scale: float,
     ep: int = 1,
+    mtp: float = 0.0,
 ) -> StageParams:
     """:func:`stage_params` from the stage's layer sums: the embedding (first stage), the
-    head (last stage), the factored values outside the layers, ``scale``."""
+    head (last stage), the factored values outside the layers, ``scale``; ``mtp`` the
+    multi-token prediction parameters the stage holds (:func:`mtp_stage_params`)."""
     counts = count_parameters(arch)
     h = arch.hidden_size
-    outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp)
+    outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp) + mtp
     outside_factored = 0.0
     if first:
         outside_factored += arch.vocab_size + h

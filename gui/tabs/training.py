@@ -107,6 +107,8 @@ class TrainingTab(Tab):
         shape = self.group("Batch")
         self.seq_len = self.input(shape, "training.seq_len")
         self.micro_batch = self.input(shape, "training.micro_batch")
+        objective = self.group("Multi-token prediction")
+        self.mtp_layers = self.input(objective, "training.mtp_layers")
         acts = self.group("Activations")
         self.recompute = self.combo(
             acts,

@@ -72,6 +72,7 @@ def _inputs(rng: random.Random) -> TrainingInputs | None:
         "activation_offload_layers": rng.choice([0, 0, 1, 3]),
         "low_precision_params": rng.random() < 0.2,
         "grad_reduce_16bit": rng.random() < 0.2,
+        "mtp_layers": rng.choice([0, 0, 1, 2]),
     }
     if fields["recompute"] == "threshold" and fields["recompute_threshold_bytes"] is None:
         fields["recompute_threshold_bytes"] = 1e7

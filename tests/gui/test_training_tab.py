@@ -86,3 +86,28 @@ def test_cuda_graphs_are_chosen_in_the_window_as_on_the_command_line(
     QTest.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     window.flush()
     assert window.state.scenario.training.cuda_graphs == "none"
+
+
+def test_mtp_depths_typed_in_the_window_reach_the_estimate(qtbot: Any, window: MainWindow) -> None:
+    """Typing 1 in the MTP row states one depth, as ``--mtp-layers 1`` does: the budget's
+    FLOPs per token grow by the depth's count (core/quantities/flops.py) and the peak does
+    not fall (its layer and saved softmax sit on the last stage)."""
+    from llm_planner.core.quantities.flops import mtp_flops_per_token
+
+    window.tabs.setCurrentIndex(2)
+    tab = window.page(2)
+    before = estimate(window.state.scenario)
+    type_into(qtbot, window, tab.mtp_layers, "1")
+    scenario = window.state.scenario
+    assert scenario.training.mtp_layers == 1
+    after = estimate(scenario)
+    grown = after.compute.mfu_flops_per_token - before.compute.mfu_flops_per_token
+    per_token = mtp_flops_per_token(
+        scenario.model.architecture,
+        scenario.training.seq_len,
+        1,
+        include_attention=scenario.compute.include_attention_flops,
+    )
+    assert grown == pytest.approx(per_token, rel=1e-9)
+    assert after.training.peak_bytes >= before.training.peak_bytes
+    assert tab.bars.rows[1].total == after.training.peak_bytes

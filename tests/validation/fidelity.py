@@ -244,7 +244,7 @@ def _layout_args(run: dict[str, Any], with_layout: bool) -> tuple[dict[str, Any]
     """(TrainingInputs, ParallelInputs) keyword arguments from the run's layout."""
     layout = run.get("layout") or {}
     keys = ("seq_len", "micro_batch", "recompute") if with_layout else ("seq_len", "recompute")
-    keys = (*keys, "stack")
+    keys = (*keys, "stack", "mtp_layers")  # MTP depths are the model trained, either way
     training = {key: layout[key] for key in keys if key in layout}
     if not (with_layout and layout):
         return training, {}

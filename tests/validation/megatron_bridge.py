@@ -266,6 +266,22 @@ def a2a_overlap_share(row: dict[str, Any]) -> float:
     return max(paired, 0) / m
 
 
+def mtp_layers_of(row: dict[str, Any]) -> int:
+    """The multi-token prediction depths the row trained (``training.mtp_layers``): the 25.11
+    table names its DeepSeek-V3 rows "w/ MTP" / "w/o MTP"; every other DeepSeek-V3 row ran
+    its release's base recipe, which sets ``mtp_num_layers = 1`` (Megatron-Bridge
+    ``src/megatron/bridge/recipes/deepseek/deepseek_v3.py`` at each tag of
+    :data:`megatron_bridge_recipes.RELEASES`: v0.1.0rc3 and v0.2.0 ``mtp_num_layers:
+    Optional[int] = 1``, v0.3.0 the same, v0.4.0 and v0.5.0 ``cfg.model.mtp_num_layers = 1``;
+    no ``scripts/performance`` preset of those tags sets it). NVIDIA's published model
+    TFLOP/s agree: per token 260 GFLOP on every such row, 250 on the "w/o MTP" ones.
+    Other models: 0."""
+    name = row["model"]["name"]
+    if model_key(name) != "deepseekv3":
+        return 0
+    return 0 if "w/o mtp" in name.lower() else 1
+
+
 def scenario_of(row: dict[str, Any]) -> Scenario:
     """The row as its recipe states it (the module docstring lists each choice)."""
     recipe = recipe_of(row["precision"])
@@ -298,6 +314,9 @@ def scenario_of(row: dict[str, Any]) -> Scenario:
         training["lora_rank"] = rec.lora_rank or LORA_RANK
         if rec.lora_targets is not None:
             training["lora_targets"] = rec.lora_targets
+    mtp = mtp_layers_of(row)
+    if mtp:
+        training["mtp_layers"] = mtp
     if "tokendrop" in row["model"]["name"].lower():
         training["moe_capacity_factor"] = TOKENDROP_CAPACITY_FACTOR
     graphs = recipes.release_cuda_graphs(row)

@@ -108,27 +108,31 @@ def test_every_moe_row_ran_the_fused_router_the_counts_are_for() -> None:
 
 
 def test_errors_meet_issue_27s_target() -> None:
-    """Median |error| of tokens/s per GPU over all rows ≤ 7.5%, p90 ≤ 24.5% (issue 27: ≤ 10%
-    and ≤ 25%). 7.3% and 24.2% with the MoE rows' CUDA graphs and all-to-all overlap as
-    their own release ran them (megatron_bridge_recipes.RELEASES) and the overlap bounded by
-    the compute it hides under; history: 7.5% / 27.8% with GB200 at its sustained tensor
-    rate, 0.9229 of the datasheet from the paired B200 rows; 10.1% / 30.8% with each row
-    stated as the recipe that ran it, megatron_bridge_recipes.py: Megatron-FSDP,
-    recomputation, LoRA targets, precision switches, bf16 moments, activation offload;
-    10.9% / 32.1% with every row assumed ZeRO-1 without recomputation, after the MoE work
-    and the GB200 network per GPU; 10.4% once the MoE work was priced, issue 27 item 4;
-    13.1% / 43.0% with the low-precision recipes and the NVL72 NVLink domain; 41.6% / 69.8%
-    when the module landed."""
+    """Median |error| of tokens/s per GPU over all rows ≤ 8.5%, p90 ≤ 20% (issue 27: ≤ 10% and ≤
+    25%). 8.2% and 19.5% with the 18 DeepSeek-V3 rows that trained one MTP depth stated so
+    (``training.mtp_layers``, megatron_bridge.mtp_layers_of): the median moves up because the
+    26.02-26.06 rows, already pessimistic, lose 4-19% more (the last stage's extra head pass; at
+    pp 16 the app's last stage keeps ⌈L/p⌉ layers, where the recipe's layout leaves it one), the
+    p90 down because the 25.09/25.11 MTP rows, optimistic, gain (25.11 B200 pp 16 +28.3% →
+    +5.6%). 7.3% and 24.2% with the MoE rows' CUDA graphs and all-to-all overlap as their own
+    release ran them (megatron_bridge_recipes.RELEASES) and the overlap bounded by the compute
+    it hides under; history: 7.5% / 27.8% with GB200 at its sustained tensor rate, 0.9229 of the
+    datasheet from the paired B200 rows; 10.1% / 30.8% with each row stated as the recipe that
+    ran it, megatron_bridge_recipes.py: Megatron-FSDP, recomputation, LoRA targets, precision
+    switches, bf16 moments, activation offload; 10.9% / 32.1% with every row assumed ZeRO-1
+    without recomputation, after the MoE work and the GB200 network per GPU; 10.4% once the MoE
+    work was priced, issue 27 item 4; 13.1% / 43.0% with the low-precision recipes and the NVL72
+    NVLink domain; 41.6% / 69.8% when the module landed."""
     st = mb.stats(mb.bridge_rows())
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.075, st
-    assert st.p90_abs_error <= 0.245, st
+    assert st.median_abs_error <= 0.085, st
+    assert st.p90_abs_error <= 0.20, st
 
 
 def test_every_subgroup_meets_issue_27s_target() -> None:
     """No subgroup's median |error| above 15% (issue 27). Today: dense FP8/FP4 6.7%,
-    fine-grained MoE 14.1%, large MoE 5.7%, Hopper 10.1%, Blackwell 6.6% (no BF16 dense
-    row in the table)."""
+    fine-grained MoE 14.1%, large MoE 8.3%, Hopper 10.1%, Blackwell 7.5% (6.6% before the
+    DeepSeek-V3 rows' MTP depth was stated; no BF16 dense row in the table)."""
     rows = mb.bridge_rows()
     for label in mb.SUBGROUPS:
         st = mb.stats([r for r in rows if label in r.groups])
@@ -140,7 +144,7 @@ def test_every_subgroup_meets_issue_27s_target() -> None:
     assert hopper.median_abs_error is not None
     assert hopper.median_abs_error <= 0.105, hopper
     assert blackwell.median_abs_error is not None
-    assert blackwell.median_abs_error <= 0.07, blackwell
+    assert blackwell.median_abs_error <= 0.08, blackwell
 
 
 def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
@@ -158,7 +162,11 @@ def test_dense_low_precision_rows_meet_issue_27s_subgroup_target() -> None:
 
 
 def test_large_moe_rows_within_issue_27s_subgroup_target() -> None:
-    """DeepSeek-V3 rows: median |error| ≤ 6%, p90 ≤ 28% (5.7% and 27.5% with their release's
+    """DeepSeek-V3 rows: median |error| ≤ 8.5%, p90 ≤ 19% (8.3% and 18.5% with the MTP depth
+    each row trained: 1 on all but the four 25.11 "w/o MTP" rows; the 25.09 rows from
+    +16%/+37%/+21%/+28% to +8%/+20%/−1%/+5%, 25.11 w/ MTP +28% → +6%, the 26.x pp 16 rows
+    from −6%/+3%/−2%/+8% to −23%/−15%/−19%/−11%, the GB300 26.06 rows −13% → −16%;
+    5.7% and 27.5% with their release's
     CUDA graphs and all-to-all overlap: the 26.06 MXFP8 rows on GB300/GB200 from −27%/−17%
     to −13%/−3%, the 25.09 H100 row, whose all-to-all is longer than the compute it hides
     under, from −34% to +9%; 6.3% with GB200 at its sustained tensor rate; 9.3% with each
@@ -169,8 +177,8 @@ def test_large_moe_rows_within_issue_27s_subgroup_target() -> None:
     48.6% when the module landed)."""
     st = mb.stats([r for r in mb.bridge_rows() if "large MoE" in r.groups])
     assert st.median_abs_error is not None
-    assert st.median_abs_error <= 0.06, st
-    assert st.p90_abs_error <= 0.28, st
+    assert st.median_abs_error <= 0.085, st
+    assert st.p90_abs_error <= 0.19, st
 
 
 def test_fine_grained_moe_rows_meet_issue_27s_subgroup_target() -> None:

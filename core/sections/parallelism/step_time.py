@@ -177,7 +177,7 @@ def evaluate_layouts(
     hw_factor = layout_hw_factors(work, lay)
     peak = cluster.peak_flops
     # the slowest stage sets the pace: ceil(L/(p·v)) layers per chunk when L does not split
-    chunk_layers = np.ceil(work.layers / (pp * v))
+    chunk_layers = np.ceil((work.layers + work.mtp_layers) / (pp * v))  # MTP: a layer's slot
     balanced = cluster.balance_pipeline_head
     if balanced is None:
         balanced = work.stack.pipeline_balances_head

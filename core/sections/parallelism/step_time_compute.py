@@ -34,8 +34,14 @@ def _fullest_stage(
     last stage for the same reason, arXiv:2407.21783 section 3.3.2): blocks (layers, then
     the head) are cut where the cumulative cost passes k/p of the total
     (src/nanotron/models/base.py), cost = the block's weight FLOPs; the stage of the largest
-    cost is the fullest. Computed once per distinct (p, v)."""
-    layers = np.ceil(work.layers / (pp * v)) * v
+    cost is the fullest. Computed once per distinct (p, v). Multi-token prediction
+    (``work.mtp_layers`` = D) sits on the last stage (Megatron-Core ``mtp_on_this_rank``);
+    in the equal split each depth takes a layer's slot, ⌈(L + D)/(p·v)⌉ per chunk, as
+    Megatron-Bridge's DeepSeek-V3 layouts place it (recipes/deepseek/deepseek_v3.py
+    ``set_deepseek_v3_pipeline_model_parallel_layout`` at v0.3.0, 21b02e0c: pp 16
+    ``[["embedding"] + ["decoder"] * 4] + [["decoder"] * 4] * 14 + [["decoder"] + ["mtp",
+    "loss"]]``, 61 layers + 1 MTP = 62 = 15 × 4 + 2); the cost-balanced split ignores it."""
+    layers = np.ceil((work.layers + work.mtp_layers) / (pp * v)) * v
     head = np.ones_like(pp)
     if not balanced or work.head_flops_per_token <= 0:
         return np.asarray(layers), head
@@ -150,6 +156,9 @@ def _compute_seconds_arrays(
         layer_gemm * inverse * (hw - frozen) + attention * inverse_attention * hw
     )
     per_token = per_token + head_on_stage * head * inverse_head * (hw - frozen)
+    if work.mtp_layers:  # each MTP depth's eh_proj 2h→h and head pass, at the head's efficiency
+        mtp_gemm = 6.0 * work.mtp_layers * work.hidden * (2.0 * work.hidden + work.vocab)
+        per_token = per_token + head_on_stage * mtp_gemm * inverse_head * (hw - frozen)
     full = full_replay_share(work, lay)  # the share of the layers' forward replayed
     if si.adapter_params > 0:
         adapter_flops = si.adapter_params * (6.0 + 2.0 * full)
@@ -168,8 +177,9 @@ def _compute_seconds_arrays(
         t_mem = t_mem + _permutation_seconds(work, cluster, lay, stage_tokens)
     stack = work.stack
     if work.vocab:
-        t_mem = t_mem + head_on_stage * tokens_mb * work.vocab * stack.loss_bytes_per_logit / (
-            tp * cluster.memory_bytes_per_s
+        losses = 1.0 + work.mtp_layers  # the main loss and one per MTP depth
+        t_mem = t_mem + head_on_stage * losses * tokens_mb * work.vocab * (
+            stack.loss_bytes_per_logit / (tp * cluster.memory_bytes_per_s)
         )
     trained = si.adapter_params if si.frozen else work.params_total
     accumulate = trained / (tp * pp) * stack.grad_accumulation_bytes_per_param
@@ -223,7 +233,7 @@ def _executed_flops_per_token(
         executed = executed - (work.model_flops_per_token - attention) / 3.0
     if si.adapter_params > 0:
         executed = executed + si.adapter_params * (6.0 + 2.0 * full_replay_share(work, lay))
-    return np.asarray(executed)
+    return np.asarray(executed + work.mtp_flops_per_token)
 
 
 def _unfused_attention_inverse_efficiency(

@@ -30,6 +30,7 @@ from llm_planner.core.quantities.flops import (
     attention_forward_flops_per_token,
     mfu_flops_per_token,
     model_flops_per_token,
+    mtp_flops_per_token,
 )
 from llm_planner.core.quantities.stacks import StackProfile, get_stack
 from llm_planner.core.sections.parallelism.layout import RECOMPUTE_CODES, Layouts
@@ -115,6 +116,15 @@ class Workload:
     """How full recomputation covers a stage (``TrainingInputs.recompute_method``)."""
     recompute_layers: int | None = None
     """Its N; None: every layer alone (``hw_flops_factor`` full is then every layer's)."""
+    mtp_layers: int = 0
+    """Multi-token prediction depths (``TrainingInputs.mtp_layers``): each one more layer of
+    the model's last kind on the last pipeline stage (a slot of the stage split, priced as
+    one of its layers), its 2h→h projection and one more output-head pass and loss
+    (:func:`.flops.mtp_flops_per_token`); not part of model_flops_per_token, part of
+    mfu_flops_per_token."""
+    mtp_flops_per_token: float = 0.0
+    """FLOPs per token of the MTP depths, forward + backward, attention included
+    (:func:`.flops.mtp_flops_per_token`): what executed FLOPs add for them."""
     tied_embedding_params: float = 0.0
     """Parameters of an input embedding tied to the output head (V·h), 0 when untied: with a
     pipeline the two copies sit on the first and the last stage and their gradients are
@@ -269,7 +279,11 @@ def workload_of(
         top_k=arch.moe.experts_per_token if arch.moe else 0,
         model_flops_per_token=model,
         mfu_flops_per_token=mfu_flops_per_token(
-            arch, seq_len, counts.active * scale, include_attention=include_attention_flops
+            arch,
+            seq_len,
+            counts.active * scale,
+            include_attention=include_attention_flops,
+            mtp_layers=ti.mtp_layers,
         ),
         hw_flops_factor=(float(factors[0]), float(factors[1]), float(factors[2])),
         elementwise_bytes=elementwise_bytes_of(arch, ti_s),
@@ -310,6 +324,8 @@ def workload_of(
         ),
         recompute_method=ti.recompute_method,
         recompute_layers=ti.recompute_layers,
+        mtp_layers=ti.mtp_layers,
+        mtp_flops_per_token=mtp_flops_per_token(arch, seq_len, ti.mtp_layers),
     )
 
 
