@@ -1,6 +1,6 @@
 """Entries that share what a term depends on, priced once: dense codes of a few columns of
 small non-negative integers (parallel degrees, ZeRO stages, policy codes), in O(n) with a
-bincount rather than a sort.
+scatter into a table as long as the values' range, rather than a sort.
 
 The layout search prices millions of candidate layouts as numpy arrays; a term that
 depends on a few of their degrees (the data-parallel time on tp, pp, dp, ZeRO…; a
