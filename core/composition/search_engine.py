@@ -19,6 +19,8 @@ from llm_planner.core.composition.search_layouts import (
     SearchResult,
     SearchRow,
     enumerate_layouts,
+    layout_rows,
+    layouts_of_rows,
 )
 from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
@@ -235,6 +237,10 @@ def _sliced(lay: par.Layouts, start: int, stop: int) -> par.Layouts:
     return par.Layouts(**{name: getattr(lay, name)[start:stop] for name in par.LAYOUT_FIELDS})
 
 
+def _as_layouts(part: par.Layouts | list[par.LayoutRow]) -> par.Layouts:
+    return layouts_of_rows(part) if isinstance(part, list) else part
+
+
 def _concatenated(parts: list[par.Layouts]) -> par.Layouts:
     return par.Layouts(
         **{name: np.concatenate([getattr(p, name) for p in parts]) for name in par.LAYOUT_FIELDS}
@@ -333,11 +339,21 @@ def _first_that_fits(
     and the answer is the first count, in order, with a layout that fits."""
     if options.max_tp is None:  # as _run: tensor parallelism inside a node
         options = options.model_copy(update={"max_tp": problem.gpus_per_node})
-    pieces: list[tuple[int, int, par.Layouts]] = []  # (count, its global batch, layouts)
+    pieces: list[_Piece] = []  # (count, its global batch, layouts)
     for i, (n, batch) in enumerate(counts):
-        lay = enumerate_layouts(problem.arch, n, batch, options)
-        plain = lay.tp == 1
-        split = [lay.take(plain), lay.take(~plain)] if 0 < plain.sum() < len(lay) else [lay]
+        rows = layout_rows(problem.arch, n, batch, options)
+        split: list[par.Layouts] | list[list[par.LayoutRow]]
+        if rows is not None:  # a few: as Python tuples, split in the arrays' order
+            plain_rows = [r for r in rows if r[0] == 1]
+            split = (
+                [plain_rows, [r for r in rows if r[0] != 1]]
+                if 0 < len(plain_rows) < len(rows)
+                else [rows]
+            )
+        else:
+            lay = enumerate_layouts(problem.arch, n, batch, options)
+            plain = lay.tp == 1
+            split = [lay.take(plain), lay.take(~plain)] if 0 < plain.sum() < len(lay) else [lay]
         pieces += [(n, batch, part) for part in split if len(part)]
         if i == 0 and pieces and _fitting_count(problem, pieces[:1]) is not None:
             return n  # the first count's layouts without tp: no other count enumerated
@@ -351,21 +367,36 @@ def _first_that_fits(
     return None
 
 
-def _fitting_count(problem: _Problem, group: list[tuple[int, int, par.Layouts]]) -> int | None:
+_Piece = tuple[int, int, par.Layouts | list[par.LayoutRow]]
+"""(count, its global batch, some of its layouts: as arrays, or as Python tuples where the
+enumeration gave few, :func:`.search_layouts.layout_rows`)."""
+
+
+def _fitting_count(problem: _Problem, group: list[_Piece]) -> int | None:
     """The first count of ``group`` ((count, global batch, layouts) pieces) with a layout
     whose peak fits the GPU; None if none. A few layouts: piece by piece, each up to its
-    first layout that fits (:func:`.parallelism.some_peak_fits`); many: screened in one
-    call (the screen is element-wise: a layout's peak is the same screened alone or among
-    others)."""
-    capacity = problem.cluster.memory_bytes
+    first layout that fits (:func:`.parallelism.some_peak_fits`; layouts given as tuples
+    without arrays, :func:`.parallelism.row_arguments`); many: screened in one call (the
+    screen is element-wise: a layout's peak is the same screened alone or among others)."""
+    capacity = problem.gpu.memory_bytes  # the cluster's (not built for a screen alone)
     if sum(len(part) for *_, part in group) <= par.FIRST_FIT_UP_TO:
         for n, batch, part in group:
-            m = par.microbatches_per_step(batch, part)
-            if par.some_peak_fits(part, problem.memory, m=m, capacity=capacity):
+            if isinstance(part, list):
+                some = par.some_fits(problem.memory, par.row_arguments(part, batch), capacity)
+            else:
+                m = par.microbatches_per_step(batch, part)
+                some = par.some_peak_fits(part, problem.memory, m=m, capacity=capacity)
+            if some:
                 return n
         return None
-    lay = group[0][2] if len(group) == 1 else _concatenated([part for *_, part in group])
-    m = np.concatenate([par.microbatches_per_step(batch, part) for _, batch, part in group])
+    parts = [_as_layouts(part) for *_, part in group]
+    lay = parts[0] if len(parts) == 1 else _concatenated(parts)
+    m = np.concatenate(
+        [
+            par.microbatches_per_step(batch, part)
+            for (_, batch, _), part in zip(group, parts, strict=True)
+        ]
+    )
     fits = par.screen_peaks(lay, problem.memory, m=m) <= capacity
     offset = 0
     for n, _, part in group:

@@ -4,6 +4,8 @@ layout as numpy arrays (:mod:`.search`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -159,9 +161,10 @@ class SearchResult(BaseModel):
 # --------------------------------------------------------------------- enumeration
 
 
-def _divisors(n: int) -> list[int]:
+@lru_cache(maxsize=256)  # arithmetic on n alone (no input enters it): a table, not a memo
+def _divisors(n: int) -> tuple[int, ...]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted({*small, *(n // d for d in small)})
+    return tuple(sorted({*small, *(n // d for d in small)}))
 
 
 def _tp_allowed(arch: Architecture, tp: int, max_tp: int | None) -> bool:
@@ -187,6 +190,65 @@ def enumerate_layouts(
     GPUs/(tp·cp·pp), the sequence splits into 2·cp chunks (Megatron-Core's causal load
     balance), ep divides dp·cp (the experts' data parallelism includes cp).
     """
+    base, combo_list = _candidates(arch, num_gpus, global_batch, options, seq_len)
+    if not base:
+        return _empty_layouts()
+    if 0 < len(base) * len(combo_list) <= ENUMERATED_IN_PYTHON_BELOW:
+        rows = _few_rows(base, combo_list, zero_with_pipeline=options.zero_with_pipeline)
+        if rows:
+            return layouts_of_rows(rows)
+    table = np.array(base, dtype=np.int64)
+    combos = np.array(combo_list, dtype=np.int64)
+    rows_ = np.repeat(table, len(combos), axis=0)
+    extra = np.tile(combos, (len(table), 1))
+    tp_, pp_, dp_, b_, v_, ep_, cp_ = (rows_[:, i] for i in range(7))
+    zero, rc, sp = extra[:, 0], extra[:, 1], extra[:, 2].astype(bool)
+    keep = ~(sp & (tp_ == 1))
+    if not options.zero_with_pipeline:
+        keep &= ~((zero >= 2) & (pp_ > 1))
+    lay = par.Layouts(
+        tp=tp_,
+        pp=pp_,
+        dp=dp_,
+        ep=ep_,
+        zero=zero,
+        shard=dp_ * cp_,
+        micro_batch=b_,
+        v=v_,
+        gpipe=np.zeros(len(rows_), dtype=bool),
+        sp=sp,
+        recompute=rc,
+        cp=cp_,
+    )
+    return lay.take(np.flatnonzero(keep))
+
+
+def layout_rows(
+    arch: Architecture,
+    num_gpus: int,
+    global_batch: int,
+    options: SearchOptions,
+    seq_len: int = 0,
+) -> list[par.LayoutRow] | None:
+    """:func:`enumerate_layouts`' layouts as Python tuples (:data:`.parallelism.LayoutRow`),
+    in its order, where they are few (at most :data:`ENUMERATED_IN_PYTHON_BELOW` candidates
+    before filtering); None where they are many. The fewest-GPUs screen prices a few of a
+    dozen one by one: it needs no arrays."""
+    base, combo_list = _candidates(arch, num_gpus, global_batch, options, seq_len)
+    if len(base) * len(combo_list) > ENUMERATED_IN_PYTHON_BELOW:
+        return None
+    return _few_rows(base, combo_list, zero_with_pipeline=options.zero_with_pipeline)
+
+
+def _candidates(
+    arch: Architecture,
+    num_gpus: int,
+    global_batch: int,
+    options: SearchOptions,
+    seq_len: int,
+) -> tuple[list[tuple[int, int, int, int, int, int, int]], list[tuple[int, int, int]]]:
+    """(every (tp, pp, dp, micro-batch, v, ep, cp), every (ZeRO stage, recompute code, SP))
+    :func:`enumerate_layouts` combines, before its filters on SP and ZeRO with a pipeline."""
     base: list[tuple[int, int, int, int, int, int, int]] = []
     experts = arch.moe.num_experts if arch.moe else 1
     cps = options.context_parallel or ((1, 2, 4, 8) if seq_len >= LONG_CONTEXT_TOKENS else (1,))
@@ -216,7 +278,7 @@ def enumerate_layouts(
                         continue
                     base.extend((tp, pp, dp, b, v, e, cp) for e in eps)
     if not base:
-        return _empty_layouts()
+        return base, []
     combo_list = [
         (z, rc, int(sp))
         for z in options.zero_stages
@@ -224,34 +286,7 @@ def enumerate_layouts(
         if par.RECOMPUTE_CODES[rc] in options.recompute
         for sp in options.sequence_parallel
     ]
-    if 0 < len(base) * len(combo_list) <= ENUMERATED_IN_PYTHON_BELOW:
-        few = _few_layouts(base, combo_list, zero_with_pipeline=options.zero_with_pipeline)
-        if few is not None:
-            return few
-    table = np.array(base, dtype=np.int64)
-    combos = np.array(combo_list, dtype=np.int64)
-    rows = np.repeat(table, len(combos), axis=0)
-    extra = np.tile(combos, (len(table), 1))
-    tp_, pp_, dp_, b_, v_, ep_, cp_ = (rows[:, i] for i in range(7))
-    zero, rc, sp = extra[:, 0], extra[:, 1], extra[:, 2].astype(bool)
-    keep = ~(sp & (tp_ == 1))
-    if not options.zero_with_pipeline:
-        keep &= ~((zero >= 2) & (pp_ > 1))
-    lay = par.Layouts(
-        tp=tp_,
-        pp=pp_,
-        dp=dp_,
-        ep=ep_,
-        zero=zero,
-        shard=dp_ * cp_,
-        micro_batch=b_,
-        v=v_,
-        gpipe=np.zeros(len(rows), dtype=bool),
-        sp=sp,
-        recompute=rc,
-        cp=cp_,
-    )
-    return lay.take(np.flatnonzero(keep))
+    return base, combo_list
 
 
 ENUMERATED_IN_PYTHON_BELOW = 512
@@ -259,23 +294,24 @@ ENUMERATED_IN_PYTHON_BELOW = 512
 search's few dozen: cheaper than a dozen array operations); the same layouts either way."""
 
 
-def _few_layouts(
+def _few_rows(
     base: list[tuple[int, int, int, int, int, int, int]],
     combos: list[tuple[int, int, int]],
     *,
     zero_with_pipeline: bool,
-) -> par.Layouts | None:
-    """:func:`enumerate_layouts`' arrays built from Python lists: every (layout, ZeRO stage,
-    recompute, sequence parallel) in the same order, without sequence parallelism at tp 1
-    or ZeRO-2/3 with a pipeline unless allowed; None when none is left."""
-    rows = [
+) -> list[par.LayoutRow]:
+    """Every (layout, ZeRO stage, recompute, sequence parallel) in :func:`enumerate_layouts`'
+    order, without sequence parallelism at tp 1 or ZeRO-2/3 with a pipeline unless allowed."""
+    return [
         (*row, z, rc, sp)
         for row in base
         for z, rc, sp in combos
         if not (sp and row[0] == 1) and (zero_with_pipeline or not (z >= 2 and row[1] > 1))
     ]
-    if not rows:
-        return None
+
+
+def layouts_of_rows(rows: Sequence[par.LayoutRow]) -> par.Layouts:
+    """The :class:`.parallelism.Layouts` of some :func:`layout_rows` (at least one)."""
     tp_, pp_, dp_, b_, v_, ep_, cp_, zero, rc, sp = np.array(rows, dtype=np.int64).T.copy()
     return par.Layouts(
         tp=tp_,

@@ -20,11 +20,12 @@ def layer_groups(
     (:func:`layers_differ`), else each layer's own (:meth:`Architecture.layer_matrices`
     with its index) grouped: Nemotron-H's Mamba-2, attention and MLP layers, Qwen3.5's
     Gated DeltaNet and attention layers, Gemma 4's local, global and KV-sharing layers."""
+    if not layers_differ(arch):  # the kind's count as the layer counts have it
+        n = arch.moe_layers if moe_layer else arch.dense_layers
+        return ((arch.layer_matrices(moe_layer), n),) if n else ()
     kind = [i for i in range(arch.layers) if arch.is_moe_layer(i) == moe_layer]
     if not kind:
         return ()
-    if not layers_differ(arch):
-        return ((arch.layer_matrices(moe_layer), len(kind)),)
     groups: dict[tuple[LayerMatrix, ...], int] = {}
     for i in kind:
         mats = arch.layer_matrices(index=i)

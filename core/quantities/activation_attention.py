@@ -423,7 +423,9 @@ def attention_tensors(arch: Architecture, cfg: LedgerConfig) -> list[SavedTensor
     for target in ("q", "k", "v"):
         out += lora_tensor(cfg, target, sd, "attention")
     out += qk_norm_tensors(arch, cfg)
-    kv_per_gpu_heads = np.minimum(cfg.tp, arch.kv_heads)  # kv heads replicate when t > kv
+    # kv heads replicate when t > kv (Python's min on one layout's t: the same number)
+    tp = cfg.tp
+    kv_per_gpu_heads = min(tp, arch.kv_heads) if type(tp) is int else np.minimum(tp, arch.kv_heads)
     kv_elems = sd * kv * cfg.tp / kv_per_gpu_heads  # divided by t later
     qkv_flops = 2.0 * sd * h * (q + 2 * kv)
     core = _flash_core if cfg.flash else _eager_core

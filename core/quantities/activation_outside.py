@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.activation_profiles import HF_MODULES, ImplementationProfile
 from llm_planner.core.quantities.activation_tensors import (
     FP32,
@@ -184,11 +185,51 @@ def _outside_parts(
     flash: bool,
 ) -> tuple[list[SavedTensor], list[SavedTensor], list[SavedTensor]]:
     """:func:`outside_tensors` in three parts, in its order: the first stage's alone, those
-    every stage holds, the last stage's alone."""
+    every stage holds, the last stage's alone.
+
+    The tensors are kept by what they depend on (:func:`_kept_outside_parts`): not tp nor
+    sequence parallelism (they set each tensor's divisor, :func:`.tensor_bytes`), and of
+    the policy only whether full recomputation holds eager attention's mask, so the memory
+    terms' pricings of one micro-batch under several (tp, SP, policy) share one list. An
+    array ``micro_batch`` (the vectorised callers) cannot be kept: built afresh."""
+    del tp  # the tensors' elements do not depend on it
+    first, shared, last = _kept_outside_parts(
+        arch,
+        seq_len,
+        micro_batch,
+        profile,
+        dropout,
+        activation_dtype,
+        lora,
+        mask_held(recompute, flash),
+    )
+    return list(first), list(shared), list(last)
+
+
+def mask_held(recompute: RecomputeKind | str, flash: bool) -> bool:
+    """Whether the tensors outside the layers include eager attention's causal mask held by
+    the layer checkpoints (under a profile of Hugging Face modules): full recomputation
+    without flash attention, the one policy the outside tensors depend on."""
+    return recompute == "full" and not flash
+
+
+@kept()
+def _kept_outside_parts(  # noqa: PLR0917 (positional: the kept function's key)
+    arch: Architecture,
+    seq_len: int,
+    micro_batch: Num,
+    profile: str | ImplementationProfile,
+    dropout: bool,
+    activation_dtype: str,
+    lora: bool,
+    mask_held: bool,
+) -> tuple[tuple[SavedTensor, ...], tuple[SavedTensor, ...], tuple[SavedTensor, ...]]:
+    """:func:`_outside_parts`' tensors (``mask_held``: full recomputation without flash
+    attention, the one policy whose tensors differ). Shared: tuples."""
     cfg = ledger_config(
         seq_len=seq_len,
         micro_batch=micro_batch,
-        tp=tp,
+        tp=1,
         profile=profile,
         flash=False,
         dropout=dropout,
@@ -238,7 +279,7 @@ def _outside_parts(
                 "none",
             )
         )
-    if p.hf_modules and recompute == "full" and not flash and arch.recurrent is None:
+    if p.hf_modules and mask_held and arch.recurrent is None:
         # eager attention gets a 4-D additive causal mask (b, 1, s, s) in the activation
         # dtype (masking_utils.create_causal_mask); each checkpointed layer holds it as an
         # input until its backward: one tensor, shared (modeling_layers.py
@@ -314,7 +355,7 @@ def _outside_parts(
                 "tp",
             )
         )
-    return first, shared, last
+    return tuple(first), tuple(shared), tuple(last)
 
 
 def logits_working_bytes(

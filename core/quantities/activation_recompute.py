@@ -150,6 +150,9 @@ def selective_drops(
     """Whether Megatron's selective recompute with ``modules`` drops the saved tensor ``t``
     (:data:`MEGATRON_RECOMPUTE_MODULES` says what each module's checkpoint keeps: the
     checkpointed module's input stays, everything it saved inside goes)."""
+    if len(modules) == 1:  # the default (the attention core): no generator for one module
+        (module,) = modules
+        return _drops(module, t, moe_layer, mla)
     return any(_drops(m, t, moe_layer, mla) for m in modules)
 
 

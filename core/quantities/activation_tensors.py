@@ -86,7 +86,10 @@ def shard_divisor(shard: Shard, tp: Num, sequence_parallel: bool) -> Num:
 
 
 def tensor_bytes(t: SavedTensor, tp: Num, sequence_parallel: bool) -> Num:
-    return t.elements * t.bytes_per_element / shard_divisor(t.shard, tp, sequence_parallel)
+    # shard_divisor written out: priced for every tensor of every pricing
+    shard = t.shard
+    divisor = tp if shard == "tp" or (shard == "sp" and sequence_parallel) else 1
+    return t.elements * t.bytes_per_element / divisor
 
 
 def ledger_entry(t: SavedTensor, size: float, *, kept: bool = True) -> LedgerEntry:

@@ -32,7 +32,7 @@ no Python branch depends on their values), for the parallel-layout search to vec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from llm_planner.core.primitives.architecture import LORA_TARGETS, Architecture
@@ -87,6 +87,7 @@ __all__ = [
     "get_profile",
     "layer_activations",
     "layer_forward_flops",
+    "layer_kept_at",
     "layer_kept_bytes",
     "layer_saved_tensors",
     "logits_working_bytes",
@@ -113,22 +114,46 @@ def _recompute_split(
     arch: Architecture,
 ) -> tuple[Num, Num, Num]:
     """(kept bytes, one layer's recompute working set, recomputed forward FLOPs) per layer."""
+    return _recompute_detail(
+        tensors, tp, sequence_parallel, recompute, threshold_bytes, cfg=cfg, arch=arch
+    )[:3]
+
+
+_Split = tuple[Num, Num, Num, list[Num], list[bool] | None]
+"""(kept, working set, recomputed FLOPs, each tensor's bytes, whether Megatron's selective
+drops each tensor (None under the other policies))."""
+
+
+def _recompute_detail(
+    tensors: list[SavedTensor],
+    tp: Num,
+    sequence_parallel: bool,
+    recompute: RecomputeKind,
+    threshold_bytes: Num,
+    *,
+    cfg: LedgerConfig,
+    arch: Architecture,
+) -> _Split:
+    """:func:`_recompute_split` with what it read of each tensor (the ledger's lines reuse
+    it: :func:`layer_activations`)."""
     all_bytes = [tensor_bytes(t, tp, sequence_parallel) for t in tensors]
     total = sum(all_bytes)
     if recompute == "none":
-        return total, 0.0, 0.0
+        return total, 0.0, 0.0, all_bytes, None
     if recompute == "full":
         # keep the layer input (Megatron stores it sharded along s with SP; partitioned over
         # tp or on the host: CHECKPOINT_PLACEMENTS), rerun the layer
         split = cfg.checkpoint_placement == "partitioned" or sequence_parallel
         on_gpu = 0.0 if cfg.checkpoint_placement == "cpu" else 1.0
         kept = on_gpu * cfg.s * cfg.b * arch.hidden_size * cfg.act / (tp if split else 1)
-        return kept, total, -1.0  # -1: the whole layer's forward (computed by the caller)
+        # -1: the whole layer's forward (computed by the caller)
+        return kept, total, -1.0, all_bytes, None
     if recompute == "selective" and _op_sac_applies(cfg, arch):
         sac = op_sac_tensors(arch, cfg, sequence_parallel, moe_layer=_is_moe_ledger(tensors))
         kept = sum(tensor_bytes(t, tp, sequence_parallel) for t in sac)
         fwd = layer_forward_flops(arch, cfg.s, cfg.b, _is_moe_ledger(tensors)) / tp
-        return kept, total, fwd - _op_sac_saved_flops(arch, cfg, _is_moe_ledger(tensors)) / tp
+        saved = _op_sac_saved_flops(arch, cfg, _is_moe_ledger(tensors)) / tp
+        return kept, total, fwd - saved, all_bytes, None
     if recompute == "selective":
         # Megatron recomputes the modules of --recompute-modules (default the attention core,
         # QK^T, softmax, dropout, P·V, from Q, K, V): :mod:`.activation_recompute`
@@ -139,7 +164,7 @@ def _recompute_split(
         t.producer_flops / tp * (x > threshold_bytes)
         for x, t in zip(all_bytes, tensors, strict=True)
     )
-    return total - dropped, dropped, flops
+    return total - dropped, dropped, flops, all_bytes, None
 
 
 def _megatron_selective(
@@ -149,21 +174,19 @@ def _megatron_selective(
     *,
     cfg: LedgerConfig,
     arch: Architecture,
-) -> tuple[Num, Num, Num]:
-    """(kept, working set, recomputed forward FLOPs per GPU) under Megatron's selective
-    recompute of ``cfg.recompute_modules``: the dropped tensors are the working set; the
-    attention core replays 4·b·s²·a·d when its tensors are saved (none under flash), the
-    checkpointed MLP / MoE modules their GEMMs (:func:`.selective_module_flops`)."""
-    modules, moe = cfg.recompute_modules, _is_moe_ledger(tensors)
-    dropped = sum(
-        x
-        for x, t in zip(all_bytes, tensors, strict=True)
-        if selective_drops(t, modules, moe_layer=moe, mla=arch.mla is not None)
-    )
+) -> _Split:
+    """(kept, working set, recomputed forward FLOPs per GPU, the bytes, which tensors are
+    dropped) under Megatron's selective recompute of ``cfg.recompute_modules``: the dropped
+    tensors are the working set; the attention core replays 4·b·s²·a·d when its tensors
+    are saved (none under flash), the checkpointed MLP / MoE modules their GEMMs
+    (:func:`.selective_module_flops`)."""
+    modules, moe, mla = cfg.recompute_modules, _is_moe_ledger(tensors), arch.mla is not None
+    drops = [selective_drops(t, modules, moe_layer=moe, mla=mla) for t in tensors]
+    dropped = sum(x for x, drop in zip(all_bytes, drops, strict=True) if drop)
     has_core = "core_attn" in modules and any(t.attention_core for t in tensors)
     flops = 4.0 * cfg.b * cfg.s * cfg.s * arch.q_size / cfg.tp if has_core else 0.0
     flops = flops + selective_module_flops(arch, cfg.s * cfg.b, modules, moe_layer=moe) / cfg.tp
-    return total - dropped, dropped, flops
+    return total - dropped, dropped, flops, all_bytes, drops
 
 
 def _op_sac_applies(cfg: LedgerConfig, arch: Architecture) -> bool:
@@ -343,6 +366,29 @@ def _kept_layer_tensors(
     return tuple(_layer_tensors(arch, cfg, moe_layer))
 
 
+_EXACT = 2**53
+"""Integers below this are exact in a float64."""
+
+
+def _tensors_key(arch: Architecture, cfg: LedgerConfig) -> LedgerConfig:
+    """``cfg`` as the layer's tensors see it: tp enters their elements only where kv heads
+    replicate (:func:`.activation_attention.attention_tensors`: s·b·kv·t ÷ min(t, kv heads),
+    the same s·b·kv for every t up to the kv heads while the product is an exact float), so
+    such a t prices the tensors of t = 1 and one estimate's tp degrees share them; the
+    divisors that tp and sequence parallelism set are applied after
+    (:func:`.tensor_bytes`)."""
+    tp = cfg.tp
+    if (
+        type(tp) is int
+        and 1 < tp <= arch.kv_heads
+        and type(cfg.s) is int
+        and type(cfg.b) is int
+        and cfg.s * cfg.b * arch.kv_size * tp < _EXACT
+    ):
+        return replace(cfg, tp=1)
+    return cfg
+
+
 def layer_activations(
     arch: Architecture,
     seq_len: int,
@@ -394,21 +440,18 @@ def layer_activations(
     fwd = float(layer_forward_flops(arch, seq_len, micro_batch, moe)) / tp
 
     op_sac = recompute == "selective" and _op_sac_applies(cfg, arch)
-
-    def keeps(t: SavedTensor, size: float) -> bool:
-        if op_sac:
-            return False
-        if recompute == "selective":
-            return not selective_drops(
-                t, cfg.recompute_modules, moe_layer=moe, mla=arch.mla is not None
-            )
-        if recompute == "threshold":
-            return size <= x
-        return recompute == "none"
-
-    sizes = [float(tensor_bytes(t, tp, sequence_parallel)) for t in tensors]
+    sizes = [float(size) for size in split.sizes]  # each tensor's tensor_bytes
+    if op_sac:
+        keeps = [False] * len(sizes)
+    elif split.drops is not None:  # Megatron's selective: what it does not drop
+        keeps = [not drop for drop in split.drops]
+    elif recompute == "threshold":
+        keeps = [size <= x for size in sizes]
+    else:
+        keeps = [recompute == "none"] * len(sizes)
     ledger = [
-        ledger_entry(t, size, kept=keeps(t, size)) for t, size in zip(tensors, sizes, strict=True)
+        ledger_entry(t, size, kept=keep)
+        for t, size, keep in zip(tensors, sizes, keeps, strict=True)
     ]
     saved = float(sum(e.bytes for e in ledger))
     if op_sac:
@@ -454,7 +497,7 @@ def layer_saved_tensors(
     """The tensors :func:`layer_activations` lists with the same arguments, before
     recomputation, without building its ledger lines (each line is a tensor with its
     :func:`tensor_bytes`)."""
-    return _layer_split(arch, seq_len, micro_batch, **options).tensors
+    return _layer_split(arch, seq_len, micro_batch, split=False, **options).tensors
 
 
 class _LayerSplit(NamedTuple):
@@ -465,6 +508,8 @@ class _LayerSplit(NamedTuple):
     kept: Num
     working: Num
     flops: Num
+    sizes: list[Num]
+    drops: list[bool] | None
 
 
 def _layer_split(
@@ -486,10 +531,12 @@ def _layer_split(
     recompute_modules: tuple[str, ...] = ("core_attn",),
     checkpoint_placement: str = "gpu",
     gemm_input: tuple[str, float] | None = None,
+    split: bool = True,
 ) -> _LayerSplit:
     """The layer's saved tensors and their split under the recomputation policy
     (:func:`_recompute_split`), shared by :func:`layer_activations` and
-    :func:`layer_kept_bytes` (the arguments are theirs)."""
+    :func:`layer_kept_bytes` (the arguments are theirs); ``split`` False: the tensors alone
+    (:func:`layer_saved_tensors`)."""
     moe = arch.moe is not None if moe_layer is None else moe_layer
     cfg = ledger_config(
         seq_len=seq_len,
@@ -505,9 +552,32 @@ def _layer_split(
         checkpoint_placement=checkpoint_placement,
         gemm_input=gemm_input,
     )
-    tensors = list(_kept_layer_tensors(arch, cfg, moe))
+    tensors = list(_kept_layer_tensors(arch, _tensors_key(arch, cfg), moe))
     x = float("inf") if threshold_bytes is None else threshold_bytes
-    kept, working, flops = _recompute_split(
+    if not split:
+        return _LayerSplit(cfg, moe, tensors, x, 0.0, 0.0, 0.0, [], None)
+    kept, working, flops, sizes, drops = _recompute_detail(
         tensors, tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
     )
-    return _LayerSplit(cfg, moe, tensors, x, kept, working, flops)
+    return _LayerSplit(cfg, moe, tensors, x, kept, working, flops, sizes, drops)
+
+
+def layer_kept_at(
+    arch: Architecture,
+    cfg: LedgerConfig,
+    *,
+    moe_layer: bool,
+    sequence_parallel: bool,
+    recompute: RecomputeKind,
+    threshold_bytes: float | None,
+) -> tuple[float, float]:
+    """:func:`layer_kept_bytes` given its pricing configuration (``cfg``, at its tp: what
+    :func:`_layer_split` builds from the options), the same arithmetic: the memory terms
+    price one configuration under several sequence-parallel settings and policies
+    (:mod:`.training_activations`)."""
+    tensors = list(_kept_layer_tensors(arch, _tensors_key(arch, cfg), moe_layer))
+    x = float("inf") if threshold_bytes is None else threshold_bytes
+    kept, working, _ = _recompute_split(
+        tensors, cfg.tp, sequence_parallel, recompute, x, cfg=cfg, arch=arch
+    )
+    return float(kept), float(working)

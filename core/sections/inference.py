@@ -27,6 +27,7 @@ from llm_planner.core.primitives.dtypes import bytes_per_element
 from llm_planner.core.primitives.figures import Figure, Unit
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.primitives.kept import kept
+from llm_planner.core.primitives.layer_matrices import layers_differ
 from llm_planner.core.quantities.comm import sms_of
 from llm_planner.core.quantities.engines import get_engine
 from llm_planner.core.quantities.flops import attention_forward_flops_per_token
@@ -90,15 +91,30 @@ def kv_cache_bytes(arch: Architecture, context: int, batch: int, kv_dtype: str) 
     transformers 5.24.0 ``modeling_gemma4.py``, ``Gemma4TextAttention.is_kv_shared_layer``).
     """
     windowed, full = _kv_elements_per_token(arch)
-    window_tokens = min(context, arch.sliding_window) if arch.sliding_window else context
     width = bytes_per_element(kv_dtype)
+    return _kv_bytes(windowed, full, arch.sliding_window, width=width, context=context, batch=batch)
+
+
+def _kv_bytes(
+    windowed: int, full: int, window: int | None, *, width: float, context: int, batch: int
+) -> float:
+    """:func:`kv_cache_bytes` from the cached elements per token of the windowed layers and
+    the others, the window and the bytes per element."""
+    window_tokens = min(context, window) if window else context
     return (windowed * window_tokens + full * context) * width * batch
 
 
 @kept()
 def _kv_elements_per_token(arch: Architecture) -> tuple[int, int]:
     """(windowed layers', other layers') cached elements per token, summed over the layers
-    that cache (:func:`kv_cache_bytes`), once per (frozen) shapes."""
+    that cache (:func:`kv_cache_bytes`), once per (frozen) shapes: the layer counts times
+    one layer's where every attention layer caches alike (:func:`.layer_matrices.
+    layers_differ` false: no global layer of its own width, no KV-sharing layer, no hybrid),
+    else layer by layer."""
+    if not layers_differ(arch):
+        per = kv_elements_per_token_per_layer(arch)
+        windowed_layers = arch.windowed_attention_layers
+        return windowed_layers * per, (arch.attention_layers - windowed_layers) * per
     windowed = full = 0
     for i in range(arch.layers):
         if not arch.is_attention_layer(i) or (arch.kv_shared_layers and arch.shares_kv(i)):
@@ -166,6 +182,11 @@ def activation_bytes(
     for MoE; the q, k, v projections), split over N GPUs. Assumes FlashAttention (no
     s × s score matrix) and that a layer's inputs are freed once it ends, as in inference.
     """
+    return step_tokens * _activation_width(arch, num_gpus) * bytes_per_element(activation_dtype)
+
+
+def _activation_width(arch: Architecture, num_gpus: int) -> float:
+    """2·h + the widest intermediate ÷ N (:func:`activation_bytes`)."""
     multiplier = 2 if arch.gated else 1
     widths = [multiplier * arch.ffn_size, arch.q_size + 2 * arch.kv_size]
     if arch.recurrent is not None:  # in_proj output: x and z (Mamba), + B, C, dt (Mamba-2)
@@ -177,7 +198,7 @@ def activation_bytes(
             multiplier * moe.expert_ffn_size * (moe.experts_per_token + moe.num_shared_experts)
         )
     widest = max(widths) / num_gpus
-    return step_tokens * (2 * arch.hidden_size + widest) * bytes_per_element(activation_dtype)
+    return 2 * arch.hidden_size + widest
 
 
 def logits_bytes(arch: Architecture, batch: int, logits_dtype: str) -> float:
@@ -209,18 +230,42 @@ def memory_per_gpu(
     arch: Architecture, params_total: float, inputs: InferenceInputs, batch: int, context: int
 ) -> MemoryPerGPU:
     """Per-GPU memory at ``batch`` × ``context`` under ``inputs`` (TP over num_gpus)."""
+    return memory_model(arch, params_total, inputs)(batch, context)
+
+
+@kept(maxsize=16)  # by the (frozen) inputs: the section, its largest batch and context and
+# the serving replica ask for the same one
+def memory_model(
+    arch: Architecture, params_total: float, inputs: InferenceInputs
+) -> Callable[[int, int], MemoryPerGPU]:
+    """(batch, context) → :func:`memory_per_gpu`: the weights, the cache's elements per token
+    and every width and share worked out once (the largest batch and context evaluate a
+    dozen pairs), each item the same operations on the same floats: the weights ÷ N, the
+    KV cache (:func:`kv_cache_bytes`) × this GPU's share (:func:`kv_fraction_per_gpu`),
+    the runtime context, the activations of the step (:func:`activation_bytes`), the
+    logits (:func:`logits_bytes`) and the recurrent state ÷ N."""
     n = inputs.num_gpus
-    step_tokens = min(batch * context, inputs.prefill_chunk_tokens)
-    return MemoryPerGPU(
-        weights=replica_weights_bytes(params_total, inputs) / n,
-        kv_cache=kv_cache_bytes(arch, context, batch, inputs.kv_dtype)
-        * kv_fraction_per_gpu(arch, n),
-        cuda_context=inputs.cuda_context_bytes,
-        activations=activation_bytes(arch, step_tokens, n, inputs.activation_dtype),
-        logits=logits_bytes(arch, batch, inputs.logits_dtype),
-        # tensor parallelism splits the recurrent channels / heads (d_inner) over the GPUs
-        state=recurrent_state_bytes(arch, batch, inputs.kv_dtype) / n,
-    )
+    weights = replica_weights_bytes(params_total, inputs) / n
+    windowed, full = _kv_elements_per_token(arch)
+    window, kv_width = arch.sliding_window, bytes_per_element(inputs.kv_dtype)
+    share = kv_fraction_per_gpu(arch, n)
+    chunk, context_bytes = inputs.prefill_chunk_tokens, inputs.cuda_context_bytes
+    width, activation_width = _activation_width(arch, n), bytes_per_element(inputs.activation_dtype)
+    logits_dtype, kv_dtype = inputs.logits_dtype, inputs.kv_dtype
+
+    def at(batch: int, context: int) -> MemoryPerGPU:
+        return MemoryPerGPU(
+            weights=weights,
+            kv_cache=_kv_bytes(windowed, full, window, width=kv_width, context=context, batch=batch)
+            * share,
+            cuda_context=context_bytes,
+            activations=min(batch * context, chunk) * width * activation_width,
+            logits=logits_bytes(arch, batch, logits_dtype),
+            # tensor parallelism splits the recurrent channels / heads (d_inner) over the GPUs
+            state=recurrent_state_bytes(arch, batch, kv_dtype) / n,
+        )
+
+    return at
 
 
 def replica_weights_bytes(params_total: float, inputs: InferenceInputs) -> float:
@@ -299,8 +344,9 @@ def max_batch(
 ) -> int:
     """Largest batch whose per-GPU memory at ``context`` fits the GPU; 0 if none does.
     Memory grows monotonically with the batch (:func:`_largest_under`)."""
+    memory = memory_model(arch, params_total, inputs)
     return _largest_under(
-        lambda b: memory_per_gpu(arch, params_total, inputs, b, context).total,
+        lambda b: memory(b, context).total,
         gpu.memory_bytes,
         MAX_BATCH_SEARCHED,
         knee=-(-inputs.prefill_chunk_tokens // max(context, 1)),
@@ -313,8 +359,9 @@ def max_context(
     """Largest context (up to the model's ``max_context``) that fits at ``batch``; 0 if
     none does. With sliding windows on every layer the cache stops growing, so the
     model's limit is often the answer."""
+    memory = memory_model(arch, params_total, inputs)
     return _largest_under(
-        lambda c: memory_per_gpu(arch, params_total, inputs, batch, c).total,
+        lambda c: memory(batch, c).total,
         gpu.memory_bytes,
         arch.max_context,
         knee=-(-inputs.prefill_chunk_tokens // max(batch, 1)),
@@ -332,14 +379,26 @@ def weights_read_fraction(arch: Architecture, batch: int) -> float:
     routed experts no token of the batch was sent to: with uniform, independent routing
     of top-k among E experts, an expert is touched with probability 1 − (1 − k/E)^batch.
     """
+    return _read_fraction_of(arch)(batch)
+
+
+def _read_fraction_of(arch: Architecture) -> Callable[[int], float]:
+    """batch → :func:`weights_read_fraction`, the counts read once (a serving curve asks at
+    a dozen batches)."""
     counts = count_parameters(arch)
     untouched = float(counts.positions + (0 if arch.tied_embeddings else counts.embedding))
     untouched += counts.per_layer_table
-    if arch.moe is not None and counts.experts:
-        k, experts = arch.moe.experts_per_token, arch.moe.num_experts
-        touched = 1.0 - (1.0 - k / experts) ** batch
-        untouched += counts.experts * (1.0 - touched)
-    return max(0.0, (counts.total - untouched) / counts.total)
+    moe = arch.moe if arch.moe is not None and counts.experts else None
+
+    def fraction(batch: int) -> float:
+        rest = untouched
+        if moe is not None:
+            k, experts = moe.experts_per_token, moe.num_experts
+            touched = 1.0 - (1.0 - k / experts) ** batch
+            rest += counts.experts * (1.0 - touched)
+        return max(0.0, (counts.total - rest) / counts.total)
+
+    return fraction
 
 
 def prefill_flops(arch: Architecture, params_active: float, context: int, batch: int) -> float:
@@ -388,7 +447,7 @@ def serving_deployment(
         gpu_class=gpu_class(gpu),
         kv_capacity_bytes=free * engine.kv_memory_fraction,
         sms=sms_of(gpu.id),
-        weights_read_fraction=cache(lambda batch: weights_read_fraction(arch, batch)),
+        weights_read_fraction=cache(_read_fraction_of(arch)),
     )
 
 

@@ -48,6 +48,7 @@ from llm_planner.core.quantities.comm import (
     INTRA_NODE_ACHIEVED_FRACTION,
     collective_latency_seconds,
     gemm_efficiency,
+    gemm_efficiency_one,
     ring_all_reduce_bytes,
 )
 from llm_planner.core.quantities.engines import EngineProfile
@@ -118,6 +119,16 @@ class Deployment:
     weights_read_fraction: Callable[[int], float]
     """Share of the weights a decode step at a batch reads (MoE: the experts it touches;
     :func:`llm_planner.core.sections.inference.weights_read_fraction`)."""
+
+    def attention_flops_per_token(self, context: float, causal: bool = False) -> float:
+        """:func:`~llm_planner.core.quantities.flops.attention_forward_flops_per_token` of
+        the replica's model, each (context, causal) computed once (a curve's levels share
+        the mean decode context and the prompt)."""
+        known: dict[tuple[float, bool], float] = self.__dict__.setdefault("_attention", {})
+        key = (context, causal)
+        if key not in known:
+            known[key] = attention_forward_flops_per_token(self.arch, context, causal=causal)
+        return known[key]
 
     @property
     def split(self) -> int:
@@ -193,14 +204,25 @@ def decode_wave_slowdown(d: Deployment, batch: int) -> float:
         if math.ceil(rows / GEMM_TILE_M) * math.ceil(n / GEMM_TILE_N) < d.sms:
             total += share  # under one wave of large tiles: smaller tiles or split-K fill it
             continue
-        efficiency = gemm_efficiency(
-            rows,
-            n,
-            k_dim / tp if k_split else k_dim,
+        k = k_dim / tp if k_split else k_dim
+        # one GEMM: gemm_efficiency's own float path, without its arrays (None: theirs)
+        one = gemm_efficiency_one(
+            float(rows),
+            float(n),
+            float(k),
+            1.0,
             sms=d.sms,
             large_efficiency=1.0,
             peak_flops=d.compute,
             ramp_seconds=0.0,
+            memory_bytes_per_s=math.inf,
+        )
+        efficiency = (
+            one
+            if one is not None
+            else gemm_efficiency(
+                rows, n, k, sms=d.sms, large_efficiency=1.0, peak_flops=d.compute, ramp_seconds=0.0
+            )
         )
         total += share / max(float(efficiency), 1e-9)
     return max(1.0, total)
@@ -336,7 +358,7 @@ def decode_step(d: Deployment, batch: int, context: float) -> StepTime:
     if not d.engine.fused_attention:
         kv += unfused_attention_bytes(d.arch, batch, context) / n
     gemm_flops = batch * 2.0 * d.params_active / n
-    attention_flops = batch * attention_forward_flops_per_token(d.arch, context) / n
+    attention_flops = batch * d.attention_flops_per_token(context) / n
     return StepTime(
         weights=weights / d.bandwidth,
         gemm=gemm_flops / d.compute * decode_wave_slowdown(d, batch),
@@ -374,7 +396,7 @@ def prefill_time(d: Deployment, batch: int, prompt: int) -> StepTime:
     tokens = float(batch * prompt)
     steps = max(1, math.ceil(tokens / d.engine.prefill_chunk_tokens))
     gemm_flops = tokens * 2.0 * d.params_active / n
-    attention_flops = tokens * attention_forward_flops_per_token(d.arch, prompt, causal=True) / n
+    attention_flops = tokens * d.attention_flops_per_token(prompt, causal=True) / n
     weights = steps * d.weights_bytes / n
     scores = 0.0
     if not d.engine.fused_attention:

@@ -496,6 +496,8 @@ def hardware_flops_factor(
     default: this training step's own (:attr:`TrainingFlops.model`). The recomputed
     FLOPs come from :func:`training_flops`: none → 1; full → 4/3 for a layer stack.
     """
+    if layers_on_stage == arch.layers:  # what None means: one key for the kept value
+        layers_on_stage = None
     flops = training_flops(arch, inputs, layers_on_stage)
     model = flops.model if model_flops_per_token is None else model_flops_per_token
     return 1.0 + flops.recomputed / model if model > 0 else 1.0
@@ -597,8 +599,12 @@ def estimate_training(
     )
     host_fits = offload is None or offload.host_fits
 
+    peaks = {inputs.micro_batch: out["peak_bytes"]}  # each b priced once (b = 2 is asked twice)
+
     def peak(b: int) -> float:
-        return out["peak_bytes"] if b == inputs.micro_batch else memory(b, False)["peak_bytes"]
+        if b not in peaks:
+            peaks[b] = memory(b, False)["peak_bytes"]
+        return peaks[b]
 
     max_b = _largest_micro_batch(
         peak,

@@ -48,10 +48,9 @@ from llm_planner.core.primitives.groups import per_group
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
-from llm_planner.core.quantities.activations import logits_working_bytes
-from llm_planner.core.quantities.mtp import mtp_saved_logits_bytes
 from llm_planner.core.quantities.optimizers import get_precision
 from llm_planner.core.quantities.stacks import get_stack
+from llm_planner.core.sections.training_activations import StageActivations, stage_pricer
 from llm_planner.core.sections.training_offload import (
     OffloadTerms,
     offload_terms,
@@ -61,10 +60,7 @@ from llm_planner.core.sections.training_params import (
     LayerTemporaries,
     StateBytes,
     largest_local_layer,
-    layer_kept_for,
-    layer_kinds,
     layer_temporaries,
-    outside_stage_bytes_for,
     pipeline_stage_layers,
     routed_expert_params,
     stages_params,
@@ -78,25 +74,6 @@ RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full", "threshold")
 """Recomputation policies by integer code (the search enumerates the first three)."""
 _THRESHOLD = RECOMPUTE_POLICIES.index("threshold")
 _FULL = RECOMPUTE_POLICIES.index("full")
-
-
-@dataclass(frozen=True)
-class StageActivations:
-    """Activation terms of one (micro-batch, tp, sequence parallel, recompute) choice."""
-
-    kept_per_layer: float
-    """Bytes one layer keeps per micro-batch (average over dense and MoE layers)."""
-    recompute_working: float
-    outside_first: float
-    """Tensors saved outside the layers on the first stage, per micro-batch, the part
-    proportional to b (per sequence when priced at b = 1)."""
-    outside_last: float
-    outside_only: float
-    logits: float
-    outside_first_fixed: float = 0.0
-    """The part that does not grow with b (HF's rotary tables are (1, s, d))."""
-    outside_last_fixed: float = 0.0
-    outside_only_fixed: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -198,43 +175,6 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
     counts = count_parameters(arch)
     scale = params / counts.total
 
-    @cache
-    def stage_acts(b: int, t: int, sp: bool, rc: str) -> StageActivations:
-        ti_rc = ti.model_copy(update={"recompute": rc})
-        layers = [
-            (n, layer_kept_for(arch, ti_rc, b, tp=t, sequence_parallel=sp, moe_layer=moe))
-            for moe, n in layer_kinds(arch)
-        ]
-        kept = sum(n * kept for n, (kept, _) in layers) / arch.layers
-        working = max(working for _, (_, working) in layers)
-        # (part ∝ b at this b, part independent of b) of each stage's tensors outside the
-        # layers: linear in b, priced at b and 2b (one pricing of both: element-wise, each
-        # the scalar pricing's value)
-        bs = np.array([b, 2 * b])
-        at = outside_stage_bytes_for(arch, ti_rc, bs, tp=t, sequence_parallel=sp)
-        first, last, only = (_linear_parts(float(x[0]), float(x[1])) for x in at)
-        act_dtype = get_precision(ti.precision).activations_dtype
-        logits = logits_working_bytes(
-            arch,
-            ti.seq_len,
-            b,
-            tp=t,
-            activation_dtype=act_dtype,
-            softmax_in_place=get_profile(ti.implementation).logits_softmax_in_place,
-        )
-        logits += mtp_saved_logits_bytes(arch, ti.seq_len, b, tp=t, depths=ti.mtp_layers)
-        return StageActivations(
-            kept_per_layer=float(kept),
-            recompute_working=float(working),
-            outside_first=first[0],
-            outside_last=last[0],
-            outside_only=only[0],
-            logits=float(logits),
-            outside_first_fixed=first[1],
-            outside_last_fixed=last[1],
-            outside_only_fixed=only[1],
-        )
-
     # the layers, the whole model, the first, last and only stage's outside (any pp > 1: the
     # first stage holds the embedding, the last the head)
     stages = [(arch.layers, False, False, 1), (arch.layers, True, True, 1)]
@@ -288,7 +228,7 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
         cuda_context_bytes=float(ti.cuda_context_bytes),
         fragmentation_fraction=float(ti.fragmentation_fraction),
         ddp_bucket_temporary=get_stack(ti.stack).ddp_bucket_temporary,
-        activations=stage_acts,
+        activations=stage_pricer(arch, ti),
         stage_layers=stage_layers,
         logged_stage=get_stack(ti.stack).logged_peak_stage,
         activation_offload_layers=ti.activation_offload_layers,
@@ -300,12 +240,6 @@ def memory_terms(arch: Architecture, inputs: TrainingInputs, params: float) -> M
             get_profile(ti.implementation).selective != "op_sac" or arch.recurrent is not None
         ),
     )
-
-
-def _linear_parts(one: float, two: float) -> tuple[float, float]:
-    """(part ∝ b at b, part independent of b) of a term linear in b, from its values at b
-    and 2b."""
-    return two - one, 2 * one - two
 
 
 def zero_divisors(

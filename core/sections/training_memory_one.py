@@ -17,10 +17,10 @@ import numpy as np
 
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
+from llm_planner.core.sections.training_activations import StageActivations
 from llm_planner.core.sections.training_memory import (
     RECOMPUTE_POLICIES,
     MemoryTerms,
-    StageActivations,
     gathered_head_bytes,
 )
 from llm_planner.core.sections.training_offload import offloaded_state
@@ -35,23 +35,26 @@ def _zero_divisors(zero: int, dp: float) -> tuple[float, float, float]:
     return (dp if zero >= 3 else 1.0, dp if zero >= 2 else 1.0, dp if zero >= 1 else 1.0)
 
 
-def _activation_terms(terms: MemoryTerms, tp: int, sp: bool, rc: int, b: float) -> dict[str, float]:
+def _activation_terms(
+    terms: MemoryTerms, tp: int, sp: bool, rc: int, b: float
+) -> tuple[float, float, float, float, float, float]:
     """:func:`.training_memory._activation_terms` of one layout: priced at b = 1 and × b,
-    the threshold policy at its own b (× b / b)."""
+    the threshold policy at its own b (× b / b): (kept per layer, recompute working set,
+    logits, outside the first, the last and the only stage)."""
     if rc == _THRESHOLD:
         a: StageActivations = terms.activations(int(b), tp, sp, RECOMPUTE_POLICIES[rc])
         scale = b / b
     else:
         a = terms.activations(1, tp, sp, RECOMPUTE_POLICIES[rc])
         scale = b
-    return {
-        "kept_per_layer": a.kept_per_layer * scale,
-        "recompute_working": a.recompute_working * scale,
-        "logits": a.logits * scale,
-        "outside_first": a.outside_first * scale + a.outside_first_fixed,
-        "outside_last": a.outside_last * scale + a.outside_last_fixed,
-        "outside_only": a.outside_only * scale + a.outside_only_fixed,
-    }
+    return (
+        a.kept_per_layer * scale,
+        a.recompute_working * scale,
+        a.logits * scale,
+        a.outside_first * scale + a.outside_first_fixed,
+        a.outside_last * scale + a.outside_last_fixed,
+        a.outside_only * scale + a.outside_only_fixed,
+    )
 
 
 def _on_gpu_share(layers: float, offloaded: int) -> float:
@@ -112,12 +115,12 @@ def training_memory_one(
     plain numbers): the same keys, each value that layout's float."""
     tp, pp, ep, zero, rc = int(tp), int(pp), int(ep), int(zero), int(recompute)
     b = float(micro_batch) / float(cp)
-    sp, shard_f, tp_f = bool(sp), float(shard), float(tp)
-    multi = pp > 1
-    first_layers, last_layers = (float(x) for x in terms.stage_layers(pp))
+    sp, shard_f, tp_f, multi = bool(sp), float(shard), float(tp), pp > 1
+    first_layers, last_layers = terms.stage_layers(pp)
 
-    acts = _activation_terms(terms, tp, sp, rc, b)
-    logits = acts["logits"]
+    kept, working_one, logits, outside_first, outside_last, outside_only = _activation_terms(
+        terms, tp, sp, rc, b
+    )
     if terms.gathered_head is not None:  # a head kept gathered under FSDP (rare: numpy's)
         logits = float(
             gathered_head_bytes(
@@ -129,33 +132,29 @@ def training_memory_one(
                 shard=np.array([shard_f]),
             )[0]
         )
-    saved: float | None = None
-    if is_partial(terms.recompute_method, terms.recompute_layers) and rc == _FULL:
-        saved = _activation_terms(terms, tp, sp, 0, b)["kept_per_layer"]
+    partial = is_partial(terms.recompute_method, terms.recompute_layers) and rc == _FULL
+    saved = _activation_terms(terms, tp, sp, 0, b)[0] if partial else None
 
     bucket, gather, dequant = _fixed_temporaries(terms, tp_f, zero, shard_f, ep)
     fixed_temporaries = bucket + gather + dequant if terms.temporaries.dequant else bucket + gather
     divisors, expert_divisors = _sharding(terms, tp_f, zero, shard_f, ep)
+    (layer_w, layer_g, layer_o), (d_w, d_g, d_o) = terms.layer_state, divisors
 
-    def state(held: StateBytes, share: float) -> list[float]:
+    def state(held: StateBytes, share: float) -> tuple[float, float, float]:
         """:func:`.training_memory._state` of one layout."""
-        outside = held if multi else terms.outside_single
+        out_w, out_g, out_o = held if multi else terms.outside_single
         if expert_divisors is None:
-            return [
-                (share * in_layers + out) / div
-                for in_layers, out, div in zip(terms.layer_state, outside, divisors, strict=True)
-            ]
-        return [
-            (share * (whole - expert) + out) / div + share * expert / e_div
-            for whole, expert, out, div, e_div in zip(
-                terms.layer_state,
-                terms.expert_state,
-                outside,
-                divisors,
-                expert_divisors,
-                strict=True,
+            return (
+                (share * layer_w + out_w) / d_w,
+                (share * layer_g + out_g) / d_g,
+                (share * layer_o + out_o) / d_o,
             )
-        ]
+        (e_w, e_g, e_o), (x_w, x_g, x_o) = terms.expert_state, expert_divisors
+        return (
+            (share * (layer_w - e_w) + out_w) / d_w + share * e_w / x_w,
+            (share * (layer_g - e_g) + out_g) / d_g + share * e_g / x_g,
+            (share * (layer_o - e_o) + out_o) / d_o + share * e_o / x_o,
+        )
 
     def stage(
         held: StateBytes,
@@ -165,7 +164,8 @@ def training_memory_one(
         *,
         last: bool,
         outside_flight: float,
-    ) -> dict[str, float]:
+    ) -> tuple[float, ...]:
+        """The stage's terms, in the order of :data:`_STAGE_KEYS`."""
         w, g, o = state(held, layers / terms.layers)
         host = nvme = 0.0
         if terms.offload is not None:  # what ZeRO offload takes off the GPU (rare: numpy's)
@@ -176,13 +176,13 @@ def training_memory_one(
                 )
             )
         outside_acts = outside * outside_flight
-        in_layers, working = acts["kept_per_layer"] * layers, acts["recompute_working"]
+        in_layers, working = kept * layers, working_one
         if saved is not None:  # full recompute covering the stage partly
             part_kept, part_working = partial_full_stage(
                 method=terms.recompute_method,
                 n=terms.recompute_layers,
                 layers_on_stage=layers,
-                checkpoint_bytes=acts["kept_per_layer"],
+                checkpoint_bytes=kept,
                 saved_bytes=saved,
             )
             in_layers, working = float(part_kept), float(part_working)
@@ -191,23 +191,23 @@ def training_memory_one(
         lg = logits if last else (0.0 if multi else logits)
         temp = fixed_temporaries + max(lg, working)
         allocated = w + g + o + activ + temp
-        return {
-            "weights_bytes": w,
-            "gradients_bytes": g,
-            "optimizer_bytes": o,
-            "activations_bytes": activ,
-            "outside_activations_bytes": outside_acts,
-            "logits_bytes": lg,
-            "temporary_bytes": temp,
-            "allocated_bytes": allocated,
-            "layers_on_stage": layers,
-            "microbatches_in_flight": flight,
-            "host_bytes": host,
-            "nvme_bytes": nvme,
-            "recompute_working_bytes": working,
-            "layer_activations_bytes": in_layers,
-            "offloaded_activations_bytes": in_layers - on_gpu,
-        }
+        return (
+            w,
+            g,
+            o,
+            activ,
+            outside_acts,
+            lg,
+            temp,
+            allocated,
+            layers,
+            flight,
+            host,
+            nvme,
+            working,
+            in_layers,
+            in_layers - on_gpu,
+        )
 
     def peak(allocated: float) -> tuple[float, float]:
         fragmentation = terms.fragmentation_fraction * allocated
@@ -215,24 +215,28 @@ def training_memory_one(
 
     first = stage(
         terms.outside_first,
-        first_layers,
+        float(first_layers),
         float(first_in_flight),
-        acts["outside_first"] if multi else acts["outside_only"],
+        outside_first if multi else outside_only,
         last=False,
         outside_flight=float(first_in_flight),
     )
     loss_flight = last_in_flight if loss_in_flight is None or not multi else loss_in_flight
     last = stage(
         terms.outside_last,
-        last_layers,
+        float(last_layers),
         float(last_in_flight),
-        acts["outside_last"] if multi else acts["outside_only"],
+        outside_last if multi else outside_only,
         last=True,
         outside_flight=float(loss_flight),
     )
-    use_last = peak(last["allocated_bytes"])[0] > peak(first["allocated_bytes"])[0]
+    use_last = peak(last[_ALLOCATED])[0] > peak(first[_ALLOCATED])[0]
     chosen = last if use_last else first
-    out = dict(chosen) if detail else {k: chosen[k] for k in _SCREENED}
+    out = (
+        dict(zip(_STAGE_KEYS, chosen, strict=True))
+        if detail
+        else {k: chosen[i] for k, i in _SCREENED_AT}
+    )
     out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
     if detail:
         layers = out["layers_on_stage"]
@@ -240,7 +244,7 @@ def training_memory_one(
             out["layer_activations_bytes"] / max(layers, 1.0) if layers > 0 else 0.0
         )
     reserve = 1.0 + terms.fragmentation_fraction
-    logged = first["allocated_bytes"] if terms.logged_stage == "first" else out["allocated_bytes"]
+    logged = first[_ALLOCATED] if terms.logged_stage == "first" else out["allocated_bytes"]
     out.update(
         last_stage=float(use_last),
         gradient_bucket_bytes=bucket,
@@ -265,3 +269,25 @@ _SCREENED = (
 )
 """The components :func:`training_memory_one` returns without ``detail`` (as the array
 function: its screened ones and the recompute working set)."""
+
+_STAGE_KEYS = (
+    "weights_bytes",
+    "gradients_bytes",
+    "optimizer_bytes",
+    "activations_bytes",
+    "outside_activations_bytes",
+    "logits_bytes",
+    "temporary_bytes",
+    "allocated_bytes",
+    "layers_on_stage",
+    "microbatches_in_flight",
+    "host_bytes",
+    "nvme_bytes",
+    "recompute_working_bytes",
+    "layer_activations_bytes",
+    "offloaded_activations_bytes",
+)
+"""A stage's components, in the order :func:`training_memory_one`'s ``stage`` returns them
+(tuples: no dict per stage, only the chosen stage's)."""
+_ALLOCATED = _STAGE_KEYS.index("allocated_bytes")
+_SCREENED_AT = tuple((key, _STAGE_KEYS.index(key)) for key in _SCREENED)

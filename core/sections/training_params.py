@@ -29,12 +29,16 @@ from llm_planner.core.primitives.architecture import (
 from llm_planner.core.primitives.architecture_groups import layer_groups, layers_differ
 from llm_planner.core.primitives.kept import kept
 from llm_planner.core.quantities.activation_profiles import ImplementationProfile, get_profile
-from llm_planner.core.quantities.activation_tensors import SavedTensor
+from llm_planner.core.quantities.activation_tensors import (
+    LedgerConfig,
+    RecomputeKind,
+    SavedTensor,
+    ledger_config,
+)
 from llm_planner.core.quantities.activations import (
     LayerActivations,
     LedgerEntry,
     layer_activations,
-    layer_kept_bytes,
     layer_saved_tensors,
     outside_layer_ledger,
     outside_stage_bytes,
@@ -302,6 +306,7 @@ def _kind_sums(
     return total, mat, per_layer, largest, layer_lora, layer_lora_factored
 
 
+@kept()  # by its (frozen) arguments: the report, the workload and the step inputs ask alike
 def stage_params(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -337,13 +342,23 @@ def stages_params(
     terms ask for five stages of two layer counts)."""
     sums: dict[int, _LayerSums] = {}
     out = []
+    counts, one_layer = count_parameters(arch), largest_local_layer(arch, 1)
     for layers, first, last, pp in stages:
         if layers not in sums:
             sums[layers] = _layer_sums(arch, inputs, layers, 1)
         mtp = mtp_stage_params(arch, inputs, first=first, last=last, pp=pp)
-        out.append(
-            _with_outside(arch, sums[layers], first=first, last=last, pp=pp, scale=scale, mtp=mtp)
+        stage = _stage_of(
+            arch,
+            counts,
+            sums[layers],
+            first=first,
+            last=last,
+            pp=pp,
+            scale=scale,
+            one_layer=one_layer,
+            mtp=mtp,
         )
+        out.append(stage)
     return out
 
 
@@ -404,7 +419,32 @@ def _with_outside(
     """:func:`stage_params` from the stage's layer sums: the embedding (first stage), the
     head (last stage), the factored values outside the layers, ``scale``; ``mtp`` the
     multi-token prediction parameters the stage holds (:func:`mtp_stage_params`)."""
-    counts = count_parameters(arch)
+    return _stage_of(
+        arch,
+        count_parameters(arch),
+        sums,
+        first=first,
+        last=last,
+        pp=pp,
+        scale=scale,
+        one_layer=largest_local_layer(arch, ep),
+        mtp=mtp,
+    )
+
+
+def _stage_of(
+    arch: Architecture,
+    counts: ParameterCount,
+    sums: _LayerSums,
+    *,
+    first: bool,
+    last: bool,
+    pp: int,
+    scale: float,
+    one_layer: float,
+    mtp: float,
+) -> StageParams:
+    """:func:`_with_outside` given the model's counts and its largest local layer."""
     h = arch.hidden_size
     outside = outside_layer_params(arch, counts, first=first, last=last, pp=pp) + mtp
     outside_factored = 0.0
@@ -423,7 +463,7 @@ def _with_outside(
         lora_params=sums.lora,
         lora_factored_values=sums.lora_factored,
         largest_matrix=sums.largest,
-        one_layer_params=largest_local_layer(arch, ep) * scale,
+        one_layer_params=one_layer * scale,
     )
 
 
@@ -548,30 +588,6 @@ def layer_activations_for(
     )
 
 
-@kept()
-def layer_kept_for(
-    arch: Architecture,
-    inputs: TrainingInputs,
-    micro_batch: int,
-    *,
-    tp: int,
-    sequence_parallel: bool,
-    moe_layer: bool,
-) -> tuple[float, float]:
-    """(kept bytes, recompute working set) of :func:`layer_activations_for`'s ledger, the
-    same arithmetic without its lines (:func:`.activations.layer_kept_bytes`): what the
-    memory terms read for each (b, tp, sequence parallel, policy) they price."""
-    return layer_kept_bytes(
-        arch,
-        inputs.seq_len,
-        micro_batch,
-        tp=tp,
-        sequence_parallel=sequence_parallel,
-        moe_layer=moe_layer,
-        **_ledger_options(inputs, True),
-    )
-
-
 def layer_saved_tensors_for(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -627,6 +643,24 @@ def _ledger_options(inputs: TrainingInputs, quantized_inputs: bool) -> dict[str,
     }
 
 
+_POLICY_OPTIONS = ("recompute", "threshold_bytes")
+"""The ledger options that are the recomputation policy's (:func:`_ledger_options`); the
+rest make the layer's pricing configuration (:func:`ledger_config_for`)."""
+
+
+def ledger_config_for(inputs: TrainingInputs, micro_batch: int, tp: int) -> LedgerConfig:
+    """The pricing configuration of one layer's ledger (:func:`layer_activations_for`'s)
+    under ``inputs`` at this micro-batch and tp, whatever their policy: it is applied to
+    the tensors after (:func:`.activations.layer_kept_at`)."""
+    options = _ledger_options(inputs, True)
+    return ledger_config(
+        seq_len=inputs.seq_len,
+        micro_batch=micro_batch,
+        tp=tp,
+        **{k: v for k, v in options.items() if k not in _POLICY_OPTIONS},
+    )
+
+
 def outside_ledger_for(
     arch: Architecture,
     inputs: TrainingInputs,
@@ -662,10 +696,12 @@ def outside_stage_bytes_for(
     *,
     tp: int,
     sequence_parallel: bool,
+    recompute: RecomputeKind | None = None,
 ) -> tuple[Any, Any, Any]:
     """The summed bytes of :func:`outside_ledger_for`'s lines on the first, the last and
     the only stage, in one pass (:func:`.activations.outside_stage_bytes`); ``micro_batch``
-    may be an integer array (one sum per entry)."""
+    may be an integer array (one sum per entry); ``recompute``: this policy instead of the
+    inputs'."""
     return outside_stage_bytes(
         arch,
         inputs.seq_len,
@@ -676,6 +712,6 @@ def outside_stage_bytes_for(
         dropout=inputs.dropout,
         activation_dtype=get_precision(inputs.precision).activations_dtype,
         lora=inputs.effective_lora_rank is not None,
-        recompute=inputs.recompute,
+        recompute=inputs.recompute if recompute is None else recompute,
         flash=inputs.flash_attention,
     )

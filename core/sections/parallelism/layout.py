@@ -14,12 +14,7 @@ import numpy.typing as npt
 
 from llm_planner.core.inputs.parallelism import ParallelInputs
 from llm_planner.core.primitives.groups import GROUP_FROM, Groups, IntArray, distinct, group_by
-from llm_planner.core.sections.parallelism.schedule import (
-    FloatArray,
-    training_in_flight,
-    training_in_flight_last,
-    training_loss_in_flight,
-)
+from llm_planner.core.sections.parallelism.schedule import FloatArray, training_in_flight_one
 
 FSDP_TO_ZERO: dict[str, int] = {
     "NO_SHARD": 0,
@@ -294,16 +289,8 @@ def training_layout_kwargs(lay: ResolvedLayout) -> dict[str, Any]:
         "zero_stage": lay.zero_stage,
         "sequence_parallel": lay.sequence_parallel,
         "microbatches_in_flight": in_flight_for(lay),
-        "last_stage_microbatches_in_flight": float(
-            training_in_flight_last(
-                lay.pp, lay.gradient_accumulation_steps, lay.schedule == "gpipe", lay.v
-            )
-        ),
-        "last_stage_loss_in_flight": float(
-            training_loss_in_flight(
-                lay.pp, lay.gradient_accumulation_steps, lay.schedule == "gpipe", lay.v
-            )
-        ),
+        "last_stage_microbatches_in_flight": _in_flight(lay)[1],
+        "last_stage_loss_in_flight": _in_flight(lay)[2],
         "ep": lay.ep,
         "cp": lay.cp,
     }
@@ -323,6 +310,13 @@ def scenario_layout(scenario: Any) -> ResolvedLayout:
 def in_flight_for(lay: ResolvedLayout) -> float | None:
     """The training estimator's ``microbatches_in_flight`` for a layout in stage-loads
     (None: its default)."""
-    m = lay.gradient_accumulation_steps
-    value = float(training_in_flight(lay.pp, m, lay.schedule == "gpipe", lay.v))
+    value = _in_flight(lay)[0]
     return value if value > 0 else None
+
+
+def _in_flight(lay: ResolvedLayout) -> tuple[float, float, float]:
+    """(:func:`.schedule.training_in_flight`, :func:`.schedule.training_in_flight_last`,
+    :func:`.schedule.training_loss_in_flight`) of the layout, in floats
+    (:func:`.schedule.training_in_flight_one`: the same values)."""
+    m = float(lay.gradient_accumulation_steps)
+    return training_in_flight_one(float(lay.pp), m, lay.schedule == "gpipe", float(lay.v))

@@ -4,6 +4,8 @@ micro-batches in flight that each layout's pipeline schedule keeps."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +28,7 @@ from llm_planner.core.sections.parallelism.schedule import (
     FloatArray,
     training_in_flight,
     training_in_flight_last,
+    training_in_flight_one,
     training_loss_in_flight,
 )
 from llm_planner.core.sections.parallelism.workload import Workload
@@ -223,8 +226,42 @@ def some_peak_fits(lay: Layouts, terms: MemoryTerms, *, m: FloatArray, capacity:
     are priced); layouts of one :func:`memory_key` are priced once."""
     if len(lay) > FIRST_FIT_UP_TO:
         return bool(np.any(screen_peaks(lay, terms, m=m) <= capacity))
+    return some_fits(terms, _one_by_one(lay, m), capacity)
+
+
+LayoutRow = tuple[int, int, int, int, int, int, int, int, int, int]
+"""One candidate of the fewest-GPUs search as Python integers (:func:`.search_layouts.
+layout_rows`): (tp, pp, dp, micro-batch, v, ep, cp, ZeRO stage, recompute code, sequence
+parallel 0/1), with a shard group of dp·cp and no GPipe, as the enumeration's arrays."""
+
+
+def microbatches_per_step_one(global_batch: float, dp: float, micro_batch: float) -> float:
+    """:func:`.step_time.microbatches_per_step` of one layout in Python floats, the same
+    operations: replicas beyond the batch sit out, m = batch ÷ (working replicas · b)."""
+    working = min(dp, max(1.0, float(math.floor(global_batch / micro_batch))))
+    return global_batch / (working * micro_batch)
+
+
+def row_arguments(rows: Sequence[LayoutRow], global_batch: int) -> list[tuple[Any, ...]]:
+    """:func:`_one_by_one`'s arguments of each row, without arrays: the values those of
+    the rows' :class:`Layouts` are, with their micro-batches per step at ``global_batch``
+    (``tests/core/test_layout_rows.py``)."""
+    out: list[tuple[Any, ...]] = []
+    for tp, pp, dp, b, v, ep, cp, zero, rc, sp in rows:
+        p = float(pp)
+        m = microbatches_per_step_one(global_batch, float(dp), float(b))
+        first, last, loss = training_in_flight_one(p, m, False, float(v))
+        first = first if first > 0 else p
+        shard = float(dp * cp)
+        out.append((tp, pp, shard, ep, cp, zero, float(b), bool(sp), rc, first, last, loss))
+    return out
+
+
+def some_fits(terms: MemoryTerms, layouts: list[tuple[Any, ...]], capacity: float) -> bool:
+    """:func:`some_peak_fits` of layouts given as :func:`_one_by_one`'s arguments (or
+    :func:`row_arguments`')."""
     seen: set[tuple[Any, ...]] = set()
-    for args in reversed(_without_sp_off_twins(terms, _one_by_one(lay, m))):
+    for args in reversed(_without_sp_off_twins(terms, layouts)):
         key = memory_key(terms, args)
         if key in seen:
             continue

@@ -86,6 +86,26 @@ def training_in_flight(
     return np.asarray(np.where(default, 0.0, value))
 
 
+def training_in_flight_one(
+    pp: float, microbatches: float, gpipe: bool, v: float
+) -> tuple[float, float, float]:
+    """(:func:`training_in_flight`, :func:`training_in_flight_last`,
+    :func:`training_loss_in_flight`) of one layout in Python floats, the same operations:
+    the fewest-GPUs screen and the report's layout price one layout at a time, where
+    numpy's calls on length-1 arrays cost more than the arithmetic
+    (``tests/core/test_layout_rows.py`` holds them equal over random layouts)."""
+    p, m = pp, microbatches
+    first = p * (1.0 + (p - 1.0) / (p * v)) if v > 1 else p
+    last = ((v - 1.0) * p + 1.0) / v if v > 1 else 1.0
+    if gpipe:
+        first = last = m
+    else:
+        first, last = min(first, m), min(last, m)
+    default = not gpipe and v <= 1 and m >= p
+    loss = min(last, 1.0) if v > 1 and not gpipe else last
+    return 0.0 if default else first, last, loss
+
+
 PipelineEvent = tuple[int, int, float, float, str]
 """(stage, micro-batch, start, end, "forward" | "backward"), times in forward-pass units."""
 

@@ -5,6 +5,7 @@ step move, and the GPU and network with their efficiencies."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -157,8 +158,12 @@ and the router softmax. GEMM outputs (Q, K, V, fc1 output, flash attention's out
 log-sum-exp, expert outputs) are not: their traffic is part of the GEMM's time."""
 
 
+_NON_GEMM = re.compile("|".join(re.escape(part) for part in NON_GEMM_TENSORS))
+"""Any of :data:`NON_GEMM_TENSORS` in a name (one search instead of one test per part)."""
+
+
 def _is_non_gemm(entry: SavedTensor) -> bool:
-    return entry.block == "norm" or any(part in entry.name for part in NON_GEMM_TENSORS)
+    return entry.block == "norm" or _NON_GEMM.search(entry.name) is not None
 
 
 @forgotten
@@ -187,7 +192,7 @@ def elementwise_bytes_of(
     divides it per layout. Assumptions: an input about the size of the output (masks are
     counted at their own 1 byte), fused kernels counted once per saved output, no L2 reuse.
     """
-    ti = training_inputs.model_copy(update={"recompute": "none"})
+    ti = training_inputs  # the tensors before recomputation (they do not depend on it)
     fwd, bwd = comm.ELEMENTWISE_PASSES_FORWARD, comm.ELEMENTWISE_PASSES_BACKWARD
     totals = {"none": [0.0, 0.0, 0.0], "selective": [0.0, 0.0, 0.0], "full": [0.0, 0.0, 0.0]}
     column = {"tp": 0, "sp": 1, "none": 2}
@@ -500,9 +505,13 @@ def hardware_flops_factors(
     NaN, which a layout of that policy never reads (:func:`layout_hw_factors` takes its
     own policy's entry; full's partial-replay term is kept only where the policy is full).
     """
-    ti = training_inputs.model_copy(update={"recompute_layers": None})
+    ti = training_inputs
+    if ti.recompute_layers is not None:
+        ti = ti.model_copy(update={"recompute_layers": None})
     values = [
-        hardware_flops_factor(arch, ti.model_copy(update={"recompute": rc}), model_flops)
+        hardware_flops_factor(
+            arch, ti if ti.recompute == rc else ti.model_copy(update={"recompute": rc}), model_flops
+        )
         if only is None or rc == only
         else float("nan")
         for rc in RECOMPUTE_CODES
