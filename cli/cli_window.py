@@ -4,6 +4,7 @@ printed instead when no window can open."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -99,6 +100,11 @@ def _print_report_instead(file: str | None, why: str) -> int:
     return 0
 
 
+INTERPRETER_GC_THRESHOLD = gc.get_threshold()
+"""The collector's thresholds when this module loads, before ``cli.main`` raises them for a
+command's start: the window, which runs for hours, gets them back."""
+
+
 def cmd_window(file: str | None, smoke_test: bool = False) -> int:
     """Open the window; with no display, say so and print the default report instead."""
     probe = None
@@ -116,6 +122,7 @@ def cmd_window(file: str | None, smoke_test: bool = False) -> int:
     except ImportError as error:
         sys.stderr.write(f"llm-planner: the window is not available ({error}).\n")
         return 1
+    gc.set_threshold(*INTERPRETER_GC_THRESHOLD)  # the modules are loaded
     problem = _qt_probe_problem(probe)
     if problem is not None:
         return _print_report_instead(file, problem)

@@ -35,7 +35,6 @@ from llm_planner.core.composition.estimate import Report
 from llm_planner.core.composition.scenario import Scenario, default_scenario
 from llm_planner.gui import settings
 from llm_planner.gui.binding import Binder, ScenarioState, guard_wheel, validation_message
-from llm_planner.gui.compare import ChooseWindow, open_choose_window
 from llm_planner.gui.widgets.scenario_bar import ScenarioBar
 from llm_planner.gui.widgets.summary import SummaryStrip
 from llm_planner.gui.window_export import WindowExport
@@ -43,6 +42,7 @@ from llm_planner.gui.window_files import WindowFiles
 from llm_planner.gui.window_recovery import AUTOSAVE_DELAY_MS, WindowRecovery
 
 if TYPE_CHECKING:
+    from llm_planner.gui.compare import ChooseWindow
     from llm_planner.gui.tabs.base import Tab
 
 log = logging.getLogger(__name__)
@@ -389,7 +389,10 @@ class MainWindow(WindowFiles, WindowExport, WindowRecovery, QMainWindow):
         self._action(help_menu, "&About LLM Planner", self.show_about, None, "about")
 
     def compare_and_choose(self) -> ChooseWindow:
-        """Open (or raise) Compare and choose; Esc closes it, as it does a dialog."""
+        """Open (or raise) Compare and choose; Esc closes it, as it does a dialog. Imported
+        here: its charts load pyqtgraph, which the first paint does not need."""
+        from llm_planner.gui.compare import open_choose_window
+
         window = open_choose_window(self)
         if window.findChild(QShortcut, "close_on_escape") is None:
             shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), window)

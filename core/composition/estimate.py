@@ -28,7 +28,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -46,7 +46,6 @@ from llm_planner.core.composition.fit import (
 )
 from llm_planner.core.composition.scenario import Scenario
 from llm_planner.core.composition.search import min_gpus_per_instance
-from llm_planner.core.composition.whatif.report import WhatIfReport, estimate_whatif, whatif_json
 from llm_planner.core.primitives.architecture import (
     Architecture,
     ParameterCount,
@@ -70,6 +69,9 @@ from llm_planner.core.sections.parallelism import (
     zero_stage_comparison,
 )
 from llm_planner.core.sections.training import TrainingReport, estimate_training
+
+if TYPE_CHECKING:
+    from llm_planner.core.composition.whatif.report import WhatIfReport
 
 T = TypeVar("T")
 
@@ -282,10 +284,15 @@ class Report(BaseModel):
     """When training does not fit: the few smallest changes that would (``composition.fit``)."""
     inference_fit_suggestions: list[FitSuggestion] = []
     """When inference does not fit: the few smallest changes that would."""
-    whatif: WhatIfReport | None = None
+    if TYPE_CHECKING:
+        whatif: WhatIfReport | None = None
+    else:  # set by model_copy, never validated: the what-if modules load only when planned
+        whatif: Any = None
     """The what-ifs the scenario plans (``scenario.whatif``), priced on this estimate; None
     when it plans none. Not one of :meth:`sections`: ``report --json`` writes it under
-    ``whatif`` with only the planned parts (:func:`.whatif.report.whatif_json`)."""
+    ``whatif`` with only the planned parts (:func:`.whatif.report.whatif_json`). Typed
+    ``Any`` for pydantic: its schema would import the what-if modules (their models, the
+    RL split's tables), which a report without a what-if never runs."""
 
     def sections(self) -> dict[str, Any]:
         """The sections that exist, in display order."""
@@ -524,6 +531,8 @@ def estimate(scenario: Scenario, *, suggest: bool = True) -> Report:
         ),
     )
     if planned.whatif.any:  # priced once here; every face and exporter reads it
+        from llm_planner.core.composition.whatif.report import estimate_whatif
+
         report = report.model_copy(update={"whatif": estimate_whatif(planned, report)})
     return with_fit_suggestions(scenario, report) if suggest else report
 
@@ -573,5 +582,7 @@ def report_json(report: Report) -> dict[str, Any]:
             suggestions = getattr(report, f"{name}_fit_suggestions")
             out[name]["fit_suggestions"] = [s.model_dump(mode="json") for s in suggestions]
     if report.whatif is not None:
+        from llm_planner.core.composition.whatif.report import whatif_json
+
         out["whatif"] = whatif_json(report.whatif)
     return out

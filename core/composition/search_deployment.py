@@ -79,7 +79,7 @@ def min_gpus_per_instance(
 class DeploymentPlan(BaseModel):
     """The smallest deployment meeting a deadline: instance size, replicas, layout, cost."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use
 
     gpus_per_instance: int
     replicas: int
@@ -188,7 +188,7 @@ def smallest_deployment(
 class ScalingPoint(BaseModel):
     """One GPU count of a layout family, or one user measurement (``measured=True``)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use
 
     gpus: int
     tokens_per_s: float

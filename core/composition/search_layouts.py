@@ -58,7 +58,7 @@ below it activations rarely decide the layout, and every cp multiplies the candi
 class SearchRow(BaseModel):
     """One ranked layout."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use
 
     rank: int
     dp: int
@@ -108,7 +108,7 @@ class SearchRow(BaseModel):
 class PrecisionAlternative(BaseModel):
     """The stack's FP8 recipe proposed beside a 16-bit plan: the best layout under it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use
 
     precision: str = Field(description="the recipe's precision id (--precision)")
     name: str
@@ -137,7 +137,7 @@ class PrecisionAlternative(BaseModel):
 class SearchResult(BaseModel):
     """The ranked rows and what the search did to find them."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use
 
     num_gpus: int
     candidates: int

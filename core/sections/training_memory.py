@@ -44,6 +44,7 @@ import numpy.typing as npt
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.dtypes import bytes_per_element
+from llm_planner.core.primitives.groups import per_group
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
@@ -577,6 +578,41 @@ _SCREENED = (
 """The components :func:`training_memory_arrays` returns without ``detail``."""
 
 
+def _states(
+    terms: MemoryTerms, counts: FloatArray, pp_values: IntArray, cols: list[Any], screen: bool
+) -> list[Any]:
+    """Fixed temporaries, then each stage's state less ZeRO offload's (w, g, o, host, NVMe;
+    ``screen``: host, NVMe 0), of layouts of pp index, tp, ZeRO, shard and ep ``cols``."""
+    pp_index, tp, zero, shard, ep = cols
+    sharding, multi = _sharding(terms, tp, zero, shard, ep), pp_values > 1
+    out: list[Any] = [*_fixed_temporaries(terms, tp, zero, shard, ep)]
+    for held, layers_of_pp in zip((terms.outside_first, terms.outside_last), counts.T, strict=True):
+        share = layers_of_pp / terms.layers
+        state = _state(
+            terms, held, share_of_pp=share, multi_of_pp=multi, pp_index=pp_index, sharding=sharding
+        )
+        w, g, o, host, nvme = offloaded_state(terms.offload, state, zero)
+        out += [w, g, o, 0.0, 0.0] if screen else [w, g, o, host, nvme]
+    return out
+
+
+def _middle_state(
+    terms: MemoryTerms, layers_of_pp: FloatArray, *, pp_values: IntArray, cols: list[Any]
+) -> list[Any]:
+    """A middle stage's state less ZeRO offload's (w, g, o, host, NVMe) as :func:`_states`
+    gives the first and last stage's: its layers' share, nothing outside the layers."""
+    pp_index, tp, zero, shard, ep = cols
+    state = _state(
+        terms,
+        StateBytes(0.0, 0.0, 0.0),
+        share_of_pp=layers_of_pp / terms.layers,
+        multi_of_pp=pp_values > 1,
+        pp_index=pp_index,
+        sharding=_sharding(terms, tp, zero, shard, ep),
+    )
+    return list(offloaded_state(terms.offload, state, zero))
+
+
 def training_memory_arrays(
     terms: MemoryTerms,
     *,
@@ -626,20 +662,8 @@ def training_memory_arrays(
     (NVIDIA/Megatron-LM@d98e8a64 schedules.py: the last rank's warm-up covers chunks
     0 … v − 2 only), though its other chunks hold ((v − 1)·p + 1)/v stage-loads."""
     f64 = np.float64
-    given = (
-        tp,
-        pp,
-        shard,
-        ep,
-        zero,
-        micro_batch,
-        sp,
-        recompute,
-        first_in_flight,
-        last_in_flight,
-        cp,
-    )
-    n = max(_size(x) for x in given)
+    given = (tp, pp, shard, ep, zero, micro_batch, sp, recompute, first_in_flight, cp)
+    n = max(_size(last_in_flight), *(_size(x) for x in given))
 
     def ints(x: npt.ArrayLike) -> IntArray:
         return _spread(x, np.int64, n)
@@ -660,14 +684,17 @@ def training_memory_arrays(
     saved = _saved_without_recompute(terms, tp_i, sp_b, rc_i, b_f)
     outside_only = acts["outside_only"]
 
-    bucket, gather, dequant = _fixed_temporaries(terms, tp_f, zero_i, shard_f, ep_i)
+    columns = [pp_index, tp_f, zero_i, shard_f, ep_i]
+
+    def states(r: Any) -> list[Any]:  # the search's: once per (pp, tp, ZeRO, shard, ep)
+        return _states(terms, counts, pp_values, [c[r] for c in columns], not detail)
+
+    keyed = None if detail else per_group([pp_i, tp_i, zero_i, shard_f, ep_i], states, n)
+    bucket, gather, dequant, *state = states(slice(None)) if keyed is None else keyed
     fixed_temporaries = bucket + gather + dequant if terms.temporaries.dequant else bucket + gather
 
-    sharding = _sharding(terms, tp_f, zero_i, shard_f, ep_i)
-    multi_of_pp = pp_values > 1
-
     def stage(
-        held: StateBytes,
+        held: list[Any],
         layers_of_pp: FloatArray,
         flight: FloatArray,
         outside: FloatArray,
@@ -675,19 +702,7 @@ def training_memory_arrays(
         last: bool,
         outside_flight: FloatArray,
     ) -> dict[str, FloatArray]:
-        share_of_pp = layers_of_pp / terms.layers
-        w, g, o, host, nvme = offloaded_state(
-            terms.offload,
-            _state(
-                terms,
-                held,
-                share_of_pp=share_of_pp,
-                multi_of_pp=multi_of_pp,
-                pp_index=pp_index,
-                sharding=sharding,
-            ),
-            zero_i,
-        )  # the stage's state, less what ZeRO offload takes off the GPU
+        w, g, o, host, nvme = held
         layers = layers_of_pp[pp_index]
         in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
         on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
@@ -722,7 +737,7 @@ def training_memory_arrays(
     first_flight = _spread(first_in_flight, f64, n)
     last_flight = _spread(last_in_flight, f64, n)
     first = stage(
-        terms.outside_first,
+        state[:5],
         counts[:, 0],
         first_flight,
         np.where(multi, acts["outside_first"], outside_only),
@@ -730,7 +745,7 @@ def training_memory_arrays(
         outside_flight=first_flight,
     )
     last = stage(
-        terms.outside_last,
+        state[5:],
         counts[:, 1],
         last_flight,
         np.where(multi, acts["outside_last"], outside_only),
@@ -750,6 +765,7 @@ def training_memory_arrays(
         (first, last, use_last, selected),
         pp=(pp_i, pp_index, pp_values, counts),
         first_flight=first_flight,
+        held_of=partial(_middle_state, terms, pp_values=pp_values, cols=columns),
     )
     out["peak_bytes"], out["fragmentation_bytes"] = peak(out["allocated_bytes"])
     if detail:  # the mean layer's kept bytes per micro-batch (partial full: its average)

@@ -11,8 +11,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from llm_planner.core.sections.training_params import StateBytes
-
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -25,12 +23,14 @@ def fuller_middles(
     *,
     pp: tuple[IntArray, IntArray, IntArray, FloatArray],
     first_flight: FloatArray,
+    held_of: Callable[[FloatArray], list[Any]],
 ) -> tuple[dict[str, FloatArray], npt.NDArray[np.bool_]]:
     """The fuller stage's components (``selected`` keys) of the first and the last
     (``chosen``: first, last, the mask where the last is fuller, the keys) and, as
     :func:`.training_memory_one._fuller_middle` over layouts, where a stated split's middle
     stage (no embedding or head, p − 1 of the first stage's p micro-batches in flight) holds
-    more layers than the first and peaks higher, its components instead."""
+    more layers than the first and peaks higher, its components instead (``held_of``: a
+    stage's state of those layers, as the layouts shard and offload it)."""
     first, last, use_last, selected = chosen
     out = {k: np.asarray(np.where(use_last, last[k], first[k])) for k in selected}
     pp_i, pp_index, pp_values, counts = pp
@@ -40,7 +40,7 @@ def fuller_middles(
     pp_f = pp_i.astype(np.float64)
     flight = first_flight * (pp_f - 1.0) / pp_f
     middle = stage(
-        StateBytes(0.0, 0.0, 0.0),
+        held_of(middle_of_pp),
         middle_of_pp,
         flight,
         np.zeros(len(pp_f)),

@@ -5,6 +5,7 @@ numpy arrays for the search."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_planner.core.inputs.parallelism import ParallelInputs
+from llm_planner.core.primitives.groups import GROUP_FROM, Groups, IntArray, distinct, group_by
 from llm_planner.core.sections.parallelism.schedule import FloatArray, training_in_flight_one
 
 FSDP_TO_ZERO: dict[str, int] = {
@@ -66,6 +68,25 @@ class Layouts:
             cache[name] = getattr(self, name).astype(np.float64)
         return cache[name]
 
+    def codes(self, name: str) -> tuple[IntArray, int]:
+        """A field's :func:`.groups.distinct` codes, found once per Layouts."""
+        cache: dict[str, tuple[IntArray, int]] = self.__dict__.setdefault("_code_cache", {})
+        if name not in cache:
+            cache[name] = distinct(getattr(self, name))
+        return cache[name]
+
+    def groups(self, names: tuple[str, ...]) -> Groups | None:
+        """The layouts grouped by equal ``names`` fields (what a term reads of them), found
+        once per Layouts; None when few (below :data:`.groups.GROUP_FROM`) or with too few
+        repeats: price them all."""
+        cache: dict[tuple[str, ...], Groups | None] = self.__dict__.setdefault("_group_cache", {})
+        if names not in cache:
+            n = len(self)
+            cache[names] = (
+                group_by([self.codes(name) for name in names], n) if n >= GROUP_FROM else None
+            )
+        return cache[names]
+
     def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Layouts:
         return Layouts(**{name: getattr(self, name)[index] for name in LAYOUT_FIELDS})
 
@@ -90,6 +111,31 @@ class Layouts:
             problems=(),
         )
 
+
+def priced_per_group(
+    lay: Layouts,
+    key: tuple[str, ...],
+    per_layout: Sequence[FloatArray],
+    price: Callable[[Layouts, list[FloatArray]], Sequence[FloatArray]],
+) -> list[FloatArray] | None:
+    """``price(layouts, per_layout)`` evaluated once per group of layouts with equal ``key``
+    fields (every field ``price`` reads) and spread back to every layout: the same values,
+    element by element. ``per_layout``: arrays ``price`` reads beside the layouts; grouping
+    needs each to be equal over its group (checked). None when the layouts are few or
+    barely repeat, or an array differs within a group: price them all."""
+    groups = lay.groups(key)
+    if groups is None:
+        return None
+    picked = [groups.members_agree(x) for x in per_layout]
+    agreed = [x for x in picked if x is not None]
+    if len(agreed) < len(picked):
+        return None
+    return [groups.spread(np.asarray(x)) for x in price(lay.take(groups.first), agreed)]
+
+
+DEGREES_KEY = ("tp", "pp", "dp", "ep", "cp", "shard", "zero", "micro_batch", "v", "gpipe")
+"""The layout fields the data-parallel, pipeline and in-flight terms read between them (all
+but sequence parallelism and the recompute policy): one grouping serves the three."""
 
 LAYOUT_FIELDS: tuple[str, ...] = (
     "tp",

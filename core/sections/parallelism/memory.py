@@ -17,8 +17,10 @@ from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.parallelism.layout import (
+    DEGREES_KEY,
     Layouts,
     ResolvedLayout,
+    priced_per_group,
     resolve_layout,
     training_layout_kwargs,
 )
@@ -85,9 +87,10 @@ def memory_screen(
     each layout's schedule (``m`` micro-batches per step; :mod:`.schedule`): the first stage
     holds pp of them under 1F1B (Narayanan et al. 2021, section 2.2.1), the last one."""
     del work  # the layer count is the terms'
-    pp = lay.as_float("pp")
-    v = lay.as_float("v")
-    in_flight = training_in_flight(pp, m, lay.gpipe, v)
+    flights = priced_per_group(  # once per distinct (pp, v, schedule, dp, micro-batch)
+        lay, DEGREES_KEY, [m], lambda g, a: _in_flight(g, a[0])
+    )
+    first, last, loss = flights if flights is not None else _in_flight(lay, m)
     return training_memory_arrays(
         terms,
         tp=lay.tp,
@@ -99,11 +102,24 @@ def memory_screen(
         micro_batch=lay.as_float("micro_batch"),
         sp=lay.sp,
         recompute=lay.recompute,
-        first_in_flight=np.where(in_flight > 0, in_flight, pp),
-        last_in_flight=training_in_flight_last(pp, m, lay.gpipe, v),
-        loss_in_flight=training_loss_in_flight(pp, m, lay.gpipe, v),
+        first_in_flight=first,
+        last_in_flight=last,
+        loss_in_flight=loss,
         detail=False,
     )
+
+
+def _in_flight(lay: Layouts, m: FloatArray) -> list[FloatArray]:
+    """The micro-batches the first and the last stage hold at their peak, and the last
+    stage's loss-side ones (:mod:`.schedule`; the first stage's default, pp)."""
+    pp = lay.as_float("pp")
+    v = lay.as_float("v")
+    in_flight = training_in_flight(pp, m, lay.gpipe, v)
+    return [
+        np.asarray(np.where(in_flight > 0, in_flight, pp)),
+        training_in_flight_last(pp, m, lay.gpipe, v),
+        training_loss_in_flight(pp, m, lay.gpipe, v),
+    ]
 
 
 ONE_BY_ONE_BELOW = 12

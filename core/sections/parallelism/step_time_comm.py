@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities import moe as moe_work
-from llm_planner.core.sections.parallelism.layout import Layouts
+from llm_planner.core.sections.parallelism.layout import DEGREES_KEY, Layouts, priced_per_group
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_dp_one import data_parallel_one
 from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
@@ -46,7 +46,29 @@ def _pipeline_and_experts(
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """(bytes, seconds) per micro-batch of the pipeline sends and of the MoE all-to-all
     (exposed: less what the stack's or the scenario's overlap hides behind ``compute``,
-    :func:`_hidden_all_to_all`)."""
+    :func:`_hidden_all_to_all`); the search's layouts once per distinct degrees (the
+    exposure, which reads ``compute``, per layout)."""
+    grouped = priced_per_group(
+        lay,
+        DEGREES_KEY,
+        [tokens_mb],
+        lambda g, arrays: _pipeline_and_experts_arrays(work, cluster, g, arrays[0]),
+    )
+    pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = (
+        grouped
+        if grouped is not None
+        else _pipeline_and_experts_arrays(work, cluster, lay, tokens_mb)
+    )
+    if work.moe_layers > 0:
+        overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
+        t_ep = _hidden_all_to_all(t_ep, overlap, compute)
+    return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+
+
+def _pipeline_and_experts_arrays(
+    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray
+) -> list[FloatArray]:
+    """:func:`_pipeline_and_experts` of every layout, the MoE dispatch before any overlap."""
     tp = lay.as_float("tp")
     pp = lay.as_float("pp")
     dp = lay.as_float("dp")
@@ -63,7 +85,7 @@ def _pipeline_and_experts(
     p2p_latency = cluster.base_latency + np.where(pp_inside, 0.0, cluster.inter_p2p_latency)
     t_pp = pp_bytes_mb / pp_bw + np.where(pp > 1, 2.0 * v * p2p_latency, 0.0)
     if work.moe_layers > 0 and work.moe_dispatcher == "allgather":
-        ep_bytes_mb, t_ep = _allgather_dispatch(work, cluster, lay, tokens_mb, compute)
+        ep_bytes_mb, t_ep = _allgather_dispatch(work, cluster, lay, tokens_mb)
     elif work.moe_layers > 0:
         per_layer = comm.moe_all_to_all_bytes_per_layer(ep, tp, tokens_mb, work.hidden, work.top_k)
         ep_bytes_mb = (work.moe_layers / pp) * per_layer
@@ -79,13 +101,11 @@ def _pipeline_and_experts(
             intra_step=cluster.intra_step_latency,
             inter_step=cluster.inter_step_latency,
         )
-        overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
-        t_ep = _hidden_all_to_all((work.moe_layers / pp) * 4.0 * one, overlap, compute)
+        t_ep = (work.moe_layers / pp) * 4.0 * one
     else:
         ep_bytes_mb = np.zeros_like(tp)
         t_ep = np.zeros_like(tp)
-
-    return pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)
+    return [pp_bytes_mb, np.asarray(t_pp), ep_bytes_mb, np.asarray(t_ep)]
 
 
 def _allgather_dispatch(
@@ -93,16 +113,15 @@ def _allgather_dispatch(
     cluster: Cluster,
     lay: Layouts,
     tokens_mb: FloatArray,
-    compute: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """(bytes, seconds) per micro-batch of the all-gather dispatcher on the fullest stage:
     its MoE layers ÷ pp × :func:`.moe.allgather_dispatch_bytes_per_layer` over the tp·ep group
     (contiguous ranks, Megatron-Core's order tp-cp-ep-dp-pp with cp = 1; each rank holds
     s·b ÷ tp tokens), as ring collectives on the links the group spans
     (:meth:`.comm.Links.group_bandwidth`), each of the four with NCCL's all-gather latency
-    (:func:`.comm.collective_latency_seconds`), less the overlap the stack or the scenario
-    sets (:func:`_hidden_all_to_all`). Every rank receives all tokens, so the load imbalance
-    does not change it."""
+    (:func:`.comm.collective_latency_seconds`), before the overlap the stack or the scenario
+    sets (:func:`_pipeline_and_experts` applies :func:`_hidden_all_to_all`). Every rank
+    receives all tokens, so the load imbalance does not change it."""
     tp = lay.as_float("tp")
     group = tp * lay.as_float("ep")
     layers = work.moe_layers / lay.as_float("pp")
@@ -116,9 +135,8 @@ def _allgather_dispatch(
         inter_step=cluster.inter_step_latency,
         base=cluster.base_latency,
     )
-    overlap = max(cluster.ep_overlap, work.stack.moe_dispatch_overlap)
     seconds = per_layer / cluster.links.group_bandwidth(1.0, group) + latency
-    return np.asarray(layers * per_layer), _hidden_all_to_all(layers * seconds, overlap, compute)
+    return np.asarray(layers * per_layer), np.asarray(layers * seconds)
 
 
 def _context_parallel(
@@ -236,7 +254,8 @@ def _tensor_parallel_latency(
     Each costs NCCL's latency over tp ranks on the nodes the group spans; a network step
     costs the stack's ``network_step`` (:attr:`.stacks.StackProfile.
     tp_network_step_latency_seconds`) where it sets one, else the cluster's."""
-    tp = lay.as_float("tp")
+    groups = lay.groups(("tp",))  # the latencies depend on tp alone: once per value
+    tp = lay.as_float("tp") if groups is None else lay.as_float("tp")[groups.first]
     nodes = comm.nodes_spanned(1.0, tp, cluster.gpus_per_node)
     intra, inter = cluster.intra_step_latency, cluster.inter_step_latency
     if network_step is not None:
@@ -249,8 +268,14 @@ def _tensor_parallel_latency(
         "all_gather", tp, nodes, intra_step=intra, inter_step=inter, base=base
     )
     passes = 2.0 + full_recompute
-    per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
-    per_layer = per_layer + np.where(regathers, 2.0 * gather, 0.0)
+    if groups is None:
+        per_layer = np.where(lay.sp, 4.0 * gather, 2.0 * all_reduce) * passes
+    else:  # (2 all-reduces, 4 gathers) per tp value, picked per layout by tp and SP
+        table = np.stack([2.0 * all_reduce, 4.0 * gather], axis=1).reshape(-1)
+        per_layer = table[groups.inverse * 2 + lay.sp] * passes
+        gather = groups.spread(gather)
+    if regathers.any():
+        per_layer = per_layer + np.where(regathers, 2.0 * gather, 0.0)
     return np.asarray(layers * per_layer)
 
 
@@ -269,6 +294,14 @@ def _data_parallel(
         one = data_parallel_one(work, lay, cluster, m=float(m[0]), dp_work=float(dp_work[0]), si=si)
         if one is not None:
             return np.array([one[0]]), np.array([one[1]]), np.array([one[2]]), np.array([one[3]])
+    grouped = priced_per_group(  # once per distinct (degrees, ZeRO stage, micro-batch)
+        lay,
+        DEGREES_KEY,
+        [m, dp_work],
+        lambda g, arrays: _data_parallel_arrays(work, g, cluster, *arrays, si=si),
+    )
+    if grouped is not None:
+        return grouped[0], grouped[1], grouped[2], grouped[3]
     return _data_parallel_arrays(work, lay, cluster, m, dp_work, si=si)
 
 

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from llm_planner.core.inputs.training import NF4_DOUBLE_QUANT_BITS
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.pipeline_split import split_or_none
-from llm_planner.core.sections.parallelism.layout import Layouts
+from llm_planner.core.sections.parallelism.layout import DEGREES_KEY, Layouts, priced_per_group
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_inputs import (
     StepInputs,
@@ -152,6 +152,38 @@ def _compute_seconds(
     and the replay under full recomputation; bitsandbytes ``dequantize_4bit`` in
     ``MatMul4Bit``): (NF4 bits ÷ 8 read + 2 written) bytes per parameter per use, per
     micro-batch, memory-bound. Accumulated gradients are the adapters' only."""
+    grouped = priced_per_group(  # once per distinct (degrees, micro-batch, v, SP, policy)
+        lay,
+        ("tp", "pp", "ep", "cp", "micro_batch", "v", "sp", "recompute"),
+        [stage_tokens, tokens_mb, head_on_stage],
+        lambda g, arrays: _compute_seconds_arrays(
+            work, cluster, g, arrays[0], arrays[1], head_on_stage=arrays[2], step_inputs=step_inputs
+        ),
+    )
+    if grouped is not None:
+        return grouped[0], grouped[1]
+    return _compute_seconds_arrays(
+        work,
+        cluster,
+        lay,
+        stage_tokens,
+        tokens_mb,
+        head_on_stage=head_on_stage,
+        step_inputs=step_inputs,
+    )
+
+
+def _compute_seconds_arrays(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    stage_tokens: FloatArray,
+    tokens_mb: FloatArray,
+    *,
+    head_on_stage: FloatArray,
+    step_inputs: StepInputs,
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`_compute_seconds` of every layout."""
     si = step_inputs
     hw = layout_hw_factors(work, lay)
     tp = lay.as_float("tp")
@@ -548,7 +580,26 @@ def _optimizer_step_seconds(
     steps only this rank's shard (÷ the shard group, experts ÷ dp/ep within it). Plus the
     mixed-precision optimizer's own passes (``si.optimizer_extra_bytes_per_param``:
     :func:`mixed_precision_optimizer_extra_bytes`) over the parameters it steps (the
-    adapters' only under LoRA)."""
+    adapters' only under LoRA). The search's layouts once per distinct degrees."""
+    grouped = priced_per_group(
+        lay,
+        DEGREES_KEY,
+        [tp_pp],
+        lambda g, arrays: [_optimizer_step_arrays(work, g, cluster, arrays[0], si)],
+    )
+    if grouped is not None:
+        return grouped[0]
+    return _optimizer_step_arrays(work, lay, cluster, tp_pp, si)
+
+
+def _optimizer_step_arrays(
+    work: Workload,
+    lay: Layouts,
+    cluster: Cluster,
+    tp_pp: FloatArray,
+    si: StepInputs | None = None,
+) -> FloatArray:
+    """:func:`_optimizer_step_seconds` of every layout."""
     step_bytes = work.optimizer_step_bytes_per_param
     if si is not None and si.optimizer_extra_bytes_per_param > 0 and work.params_total > 0:
         trained = si.adapter_params / work.params_total if si.frozen else 1.0
