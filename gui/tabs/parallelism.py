@@ -399,6 +399,13 @@ class ParallelismTab(Tab):
     def redraw(self, scenario: Scenario, report: Report) -> None:
         super().redraw(scenario, report)
         self.chunks.setEnabled(scenario.parallelism.schedule == "interleaved")
+        # a stated first/last stage needs a pipeline; kept enabled while it holds a value, so
+        # a plan that went back to pp 1 can clear it
+        piped = scenario.parallelism.pp > 1
+        self.first_stage_layers.setEnabled(
+            piped or scenario.training.first_stage_layers is not None
+        )
+        self.last_stage_layers.setEnabled(piped or scenario.training.last_stage_layers is not None)
         # empty means "the GPU's own link": say which, rather than "(none)"
         gpu = scenario.gpu
         self.intra_bw.setPlaceholderText(

@@ -66,3 +66,27 @@ def test_stated_first_and_last_stage_reach_the_estimate(qtbot: Any, window: Main
     scenario = window.state.scenario
     assert (scenario.training.first_stage_layers, scenario.training.last_stage_layers) == (2, 6)
     assert estimate(scenario).training.layers_on_stage == 12
+
+
+def test_stage_layer_rows_need_a_pipeline(qtbot: Any, window: MainWindow) -> None:
+    """At pp 1 there is no first or last stage to state (Megatron refuses the flags), so the
+    rows are greyed; typing pp 4 enables them. With a stated first stage, typing pp 1 is
+    refused in place, naming the stage field, and the plan keeps pp 4; clearing the stage
+    lets pp 1 through and greys the rows again."""
+    window.tabs.setCurrentIndex(3)
+    tab = window.page(3)
+    type_into(qtbot, window, tab.pp, "1")
+    assert not tab.first_stage_layers.isEnabled()
+    assert not tab.last_stage_layers.isEnabled()
+    type_into(qtbot, window, tab.pp, "4")
+    assert tab.first_stage_layers.isEnabled()
+    assert tab.last_stage_layers.isEnabled()
+    type_into(qtbot, window, tab.first_stage_layers, "2")
+    type_into(qtbot, window, tab.pp, "1")
+    assert window.state.scenario.parallelism.pp == 4
+    assert "first_stage_layers" in tab.pp.toolTip()
+    type_into(qtbot, window, tab.first_stage_layers, "")
+    type_into(qtbot, window, tab.pp, "1")
+    assert window.state.scenario.training.first_stage_layers is None
+    assert window.state.scenario.parallelism.pp == 1
+    assert not tab.first_stage_layers.isEnabled()
