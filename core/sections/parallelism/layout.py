@@ -137,6 +137,10 @@ DEGREES_KEY = ("tp", "pp", "dp", "ep", "cp", "shard", "zero", "micro_batch", "v"
 """The layout fields the data-parallel, pipeline and in-flight terms read between them (all
 but sequence parallelism and the recompute policy): one grouping serves the three."""
 
+COMPUTE_KEY = ("tp", "pp", "ep", "cp", "micro_batch", "v", "sp", "recompute")
+"""The layout fields a micro-batch's compute and its host launch floor read between them:
+one grouping serves both."""
+
 LAYOUT_FIELDS: tuple[str, ...] = (
     "tp",
     "pp",

@@ -9,7 +9,7 @@ import numpy as np
 
 from llm_planner.core.quantities import activation_offload, comm
 from llm_planner.core.quantities.offload import host_link_bytes_per_s
-from llm_planner.core.sections.parallelism.layout import Layouts
+from llm_planner.core.sections.parallelism.layout import COMPUTE_KEY, Layouts, priced_per_group
 from llm_planner.core.sections.parallelism.memory import memory_screen
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_comm import (
@@ -183,6 +183,7 @@ def evaluate_layouts(
         balanced = work.stack.pipeline_balances_head
     fullest_layers, fullest_head = _fullest_stage(work, pp, v, balanced=balanced)
     chunk_layers = _chunk_layers(work, pp, v, fullest_layers)
+    stage_layers = chunk_layers * v  # ⌈L/(p·v)⌉·v: the layers one micro-batch runs here
     stage_tokens = tokens_mb * fullest_layers / (work.layers * tp)  # s·b·(layers share) ÷ t
     t_c, t_mem = _compute_seconds(
         work, cluster, lay, stage_tokens, tokens_mb, head_on_stage=fullest_head, step_inputs=si
@@ -191,22 +192,17 @@ def evaluate_layouts(
     # DeepSpeedCPUAdam steps the offloaded layouts instead of the GPU
     t_opt = off.gpu_optimizer(_optimizer_step_seconds(work, lay, cluster, tp_pp, si))
 
-    links = cluster.links
-    layers_stage = work.layers / pp
-    full = full_replay_share(work, lay)
-    regathers = lay.sp & work.stack.tp_backward_regathers_input
-    tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
-        tp, tokens_mb, work.hidden, full, regathers
-    )
-    tp_lat_mb = _tensor_parallel_latency(
-        cluster,
+    tp_priced = priced_per_group(  # reads tp, pp, SP and the policy: once per group
         lay,
-        chunk_layers * v,
-        full,
-        regathers=regathers,
-        network_step=work.stack.tp_network_step_latency_seconds,
+        COMPUTE_KEY,
+        [tokens_mb, stage_layers],
+        lambda g, a: _tensor_parallel(work, cluster, g, a[0], a[1]),
     )
-    t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
+    tp_bytes_mb, t_tp = (
+        tp_priced
+        if tp_priced is not None
+        else _tensor_parallel(work, cluster, lay, tokens_mb, stage_layers)
+    )
     pp_bytes_mb, t_pp, ep_bytes_mb, t_ep = _pipeline_and_experts(
         work, cluster, lay, tokens_mb, compute=t_c
     )
@@ -217,11 +213,9 @@ def evaluate_layouts(
         lay.zero <= 1, comm.BACKWARD_SHARE, np.where(lay.zero == 2, comm.BACKWARD_SHARE * m, m)
     )
     t_host, t_launch = _host_floor(
-        work, cluster, lay, chunk_layers * v, head_on_stage=fullest_head, si=si
+        work, cluster, lay, stage_layers, head_on_stage=fullest_head, si=si
     )
-    cp_bytes_mb, t_cp = _context_parallel(
-        work, cluster, lay, tokens_mb, layers=chunk_layers * v, si=si
-    )
+    cp_bytes_mb, t_cp = _context_parallel(work, cluster, lay, tokens_mb, layers=stage_layers, si=si)
     t_off, off_bytes = _activation_offload(work, cluster, lay, si, t_c=t_c, tokens_mb=tokens_mb)
     t_gpu = t_c + t_tp + t_pp + t_ep + t_cp + t_off
     # when the launches set the pace the backward lasts longer by the GPU's idle time
@@ -235,7 +229,7 @@ def evaluate_layouts(
         cluster,
         lay,
         si,
-        layers=chunk_layers * v,
+        layers=stage_layers,
         fullest_layers=fullest_layers,
         fullest_head=fullest_head,
         hw_factor=hw_factor,
@@ -248,8 +242,9 @@ def evaluate_layouts(
     exposed_dp = exposed_dp + _tied_embedding_sync_seconds(work, cluster, lay)
     step = slots * t_mb + exposed_dp + t_opt + off.exposed
     tokens_per_s = work.global_batch * work.seq_len / step
-    mfu = work.mfu_flops_per_token * tokens_per_s / (gpus * peak)
-    hfu = _executed_flops_per_token(work, lay, si, hw_factor) * tokens_per_s / (gpus * peak)
+    gpus_peak = gpus * peak
+    mfu = work.mfu_flops_per_token * tokens_per_s / gpus_peak
+    hfu = _executed_flops_per_token(work, lay, si, hw_factor) * tokens_per_s / gpus_peak
 
     out: dict[str, FloatArray] = {
         "microbatches": m,
@@ -287,6 +282,34 @@ def evaluate_layouts(
     if recipe is not None:
         out.update(memory_screen(work, lay, recipe, m=m))
     return out
+
+
+def _tensor_parallel(
+    work: Workload, cluster: Cluster, lay: Layouts, tokens_mb: FloatArray, layers: FloatArray
+) -> list[FloatArray]:
+    """(bytes, exposed seconds) of one micro-batch's tensor-parallel collectives on the
+    fullest stage (``layers``: the layers it runs, ⌈L/(p·v)⌉·v): the bytes of
+    :func:`.comm.tensor_parallel_bytes_per_layer` over the stage's L/p layers ÷ the TP
+    group's bandwidth, + :func:`_tensor_parallel_latency`, × (1 − the cluster's TP
+    overlap)."""
+    tp = lay.as_float("tp")
+    links = cluster.links
+    layers_stage = work.layers / lay.as_float("pp")
+    full = full_replay_share(work, lay)
+    regathers = lay.sp & work.stack.tp_backward_regathers_input
+    tp_bytes_mb = layers_stage * comm.tensor_parallel_bytes_per_layer(
+        tp, tokens_mb, work.hidden, full, regathers
+    )
+    tp_lat_mb = _tensor_parallel_latency(
+        cluster,
+        lay,
+        layers,
+        full,
+        regathers=regathers,
+        network_step=work.stack.tp_network_step_latency_seconds,
+    )
+    t_tp = (tp_bytes_mb / links.group_bandwidth(1.0, tp) + tp_lat_mb) * (1.0 - cluster.tp_overlap)
+    return [tp_bytes_mb, t_tp]
 
 
 def _micro_batch_seconds(

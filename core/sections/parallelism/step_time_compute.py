@@ -11,7 +11,12 @@ import numpy.typing as npt
 from llm_planner.core.inputs.training import NF4_DOUBLE_QUANT_BITS
 from llm_planner.core.quantities import comm
 from llm_planner.core.quantities.pipeline_split import split_or_none
-from llm_planner.core.sections.parallelism.layout import DEGREES_KEY, Layouts, priced_per_group
+from llm_planner.core.sections.parallelism.layout import (
+    COMPUTE_KEY,
+    DEGREES_KEY,
+    Layouts,
+    priced_per_group,
+)
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_inputs import (
     StepInputs,
@@ -154,7 +159,7 @@ def _compute_seconds(
     micro-batch, memory-bound. Accumulated gradients are the adapters' only."""
     grouped = priced_per_group(  # once per distinct (degrees, micro-batch, v, SP, policy)
         lay,
-        ("tp", "pp", "ep", "cp", "micro_batch", "v", "sp", "recompute"),
+        COMPUTE_KEY,
         [stage_tokens, tokens_mb, head_on_stage],
         lambda g, arrays: _compute_seconds_arrays(
             work, cluster, g, arrays[0], arrays[1], head_on_stage=arrays[2], step_inputs=step_inputs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from llm_planner.core.quantities import comm
-from llm_planner.core.sections.parallelism.layout import Layouts
+from llm_planner.core.sections.parallelism.layout import COMPUTE_KEY, Layouts, priced_per_group
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_inputs import StepInputs
 from llm_planner.core.sections.parallelism.workload import (
@@ -150,6 +150,33 @@ def _host_floor(
     (``si.cuda_graphs``) take their captured kernels off the launch floor
     (:func:`_captured_launches`); a full-iteration graph takes all of them (one graph launch
     per step, the host idle while the GPU runs it)."""
+    grouped = priced_per_group(  # reads tp, pp, ep, v, SP and the policy: once per group
+        lay,
+        COMPUTE_KEY,
+        [layers, head_on_stage],
+        lambda g, a: [_launch_floor(work, cluster, g, a[0], head_on_stage=a[1], si=si)],
+    )
+    launch = (
+        grouped[0]
+        if grouped is not None
+        else _launch_floor(work, cluster, lay, layers, head_on_stage=head_on_stage, si=si)
+    )
+    stack_host = _host_seconds(work, cluster, lay, layers)
+    binding_launch = np.where(launch > stack_host, launch, 0.0)
+    return np.asarray(np.maximum(stack_host, launch)), np.asarray(binding_launch)
+
+
+def _launch_floor(
+    work: Workload,
+    cluster: Cluster,
+    lay: Layouts,
+    layers: FloatArray,
+    *,
+    head_on_stage: FloatArray,
+    si: StepInputs,
+) -> FloatArray:
+    """:func:`_host_floor`'s launch floor: :func:`_launch_seconds`, plus an MoE layer's own
+    kernels, less what CUDA graphs capture."""
     launch = _launch_seconds(cluster, lay, layers, head_on_stage, si)
     if work.moe_layers > 0 and cluster.host_seconds_per_layer is None:
         launch = launch + layers * _moe_launches(work, lay) * comm.HOST_SECONDS_PER_KERNEL_LAUNCH
@@ -158,9 +185,7 @@ def _host_floor(
     elif si.cuda_graphs != "none" and cluster.host_seconds_per_layer is None:
         captured = _captured_launches(work, lay, si)
         launch = launch - layers * captured * comm.HOST_SECONDS_PER_KERNEL_LAUNCH
-    stack_host = _host_seconds(work, cluster, lay, layers)
-    binding_launch = np.where(launch > stack_host, launch, 0.0)
-    return np.asarray(np.maximum(stack_host, launch)), np.asarray(binding_launch)
+    return launch
 
 
 def _layer_launches(lay: Layouts, si: StepInputs | None = None) -> FloatArray:
