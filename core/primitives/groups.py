@@ -48,6 +48,24 @@ def distinct(values: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> tuple[I
     return lookup[values], len(present)  # type: ignore[return-value]
 
 
+def distinct_values(values: IntArray) -> tuple[IntArray, IntArray]:
+    """(index of each value among the distinct ones, the distinct values), O(n) for small
+    non-negative integers: what depends on one degree alone is priced once per value."""
+    if values.size <= _FEW:  # a few layouts: Python's set is cheaper than the arrays
+        listed = values.tolist()
+        distinct = sorted(set(listed))
+        position = {v: i for i, v in enumerate(distinct)}
+        index = np.array([position[v] for v in listed], dtype=np.int64)
+        return index, np.array(distinct, dtype=np.int64)
+    seen = np.zeros(int(values.max(initial=0)) + 1, dtype=bool)
+    seen[values] = True
+    return (np.cumsum(seen) - 1)[values], np.flatnonzero(seen)
+
+
+_FEW = 64
+"""Entries up to which :func:`distinct_values` uses Python's set."""
+
+
 @dataclass(frozen=True)
 class Groups:
     """The entries grouped by equal key columns."""
@@ -118,6 +136,7 @@ def per_group(
     columns: Sequence[npt.NDArray[Any]],
     price: Callable[[IntArray], Sequence[FloatArray | float]],
     n: int,
+    groups: Groups | None = None,
 ) -> list[FloatArray | float] | None:
     """``price(index)`` of the entries at ``index``, evaluated once per group of equal
     ``columns`` (every column ``price`` reads) and spread back to every entry (a scalar it
@@ -125,7 +144,10 @@ def per_group(
     degree held as float64) keys by its integer part and must be equal over each group
     (checked). None when there are fewer than :data:`GROUP_FROM` entries, too few repeats,
     a column is not of small non-negative whole numbers, or a float column differs within
-    a group: the caller prices every entry."""
+    a group: the caller prices every entry. ``groups``: the caller's grouping, by equal
+    ``columns`` or finer (taken as given, unchecked)."""
+    if groups is not None:
+        return _spread_priced(groups, price)
     if n < GROUP_FROM:
         return None
     ints = [c.astype(np.int64) if c.dtype.kind == "f" else c for c in columns]
@@ -135,6 +157,13 @@ def per_group(
     floats = [c for c in columns if c.dtype.kind == "f"]
     if groups is None or any(groups.members_agree(c) is None for c in floats):
         return None
+    return _spread_priced(groups, price)
+
+
+def _spread_priced(
+    groups: Groups, price: Callable[[IntArray], Sequence[FloatArray | float]]
+) -> list[FloatArray | float]:
+    """``price`` of each group's representative, spread back (a scalar stays one)."""
     return [
         groups.spread(x) if isinstance(x, np.ndarray) and x.ndim == 1 else x
         for x in price(groups.first)

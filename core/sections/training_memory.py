@@ -44,7 +44,7 @@ import numpy.typing as npt
 from llm_planner.core.inputs.training import DDP_BUCKET_BYTES, TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture, count_parameters
 from llm_planner.core.primitives.dtypes import bytes_per_element
-from llm_planner.core.primitives.groups import per_group
+from llm_planner.core.primitives.groups import Groups, distinct_values, per_group
 from llm_planner.core.primitives.kept import forgotten
 from llm_planner.core.quantities.activation_profiles import get_profile
 from llm_planner.core.quantities.activation_recompute import is_partial, partial_full_stage
@@ -267,26 +267,24 @@ def zero_divisors(
     )
 
 
-def _distinct(values: IntArray) -> tuple[IntArray, IntArray]:
-    """(index of each value among the distinct ones, the distinct values), O(n) for small
-    non-negative integers: what depends on one degree alone is priced once per value."""
-    if values.size <= _FILL_BELOW:  # a few layouts: Python's set is cheaper than the arrays
-        listed = values.tolist()
-        distinct = sorted(set(listed))
-        position = {v: i for i, v in enumerate(distinct)}
-        index = np.array([position[v] for v in listed], dtype=np.int64)
-        return index, np.array(distinct, dtype=np.int64)
-    seen = np.zeros(int(values.max(initial=0)) + 1, dtype=bool)
-    seen[values] = True
-    return (np.cumsum(seen) - 1)[values], np.flatnonzero(seen)
-
-
 def _activation_terms(
-    terms: MemoryTerms, tp: IntArray, sp: npt.NDArray[np.bool_], rc: IntArray, b: FloatArray
+    terms: MemoryTerms,
+    tp: IntArray,
+    sp: npt.NDArray[np.bool_],
+    rc: IntArray,
+    b: FloatArray,
+    *,
+    groups: Groups | None = None,
 ) -> dict[str, FloatArray]:
     """Each activation term of :class:`StageActivations` per layout at its micro-batch ``b``:
     priced once per distinct (tp, sp, policy) at b = 1 and × b; the threshold policy at its
-    own b."""
+    own b. ``groups`` (of equal tp, sp, policy and b): priced on one layout of each."""
+    if groups is not None:
+        f = groups.first
+        return {
+            k: groups.spread(x)
+            for k, x in _activation_terms(terms, tp[f], sp[f], rc[f], b[f]).items()
+        }
     n_rc = len(RECOMPUTE_POLICIES)
     threshold = rc == _THRESHOLD
     scale = b
@@ -301,7 +299,7 @@ def _activation_terms(
             for k in unique.T.tolist()
         ]
     else:  # dense integer code per (tp, sp, policy): O(n) grouping, no sort
-        inv, codes = _distinct((tp * 2 + sp) * n_rc + rc)
+        inv, codes = distinct_values((tp * 2 + sp) * n_rc + rc)
         acts = [
             terms.activations(1, k // n_rc // 2, bool(k // n_rc % 2), RECOMPUTE_POLICIES[k % n_rc])
             for k in codes.tolist()
@@ -441,7 +439,7 @@ def _state(
 def _layer_temporaries_by_ep(terms: MemoryTerms, ep: IntArray) -> tuple[FloatArray, FloatArray]:
     """One layer's ZeRO-2 bucket and ZeRO-3 gather (tp = 1) as a GPU holding E/ep experts
     stores it, per layout from a table over the ep values present, O(n)."""
-    index, values = _distinct(ep)
+    index, values = distinct_values(ep)
     table = np.array(
         [
             (t.zero2_bucket, t.zero3_gather)
@@ -629,6 +627,7 @@ def training_memory_arrays(
     detail: bool = True,
     cp: npt.ArrayLike = 1,
     loss_in_flight: npt.ArrayLike | None = None,
+    groups: tuple[Groups | None, Groups | None] = (None, None),
 ) -> dict[str, FloatArray]:
     """Per-GPU training memory of each layout (the module docstring gives the terms).
 
@@ -660,7 +659,10 @@ def training_memory_arrays(
     layers' (1F1B: 1, GPipe: m). Interleaved, 1: those tensors belong to the last rank's
     last chunk, whose backward runs right after its forward in the steady state
     (NVIDIA/Megatron-LM@d98e8a64 schedules.py: the last rank's warm-up covers chunks
-    0 … v − 2 only), though its other chunks hold ((v − 1)·p + 1)/v stage-loads."""
+    0 … v − 2 only), though its other chunks hold ((v − 1)·p + 1)/v stage-loads.
+
+    ``groups``: the layouts grouped by equal (pp, tp, ZeRO, shard, ep) and by equal (tp, sp,
+    policy, micro-batch, cp), or finer (the search's, found once); None: found here."""
     f64 = np.float64
     given = (tp, pp, shard, ep, zero, micro_batch, sp, recompute, first_in_flight, cp)
     n = max(_size(last_in_flight), *(_size(x) for x in given))
@@ -677,9 +679,9 @@ def training_memory_arrays(
     tp_f = tp_i.astype(f64)
     multi = pp_i > 1
 
-    pp_index, pp_values = _distinct(pp_i)
+    pp_index, pp_values = distinct_values(pp_i)
     counts = np.array([terms.stage_layers(int(p)) for p in pp_values.tolist()], dtype=f64)
-    acts = _activation_terms(terms, tp_i, sp_b, rc_i, b_f)
+    acts = _activation_terms(terms, tp_i, sp_b, rc_i, b_f, groups=None if detail else groups[1])
     logits = gathered_head_bytes(terms, acts["logits"], b=b_f, tp=tp_i, zero=zero_i, shard=shard_f)
     saved = _saved_without_recompute(terms, tp_i, sp_b, rc_i, b_f)
     outside_only = acts["outside_only"]
@@ -689,7 +691,7 @@ def training_memory_arrays(
     def states(r: Any) -> list[Any]:  # the search's: once per (pp, tp, ZeRO, shard, ep)
         return _states(terms, counts, pp_values, [c[r] for c in columns], not detail)
 
-    keyed = None if detail else per_group([pp_i, tp_i, zero_i, shard_f, ep_i], states, n)
+    keyed = None if detail else per_group([pp_i, tp_i, zero_i, shard_f, ep_i], states, n, groups[0])
     bucket, gather, dequant, *state = states(slice(None)) if keyed is None else keyed
     fixed_temporaries = bucket + gather + dequant if terms.temporaries.dequant else bucket + gather
 

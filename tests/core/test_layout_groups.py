@@ -139,3 +139,20 @@ def test_per_group_prices_each_group_once_and_refuses_what_it_cannot_key(
     half = shard + np.where(np.arange(16) == 0, 0.5, 0.0)
     assert grp.per_group([tp, half], price, 16) is None
     assert grp.per_group([tp - 2, shard], price, 16) is None  # negative: not a key
+    # the caller's grouping, finer than (tp, shard) (by the entry's half, 8 groups): taken
+    # as given, each of its groups priced once
+    monkeypatch.setattr(grp, "GROUP_FROM", 10**12)  # too few entries to group here
+    finer = grp.group_by(
+        [
+            grp.distinct(tp),
+            grp.distinct(shard.astype(np.int64)),
+            grp.distinct((np.arange(16) // 4) % 2),
+        ],
+        16,
+        most=16,
+    )
+    assert finer is not None
+    out = grp.per_group([tp, shard], price, 16, finer)
+    assert out is not None
+    assert seen[-1] == 8
+    assert np.array_equal(out[0], shard / tp)

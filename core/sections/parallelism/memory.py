@@ -17,6 +17,7 @@ from llm_planner.core.inputs.training import TrainingInputs
 from llm_planner.core.primitives.architecture import Architecture
 from llm_planner.core.primitives.gpus import GPU
 from llm_planner.core.sections.parallelism.layout import (
+    COMPUTE_KEY,
     DEGREES_KEY,
     Layouts,
     ResolvedLayout,
@@ -106,6 +107,7 @@ def memory_screen(
         last_in_flight=last,
         loss_in_flight=loss,
         detail=False,
+        groups=(lay.groups(DEGREES_KEY), lay.groups(COMPUTE_KEY)),
     )
 
 
