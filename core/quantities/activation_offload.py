@@ -6,7 +6,7 @@ cpu_offloading/cpu_offloading.rst: "Transfers are asynchronous", "The faster the
 more effectively transfer time can be hidden behind computation"; PCIe Gen5 x16 128 GB/s and
 GB200's NVLink-C2C 900 GB/s, both bidirectional; the links' rates per GPU are
 :func:`.offload.host_link_bytes_per_s`). The memory it saves is
-:func:`.sections.training_memory.held_layers`.
+:func:`.sections.training_offload.held_layers`.
 """
 
 from __future__ import annotations

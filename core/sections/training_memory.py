@@ -54,6 +54,7 @@ from llm_planner.core.sections.training_activations import StageActivations, sta
 from llm_planner.core.sections.training_memory_middle import fuller_middles
 from llm_planner.core.sections.training_offload import (
     OffloadTerms,
+    held_activations,
     offload_terms,
     offloaded_state,
 )
@@ -140,7 +141,7 @@ class MemoryTerms:
     """Which GPU's peak the stack's own logs report (``StackProfile.logged_peak_stage``)."""
     activation_offload_layers: int = 0
     """Layers per stage whose activations go to host memory (``TrainingInputs.
-    activation_offload_layers``; :func:`held_layers`)."""
+    activation_offload_layers``; :func:`.training_offload.held_layers`)."""
     offload: OffloadTerms | None = None
     """ZeRO-Offload / ZeRO-Infinity (:func:`.training_offload.offload_terms`); None: none."""
     recompute_method: str = "uniform"
@@ -540,31 +541,6 @@ def _spread(x: npt.ArrayLike, dtype: Any, n: int) -> npt.NDArray[Any]:
     )
 
 
-def held_layers(layers: npt.ArrayLike, offloaded: int) -> FloatArray:
-    """Layers of a stage whose activations stay on the GPU when ``offloaded`` of them go to
-    host memory: Transformer Engine's CPU offload (NVIDIA/TransformerEngine@d0067d0d
-    transformer_engine/pytorch/cpu_offload.py ``get_cpu_offload_context``: "activation
-    memory usage is equal to ``(num_layers - num_offloaded_layers) * T``, where ``T`` is
-    the memory footprint of a layer"), which Megatron-Core's ``cpu_offloading`` /
-    ``cpu_offloading_num_layers`` drive (NVIDIA/Megatron-LM@d98e8a64 megatron/core/
-    transformer/transformer_block.py), at most all layers but one (transformer_config.py:
-    ``cpu_offloading_num_layers`` must be below ``num_layers``; the last layer's activations
-    are used at once by its backward)."""
-    n = np.asarray(layers, dtype=np.float64)
-    if offloaded <= 0:
-        return n
-    return n - np.minimum(float(offloaded), np.maximum(n - 1.0, 0.0))
-
-
-def _on_gpu_share(layers: FloatArray, offloaded: int) -> FloatArray:
-    """Share of what a stage's layers keep that stays on the GPU under CPU activation
-    offload (:func:`held_layers` ÷ layers; the offloaded layers taken as keeping the
-    stage's mean, which partial full recomputation makes uneven)."""
-    if offloaded <= 0:
-        return np.ones_like(layers)
-    return np.where(layers > 0, held_layers(layers, offloaded) / np.maximum(layers, 1.0), 1.0)
-
-
 _SCREENED = (
     "weights_bytes",
     "gradients_bytes",
@@ -707,8 +683,9 @@ def training_memory_arrays(
         w, g, o, host, nvme = held
         layers = layers_of_pp[pp_index]
         in_layers, working = _partial_full(terms, acts, saved, rc_i, layers)
-        on_gpu = in_layers * _on_gpu_share(layers, terms.activation_offload_layers)
-        activ = on_gpu * flight + outside * outside_flight
+        on_gpu, outside_held, activ = held_activations(
+            terms.activation_offload_layers, in_layers, layers, (flight, outside, outside_flight)
+        )
         lg = logits if last else np.where(multi, 0.0, logits)
         temp = fixed_temporaries + np.maximum(lg, working)
         allocated = w + g + o + activ + temp
@@ -717,7 +694,7 @@ def training_memory_arrays(
             "gradients_bytes": g,
             "optimizer_bytes": o,
             "activations_bytes": activ,
-            "outside_activations_bytes": outside * outside_flight,
+            "outside_activations_bytes": outside_held,
             "logits_bytes": lg,
             "temporary_bytes": temp,
             "allocated_bytes": allocated,

@@ -60,7 +60,7 @@ def _activation_terms(
 
 
 def _on_gpu_share(layers: float, offloaded: int) -> float:
-    """:func:`.training_memory._on_gpu_share` of one layout (CPU activation offload)."""
+    """:func:`.training_offload._on_gpu_share` of one layout (CPU activation offload)."""
     if offloaded <= 0:
         return 1.0
     held = layers - min(float(offloaded), max(layers - 1.0, 0.0))

@@ -173,3 +173,44 @@ def offloaded_state(
         np.asarray(host),
         np.asarray(nvme),
     )
+
+
+def held_layers(layers: npt.ArrayLike, offloaded: int) -> FloatArray:
+    """Layers of a stage whose activations stay on the GPU when ``offloaded`` of them go to
+    host memory: Transformer Engine's CPU offload (NVIDIA/TransformerEngine@d0067d0d
+    transformer_engine/pytorch/cpu_offload.py ``get_cpu_offload_context``: "activation
+    memory usage is equal to ``(num_layers - num_offloaded_layers) * T``, where ``T`` is
+    the memory footprint of a layer"), which Megatron-Core's ``cpu_offloading`` /
+    ``cpu_offloading_num_layers`` drive (NVIDIA/Megatron-LM@d98e8a64 megatron/core/
+    transformer/transformer_block.py), at most all layers but one (transformer_config.py:
+    ``cpu_offloading_num_layers`` must be below ``num_layers``; the last layer's activations
+    are used at once by its backward)."""
+    n = np.asarray(layers, dtype=np.float64)
+    if offloaded <= 0:
+        return n
+    return n - np.minimum(float(offloaded), np.maximum(n - 1.0, 0.0))
+
+
+def _on_gpu_share(layers: FloatArray, offloaded: int) -> FloatArray:
+    """Share of what a stage's layers keep that stays on the GPU under CPU activation
+    offload (:func:`held_layers` ÷ layers; the offloaded layers taken as keeping the
+    stage's mean, which partial full recomputation makes uneven)."""
+    if offloaded <= 0:
+        return np.ones_like(layers)
+    return np.where(layers > 0, held_layers(layers, offloaded) / np.maximum(layers, 1.0), 1.0)
+
+
+def held_activations(
+    offloaded: int,
+    in_layers: FloatArray,
+    layers: FloatArray,
+    flights: tuple[FloatArray, FloatArray, FloatArray],
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(what the stage's layers keep on the GPU per micro-batch, the tensors outside the
+    layers held, all activations held): ``in_layers`` × :func:`_on_gpu_share` × the
+    micro-batches in flight, + the outside tensors × theirs. Without activation offload the
+    share is 1 and its product (x · 1 = x) is skipped."""
+    flight, outside, outside_flight = flights
+    on_gpu = in_layers * _on_gpu_share(layers, offloaded) if offloaded > 0 else in_layers
+    outside_held = outside * outside_flight
+    return on_gpu, outside_held, on_gpu * flight + outside_held

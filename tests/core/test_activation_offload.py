@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from llm_planner.core.composition.estimate import estimate
-from llm_planner.core.sections.training_memory import held_layers
+from llm_planner.core.sections.training_offload import held_layers
 
 from .test_precision_switches import _scenario
 

@@ -9,7 +9,12 @@ import numpy as np
 
 from llm_planner.core.quantities import activation_offload, comm
 from llm_planner.core.quantities.offload import host_link_bytes_per_s
-from llm_planner.core.sections.parallelism.layout import COMPUTE_KEY, Layouts, priced_per_group
+from llm_planner.core.sections.parallelism.layout import (
+    COMPUTE_KEY,
+    DEGREES_KEY,
+    Layouts,
+    priced_per_group,
+)
 from llm_planner.core.sections.parallelism.memory import memory_screen
 from llm_planner.core.sections.parallelism.schedule import FloatArray
 from llm_planner.core.sections.parallelism.step_time_comm import (
@@ -171,7 +176,6 @@ def evaluate_layouts(
     b = lay.as_float("micro_batch")
     v = lay.as_float("v")
     tp_pp = tp * pp
-    gpus = tp_pp * dp * lay.as_float("cp")
     # replicas beyond the batch hold no sequence and sit out (at least one micro-batch each)
     dp_work, m = _replicas_at_work(work.global_batch, dp, b)
     tokens_mb = work.seq_len * b / lay.as_float("cp")  # this GPU's share of the sequences
@@ -208,10 +212,10 @@ def evaluate_layouts(
     )
 
     dp_bytes, t_dp, t_last, t_gather = _data_parallel(work, lay, cluster, m, dp_work, si=si)
-    # (np.where nested: np.select's first true condition, without its per-call set-up)
-    window_share = np.where(
-        lay.zero <= 1, comm.BACKWARD_SHARE, np.where(lay.zero == 2, comm.BACKWARD_SHARE * m, m)
+    scheduled = priced_per_group(  # reads ZeRO, pp, v (and m: dp, micro-batch): once per group
+        lay, DEGREES_KEY, [m], lambda g, a: _schedule_shares(g, a[0])
     )
+    window_share, bubble, slots = scheduled if scheduled is not None else _schedule_shares(lay, m)
     t_host, t_launch = _host_floor(
         work, cluster, lay, stage_layers, head_on_stage=fullest_head, si=si
     )
@@ -237,12 +241,13 @@ def evaluate_layouts(
         t_host=t_host,
         t_layers=(t_c, t_tp + t_cp, t_ep),
     )
-    bubble = comm.pipeline_bubble_fraction(pp, m, v)
-    slots = m + (pp - 1.0) / v
     exposed_dp = exposed_dp + _tied_embedding_sync_seconds(work, cluster, lay)
     step = slots * t_mb + exposed_dp + t_opt + off.exposed
     tokens_per_s = work.global_batch * work.seq_len / step
-    gpus_peak = gpus * peak
+    degrees = lay.groups(DEGREES_KEY)  # GPUs (t·p·d·cp) · peak: once per group of degrees
+    at = slice(None) if degrees is None else degrees.first
+    gpus_peak = tp_pp[at] * dp[at] * lay.as_float("cp")[at] * peak
+    gpus_peak = gpus_peak if degrees is None else degrees.spread(gpus_peak)
     mfu = work.mfu_flops_per_token * tokens_per_s / gpus_peak
     hfu = _executed_flops_per_token(work, lay, si, hw_factor) * tokens_per_s / gpus_peak
 
@@ -282,6 +287,19 @@ def evaluate_layouts(
     if recipe is not None:
         out.update(memory_screen(work, lay, recipe, m=m))
     return out
+
+
+def _schedule_shares(lay: Layouts, m: FloatArray) -> list[FloatArray]:
+    """(the share of the step's backward the data-parallel buckets hide behind, the
+    pipeline bubble fraction, the slots of one step: m + (p − 1)/v micro-batch times) per
+    layout; the window: the last micro-batch's backward for ZeRO-0/1, every micro-batch's
+    backward for ZeRO-2, every micro-batch for ZeRO-3 (:func:`evaluate_layouts`)."""
+    pp, v = lay.as_float("pp"), lay.as_float("v")
+    # (np.where nested: np.select's first true condition, without its per-call set-up)
+    window_share = np.where(
+        lay.zero <= 1, comm.BACKWARD_SHARE, np.where(lay.zero == 2, comm.BACKWARD_SHARE * m, m)
+    )
+    return [window_share, comm.pipeline_bubble_fraction(pp, m, v), m + (pp - 1.0) / v]
 
 
 def _tensor_parallel(
@@ -376,7 +394,7 @@ def _activation_offload(
 ) -> tuple[FloatArray, FloatArray]:
     """(seconds, host-link bytes) per micro-batch of CPU activation offloading on the
     fullest stage (:func:`.activation_offload.exposed_seconds`): the offloaded layers (at
-    most all of the stage's layers but one, :func:`.training_memory.held_layers`) copy what
+    most all of the stage's layers but one, :func:`.training_offload.held_layers`) copy what
     each keeps of this GPU's tokens (``si.offload_bytes_per_token`` × s·b/cp ÷ tp: the
     activations split over the tensor-parallel group, exact with sequence parallelism, an
     approximation without) to the host in the forward and back in the backward, over the
