@@ -69,8 +69,8 @@ def gpu_tooltip(gpu: GPU) -> str:
         lines.append(f"up to {gpu.tdp_watts:,.0f} W")
     if gpu.sustained_tensor_fraction is not None:
         lines.append(
-            f"priced at {gpu.tensor_rate_fraction:.1%} of its peak: measured runs sustain "
-            "less than the datasheet (see the catalog's notes)"
+            f"priced at {gpu.tensor_rate_fraction:.1%} of its peak, the share measured runs "
+            "sustain (the evidence: llm-planner presets gpus --json, its notes)"
         )
     if gpu.source:
         lines.append(f"<i>Source:</i> {html.escape(gpu.source)}")
